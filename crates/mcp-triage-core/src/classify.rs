@@ -1,0 +1,388 @@
+//! The response classifier: rules 1-3 on the HTTP head, then the body by media type.
+//!
+//! [`ResponseClassifier`] is the sans-IO state machine an I/O layer drives: create it from the
+//! response head, [`feed`](ResponseClassifier::feed) body chunks as they arrive, stop reading once
+//! [`is_decided`](ResponseClassifier::is_decided), and take the verdict with
+//! [`finish`](ResponseClassifier::finish) (end of body) or
+//! [`interrupted`](ResponseClassifier::interrupted) (the connection broke or a deadline passed).
+//! [`classify`] does all of that for a body already in memory.
+
+use crate::http::{
+    parse_retry_after, parse_www_authenticate, reason, MediaType, MediaTypeKind, ResponseHead,
+};
+use crate::json::{self, ParseFailure};
+use crate::protocol::CallContext;
+use crate::rules::{classify_document, Findings};
+use crate::sse::{with_stack_for_depth, SseClassifier, StreamEvent};
+use crate::verdict::{sanitize_line, LimitHit, Outcome, Verdict};
+
+/// Why a body stopped before its end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Interruption {
+    /// The connection was reset or closed early; the sentence says how.
+    ConnectionLost(String),
+    /// The caller's deadline passed.
+    TimedOut(String),
+}
+
+/// How many bytes of an unexpected body are kept to show in the verdict's detail.
+const SNIPPET_BYTES: usize = 160;
+
+#[derive(Debug)]
+enum State {
+    /// Status outside 2xx: keep a bounded prefix of the body to decode a JSON-RPC error.
+    HttpError { buf: Vec<u8>, truncated: bool },
+    /// `application/json`: buffer up to `maxBodyBytes`.
+    Json { buf: Vec<u8> },
+    /// `text/event-stream`.
+    Sse(Box<SseClassifier>),
+    /// Any other media type: keep a snippet for the detail.
+    Other {
+        snippet: Vec<u8>,
+        media: Option<String>,
+    },
+    /// Decided before the end of the body.
+    Decided(Box<Verdict>),
+}
+
+/// The sans-IO classifier of one HTTP response to a `tools/call`.
+#[derive(Debug)]
+pub struct ResponseClassifier {
+    ctx: CallContext,
+    status: u16,
+    state: State,
+    body_bytes: u64,
+    findings: Findings,
+    retry_after_ms: Option<u64>,
+    auth: Option<crate::verdict::AuthChallenge>,
+}
+
+impl ResponseClassifier {
+    /// Starts classifying a response with this head.
+    pub fn new(head: &ResponseHead, ctx: CallContext) -> ResponseClassifier {
+        let mut findings = Findings::default();
+        let retry_after_ms = head
+            .get("Retry-After")
+            .and_then(|v| parse_retry_after(v, ctx.now));
+        let auth = parse_www_authenticate(head.get_all("WWW-Authenticate"));
+        let content_type = head.get("Content-Type");
+        let state = if !head.is_success() {
+            State::HttpError {
+                buf: Vec::new(),
+                truncated: false,
+            }
+        } else {
+            let media = content_type.map(MediaType::parse);
+            match media.as_ref().map(MediaType::kind) {
+                Some(MediaTypeKind::Json) => {
+                    if let Some(cs) = media.as_ref().and_then(|m| m.charset.as_deref()) {
+                        if cs != "utf-8" && cs != "utf8" {
+                            findings.warn(
+                                "CHARSET_NOT_UTF8",
+                                format!(
+                                    "Content-Type names charset {:?}; JSON is UTF-8 (RFC 8259)",
+                                    sanitize_line(cs, 32)
+                                ),
+                            );
+                        }
+                    }
+                    State::Json { buf: Vec::new() }
+                }
+                Some(MediaTypeKind::EventStream) => {
+                    State::Sse(Box::new(SseClassifier::new(ctx.clone())))
+                }
+                _ => State::Other {
+                    snippet: Vec::new(),
+                    media: content_type.map(|c| sanitize_line(c, 100)),
+                },
+            }
+        };
+        ResponseClassifier {
+            status: head.status,
+            state,
+            body_bytes: 0,
+            findings,
+            retry_after_ms,
+            auth,
+            ctx,
+        }
+    }
+
+    /// True once the verdict is known: the caller may stop reading the body.
+    pub fn is_decided(&self) -> bool {
+        match &self.state {
+            State::Decided(_) => true,
+            State::Sse(s) => s.is_decided(),
+            _ => false,
+        }
+    }
+
+    /// The next message observed on an SSE stream (see [`CallContext::observe_messages`]).
+    pub fn poll_event(&mut self) -> Option<StreamEvent> {
+        match &mut self.state {
+            State::Sse(s) => s.poll_event(),
+            _ => None,
+        }
+    }
+
+    /// Feeds the next chunk of the body.
+    pub fn feed(&mut self, chunk: &[u8]) {
+        if chunk.is_empty() {
+            return;
+        }
+        self.body_bytes += chunk.len() as u64;
+        let limits = self.ctx.limits;
+        match &mut self.state {
+            State::Decided(_) => {}
+            State::HttpError { buf, truncated } => {
+                let room = (limits.max_error_body_bytes as usize).saturating_sub(buf.len());
+                if chunk.len() > room {
+                    *truncated = true;
+                }
+                buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            }
+            State::Json { buf } => {
+                if buf.len() as u64 + chunk.len() as u64 > limits.max_body_bytes {
+                    let v = self.limit_verdict("maxBodyBytes", limits.max_body_bytes);
+                    self.state = State::Decided(Box::new(v));
+                } else {
+                    buf.extend_from_slice(chunk);
+                }
+            }
+            State::Sse(s) => s.feed(chunk),
+            State::Other { snippet, .. } => {
+                let room = SNIPPET_BYTES.saturating_sub(snippet.len());
+                snippet.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                if snippet.len() >= SNIPPET_BYTES {
+                    let v = self.finish_other();
+                    self.state = State::Decided(Box::new(v));
+                }
+            }
+        }
+    }
+
+    /// The body ended. Returns the verdict.
+    pub fn finish(mut self) -> Verdict {
+        let state = std::mem::replace(&mut self.state, State::Json { buf: Vec::new() });
+        let v = match state {
+            State::Decided(v) => *v,
+            State::HttpError { buf, truncated } => self.http_error(&buf, truncated, None),
+            _ if self.body_bytes == 0 => self.missing_response(),
+            State::Json { buf } => self.json_body(&buf),
+            State::Sse(s) => s.finish(),
+            State::Other { snippet, media } => {
+                self.state = State::Other { snippet, media };
+                self.finish_other()
+            }
+        };
+        self.seal(v)
+    }
+
+    /// The body broke off. Transport precedence holds: a non-2xx status is still `HTTP_ERROR`.
+    pub fn interrupted(mut self, why: Interruption) -> Verdict {
+        let (timed_out, text) = match &why {
+            Interruption::ConnectionLost(t) => (false, t.as_str()),
+            Interruption::TimedOut(t) => (true, t.as_str()),
+        };
+        let state = std::mem::replace(&mut self.state, State::Json { buf: Vec::new() });
+        let v = match state {
+            State::Decided(v) => *v,
+            State::HttpError { buf, truncated } => self.http_error(&buf, truncated, Some(text)),
+            State::Sse(s) => s.interrupted(timed_out, text),
+            _ => {
+                let detail = format!(
+                    "{text} after {} byte(s) of the body, before the response was complete",
+                    self.body_bytes
+                );
+                if timed_out {
+                    Verdict::timeout(detail)
+                } else {
+                    Verdict::connection_error(detail)
+                }
+            }
+        };
+        self.seal(v)
+    }
+
+    fn seal(&mut self, mut v: Verdict) -> Verdict {
+        if self.status == 202 && self.body_bytes > 0 && v.outcome != Outcome::HttpError {
+            self.findings.warn(
+                "ACCEPTED_WITH_BODY",
+                "202 Accepted carried a body; 202 is for notifications and responses",
+            );
+        }
+        let mut warnings = std::mem::take(&mut self.findings).into_warnings();
+        warnings.append(&mut v.warnings);
+        v.warnings = warnings;
+        v
+    }
+
+    fn limit_verdict(&self, name: &str, max: u64) -> Verdict {
+        let mut v = Verdict::new(Outcome::LimitExceeded).with_detail(format!(
+            "the body exceeded {name} = {max}; it was not classified further"
+        ));
+        v.limit = Some(LimitHit {
+            name: name.to_string(),
+            max,
+        });
+        v
+    }
+
+    fn missing_response(&self) -> Verdict {
+        let why = match self.status {
+            202 => "202 Accepted with no body: 202 is for notifications and responses, never the answer to a request",
+            204 => "204 No Content: the server sent no answer to the request",
+            _ => "a 2xx status with an empty body: the server sent no answer to the request",
+        };
+        let mut v = Verdict::new(Outcome::MissingResponse).with_detail(why);
+        v.status = Some(self.status);
+        v
+    }
+
+    fn json_body(&mut self, body: &[u8]) -> Verdict {
+        json_verdict(body, &self.ctx)
+    }
+
+    fn finish_other(&mut self) -> Verdict {
+        let State::Other { snippet, media } = &self.state else {
+            unreachable!("finish_other is called in State::Other only");
+        };
+        let shown = sanitize_line(&String::from_utf8_lossy(snippet), 80);
+        let detail = match media {
+            Some(m) => format!(
+                "Content-Type {m:?} is neither application/json nor text/event-stream; the body starts {shown:?}"
+            ),
+            None => format!(
+                "the response has no Content-Type; a body must be application/json or text/event-stream; it starts {shown:?}"
+            ),
+        };
+        let mut v = Verdict::new(Outcome::UnexpectedContentType).with_detail(detail);
+        v.status = Some(self.status);
+        v
+    }
+
+    fn http_error(&mut self, body: &[u8], truncated: bool, interrupted: Option<&str>) -> Verdict {
+        let status = self.status;
+        let mut v = Verdict::new(Outcome::HttpError);
+        v.status = Some(status);
+        v.retry_after_ms = self.retry_after_ms;
+        v.auth_challenge = self.auth.take();
+        // Decode a JSON-RPC error from the body when there is one: it says why (-32601 on a 404,
+        // -32020..-32022 on a 400) even though the transport verdict stands.
+        if truncated {
+            self.findings.warn(
+                "ERROR_BODY_TRUNCATED",
+                format!(
+                    "only the first {} bytes of the error body were read (maxErrorBodyBytes)",
+                    self.ctx.limits.max_error_body_bytes
+                ),
+            );
+        } else if let Some((code, message)) = decode_error_body(body, self.ctx.limits.max_depth) {
+            v.code = Some(code);
+            v.message = Some(message);
+        }
+        let mut detail = format!("HTTP {status}");
+        let r = reason(status);
+        if !r.is_empty() {
+            detail.push_str(&format!(" {r}"));
+        }
+        if let Some(code) = v.code {
+            detail.push_str(&format!(" with JSON-RPC error {code}"));
+            if let Some(name) = crate::rules::error_code_name(code) {
+                detail.push_str(&format!(" ({name})"));
+            }
+        }
+        detail.push_str(": ");
+        detail.push_str(&match (status, v.code) {
+            (404, Some(-32601)) => "the server does not implement the method".to_string(),
+            (400, Some(-32020)) => "a required MCP header is missing or does not match the body".to_string(),
+            (400, Some(-32021)) => "the call needs a client capability that was not declared".to_string(),
+            (400, Some(-32022)) => "the server does not support the requested protocol version".to_string(),
+            (404, None) => "in a legacy session this means the session expired (start a new one with initialize); otherwise the endpoint is wrong".to_string(),
+            (401, _) => "authorization required or the token is invalid".to_string(),
+            (403, _) if v.auth_challenge.as_ref().and_then(|a| a.error.as_deref()) == Some("insufficient_scope") => {
+                "the token lacks the scope this call needs".to_string()
+            }
+            (403, _) => "forbidden (insufficient scope, or the Origin was rejected)".to_string(),
+            (405, _) => "the endpoint does not allow this method".to_string(),
+            (413, _) => "the request body is larger than the server accepts".to_string(),
+            (429, _) => "rate limited".to_string(),
+            (500..=599, _) => "the server or a gateway failed".to_string(),
+            _ => "the request was not answered with a 2xx status".to_string(),
+        });
+        if let Some(ms) = v.retry_after_ms {
+            detail.push_str(&format!("; Retry-After asks to wait {ms} ms"));
+        }
+        if let Some(a) = &v.auth_challenge {
+            if let Some(rm) = &a.resource_metadata {
+                detail.push_str(&format!("; protected-resource metadata at {rm}"));
+            }
+        }
+        if let Some(why) = interrupted {
+            detail.push_str(&format!("; the body then broke off ({why})"));
+        }
+        v.detail = Some(detail);
+        v
+    }
+}
+
+/// Rules 5-8 for one `application/json` body.
+pub(crate) fn json_verdict(body: &[u8], ctx: &CallContext) -> Verdict {
+    match json::parse(body, ctx.limits.max_depth) {
+        Ok(parsed) => {
+            let depth = parsed.depth;
+            with_stack_for_depth(depth, || classify_document(&parsed, ctx))
+        }
+        Err(ParseFailure::Malformed(why)) => {
+            let hint = if body.starts_with(b"\xEF\xBB\xBF") {
+                " (the body starts with a byte order mark)"
+            } else if body.iter().all(u8::is_ascii_whitespace) {
+                " (the body is only white space)"
+            } else {
+                ""
+            };
+            Verdict::new(Outcome::MalformedJson)
+                .with_detail(format!("the body is not valid JSON: {why}{hint}"))
+        }
+        Err(ParseFailure::TooDeep { max }) => {
+            let mut v = Verdict::new(Outcome::LimitExceeded).with_detail(format!(
+                "the body nests JSON deeper than maxDepth = {max}; it was not classified further"
+            ));
+            v.limit = Some(LimitHit {
+                name: "maxDepth".to_string(),
+                max: max as u64,
+            });
+            v
+        }
+    }
+}
+
+/// `(code, sanitised message)` when `body` is a JSON-RPC error response.
+fn decode_error_body(body: &[u8], max_depth: usize) -> Option<(i64, String)> {
+    let parsed = json::parse(body, max_depth.min(64)).ok()?;
+    let error = parsed.root.as_object()?.get("error")?.as_object()?;
+    let (code, _) = error.get("code")?.as_integer()?;
+    let message = error
+        .get("message")
+        .and_then(json::Node::as_str)
+        .map(|m| sanitize_line(m, crate::verdict::MAX_MESSAGE_CHARS))
+        .unwrap_or_default();
+    Some((code, message))
+}
+
+/// Classifies a complete response: head, whole body, context.
+pub fn classify(head: &ResponseHead, body: &[u8], ctx: &CallContext) -> Verdict {
+    let mut c = ResponseClassifier::new(head, ctx.clone());
+    if matches!(c.state, State::Json { .. }) && !body.is_empty() {
+        // The body is in memory already: judge it in place instead of copying it into the buffer.
+        if body.len() as u64 > ctx.limits.max_body_bytes {
+            let v = c.limit_verdict("maxBodyBytes", ctx.limits.max_body_bytes);
+            return c.seal(v);
+        }
+        c.body_bytes = body.len() as u64;
+        let v = c.json_body(body);
+        return c.seal(v);
+    }
+    c.feed(body);
+    c.finish()
+}

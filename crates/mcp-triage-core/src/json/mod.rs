@@ -1,0 +1,13 @@
+//! A JSON reader built for judging untrusted bodies.
+//!
+//! It parses with `serde_json` into a small borrowed tree ([`Node`]) that remembers what a
+//! `serde_json::Value` forgets: duplicate member names (two parsers must never read one body two
+//! ways, so a duplicate is a finding, not a silent "last wins"). Nesting is bounded by
+//! [`crate::Limits::max_depth`] and the stack grows on demand, so 1,000 levels is ordinary input
+//! and 100,000 levels is a clear limit verdict, never a stack overflow.
+
+mod node;
+
+pub(crate) use node::{
+    drop_value_iteratively, escape_pointer, parse, JsonKind, Node, Object, ParseFailure, Parsed,
+};

@@ -1,0 +1,49 @@
+//! # mcp-triage-core
+//!
+//! The classifier at the centre of mcp-triage: pure functions and state machines over bytes that
+//! answer *on which layer did this MCP `tools/call` fail?* It does no I/O, reads no clock and
+//! spawns nothing, so gateways, proxies, clients and tests can all embed it; the client, kitchen
+//! and proxy crates of this workspace feed it the bytes they see.
+//!
+//! A response is judged outside-in (see `docs/verdicts.md` in the repository):
+//! 1. HTTP status outside 2xx is a transport failure, whatever the body says;
+//! 2. a 2xx without a body is a missing response;
+//! 3. the media type picks the body reader: `application/json` or `text/event-stream`;
+//! 4. an SSE stream is read event by event until the response to the request id;
+//! 5. the JSON must parse, once, one way (duplicates are findings, depth is bounded);
+//! 6. the JSON-RPC envelope must answer this request;
+//! 7. the result's `resultType` decides between complete, input required and task;
+//! 8. a complete result's content, `isError` and `structuredContent` decide the tool outcome.
+//!
+//! ```
+//! use mcp_triage_core::{classify, CallContext, Outcome, ResponseHead};
+//!
+//! let head = ResponseHead::new(200).content_type("application/json");
+//! let body = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}"#;
+//! let v = classify(&head, body, &CallContext::new(1));
+//! assert_eq!(v.outcome, Outcome::ToolError);
+//! ```
+
+#![deny(missing_docs)]
+
+mod classify;
+pub mod exchange;
+pub mod http;
+mod json;
+mod limits;
+mod protocol;
+mod rules;
+mod schema;
+pub mod sse;
+mod verdict;
+
+pub use classify::{classify, Interruption, ResponseClassifier};
+pub use http::ResponseHead;
+pub use limits::Limits;
+pub use protocol::{CallContext, ProtocolVersion, RequestId};
+pub use schema::{OutputSchema, SchemaError, SchemaMismatch};
+pub use sse::StreamEvent;
+pub use verdict::{
+    sanitize_line, AuthChallenge, Layer, LimitHit, Outcome, StreamStats, Verdict, Warning,
+    MAX_MESSAGE_CHARS,
+};

@@ -1,0 +1,42 @@
+//! Explicit, configurable limits. Every buffer the classifier keeps is bounded by one of these;
+//! exceeding one gives a `LIMIT_EXCEEDED` verdict naming it, never an allocation failure.
+
+use serde::{Deserialize, Serialize};
+
+/// Size, depth and count limits for one response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Limits {
+    /// Largest `application/json` body that is classified.
+    pub max_body_bytes: u64,
+    /// Largest single SSE event (its data buffer, or one line of it).
+    pub max_event_bytes: u64,
+    /// Largest SSE stream read before the terminal response.
+    pub max_stream_bytes: u64,
+    /// Most SSE events read before the terminal response.
+    pub max_stream_events: u64,
+    /// Deepest JSON nesting that is classified.
+    pub max_depth: usize,
+    /// How much of a non-2xx body is kept to decode a JSON-RPC error from it; the rest is
+    /// read past, not an error.
+    pub max_error_body_bytes: u64,
+}
+
+impl Limits {
+    /// The defaults: 64 MiB bodies and events, 1 GiB streams, 10 million events, depth 10,000,
+    /// 64 KiB of an error body.
+    pub const DEFAULT: Limits = Limits {
+        max_body_bytes: 64 << 20,
+        max_event_bytes: 64 << 20,
+        max_stream_bytes: 1 << 30,
+        max_stream_events: 10_000_000,
+        max_depth: 10_000,
+        max_error_body_bytes: 64 << 10,
+    };
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::DEFAULT
+    }
+}

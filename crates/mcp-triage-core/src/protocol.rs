@@ -1,0 +1,210 @@
+//! What the classifier must know about the call it judges: the request id, the negotiated
+//! protocol version, the tool's output schema, the clock, and the limits.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::limits::Limits;
+use crate::schema::OutputSchema;
+
+/// An MCP protocol revision. The classifier's rules differ by revision (batches only in
+/// 2025-03-26, `structuredContent` any JSON only in 2026-07-28, ...); `Unknown` is a lenient
+/// superset for callers that do not know what was negotiated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum ProtocolVersion {
+    /// 2024-11-05: HTTP+SSE era, no annotations, no structured content.
+    V2024_11_05,
+    /// 2025-03-26: Streamable HTTP, JSON-RPC batches, tool annotations.
+    V2025_03_26,
+    /// 2025-06-18: structured content (objects), elicitation, no batches.
+    V2025_06_18,
+    /// 2025-11-25: tasks, SSE polling with priming events, URL elicitation.
+    V2025_11_25,
+    /// 2026-07-28: stateless, per-request `_meta`, `resultType`, MRTR.
+    V2026_07_28,
+    /// Not known: accept what any revision allows.
+    #[default]
+    Unknown,
+}
+
+impl ProtocolVersion {
+    /// The revisions this crate knows, oldest first.
+    pub const KNOWN: [ProtocolVersion; 5] = [
+        ProtocolVersion::V2024_11_05,
+        ProtocolVersion::V2025_03_26,
+        ProtocolVersion::V2025_06_18,
+        ProtocolVersion::V2025_11_25,
+        ProtocolVersion::V2026_07_28,
+    ];
+
+    /// The latest revision.
+    pub const LATEST: ProtocolVersion = ProtocolVersion::V2026_07_28;
+
+    /// The revision string, e.g. `2025-06-18`, or `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProtocolVersion::V2024_11_05 => "2024-11-05",
+            ProtocolVersion::V2025_03_26 => "2025-03-26",
+            ProtocolVersion::V2025_06_18 => "2025-06-18",
+            ProtocolVersion::V2025_11_25 => "2025-11-25",
+            ProtocolVersion::V2026_07_28 => "2026-07-28",
+            ProtocolVersion::Unknown => "unknown",
+        }
+    }
+
+    /// Parses a revision string; `None` for anything not known (use [`ProtocolVersion::Unknown`]
+    /// explicitly to be lenient).
+    pub fn parse(s: &str) -> Option<ProtocolVersion> {
+        match s {
+            "unknown" => Some(ProtocolVersion::Unknown),
+            _ => ProtocolVersion::KNOWN.into_iter().find(|v| v.as_str() == s),
+        }
+    }
+
+    /// True for the stateless revisions that carry version and capabilities per request.
+    pub fn is_modern(self) -> bool {
+        self == ProtocolVersion::V2026_07_28
+    }
+
+    /// True when this is a known revision at or after `other`. `Unknown` is never "at least".
+    pub fn at_least(self, other: ProtocolVersion) -> bool {
+        self != ProtocolVersion::Unknown && self >= other
+    }
+}
+
+impl fmt::Display for ProtocolVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for ProtocolVersion {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ProtocolVersion {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        ProtocolVersion::parse(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown protocol version {s:?} (known: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28, unknown)"
+            ))
+        })
+    }
+}
+
+/// A JSON-RPC request id. MCP forbids `null` ids on requests, so an id is an integer or a string,
+/// and `1` and `"1"` are different ids.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    /// An integer id.
+    Number(i64),
+    /// A string id.
+    String(String),
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+impl From<i64> for RequestId {
+    fn from(n: i64) -> Self {
+        RequestId::Number(n)
+    }
+}
+
+impl From<&str> for RequestId {
+    fn from(s: &str) -> Self {
+        RequestId::String(s.to_string())
+    }
+}
+
+/// Everything the classifier needs to know about the call besides the response itself.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    /// The id of the `tools/call` request this response answers.
+    pub expected_id: RequestId,
+    /// The negotiated protocol revision.
+    pub protocol_version: ProtocolVersion,
+    /// The tool's `outputSchema`, compiled; `structuredContent` is validated against it.
+    pub output_schema: Option<Arc<OutputSchema>>,
+    /// "Now", for `Retry-After` given as an HTTP-date. Supplied by the caller so that the core
+    /// reads no clock and verdicts are reproducible.
+    pub now: SystemTime,
+    /// Size, depth and count limits.
+    pub limits: Limits,
+    /// Queue the messages seen on an SSE stream as [`crate::StreamEvent`]s for the caller.
+    pub observe_messages: bool,
+}
+
+impl CallContext {
+    /// A context for request id `expected_id`, unknown protocol version, default limits, and the
+    /// Unix epoch as "now" (set [`CallContext::now`] when `Retry-After` dates matter).
+    pub fn new(expected_id: impl Into<RequestId>) -> CallContext {
+        CallContext {
+            expected_id: expected_id.into(),
+            protocol_version: ProtocolVersion::Unknown,
+            output_schema: None,
+            now: SystemTime::UNIX_EPOCH,
+            limits: Limits::default(),
+            observe_messages: false,
+        }
+    }
+
+    /// Sets the protocol version.
+    pub fn with_protocol_version(mut self, v: ProtocolVersion) -> Self {
+        self.protocol_version = v;
+        self
+    }
+
+    /// Sets the output schema.
+    pub fn with_output_schema(mut self, schema: Arc<OutputSchema>) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Sets "now".
+    pub fn with_now(mut self, now: SystemTime) -> Self {
+        self.now = now;
+        self
+    }
+
+    /// Sets the limits.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse_and_order() {
+        for v in ProtocolVersion::KNOWN {
+            assert_eq!(ProtocolVersion::parse(v.as_str()), Some(v));
+        }
+        assert_eq!(ProtocolVersion::parse("2025-13-01"), None);
+        assert!(ProtocolVersion::V2026_07_28.at_least(ProtocolVersion::V2025_06_18));
+        assert!(!ProtocolVersion::Unknown.at_least(ProtocolVersion::V2024_11_05));
+    }
+
+    #[test]
+    fn ids_keep_their_type() {
+        let a: RequestId = serde_json::from_str("1").unwrap();
+        let b: RequestId = serde_json::from_str("\"1\"").unwrap();
+        assert_ne!(a, b);
+    }
+}

@@ -1,0 +1,441 @@
+use crate::json::{escape_pointer, Node, Object};
+use crate::protocol::{CallContext, ProtocolVersion as V};
+use crate::verdict::{sanitize_line, Outcome, Verdict};
+
+use super::Findings;
+
+const INPUT_METHODS: [&str; 3] = ["elicitation/create", "sampling/createMessage", "roots/list"];
+
+fn invalid(detail: String, findings: Findings) -> Verdict {
+    let mut v = Verdict::new(Outcome::InvalidToolResult).with_detail(detail);
+    v.warnings = findings.into_warnings();
+    v
+}
+
+fn finish(mut v: Verdict, findings: Findings) -> Verdict {
+    v.warnings = findings.into_warnings();
+    v
+}
+
+fn before(ctx: &CallContext, version: V) -> bool {
+    ctx.protocol_version != V::Unknown && ctx.protocol_version < version
+}
+
+/// Rules 7 and 8: the result of a response that answers the request.
+pub(crate) fn classify_result(
+    result: &Node,
+    ctx: &CallContext,
+    base: &str,
+    mut findings: Findings,
+) -> Verdict {
+    let Some(r) = result.as_object() else {
+        return invalid(
+            format!(
+                "{base} is {}; a tool result must be an object",
+                result.kind()
+            ),
+            findings,
+        );
+    };
+    let result_type = match r.get("resultType") {
+        None => {
+            if ctx.protocol_version == V::V2026_07_28 {
+                findings.warn(
+                    "RESULT_TYPE_ABSENT",
+                    format!("{base}/resultType is absent; 2026-07-28 servers MUST send it (read as \"complete\")"),
+                );
+            }
+            if let Some(task) = legacy_task(r) {
+                if !matches!(ctx.protocol_version, V::V2025_11_25 | V::Unknown) {
+                    findings.warn(
+                        "NOT_IN_VERSION",
+                        format!(
+                            "{base}/task is the 2025-11-25 task shape, not defined in {}",
+                            ctx.protocol_version
+                        ),
+                    );
+                }
+                return classify_task(task, ctx, &format!("{base}/task"), "task", findings);
+            }
+            "complete"
+        }
+        Some(Node::String(s)) => {
+            if before(ctx, V::V2026_07_28) {
+                findings.warn(
+                    "NOT_IN_VERSION",
+                    format!(
+                        "{base}/resultType is not defined before 2026-07-28 (negotiated: {})",
+                        ctx.protocol_version
+                    ),
+                );
+            }
+            s.as_ref()
+        }
+        Some(other) => {
+            return invalid(
+                format!("{base}/resultType is {}; it must be a string", other.kind()),
+                findings,
+            )
+        }
+    };
+    match result_type {
+        "complete" => classify_complete(r, ctx, base, findings),
+        "input_required" => classify_input_required(r, base, findings),
+        "task" => {
+            let (node, at) = match r.get("task") {
+                Some(t @ Node::Object(_)) if !r.contains("taskId") => (t, format!("{base}/task")),
+                _ => (result, base.to_string()),
+            };
+            classify_task(node, ctx, &at, "task", findings)
+        }
+        other => invalid(
+            format!(
+                "{base}/resultType is {:?}, which this client does not recognise (spec: an unrecognised resultType MUST be treated as invalid)",
+                sanitize_line(other, 64)
+            ),
+            findings,
+        ),
+    }
+}
+
+/// The 2025-11-25 `CreateTaskResult`: `{task: {taskId, status, ...}}` and no `content`.
+fn legacy_task<'n, 'a>(r: &'n Object<'a>) -> Option<&'n Node<'a>> {
+    match r.get("task") {
+        Some(t @ Node::Object(_)) if !r.contains("content") => Some(t),
+        _ => None,
+    }
+}
+
+fn classify_task(
+    task: &Node,
+    _ctx: &CallContext,
+    at: &str,
+    result_type: &str,
+    findings: Findings,
+) -> Verdict {
+    let Some(t) = task.as_object() else {
+        return invalid(
+            format!("{at} is {}; it must be an object", task.kind()),
+            findings,
+        );
+    };
+    let task_id = match t.get("taskId") {
+        Some(Node::String(s)) if !s.is_empty() => s.to_string(),
+        Some(Node::String(_)) => {
+            return invalid(format!("{at}/taskId is empty"), findings);
+        }
+        Some(n) => {
+            return invalid(
+                format!("{at}/taskId is {}; it must be a string", n.kind()),
+                findings,
+            )
+        }
+        None => return invalid(format!("{at}/taskId is missing"), findings),
+    };
+    let status = match t.get("status") {
+        None => None,
+        Some(Node::String(s)) => Some(sanitize_line(s, 32)),
+        Some(n) => {
+            return invalid(
+                format!("{at}/status is {}; it must be a string", n.kind()),
+                findings,
+            )
+        }
+    };
+    let mut detail = format!("the server created task {:?}", sanitize_line(&task_id, 128));
+    if let Some(s) = &status {
+        detail.push_str(&format!(" (status {s})"));
+    }
+    detail.push_str("; poll tasks/get for the result");
+    let mut v = Verdict::new(Outcome::TaskCreated).with_detail(detail);
+    v.result_type = Some(result_type.to_string());
+    v.task_id = Some(task_id);
+    finish(v, findings)
+}
+
+fn classify_input_required(r: &Object, base: &str, findings: Findings) -> Verdict {
+    let mut asked = Vec::new();
+    if let Some(reqs) = r.get("inputRequests") {
+        let Some(reqs) = reqs.as_object() else {
+            return invalid(
+                format!(
+                    "{base}/inputRequests is {}; it must be an object",
+                    reqs.kind()
+                ),
+                findings,
+            );
+        };
+        for (key, req) in &reqs.members {
+            let at = format!("{base}/inputRequests/{}", escape_pointer(key));
+            let Some(req) = req.as_object() else {
+                return invalid(
+                    format!("{at} is {}; an input request is an object", req.kind()),
+                    findings,
+                );
+            };
+            let method = match req.get("method") {
+                Some(Node::String(m)) if INPUT_METHODS.contains(&m.as_ref()) => m.as_ref(),
+                Some(Node::String(m)) => {
+                    return invalid(
+                        format!(
+                            "{at}/method is {:?}; an input request is elicitation/create, sampling/createMessage or roots/list",
+                            sanitize_line(m, 64)
+                        ),
+                        findings,
+                    )
+                }
+                Some(n) => {
+                    return invalid(
+                        format!("{at}/method is {}; it must be a string", n.kind()),
+                        findings,
+                    )
+                }
+                None => return invalid(format!("{at}/method is missing"), findings),
+            };
+            let params_required = method != "roots/list";
+            match req.get("params") {
+                Some(Node::Object(_)) => {}
+                None if !params_required => {}
+                None => {
+                    return invalid(
+                        format!("{at}/params is missing; {method} needs params"),
+                        findings,
+                    )
+                }
+                Some(n) => {
+                    return invalid(
+                        format!("{at}/params is {}; it must be an object", n.kind()),
+                        findings,
+                    )
+                }
+            }
+            asked.push(format!("{} ({method})", sanitize_line(key, 64)));
+        }
+    }
+    let has_state = match r.get("requestState") {
+        None => false,
+        Some(Node::String(_)) => true,
+        Some(n) => {
+            return invalid(
+                format!("{base}/requestState is {}; it must be a string", n.kind()),
+                findings,
+            )
+        }
+    };
+    if asked.is_empty() && !has_state {
+        return invalid(
+            format!(
+                "{base} is input_required with {} and no requestState (spec: servers MUST include at least one of inputRequests or requestState)",
+                if r.contains("inputRequests") { "an empty inputRequests" } else { "no inputRequests" }
+            ),
+            findings,
+        );
+    }
+    let detail = if asked.is_empty() {
+        "the server needs another round: resend the original request with a new id and the exact requestState".to_string()
+    } else {
+        format!(
+            "the server asks for {} input(s): {}; answer them in inputResponses and resend with a new id{}",
+            asked.len(),
+            asked.join(", "),
+            if has_state { " and the exact requestState" } else { "" }
+        )
+    };
+    let mut v = Verdict::new(Outcome::InputRequired).with_detail(detail);
+    v.result_type = Some("input_required".to_string());
+    finish(v, findings)
+}
+
+fn classify_complete(r: &Object, ctx: &CallContext, base: &str, mut findings: Findings) -> Verdict {
+    let content = match r.get("content") {
+        Some(Node::Array(items)) => items,
+        Some(n) => {
+            return invalid(
+                format!(
+                    "{base}/content is {}; it must be an array of content blocks",
+                    n.kind()
+                ),
+                findings,
+            )
+        }
+        None => {
+            return invalid(
+                format!(
+                    "{base}/content is missing; a complete tool result must have a content array"
+                ),
+                findings,
+            )
+        }
+    };
+    for (i, block) in content.iter().enumerate() {
+        if let Err(detail) = check_block(block, &format!("{base}/content/{i}"), ctx, &mut findings)
+        {
+            return invalid(detail, findings);
+        }
+    }
+    let is_error = match r.get("isError") {
+        None => None,
+        Some(Node::Bool(b)) => Some(*b),
+        Some(n) => {
+            return invalid(
+                format!("{base}/isError is {}; it must be a boolean", n.kind()),
+                findings,
+            )
+        }
+    };
+    let structured = r.get("structuredContent");
+    if let Some(sc) = structured {
+        if matches!(ctx.protocol_version, V::V2025_06_18 | V::V2025_11_25)
+            && sc.as_object().is_none()
+        {
+            return invalid(
+                format!(
+                    "{base}/structuredContent is {}; in {} it must be an object (any JSON only from 2026-07-28)",
+                    sc.kind(),
+                    ctx.protocol_version
+                ),
+                findings,
+            );
+        }
+        if before(ctx, V::V2025_06_18) {
+            findings.warn(
+                "NOT_IN_VERSION",
+                format!(
+                    "{base}/structuredContent is not defined before 2025-06-18 (negotiated: {})",
+                    ctx.protocol_version
+                ),
+            );
+        }
+    }
+    if is_error != Some(true) {
+        if let Some(schema) = &ctx.output_schema {
+            let Some(sc) = structured else {
+                return invalid(
+                    format!("{base}/structuredContent is missing, but the tool declares an outputSchema (servers MUST provide conforming structured results)"),
+                    findings,
+                );
+            };
+            let value = sc.to_value();
+            let outcome = schema.validate(&value);
+            crate::json::drop_value_iteratively(value);
+            if let Err(m) = outcome {
+                return invalid(
+                    format!(
+                        "{base}/structuredContent{} does not match the outputSchema (at schema {}): {}",
+                        m.instance_pointer, m.schema_pointer, m.message
+                    ),
+                    findings,
+                );
+            }
+        }
+    }
+    let mut v = if is_error == Some(true) {
+        let first_text = content.iter().find_map(|b| {
+            let b = b.as_object()?;
+            (b.get("type")?.as_str()? == "text").then(|| b.get("text")?.as_str())?
+        });
+        Verdict::new(Outcome::ToolError).with_detail(match first_text {
+            Some(t) => format!("the tool reported an error: {}", sanitize_line(t, 200)),
+            None => "the tool reported an error (isError: true)".to_string(),
+        })
+    } else {
+        Verdict::new(Outcome::ToolSuccess)
+    };
+    v.result_type = Some("complete".to_string());
+    v.is_error = is_error;
+    finish(v, findings)
+}
+
+fn require_str(o: &Object, at: &str, field: &str, what: &str) -> Result<(), String> {
+    match o.get(field) {
+        Some(Node::String(_)) => Ok(()),
+        Some(n) => Err(format!(
+            "{at}/{field} is {}; {what} needs a string {field}",
+            n.kind()
+        )),
+        None => Err(format!(
+            "{at}/{field} is missing; {what} needs a string {field}"
+        )),
+    }
+}
+
+fn check_block(
+    block: &Node,
+    at: &str,
+    ctx: &CallContext,
+    findings: &mut Findings,
+) -> Result<(), String> {
+    let Some(b) = block.as_object() else {
+        return Err(format!(
+            "{at} is {}; a content block is an object",
+            block.kind()
+        ));
+    };
+    let ty = match b.get("type") {
+        Some(Node::String(t)) => t.as_ref(),
+        Some(n) => return Err(format!("{at}/type is {}; it must be a string", n.kind())),
+        None => return Err(format!("{at}/type is missing")),
+    };
+    match ty {
+        "text" => require_str(b, at, "text", "a text block"),
+        "image" | "audio" => {
+            if ty == "audio" && ctx.protocol_version == V::V2024_11_05 {
+                findings.warn(
+                    "NOT_IN_VERSION",
+                    format!("{at} is an audio block, not defined in 2024-11-05"),
+                );
+            }
+            require_str(b, at, "data", &format!("an {ty} block"))?;
+            require_str(b, at, "mimeType", &format!("an {ty} block"))
+        }
+        "resource_link" => {
+            if before(ctx, V::V2025_06_18) {
+                findings.warn(
+                    "NOT_IN_VERSION",
+                    format!("{at} is a resource_link block, not defined before 2025-06-18"),
+                );
+            }
+            require_str(b, at, "uri", "a resource_link block")?;
+            require_str(b, at, "name", "a resource_link block")
+        }
+        "resource" => {
+            let res = match b.get("resource") {
+                Some(Node::Object(o)) => o,
+                Some(n) => {
+                    return Err(format!(
+                        "{at}/resource is {}; it must be an object",
+                        n.kind()
+                    ))
+                }
+                None => {
+                    return Err(format!(
+                        "{at}/resource is missing; an embedded resource block needs it"
+                    ))
+                }
+            };
+            require_str(
+                res,
+                &format!("{at}/resource"),
+                "uri",
+                "an embedded resource",
+            )?;
+            if !res.contains("text") && !res.contains("blob") {
+                findings.warn(
+                    "RESOURCE_WITHOUT_CONTENTS",
+                    format!("{at}/resource has neither text nor blob"),
+                );
+            }
+            Ok(())
+        }
+        other => {
+            findings.warn(
+                "UNKNOWN_CONTENT_BLOCK_TYPE",
+                format!(
+                    "{at}/type is {:?}, not a known content block type",
+                    sanitize_line(other, 64)
+                ),
+            );
+            Ok(())
+        }
+    }
+}

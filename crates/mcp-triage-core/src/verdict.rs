@@ -1,0 +1,446 @@
+//! The verdict model: what the classifier says about one `tools/call` response.
+//!
+//! A [`Verdict`] names the failing [`Layer`] and the [`Outcome`], plus the detail fields that apply.
+//! Its JSON form is the stable contract of mcp-triage: layers and outcomes use the seed article's
+//! wire names (`transport`, `TOOL_SUCCESS`, ...), detail fields are camelCase and omitted when they
+//! do not apply, so that a verdict of the seed's eight cases is a superset of the seed's own object.
+
+use serde::{Deserialize, Serialize};
+
+/// The layer on which a call ended. Ordered from the outside in: a failure on an outer layer hides
+/// everything inside it (an HTTP 500 with a success-looking body is a transport failure).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layer {
+    /// HTTP status, connection, content framing, SSE stream completeness.
+    Transport,
+    /// The JSON-RPC envelope and the shape of the result object.
+    Protocol,
+    /// Neither success nor failure: the server needs more from the client (input, polling).
+    Interaction,
+    /// The tool itself ran and reported success or failure.
+    Application,
+}
+
+impl Layer {
+    /// The wire name (`transport`, `protocol`, `interaction`, `application`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::Transport => "transport",
+            Layer::Protocol => "protocol",
+            Layer::Interaction => "interaction",
+            Layer::Application => "application",
+        }
+    }
+}
+
+/// What happened to the call. Each outcome belongs to exactly one [`Layer`] ([`Outcome::layer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Outcome {
+    /// A complete result without `isError: true`.
+    ToolSuccess,
+    /// A complete result with `isError: true`: the tool ran and failed; the model should see it.
+    ToolError,
+    /// A JSON-RPC `error` response to the request.
+    JsonrpcError,
+    /// `resultType: "input_required"`: answer the input requests in a new request with a new id.
+    InputRequired,
+    /// The server accepted the call as a task; poll it for the result.
+    TaskCreated,
+    /// HTTP status outside 200-299.
+    HttpError,
+    /// A 2xx response without a body (202, 204, or an empty 200): no answer to the request.
+    MissingResponse,
+    /// An SSE stream that ended before the response to the request.
+    StreamIncomplete,
+    /// The connection failed (refused, reset) before a complete response arrived.
+    ConnectionError,
+    /// No complete response within the time allowed.
+    Timeout,
+    /// A response larger or deeper than the configured limits; it was not classified further.
+    LimitExceeded,
+    /// A 2xx body whose media type is neither `application/json` nor `text/event-stream`.
+    UnexpectedContentType,
+    /// Not valid JSON (syntax, UTF-8, trailing data).
+    MalformedJson,
+    /// Valid JSON, but not a valid JSON-RPC response to this request.
+    InvalidEnvelope,
+    /// A response to this request whose result is not a valid tool result.
+    InvalidToolResult,
+}
+
+impl Outcome {
+    /// Every outcome, in documentation order.
+    pub const ALL: [Outcome; 15] = [
+        Outcome::ToolSuccess,
+        Outcome::ToolError,
+        Outcome::JsonrpcError,
+        Outcome::InputRequired,
+        Outcome::TaskCreated,
+        Outcome::HttpError,
+        Outcome::MissingResponse,
+        Outcome::StreamIncomplete,
+        Outcome::ConnectionError,
+        Outcome::Timeout,
+        Outcome::LimitExceeded,
+        Outcome::UnexpectedContentType,
+        Outcome::MalformedJson,
+        Outcome::InvalidEnvelope,
+        Outcome::InvalidToolResult,
+    ];
+
+    /// The layer this outcome belongs to.
+    pub fn layer(self) -> Layer {
+        match self {
+            Outcome::ToolSuccess | Outcome::ToolError => Layer::Application,
+            Outcome::InputRequired | Outcome::TaskCreated => Layer::Interaction,
+            Outcome::HttpError
+            | Outcome::MissingResponse
+            | Outcome::StreamIncomplete
+            | Outcome::ConnectionError
+            | Outcome::Timeout
+            | Outcome::LimitExceeded => Layer::Transport,
+            Outcome::UnexpectedContentType
+            | Outcome::MalformedJson
+            | Outcome::InvalidEnvelope
+            | Outcome::JsonrpcError
+            | Outcome::InvalidToolResult => Layer::Protocol,
+        }
+    }
+
+    /// The wire name, e.g. `TOOL_SUCCESS`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::ToolSuccess => "TOOL_SUCCESS",
+            Outcome::ToolError => "TOOL_ERROR",
+            Outcome::JsonrpcError => "JSONRPC_ERROR",
+            Outcome::InputRequired => "INPUT_REQUIRED",
+            Outcome::TaskCreated => "TASK_CREATED",
+            Outcome::HttpError => "HTTP_ERROR",
+            Outcome::MissingResponse => "MISSING_RESPONSE",
+            Outcome::StreamIncomplete => "STREAM_INCOMPLETE",
+            Outcome::ConnectionError => "CONNECTION_ERROR",
+            Outcome::Timeout => "TIMEOUT",
+            Outcome::LimitExceeded => "LIMIT_EXCEEDED",
+            Outcome::UnexpectedContentType => "UNEXPECTED_CONTENT_TYPE",
+            Outcome::MalformedJson => "MALFORMED_JSON",
+            Outcome::InvalidEnvelope => "INVALID_ENVELOPE",
+            Outcome::InvalidToolResult => "INVALID_TOOL_RESULT",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn from_wire(name: &str) -> Option<Outcome> {
+        Outcome::ALL.into_iter().find(|o| o.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for Layer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A parsed `WWW-Authenticate` challenge (RFC 9110 §11.6.1, RFC 6750 §3, RFC 9728 §5.1).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthChallenge {
+    /// The auth scheme as sent, e.g. `Bearer`.
+    pub scheme: String,
+    /// RFC 9728 protected-resource metadata URL, where the client learns which server to ask.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_metadata: Option<String>,
+    /// The scope the server says the call needs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// RFC 6750 error code, e.g. `invalid_token` or `insufficient_scope`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// RFC 6750 `error_description`, sanitised.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_description: Option<String>,
+    /// The `realm` parameter, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub realm: Option<String>,
+}
+
+/// What an SSE response stream carried up to the verdict.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamStats {
+    /// Events dispatched with data (any event type).
+    pub events: u64,
+    /// JSON-RPC notifications (messages with a `method` and no `id`).
+    pub notifications: u64,
+    /// JSON-RPC requests from the server (a `method` and an `id`).
+    pub server_requests: u64,
+    /// Responses for other request ids, skipped.
+    pub other_responses: u64,
+    /// Events with an `event:` type other than `message`, ignored.
+    pub ignored_events: u64,
+    /// Events without data (2025-11-25 priming events), ignored.
+    pub priming_events: u64,
+    /// Comment lines (`:` keep-alives).
+    pub comments: u64,
+    /// Bytes of the stream read up to the verdict.
+    pub bytes: u64,
+    /// The last event id buffer (WHATWG), for `Last-Event-ID` resumption.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_event_id: Option<String>,
+    /// The reconnection time the server asked for with `retry:`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_ms: Option<u64>,
+    /// Whether the response to the request arrived on the stream.
+    pub terminal: bool,
+}
+
+/// A non-fatal deviation from the spec, with a stable code for machines and a sentence for people.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    /// Stable SCREAMING_SNAKE identifier, e.g. `RESULT_TYPE_ABSENT`.
+    pub code: String,
+    /// One sentence saying what was seen and where.
+    pub detail: String,
+}
+
+/// Which configured limit stopped classification.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitHit {
+    /// The limit's name as in [`crate::Limits`] (`maxBodyBytes`, `maxEventBytes`, ...).
+    pub name: String,
+    /// The configured value.
+    pub max: u64,
+}
+
+/// The classifier's answer for one response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verdict {
+    /// The failing layer (or `application` for a tool that ran).
+    pub layer: Layer,
+    /// What happened.
+    pub outcome: Outcome,
+    /// HTTP status, for transport outcomes that have one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// JSON-RPC error code (also decoded from an HTTP error's body).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<i64>,
+    /// JSON-RPC error message: one line, at most 512 characters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The result's type as the client must read it (`complete` when absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<String>,
+    /// The result's `isError` as sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// `Retry-After` as milliseconds from the supplied `now`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+    /// The parsed `WWW-Authenticate` challenge.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth_challenge: Option<AuthChallenge>,
+    /// SSE stream counts, for `text/event-stream` responses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<StreamStats>,
+    /// The task to poll, for `TASK_CREATED`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// The limit that stopped classification, for `LIMIT_EXCEEDED`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<LimitHit>,
+    /// Non-fatal spec deviations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<Warning>,
+    /// One sentence saying exactly what was wrong and where (a JSON pointer where it helps).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl Verdict {
+    /// A verdict with only layer and outcome set.
+    pub fn new(outcome: Outcome) -> Verdict {
+        Verdict {
+            layer: outcome.layer(),
+            outcome,
+            status: None,
+            code: None,
+            message: None,
+            result_type: None,
+            is_error: None,
+            retry_after_ms: None,
+            auth_challenge: None,
+            stream: None,
+            task_id: None,
+            limit: None,
+            warnings: Vec::new(),
+            detail: None,
+        }
+    }
+
+    /// Sets the detail sentence.
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Verdict {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    /// A connection failure seen by the I/O layer (refused, reset, DNS, TLS).
+    pub fn connection_error(detail: impl Into<String>) -> Verdict {
+        Verdict::new(Outcome::ConnectionError).with_detail(detail)
+    }
+
+    /// A deadline that passed before a complete response arrived.
+    pub fn timeout(detail: impl Into<String>) -> Verdict {
+        Verdict::new(Outcome::Timeout).with_detail(detail)
+    }
+
+    /// True when the outcome is a final, successful tool result.
+    pub fn is_success(&self) -> bool {
+        self.outcome == Outcome::ToolSuccess
+    }
+
+    /// Adds a warning.
+    pub fn warn(&mut self, code: &str, detail: impl Into<String>) {
+        self.warnings.push(Warning {
+            code: code.to_string(),
+            detail: detail.into(),
+        });
+    }
+
+    /// One line a person can read: `layer/OUTCOME key=value … — detail`.
+    pub fn to_text_line(&self) -> String {
+        let mut out = format!("{}/{}", self.layer, self.outcome);
+        if let Some(s) = self.status {
+            out.push_str(&format!(" status={s}"));
+        }
+        if let Some(c) = self.code {
+            out.push_str(&format!(" code={c}"));
+        }
+        if let Some(m) = &self.message {
+            out.push_str(&format!(" message={m:?}"));
+        }
+        if let Some(r) = &self.result_type {
+            out.push_str(&format!(" resultType={r}"));
+        }
+        if let Some(ms) = self.retry_after_ms {
+            out.push_str(&format!(" retryAfterMs={ms}"));
+        }
+        if let Some(t) = &self.task_id {
+            out.push_str(&format!(" taskId={t:?}"));
+        }
+        if let Some(a) = &self.auth_challenge {
+            out.push_str(&format!(" auth={}", a.scheme));
+            if let Some(e) = &a.error {
+                out.push_str(&format!(" error={e}"));
+            }
+            if let Some(r) = &a.resource_metadata {
+                out.push_str(&format!(" resource_metadata={r}"));
+            }
+        }
+        if let Some(s) = &self.stream {
+            out.push_str(&format!(
+                " events={} notifications={} serverRequests={}",
+                s.events, s.notifications, s.server_requests
+            ));
+            if let Some(id) = &s.last_event_id {
+                out.push_str(&format!(" lastEventId={id:?}"));
+            }
+            if let Some(r) = s.retry_ms {
+                out.push_str(&format!(" retryMs={r}"));
+            }
+        }
+        if let Some(d) = &self.detail {
+            out.push_str(" — ");
+            out.push_str(d);
+        }
+        for w in &self.warnings {
+            out.push_str(&format!(" [warning {}: {}]", w.code, w.detail));
+        }
+        out
+    }
+}
+
+/// Makes an untrusted string safe for a one-line log: control characters become spaces, runs of
+/// white space collapse, and the result is cut to `max` characters (ending in `…` when cut).
+pub fn sanitize_line(input: &str, max: usize) -> String {
+    let mut out = String::with_capacity(input.len().min(max * 4));
+    let mut count = 0usize;
+    let mut last_space = false;
+    for c in input.trim().chars() {
+        let c = if c.is_control() || c == '\u{2028}' || c == '\u{2029}' {
+            ' '
+        } else {
+            c
+        };
+        if c == ' ' && last_space {
+            continue;
+        }
+        last_space = c == ' ';
+        if count == max {
+            out.pop();
+            out.push('…');
+            return out;
+        }
+        out.push(c);
+        count += 1;
+    }
+    out
+}
+
+/// The sanitised form of a JSON-RPC error message in a verdict.
+pub const MAX_MESSAGE_CHARS: usize = 512;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_names_round_trip() {
+        for o in Outcome::ALL {
+            let json = serde_json::to_string(&o).unwrap();
+            assert_eq!(json, format!("\"{}\"", o.as_str()));
+            assert_eq!(Outcome::from_wire(o.as_str()), Some(o));
+        }
+        assert_eq!(
+            serde_json::to_string(&Layer::Interaction).unwrap(),
+            "\"interaction\""
+        );
+    }
+
+    #[test]
+    fn seed_layers() {
+        assert_eq!(Outcome::InvalidToolResult.layer(), Layer::Protocol);
+        assert_eq!(Outcome::MalformedJson.layer(), Layer::Protocol);
+        assert_eq!(Outcome::HttpError.layer(), Layer::Transport);
+        assert_eq!(Outcome::InputRequired.layer(), Layer::Interaction);
+        assert_eq!(Outcome::ToolError.layer(), Layer::Application);
+    }
+
+    #[test]
+    fn minimal_verdict_is_seed_shaped() {
+        let v = Verdict::new(Outcome::ToolSuccess);
+        assert_eq!(
+            serde_json::to_string(&v).unwrap(),
+            r#"{"layer":"application","outcome":"TOOL_SUCCESS"}"#
+        );
+    }
+
+    #[test]
+    fn sanitize_cuts_and_flattens() {
+        assert_eq!(sanitize_line("a\nb\t\tc", 512), "a b c");
+        let long = "x".repeat(600);
+        let s = sanitize_line(&long, 512);
+        assert_eq!(s.chars().count(), 512);
+        assert!(s.ends_with('…'));
+        assert_eq!(sanitize_line(&"y".repeat(512), 512), "y".repeat(512));
+        assert_eq!(sanitize_line("  padded  ", 512), "padded");
+    }
+}
