@@ -67,7 +67,15 @@ struct Line<'a> {
 impl<'a> Exchange<'a> {
     /// Parses one line of an exchange file.
     pub fn parse(line: &'a [u8]) -> Result<Exchange<'a>, ExchangeError> {
-        let l: Line<'a> = serde_json::from_slice(line)
+        let text = simdutf8::basic::from_utf8(line).map_err(|_| {
+            let at = simdutf8::compat::from_utf8(line)
+                .err()
+                .map_or(0, |e| e.valid_up_to());
+            ExchangeError(format!(
+                "invalid UTF-8 at byte {at} (an exchange file is UTF-8)"
+            ))
+        })?;
+        let l: Line<'a> = serde_json::from_str(text)
             .map_err(|e| ExchangeError(format!("not an exchange object: {e}")))?;
         let status = match &l.status {
             serde_json::Value::Number(n) => n

@@ -197,8 +197,21 @@ impl Drop for Parsed<'_> {
 const TOO_DEEP: &str = "\u{0}mcp-triage: nesting limit";
 
 /// Parses one JSON value that must span the whole input (surrounding white space allowed).
+/// The input is checked for UTF-8 once, up front (SIMD), so the parser need not check every
+/// string again.
 pub(crate) fn parse(input: &[u8], max_depth: usize) -> Result<Parsed<'_>, ParseFailure> {
-    let mut de = serde_json::Deserializer::from_slice(input);
+    match simdutf8::compat::from_utf8(input) {
+        Ok(text) => parse_str(text, max_depth),
+        Err(e) => Err(ParseFailure::Malformed(format!(
+            "invalid UTF-8 at byte {} (JSON text is UTF-8)",
+            e.valid_up_to()
+        ))),
+    }
+}
+
+/// [`parse`] for input already known to be UTF-8.
+pub(crate) fn parse_str(input: &str, max_depth: usize) -> Result<Parsed<'_>, ParseFailure> {
+    let mut de = serde_json::Deserializer::from_str(input);
     de.disable_recursion_limit();
     let mut depth_seen = 0usize;
     let seed = NodeSeed {

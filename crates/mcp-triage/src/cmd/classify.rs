@@ -1,7 +1,7 @@
 //! `mcp-triage classify`: the offline classifier, for one response or an exchange file.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -94,6 +94,10 @@ pub struct ClassifyArgs {
     /// Deepest JSON nesting classified.
     #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT.max_depth)]
     max_depth: usize,
+
+    /// With --batch: worker threads (default: the number of cores, at most 8).
+    #[arg(long, value_name = "N", requires = "batch")]
+    jobs: Option<usize>,
 
     /// With --batch: the longest line accepted.
     #[arg(long, value_name = "BYTES", default_value_t = 256 << 20)]
@@ -218,6 +222,18 @@ impl Summary {
         }
     }
 
+    /// Adds a later part's counts; first-seen order is kept because parts merge in input order.
+    fn merge(&mut self, other: &Summary) {
+        self.verdicts += other.verdicts;
+        self.bytes += other.bytes;
+        for (o, n) in &other.outcomes {
+            match self.outcomes.iter_mut().find(|(x, _)| x == o) {
+                Some((_, m)) => *m += n,
+                None => self.outcomes.push((*o, *n)),
+            }
+        }
+    }
+
     fn to_json_line(&self) -> String {
         let outcomes: Vec<String> = self
             .outcomes
@@ -233,57 +249,239 @@ impl Summary {
     }
 }
 
-fn run_batch(path: &PathBuf, args: &ClassifyArgs, base: &CallContext) -> Result<ExitCode, String> {
-    let file = File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mut reader = BufReader::with_capacity(1 << 20, file);
-    let stdout = io::stdout();
-    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-    let format = args.format.unwrap_or(Format::Json);
-    let mut summary = Summary::default();
-    let mut line = Vec::new();
-    let mut number = 0u64;
-    loop {
-        line.clear();
-        let n = read_bounded_line(&mut reader, &mut line, args.max_line_bytes)
-            .map_err(|e| format!("{}:{}: {e}", path.display(), number + 1))?;
-        if n == 0 {
-            break;
-        }
+/// A run of whole lines read together, so that workers and channels see few, large units.
+struct Block {
+    first_line: u64,
+    bytes: Vec<u8>,
+}
+
+/// What a worker made of one block: its share of the summary, its printed verdicts, and the
+/// first bad line, if any (the block stops there).
+struct BlockResult {
+    summary: Summary,
+    printed: Vec<u8>,
+    error: Option<String>,
+}
+
+/// Bytes per block: large enough that channel traffic is negligible, small enough that the
+/// blocks in flight (two per worker plus one being read) keep memory far below 64 MB.
+const BLOCK_BYTES: usize = 2 << 20;
+
+fn classify_block(block: &Block, base: &CallContext, each: Option<Format>) -> BlockResult {
+    let mut r = BlockResult {
+        summary: Summary::default(),
+        printed: Vec::new(),
+        error: None,
+    };
+    let mut number = block.first_line;
+    for line in SplitLines::new(&block.bytes) {
+        let text = trim_line_end(line);
+        let this = number;
         number += 1;
-        let text = trim_line_end(&line);
         if text.iter().all(u8::is_ascii_whitespace) {
-            continue; // blank lines separate nothing; the seed skips them too
+            continue; // blank lines carry no exchange; the seed skips them too
         }
-        let x = Exchange::parse(text).map_err(|e| format!("{}:{number}: {e}", path.display()))?;
+        let x = match Exchange::parse(text) {
+            Ok(x) => x,
+            Err(e) => {
+                r.error = Some(format!("line {this}: {e}"));
+                break;
+            }
+        };
         let ctx = x.context(base);
         let v = classify(&x.head, &x.body, &ctx);
-        summary.add(v.outcome, x.body.len());
-        if args.each {
-            print_verdict(&mut out, &v, format).map_err(|e| format!("cannot write: {e}"))?;
+        r.summary.add(v.outcome, x.body.len());
+        if let Some(format) = each {
+            print_verdict(&mut r.printed, &v, format).expect("writing to a Vec cannot fail");
         }
     }
-    if !args.each {
-        match format {
-            Format::Json => writeln!(out, "{}", summary.to_json_line()),
-            Format::Text => {
-                let parts: Vec<String> = summary
-                    .outcomes
-                    .iter()
-                    .map(|(o, n)| format!("{}/{o} {n}", o.layer()))
-                    .collect();
-                writeln!(
-                    out,
-                    "{} verdicts, {} body bytes: {}",
-                    summary.verdicts,
-                    summary.bytes,
-                    parts.join(", ")
-                )
+    r
+}
+
+/// Classifies an exchange file with `jobs` worker threads. Blocks of lines go to workers
+/// round-robin and results are collected round-robin, so output keeps input order without a
+/// reorder buffer; channels are bounded, so memory stays at a few blocks whatever the file size.
+fn run_batch(path: &PathBuf, args: &ClassifyArgs, base: &CallContext) -> Result<ExitCode, String> {
+    use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+
+    let file = File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut reader = file;
+    let format = args.format.unwrap_or(Format::Json);
+    let each = args.each.then_some(format);
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(8)
+        })
+        .max(1);
+    let shown = path.display().to_string();
+
+    std::thread::scope(|scope| -> Result<ExitCode, String> {
+        let mut to_workers: Vec<SyncSender<Block>> = Vec::new();
+        let mut from_workers: Vec<Receiver<BlockResult>> = Vec::new();
+        for _ in 0..jobs {
+            let (block_tx, block_rx) = sync_channel::<Block>(1);
+            let (res_tx, res_rx) = sync_channel::<BlockResult>(1);
+            scope.spawn(move || {
+                for block in block_rx {
+                    if res_tx.send(classify_block(&block, base, each)).is_err() {
+                        break;
+                    }
+                }
+            });
+            to_workers.push(block_tx);
+            from_workers.push(res_rx);
+        }
+
+        let writer = scope.spawn(move || -> Result<Summary, String> {
+            let stdout = io::stdout();
+            let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+            let mut summary = Summary::default();
+            let mut turn = 0;
+            while let Ok(r) = from_workers[turn].recv() {
+                turn = (turn + 1) % from_workers.len();
+                summary.merge(&r.summary);
+                out.write_all(&r.printed)
+                    .map_err(|e| format!("cannot write: {e}"))?;
+                if let Some(e) = r.error {
+                    out.flush().map_err(|e| format!("cannot write: {e}"))?;
+                    return Err(format!("{shown}: {e}"));
+                }
+            }
+            out.flush().map_err(|e| format!("cannot write: {e}"))?;
+            Ok(summary)
+        });
+
+        let mut sent = 0usize;
+        let mut blocks = BlockReader::new(&mut reader, args.max_line_bytes);
+        let read_result = loop {
+            match blocks.next_block() {
+                Ok(Some(block)) => {
+                    if to_workers[sent % jobs].send(block).is_err() {
+                        break Ok(()); // the writer stopped on an error; it reports it
+                    }
+                    sent += 1;
+                }
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(format!("{}: {e}", path.display())),
+            }
+        };
+        drop(to_workers);
+        let summary = writer.join().expect("the writer thread does not panic")?;
+        read_result?;
+        if !args.each {
+            let stdout = io::stdout();
+            let mut out = stdout.lock();
+            match format {
+                Format::Json => writeln!(out, "{}", summary.to_json_line()),
+                Format::Text => {
+                    let parts: Vec<String> = summary
+                        .outcomes
+                        .iter()
+                        .map(|(o, n)| format!("{}/{o} {n}", o.layer()))
+                        .collect();
+                    writeln!(
+                        out,
+                        "{} verdicts, {} body bytes: {}",
+                        summary.verdicts,
+                        summary.bytes,
+                        parts.join(", ")
+                    )
+                }
+            }
+            .map_err(|e| format!("cannot write: {e}"))?;
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Cuts a file into [`Block`]s of whole lines, reading straight into the block's buffer (one
+/// copy from the kernel) and carrying a partial last line over to the next block.
+struct BlockReader<'r, R> {
+    reader: &'r mut R,
+    max_line: usize,
+    carry: Vec<u8>,
+    next_line: u64,
+    eof: bool,
+}
+
+impl<'r, R: Read> BlockReader<'r, R> {
+    fn new(reader: &'r mut R, max_line: usize) -> Self {
+        BlockReader {
+            reader,
+            max_line,
+            carry: Vec::new(),
+            next_line: 1,
+            eof: false,
+        }
+    }
+
+    fn next_block(&mut self) -> Result<Option<Block>, String> {
+        if self.eof && self.carry.is_empty() {
+            return Ok(None);
+        }
+        let mut buf = Vec::with_capacity(BLOCK_BYTES + self.carry.len());
+        buf.append(&mut self.carry);
+        // Read until the block is full and holds at least one line end, or the input ends.
+        loop {
+            let have_line = memchr::memchr(b'\n', &buf).is_some();
+            if self.eof || (buf.len() >= BLOCK_BYTES && have_line) {
+                break;
+            }
+            if !have_line && buf.len() > self.max_line {
+                return Err(format!(
+                    "line {}: longer than --max-line-bytes {}",
+                    self.next_line, self.max_line
+                ));
+            }
+            let want = BLOCK_BYTES.max(buf.len() / 2).min(64 << 20);
+            let start = buf.len();
+            buf.resize(start + want, 0);
+            let n = loop {
+                match self.reader.read(&mut buf[start..]) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(format!("line {}: {e}", self.next_line)),
+                }
+            };
+            buf.truncate(start + n);
+            if n == 0 {
+                self.eof = true;
             }
         }
-        .map_err(|e| format!("cannot write: {e}"))?;
+        let cut = if self.eof {
+            buf.len()
+        } else {
+            memchr::memrchr(b'\n', &buf).map_or(buf.len(), |i| i + 1)
+        };
+        self.carry = buf.split_off(cut);
+        if buf.is_empty() {
+            return Ok(None);
+        }
+        let mut lines = 0u64;
+        let mut line_start = 0usize;
+        for end in memchr::memchr_iter(b'\n', &buf).chain(std::iter::once(buf.len())) {
+            if end - line_start > self.max_line {
+                return Err(format!(
+                    "line {}: longer than --max-line-bytes {}",
+                    self.next_line + lines,
+                    self.max_line
+                ));
+            }
+            if end > line_start || end < buf.len() {
+                lines += 1;
+            }
+            line_start = end + 1;
+        }
+        let block = Block {
+            first_line: self.next_line,
+            bytes: buf,
+        };
+        self.next_line += lines;
+        Ok(Some(block))
     }
-    out.flush().map_err(|e| format!("cannot write: {e}"))?;
-    Ok(ExitCode::SUCCESS)
 }
 
 fn trim_line_end(line: &[u8]) -> &[u8] {
@@ -294,33 +492,27 @@ fn trim_line_end(line: &[u8]) -> &[u8] {
     &line[..end]
 }
 
-/// Reads one line (with its `\n`) into `buf`, refusing lines longer than `max`.
-fn read_bounded_line(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
-    let mut total = 0;
-    loop {
-        let available = r.fill_buf()?;
-        if available.is_empty() {
-            return Ok(total);
-        }
-        let (used, done) = match memchr_newline(available) {
-            Some(i) => (i + 1, true),
-            None => (available.len(), false),
-        };
-        if buf.len() + used > max {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("line longer than --max-line-bytes {max}"),
-            ));
-        }
-        buf.extend_from_slice(&available[..used]);
-        r.consume(used);
-        total += used;
-        if done {
-            return Ok(total);
-        }
+/// Lines of a block, each with its `\n`, found with memchr.
+struct SplitLines<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> SplitLines<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        SplitLines { rest: bytes }
     }
 }
 
-fn memchr_newline(b: &[u8]) -> Option<usize> {
-    b.iter().position(|&c| c == b'\n')
+impl<'a> Iterator for SplitLines<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        let end = memchr::memchr(b'\n', self.rest).map_or(self.rest.len(), |i| i + 1);
+        let (line, rest) = self.rest.split_at(end);
+        self.rest = rest;
+        Some(line)
+    }
 }
