@@ -273,11 +273,8 @@ fn classify_block(block: &Block, base: &CallContext, each: Option<Format>) -> Bl
         printed: Vec::new(),
         error: None,
     };
-    let mut number = block.first_line;
-    for line in SplitLines::new(&block.bytes) {
+    for (this, line) in (block.first_line..).zip(SplitLines::new(&block.bytes)) {
         let text = trim_line_end(line);
-        let this = number;
-        number += 1;
         if text.iter().all(u8::is_ascii_whitespace) {
             continue; // blank lines carry no exchange; the seed skips them too
         }
