@@ -1,0 +1,1322 @@
+//! The MCP endpoint: both eras on one URL.
+//!
+//! Order of work for a POST (as Cakewalk's middleware chain): Host/Origin check → body
+//! size/time limits → counters → the scenario's wire hook → protocol validation → the
+//! catalogue. Counting happens before validation on purpose: Cakewalk's
+//! `http_status_sequence` counts every POST, including `initialize`, notifications and
+//! bodies the MCP layer would reject.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, HeaderValue, Method, Response, StatusCode};
+use bytes::Bytes;
+use serde_json::{json, Map, Value};
+use tokio::sync::mpsc;
+
+use crate::catalogue;
+use crate::context::{Emitter, Out, ToolCx, Trace, WireCx};
+use crate::instance::{self, Instance};
+use crate::journal;
+use crate::protocol::{self, Era};
+use crate::scenarios::{MethodReply, ToolReply, Wire};
+use crate::session::Session;
+use crate::sse::{self, SsePlan};
+use crate::state::{ResponseMode, Shared};
+
+/// Which instance a URL addresses.
+pub enum Target {
+    /// `/mcp`: the stored selection (or the instance pinned by the legacy session).
+    Stored,
+    /// `/s/{scenario}/mcp?…`: an instance of its own.
+    Url {
+        /// Scenario id from the path.
+        scenario: String,
+        /// Raw query string.
+        query: Option<String>,
+    },
+}
+
+/// Header carrying the scenario id on every response.
+pub const SCENARIO_HEADER: &str = "x-kitchen-scenario";
+
+/// What the journal needs to know about one exchange.
+struct Record {
+    instance: Option<String>,
+    session: Option<String>,
+    method: Option<String>,
+    id: Option<Value>,
+    tool: Option<String>,
+    args_hash: Option<String>,
+    era: Option<Era>,
+}
+
+/// Parse the URL-instance query: `params=<json>` and/or one `name=value` per parameter
+/// (values parsed as JSON when they parse, else taken as strings; a string parameter keeps
+/// the raw text). `instance=<tag>` separates otherwise identical instances.
+pub fn parse_query(scenario: &str, query: Option<&str>) -> Result<(Value, Option<String>), String> {
+    let mut params = Map::new();
+    let mut tag = None;
+    let info = crate::scenarios::find(scenario).map(|s| s.info());
+    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let k = percent_decode(k);
+        let v = percent_decode(v);
+        match k.as_str() {
+            "params" => match serde_json::from_str::<Value>(&v) {
+                Ok(Value::Object(m)) => params.extend(m),
+                _ => return Err("`params` must be a JSON object".into()),
+            },
+            "instance" => tag = Some(v),
+            _ => {
+                let is_string = info
+                    .and_then(|i| {
+                        i.params
+                            .iter()
+                            .chain(crate::scenarios::COMMON_PARAMS)
+                            .find(|p| p.name.eq_ignore_ascii_case(&k))
+                    })
+                    .is_some_and(|p| p.kind == crate::scenarios::ParamKind::String);
+                let value = if is_string {
+                    Value::String(v)
+                } else {
+                    serde_json::from_str(&v).unwrap_or(Value::String(v))
+                };
+                params.insert(k, value);
+            }
+        }
+    }
+    Ok((Value::Object(params), tag))
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => {
+                let hex = std::str::from_utf8(&b[i + 1..i + 3])
+                    .ok()
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(x) => {
+                        out.push(x);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn host_of(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or("");
+    }
+    authority
+        .rsplit_once(':')
+        .map(|(h, _)| h)
+        .unwrap_or(authority)
+}
+
+fn loopback_name(h: &str) -> bool {
+    let h = h.to_ascii_lowercase();
+    h == "localhost"
+        || h == "::1"
+        || h.parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|a| a.is_loopback())
+}
+
+/// DNS-rebinding protection: `Host` and (when present) `Origin` must name this machine's
+/// loopback, the bound address, or an explicitly allowed value.
+fn origin_allowed(shared: &Shared, headers: &HeaderMap) -> bool {
+    let bound = shared
+        .local_addr
+        .lock()
+        .expect("addr lock")
+        .map(|a| a.ip().to_string());
+    let host_ok = |h: &str| {
+        loopback_name(h)
+            || bound.as_deref() == Some(h)
+            || shared
+                .options
+                .allowed_hosts
+                .iter()
+                .any(|a| a.eq_ignore_ascii_case(h))
+    };
+    if let Some(h) = headers.get(header::HOST) {
+        let Ok(h) = h.to_str() else { return false };
+        if !host_ok(host_of(h)) {
+            return false;
+        }
+    }
+    if let Some(o) = headers.get(header::ORIGIN) {
+        let Ok(o) = o.to_str() else { return false };
+        if shared.options.allowed_origins.iter().any(|a| a == o) {
+            return true;
+        }
+        let Some(rest) = o
+            .strip_prefix("http://")
+            .or_else(|| o.strip_prefix("https://"))
+        else {
+            return false;
+        };
+        if !host_ok(host_of(rest.split('/').next().unwrap_or(""))) {
+            return false;
+        }
+    }
+    true
+}
+
+fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    h.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn base_url(shared: &Shared, headers: &HeaderMap) -> String {
+    if let Some(h) = header_str(headers, "host") {
+        return format!("http://{h}");
+    }
+    match *shared.local_addr.lock().expect("addr lock") {
+        Some(a) => format!("http://{a}"),
+        None => "http://127.0.0.1".into(),
+    }
+}
+
+fn set_header(r: &mut Response<Body>, name: &'static str, value: &str) {
+    if let Ok(v) = HeaderValue::from_str(value) {
+        r.headers_mut().insert(name, v);
+    }
+}
+
+fn empty(status: u16) -> Response<Body> {
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    r
+}
+
+fn rpc_error(
+    status: u16,
+    id: Option<&Value>,
+    code: i64,
+    message: &str,
+    data: Option<Value>,
+) -> Response<Body> {
+    sse::json_response(status, &protocol::error_response(id, code, message, data))
+}
+
+/// Entry point for every HTTP method on an MCP endpoint.
+pub async fn handle(
+    shared: Arc<Shared>,
+    target: Target,
+    method: Method,
+    headers: HeaderMap,
+    body: Body,
+) -> Response<Body> {
+    let trace = Arc::new(Trace::default());
+    let mut rec = Record {
+        instance: None,
+        session: None,
+        method: None,
+        id: None,
+        tool: None,
+        args_hash: None,
+        era: None,
+    };
+    let (mut resp, scenario_id) =
+        handle_inner(&shared, target, &method, &headers, body, &trace, &mut rec).await;
+    set_header(&mut resp, SCENARIO_HEADER, &scenario_id);
+    let aborted = resp.extensions().get::<sse::AbortConnection>().is_some();
+    let ctype = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    shared.journal.push(json!({
+        "time": journal::rfc3339(journal::now_ms()),
+        "httpMethod": method.as_str(),
+        "instance": rec.instance,
+        "scenario": scenario_id,
+        "session": rec.session,
+        "era": rec.era,
+        "method": rec.method,
+        "id": rec.id,
+        "tool": rec.tool,
+        "argumentsHash": rec.args_hash,
+        "headers": journal::redacted_headers(&headers),
+        "injected": trace.joined(),
+        "status": if aborted { Value::Null } else { json!(resp.status().as_u16()) },
+        "contentType": if ctype.is_empty() { Value::Null } else { json!(ctype) },
+    }));
+    resp
+}
+
+async fn handle_inner(
+    shared: &Arc<Shared>,
+    target: Target,
+    method: &Method,
+    headers: &HeaderMap,
+    body: Body,
+    trace: &Arc<Trace>,
+    rec: &mut Record,
+) -> (Response<Body>, String) {
+    let session_header = header_str(headers, "mcp-session-id").map(str::to_owned);
+    let session = session_header.as_deref().and_then(|id| shared.session(id));
+    // Resolve the instance: URL instance, else the session's pinned one, else the selection.
+    let instance = match &target {
+        Target::Url { scenario, query } => {
+            match parse_query(scenario, query.as_deref()).and_then(|(p, tag)| {
+                shared
+                    .instance(scenario, &p, tag.as_deref())
+                    .map_err(|e| e.to_string())
+            }) {
+                Ok(i) => i,
+                Err(e) => {
+                    let code = if crate::scenarios::find(scenario).is_none() {
+                        404
+                    } else {
+                        400
+                    };
+                    return (
+                        rpc_error(
+                            code,
+                            None,
+                            protocol::INVALID_PARAMS,
+                            &format!("kitchen: {e}"),
+                            None,
+                        ),
+                        scenario.clone(),
+                    );
+                }
+            }
+        }
+        Target::Stored => match session
+            .as_ref()
+            .map(|s| s.instance.clone())
+            .map(Ok)
+            .unwrap_or_else(|| shared.selected_instance())
+        {
+            Ok(i) => i,
+            Err(e) => {
+                return (
+                    rpc_error(
+                        500,
+                        None,
+                        protocol::INTERNAL_ERROR,
+                        &format!("kitchen: {e}"),
+                        None,
+                    ),
+                    "unknown".into(),
+                )
+            }
+        },
+    };
+    let sid = instance.scenario.info().id.to_string();
+    rec.instance = Some(instance.key.clone());
+    rec.session = session_header.clone();
+    if !origin_allowed(shared, headers) {
+        trace.note("rejected Host/Origin");
+        return (
+            rpc_error(
+                403,
+                None,
+                protocol::INVALID_REQUEST,
+                "Forbidden: invalid Host or Origin header",
+                None,
+            ),
+            sid,
+        );
+    }
+    let endpoint = match &target {
+        Target::Stored => "/mcp".to_string(),
+        Target::Url { scenario, query } => match query {
+            Some(q) if !q.is_empty() => format!("/s/{scenario}/mcp?{q}"),
+            _ => format!("/s/{scenario}/mcp"),
+        },
+    };
+    let base = base_url(shared, headers);
+    let endpoint_url = format!("{base}{endpoint}");
+    let modern_header =
+        header_str(headers, "mcp-protocol-version").is_some_and(protocol::is_modern_version);
+    match *method {
+        Method::POST => {}
+        Method::GET => {
+            return (
+                get_stream(
+                    shared,
+                    session_header.as_deref(),
+                    session,
+                    modern_header,
+                    headers,
+                ),
+                sid,
+            )
+        }
+        Method::DELETE => {
+            let r = match (&session_header, modern_header) {
+                (None, _) | (_, true) => method_not_allowed(),
+                (Some(id), false) => match shared.remove_session(id) {
+                    Some(_) => empty(200),
+                    None => rpc_error(
+                        404,
+                        None,
+                        protocol::SESSION_NOT_FOUND,
+                        "Session not found",
+                        None,
+                    ),
+                },
+            };
+            return (r, sid);
+        }
+        _ => return (method_not_allowed(), sid),
+    }
+
+    // Body: size and time limits.
+    let limit = shared.options.max_body_bytes;
+    let bytes = match tokio::time::timeout(
+        shared.options.body_read_timeout,
+        axum::body::to_bytes(body, limit),
+    )
+    .await
+    {
+        Err(_) => {
+            return (
+                rpc_error(
+                    408,
+                    None,
+                    protocol::INVALID_REQUEST,
+                    "Request body not received in time",
+                    None,
+                ),
+                sid,
+            )
+        }
+        Ok(Err(_)) => {
+            trace.note("request body over the size limit");
+            return (
+                rpc_error(
+                    413,
+                    None,
+                    protocol::INVALID_REQUEST,
+                    &format!("Request body larger than {limit} bytes"),
+                    None,
+                ),
+                sid,
+            );
+        }
+        Ok(Ok(b)) => b,
+    };
+    instance.bump(instance::HTTP_REQUEST);
+    if let Some(s) = &session {
+        s.requests.fetch_add(1, Ordering::SeqCst);
+    }
+
+    let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
+    let msg = parsed.as_ref().filter(|v| v.is_object());
+    let rpc_method = msg
+        .and_then(|m| m.get("method"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let rpc_id = msg
+        .and_then(|m| m.get("id"))
+        .filter(|v| v.is_string() || v.is_number())
+        .cloned();
+    let params = msg
+        .and_then(|m| m.get("params"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let tool = if rpc_method.as_deref() == Some("tools/call") {
+        params
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    } else {
+        None
+    };
+    match rpc_method.as_deref() {
+        Some("tools/call") => {
+            instance.bump(instance::TOOLS_CALL);
+        }
+        Some("resources/list") => {
+            instance.bump(instance::RESOURCES_LIST);
+        }
+        Some("prompts/list") => {
+            instance.bump(instance::PROMPTS_LIST);
+        }
+        _ => {}
+    }
+    let meta_version = params
+        .get("_meta")
+        .and_then(|m| m.get(protocol::META_PROTOCOL_VERSION))
+        .and_then(Value::as_str);
+    let era = if rpc_method.as_deref() == Some("initialize") {
+        Era::Legacy
+    } else if modern_header || meta_version.is_some() {
+        Era::Modern
+    } else {
+        Era::Legacy
+    };
+    rec.method = rpc_method.clone();
+    rec.id = rpc_id.clone();
+    rec.tool = tool.clone();
+    rec.era = Some(era);
+    if tool.is_some() {
+        rec.args_hash = Some(journal::arguments_hash(
+            params.get("arguments").unwrap_or(&json!({})),
+        ));
+    }
+
+    let wire = {
+        let cx = WireCx {
+            method: rpc_method.as_deref(),
+            id: rpc_id.as_ref(),
+            params: &params,
+            tool: tool.as_deref(),
+            headers,
+            instance: &instance,
+            era,
+            session: session.as_deref(),
+            endpoint_url: &endpoint_url,
+            base_url: &base,
+        };
+        // Cakewalk's always-on interceptor for the invalid resource and prompt comes first.
+        baseline_interceptor(&cx).unwrap_or_else(|| instance.scenario.on_request(&cx))
+    };
+    if let Some(d) = wire.describe() {
+        trace.note(d);
+    }
+    let req = Req {
+        shared: shared.clone(),
+        instance: instance.clone(),
+        session,
+        session_header,
+        era,
+        headers: headers.clone(),
+        msg: parsed,
+        method: rpc_method,
+        id: rpc_id,
+        params,
+        tool,
+        trace: trace.clone(),
+        endpoint_url,
+        base_url: base,
+    };
+    let resp = match wire {
+        Wire::Continue => proceed(req).await,
+        Wire::Status(s) => empty(s),
+        Wire::Body {
+            status,
+            content_type,
+            headers: extra,
+            body,
+        } => {
+            let mut r = Response::new(Body::from(body));
+            *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+            r.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+            for (k, v) in extra {
+                if let (Ok(k), Ok(v)) = (
+                    axum::http::HeaderName::try_from(k),
+                    HeaderValue::from_str(&v),
+                ) {
+                    r.headers_mut().insert(k, v);
+                }
+            }
+            r
+        }
+        Wire::Close => sse::abort_response(),
+        Wire::Delay {
+            duration,
+            honor_cancellation: true,
+        } => {
+            tokio::time::sleep(duration).await;
+            proceed(req).await
+        }
+        Wire::Delay {
+            duration,
+            honor_cancellation: false,
+        } => {
+            let h = tokio::spawn(async move {
+                tokio::time::sleep(duration).await;
+                proceed(req).await
+            });
+            h.await.unwrap_or_else(|_| empty(500))
+        }
+    };
+    (resp, sid)
+}
+
+fn method_not_allowed() -> Response<Body> {
+    let mut r = empty(405);
+    r.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST"));
+    r
+}
+
+/// Cakewalk's `BaselineCatalogWireInterceptor`: the always-on invalid resource and prompt
+/// are answered at the wire with HTTP 200 and a schema-invalid result.
+fn baseline_interceptor(cx: &WireCx<'_>) -> Option<Wire> {
+    let id = cx.id?;
+    let result = match cx.method? {
+        "resources/read"
+            if cx.params.get("uri").and_then(Value::as_str)
+                == Some(catalogue::INVALID_RESOURCE_URI) =>
+        {
+            catalogue::invalid_resource_result()
+        }
+        "prompts/get"
+            if cx.params.get("name").and_then(Value::as_str) == Some(catalogue::INVALID_PROMPT) =>
+        {
+            catalogue::invalid_prompt_result()
+        }
+        _ => return None,
+    };
+    Some(Wire::json(200, &protocol::result_response(id, result)))
+}
+
+/// A request past the wire hook.
+struct Req {
+    shared: Arc<Shared>,
+    instance: Arc<Instance>,
+    session: Option<Arc<Session>>,
+    session_header: Option<String>,
+    era: Era,
+    headers: HeaderMap,
+    msg: Option<Value>,
+    method: Option<String>,
+    id: Option<Value>,
+    params: Value,
+    tool: Option<String>,
+    trace: Arc<Trace>,
+    endpoint_url: String,
+    base_url: String,
+}
+
+impl Req {
+    fn wire_cx(&self) -> WireCx<'_> {
+        WireCx {
+            method: self.method.as_deref(),
+            id: self.id.as_ref(),
+            params: &self.params,
+            tool: self.tool.as_deref(),
+            headers: &self.headers,
+            instance: &self.instance,
+            era: self.era,
+            session: self.session.as_deref(),
+            endpoint_url: &self.endpoint_url,
+            base_url: &self.base_url,
+        }
+    }
+
+    fn response_mode(&self) -> ResponseMode {
+        ResponseMode::parse(self.instance.params.str("responseMode"))
+            .filter(|m| *m != ResponseMode::Auto)
+            .unwrap_or(self.shared.options.response_mode)
+    }
+}
+
+/// Protocol validation and dispatch.
+async fn proceed(req: Req) -> Response<Body> {
+    let Some(msg) = req.msg.as_ref() else {
+        return rpc_error(400, None, protocol::PARSE_ERROR, "Parse error", None);
+    };
+    if msg.is_array() {
+        return rpc_error(
+            400,
+            None,
+            protocol::INVALID_REQUEST,
+            "Invalid Request: JSON-RPC batches are not supported",
+            None,
+        );
+    }
+    if !msg.is_object() || msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return rpc_error(
+            400,
+            req.id.as_ref(),
+            protocol::INVALID_REQUEST,
+            "Invalid Request",
+            None,
+        );
+    }
+    let is_response =
+        req.method.is_none() && (msg.get("result").is_some() || msg.get("error").is_some());
+    if req.method.is_none() && !is_response {
+        return rpc_error(
+            400,
+            req.id.as_ref(),
+            protocol::INVALID_REQUEST,
+            "Invalid Request: no method",
+            None,
+        );
+    }
+    match req.era {
+        Era::Legacy => legacy(req, is_response).await,
+        Era::Modern => modern(req, is_response).await,
+    }
+}
+
+async fn legacy(req: Req, is_response: bool) -> Response<Body> {
+    if req.method.as_deref() == Some("initialize") {
+        return initialize(req);
+    }
+    let Some(sid) = req.session_header.as_deref() else {
+        return rpc_error(
+            400,
+            req.id.as_ref(),
+            -32000,
+            "Bad Request: Mcp-Session-Id header is required",
+            None,
+        );
+    };
+    let Some(session) = req.session.clone() else {
+        return rpc_error(
+            404,
+            req.id.as_ref(),
+            protocol::SESSION_NOT_FOUND,
+            &format!("Session not found: {sid}"),
+            None,
+        );
+    };
+    if let Some(v) = header_str(&req.headers, "mcp-protocol-version") {
+        if !protocol::LEGACY_VERSIONS.contains(&v) {
+            return rpc_error(
+                400,
+                req.id.as_ref(),
+                -32000,
+                &format!("Bad Request: unsupported MCP-Protocol-Version {v}"),
+                None,
+            );
+        }
+    }
+    let mut r = if is_response {
+        // The client's answer to a server→client request.
+        let key = req
+            .msg
+            .as_ref()
+            .and_then(|m| m.get("id"))
+            .map(|id| match id {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            });
+        if let Some(tx) = key.and_then(|k| session.pending.lock().expect("pending lock").remove(&k))
+        {
+            let _ = tx.send(req.msg.clone().unwrap_or(Value::Null));
+        }
+        empty(202)
+    } else if req.id.is_none() {
+        // A notification (initialized, cancelled, roots/list_changed …).
+        empty(202)
+    } else {
+        dispatch(req).await
+    };
+    set_header(&mut r, "mcp-session-id", &session.id);
+    r
+}
+
+fn server_capabilities(era: Era) -> Value {
+    let mut caps = json!({
+        "tools": { "listChanged": true },
+        "resources": { "subscribe": true, "listChanged": true },
+        "prompts": { "listChanged": true },
+        "completions": {},
+    });
+    if era == Era::Legacy {
+        caps["logging"] = json!({});
+    }
+    caps
+}
+
+fn server_info() -> Value {
+    json!({ "name": "mcp-triage-kitchen", "title": "mcp-triage kitchen (fault-injection MCP server)", "version": env!("CARGO_PKG_VERSION") })
+}
+
+fn instructions(instance: &Instance) -> String {
+    format!(
+        "mcp-triage kitchen, scenario `{}`: {} Call `run_configured_test_scenario` to exercise it.",
+        instance.scenario.info().id,
+        instance.scenario.info().summary
+    )
+}
+
+fn initialize(req: Req) -> Response<Body> {
+    let Some(id) = req.id.clone() else {
+        return rpc_error(
+            400,
+            None,
+            protocol::INVALID_REQUEST,
+            "initialize must be a request",
+            None,
+        );
+    };
+    let requested = req
+        .params
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let version = if protocol::LEGACY_VERSIONS.contains(&requested) {
+        requested
+    } else {
+        protocol::LEGACY_VERSIONS[0]
+    };
+    let session_id = req.shared.new_session_id();
+    let session = Arc::new(Session::new(
+        session_id.clone(),
+        req.instance.clone(),
+        version.to_string(),
+        req.params.get("capabilities").cloned().unwrap_or(json!({})),
+        req.params.get("clientInfo").cloned().unwrap_or(Value::Null),
+    ));
+    req.shared.insert_session(session);
+    let result = json!({
+        "protocolVersion": version,
+        "capabilities": server_capabilities(Era::Legacy),
+        "serverInfo": server_info(),
+        "instructions": instructions(&req.instance),
+    });
+    let msg = protocol::result_response(&id, result);
+    let mut r = if req.response_mode() == ResponseMode::Sse {
+        sse::sse_headers(Response::new(Body::from(sse::event(None, &msg))))
+    } else {
+        sse::json_response(200, &msg)
+    };
+    set_header(&mut r, "mcp-session-id", &session_id);
+    r
+}
+
+async fn modern(req: Req, is_response: bool) -> Response<Body> {
+    let id = req.id.as_ref();
+    let bad = |code: i64, m: &str| rpc_error(400, id, code, m, None);
+    let Some(hv) = header_str(&req.headers, "mcp-protocol-version") else {
+        return bad(
+            protocol::HEADER_MISMATCH,
+            "Missing MCP-Protocol-Version header",
+        );
+    };
+    if is_response {
+        return bad(
+            protocol::INVALID_REQUEST,
+            "Clients must not send JSON-RPC responses in 2026-07-28",
+        );
+    }
+    let meta = req.params.get("_meta");
+    let missing: Vec<&str> = [
+        protocol::META_PROTOCOL_VERSION,
+        protocol::META_CLIENT_CAPABILITIES,
+    ]
+    .into_iter()
+    .filter(|k| meta.and_then(|m| m.get(*k)).is_none())
+    .collect();
+    if !missing.is_empty() {
+        return bad(
+            protocol::INVALID_PARAMS,
+            &format!("Invalid params: missing _meta keys: {}", missing.join(", ")),
+        );
+    }
+    let mv = meta
+        .and_then(|m| m.get(protocol::META_PROTOCOL_VERSION))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if mv != hv {
+        return bad(
+            protocol::HEADER_MISMATCH,
+            &format!("Header mismatch: MCP-Protocol-Version header value '{hv}' does not match _meta protocolVersion '{mv}'"),
+        );
+    }
+    if !protocol::MODERN_VERSIONS.contains(&hv) {
+        return rpc_error(
+            400,
+            id,
+            protocol::UNSUPPORTED_VERSION,
+            "Unsupported protocol version",
+            Some(json!({ "supported": protocol::MODERN_VERSIONS, "requested": hv })),
+        );
+    }
+    if req.id.is_none() {
+        return empty(202);
+    }
+    let method = req.method.as_deref().unwrap_or("");
+    match header_str(&req.headers, "mcp-method") {
+        None => return bad(protocol::HEADER_MISMATCH, "Header mismatch: missing Mcp-Method header"),
+        Some(m) if m != method => {
+            return bad(
+                protocol::HEADER_MISMATCH,
+                &format!("Header mismatch: Mcp-Method header value '{m}' does not match body value '{method}'"),
+            )
+        }
+        _ => {}
+    }
+    let name_source = match method {
+        "tools/call" | "prompts/get" => req.params.get("name").and_then(Value::as_str),
+        "resources/read" => req.params.get("uri").and_then(Value::as_str),
+        _ => None,
+    };
+    if let Some(body_name) = name_source {
+        match header_str(&req.headers, "mcp-name").map(protocol::decode_header_value) {
+            None => return bad(protocol::HEADER_MISMATCH, "Header mismatch: missing Mcp-Name header"),
+            Some(None) => return bad(protocol::HEADER_MISMATCH, "Header mismatch: Mcp-Name header is not valid base64"),
+            Some(Some(h)) if h != body_name => {
+                return bad(
+                    protocol::HEADER_MISMATCH,
+                    &format!("Header mismatch: Mcp-Name header value '{h}' does not match body value '{body_name}'"),
+                )
+            }
+            _ => {}
+        }
+    }
+    if method == "tools/call" {
+        if let Some(def) = req
+            .tool
+            .as_deref()
+            .and_then(|t| catalogue::tool(&req.instance, t))
+        {
+            if let Err(m) = check_param_headers(
+                &def,
+                req.params.get("arguments").unwrap_or(&Value::Null),
+                &req.headers,
+            ) {
+                return bad(protocol::HEADER_MISMATCH, &m);
+            }
+        }
+    }
+    dispatch(req).await
+}
+
+/// `Mcp-Param-{Name}` headers for input properties annotated `x-mcp-header`.
+fn check_param_headers(def: &Value, args: &Value, headers: &HeaderMap) -> Result<(), String> {
+    let Some(props) = def["inputSchema"]["properties"].as_object() else {
+        return Ok(());
+    };
+    for (prop, schema) in props {
+        let Some(hname) = schema.get("x-mcp-header").and_then(Value::as_str) else {
+            continue;
+        };
+        let header_name = format!("mcp-param-{}", hname.to_ascii_lowercase());
+        let expected = args.get(prop).and_then(protocol::header_form_of);
+        let got = header_str(headers, &header_name).map(protocol::decode_header_value);
+        match (expected, got) {
+            (None, None) => {}
+            (Some(_), None) => return Err(format!("Header mismatch: missing Mcp-Param-{hname} header")),
+            (None, Some(_)) => return Err(format!("Header mismatch: Mcp-Param-{hname} header present but argument '{prop}' is absent")),
+            (Some(_), Some(None)) => return Err(format!("Header mismatch: Mcp-Param-{hname} header is not valid base64")),
+            (Some(e), Some(Some(g))) if e != g => {
+                return Err(format!("Header mismatch: Mcp-Param-{hname} header value '{g}' does not match body value '{e}'"))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+const CACHEABLE: &[&str] = &[
+    "server/discover",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+];
+
+/// Add the modern-era result members (and let the scenario reshape).
+fn finish_result(req: &Req, method: &str, mut result: Value) -> Value {
+    if req.era == Era::Modern {
+        if let Some(obj) = result.as_object_mut() {
+            obj.entry("resultType").or_insert(json!("complete"));
+            if CACHEABLE.contains(&method) {
+                obj.entry("ttlMs").or_insert(json!(0));
+                obj.entry("cacheScope").or_insert(json!("private"));
+            }
+            let meta = obj.entry("_meta").or_insert(json!({}));
+            if let Some(m) = meta.as_object_mut() {
+                m.insert(protocol::META_SERVER_INFO.into(), server_info());
+            }
+        }
+    }
+    req.instance.scenario.shape_result(method, &mut result);
+    result
+}
+
+fn not_found_status(era: Era) -> u16 {
+    match era {
+        Era::Modern => 404,
+        Era::Legacy => 200,
+    }
+}
+
+/// Answer a JSON-RPC request.
+async fn dispatch(req: Req) -> Response<Body> {
+    let id = req.id.clone().unwrap_or(Value::Null);
+    let method = req.method.clone().unwrap_or_default();
+    if let Some(reply) = req.instance.scenario.handle_method(&req.wire_cx()) {
+        return match reply {
+            MethodReply::Result(r) => {
+                let r = finish_result(&req, &method, r);
+                sse::json_response(200, &protocol::result_response(&id, r))
+            }
+            MethodReply::Error(code, m) => rpc_error(200, Some(&id), code, &m, None),
+        };
+    }
+    let legacy = req.era == Era::Legacy;
+    let result: Result<Value, (u16, i64, String)> = match method.as_str() {
+        "tools/call" => return tools_call(req).await,
+        "ping" if legacy => Ok(json!({})),
+        "server/discover" if !legacy => Ok(json!({
+            "supportedVersions": protocol::MODERN_VERSIONS,
+            "capabilities": server_capabilities(Era::Modern),
+            "instructions": instructions(&req.instance),
+        })),
+        "tools/list" => Ok(json!({ "tools": catalogue::tools(&req.instance) })),
+        "resources/list" => Ok(json!({ "resources": catalogue::resources() })),
+        "resources/templates/list" => {
+            Ok(json!({ "resourceTemplates": catalogue::resource_templates() }))
+        }
+        "resources/read" => {
+            let uri = req.params.get("uri").and_then(Value::as_str).unwrap_or("");
+            catalogue::read_resource(uri).map_err(|(c, m)| (200, c, m))
+        }
+        "resources/subscribe" | "resources/unsubscribe" if legacy => {
+            let uri = req
+                .params
+                .get("uri")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            if let Some(s) = &req.session {
+                let mut subs = s.subscriptions.lock().expect("subs lock");
+                if method == "resources/subscribe" {
+                    subs.insert(uri);
+                } else {
+                    subs.remove(&uri);
+                }
+            }
+            Ok(json!({}))
+        }
+        "prompts/list" => Ok(json!({ "prompts": catalogue::prompts() })),
+        "prompts/get" => {
+            let name = req.params.get("name").and_then(Value::as_str).unwrap_or("");
+            catalogue::get_prompt(name, req.params.get("arguments").unwrap_or(&Value::Null))
+                .map_err(|(c, m)| (200, c, m))
+        }
+        "completion/complete" => Ok(catalogue::complete(&req.params)),
+        "logging/setLevel" if legacy => {
+            let level = req
+                .params
+                .get("level")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            if let Some(s) = &req.session {
+                *s.log_level.lock().expect("level lock") = level;
+            }
+            Ok(json!({}))
+        }
+        _ => Err((
+            not_found_status(req.era),
+            protocol::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+        )),
+    };
+    match result {
+        Ok(r) => {
+            let r = finish_result(&req, &method, r);
+            sse::json_response(200, &protocol::result_response(&id, r))
+        }
+        Err((status, code, m)) => rpc_error(status, Some(&id), code, &m, None),
+    }
+}
+
+fn state_binding(instance: &Instance, tool: &str) -> String {
+    format!("{}|{tool}", instance.key)
+}
+
+async fn tools_call(req: Req) -> Response<Body> {
+    let id = req.id.clone().unwrap_or(Value::Null);
+    let Some(name) = req.tool.clone() else {
+        return rpc_error(
+            200,
+            Some(&id),
+            protocol::INVALID_PARAMS,
+            "Invalid params: tools/call needs a tool name",
+            None,
+        );
+    };
+    if catalogue::tool(&req.instance, &name).is_none() {
+        return rpc_error(
+            200,
+            Some(&id),
+            protocol::INVALID_PARAMS,
+            &format!("Unknown tool: {name}"),
+            None,
+        );
+    }
+    let binding = state_binding(&req.instance, &name);
+    let request_state = match req.params.get("requestState") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(tok)) => match req.shared.verify_state(&binding, tok) {
+            Some(v) => Some(v),
+            None => {
+                req.trace
+                    .note("rejected requestState that failed verification");
+                return rpc_error(
+                    200,
+                    Some(&id),
+                    protocol::INVALID_PARAMS,
+                    "Invalid params: requestState failed verification",
+                    None,
+                );
+            }
+        },
+        Some(_) => {
+            return rpc_error(
+                200,
+                Some(&id),
+                protocol::INVALID_PARAMS,
+                "Invalid params: requestState must be a string",
+                None,
+            )
+        }
+    };
+    let meta = req.params.get("_meta");
+    let (caps, version, log_level) = match (req.era, &req.session) {
+        (Era::Legacy, Some(s)) => (
+            s.client_capabilities.clone(),
+            s.protocol_version.clone(),
+            s.log_level.lock().expect("level lock").clone(),
+        ),
+        _ => (
+            meta.and_then(|m| m.get(protocol::META_CLIENT_CAPABILITIES))
+                .cloned()
+                .unwrap_or(json!({})),
+            protocol::MODERN_VERSION.to_string(),
+            meta.and_then(|m| m.get(protocol::META_LOG_LEVEL))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        ),
+    };
+    let mode = if req.instance.scenario.forced_sse() {
+        ResponseMode::Sse
+    } else {
+        req.response_mode()
+    };
+    let close_after_priming = req.era == Era::Legacy
+        && (name == "test_reconnection"
+            || (name == "run_configured_test_scenario"
+                && req.instance.scenario.close_after_priming()));
+    let mode = if close_after_priming {
+        ResponseMode::Sse
+    } else {
+        mode
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    let invocation = req.instance.bump(&name);
+    let cx = ToolCx {
+        shared: req.shared.clone(),
+        instance: req.instance.clone(),
+        session: req.session.clone(),
+        era: req.era,
+        protocol_version: version.clone(),
+        client_capabilities: caps,
+        tool: name.clone(),
+        args: req
+            .params
+            .get("arguments")
+            .cloned()
+            .filter(|a| !a.is_null())
+            .unwrap_or(json!({})),
+        request_id: id.clone(),
+        progress_token: meta.and_then(|m| m.get("progressToken")).cloned(),
+        log_level,
+        input_responses: req.params.get("inputResponses").cloned(),
+        request_state,
+        headers: req.headers.clone(),
+        out: Emitter::new(tx.clone(), mode != ResponseMode::Json),
+        invocation,
+        trace: req.trace.clone(),
+    };
+    let Some(fut) = catalogue::call(&name, cx) else {
+        return rpc_error(
+            200,
+            Some(&id),
+            protocol::INVALID_PARAMS,
+            &format!("Unknown tool: {name}"),
+            None,
+        );
+    };
+    let shared = req.shared.clone();
+    let era = req.era;
+    let trace = req.trace.clone();
+    let plan_session = if era == Era::Legacy {
+        req.session.clone()
+    } else {
+        None
+    };
+    let retry_ms = shared.options.sse_retry_ms;
+    let finish_req = Req { msg: None, ..req };
+    tokio::spawn(async move {
+        let reply = fut.await;
+        let out = match reply {
+            ToolReply::Result(r) => {
+                let r = finish_result(&finish_req, "tools/call", r);
+                Out::Final(200, protocol::result_response(&id, r))
+            }
+            ToolReply::RpcError {
+                status,
+                code,
+                message,
+                data,
+            } => Out::Final(
+                status,
+                protocol::error_response(Some(&id), code, &message, data),
+            ),
+            ToolReply::InputRequired {
+                input_requests,
+                state,
+            } if era == Era::Modern => {
+                let token = shared.sign_state(&binding, &state);
+                trace.note("input_required (MRTR)");
+                let r = finish_result(
+                    &finish_req,
+                    "tools/call",
+                    json!({ "resultType": "input_required", "inputRequests": input_requests, "requestState": token }),
+                );
+                Out::Final(200, protocol::result_response(&id, r))
+            }
+            ToolReply::InputRequired { .. } => {
+                let r = json!({ "content": [{ "type": "text", "text": "input_required results need protocol 2026-07-28" }], "isError": true });
+                Out::Final(200, protocol::result_response(&id, r))
+            }
+            ToolReply::EndStream => {
+                trace.note("stream ended without response");
+                Out::End
+            }
+            ToolReply::Abort => {
+                trace.note("connection cut mid-response");
+                Out::Abort
+            }
+        };
+        let _ = tx.send(out);
+    });
+    let priming = version.as_str() >= "2025-11-25" && era == Era::Legacy;
+    let plan = SsePlan {
+        session: plan_session,
+        priming,
+        close_after_priming,
+        retry_ms,
+    };
+    sse::render(rx, mode, plan).await
+}
+
+/// GET on the endpoint: the legacy standalone stream, or a resumption with `Last-Event-ID`.
+fn get_stream(
+    shared: &Arc<Shared>,
+    session_header: Option<&str>,
+    session: Option<Arc<Session>>,
+    modern_header: bool,
+    headers: &HeaderMap,
+) -> Response<Body> {
+    if modern_header || session_header.is_none() {
+        return method_not_allowed();
+    }
+    let Some(session) = session else {
+        return rpc_error(
+            404,
+            None,
+            protocol::SESSION_NOT_FOUND,
+            "Session not found",
+            None,
+        );
+    };
+    let accepts_sse = header_str(headers, "accept")
+        .is_some_and(|a| a.contains("text/event-stream") || a.contains("*/*"));
+    if !accepts_sse {
+        return rpc_error(
+            406,
+            None,
+            protocol::INVALID_REQUEST,
+            "Not Acceptable: GET needs Accept: text/event-stream",
+            None,
+        );
+    }
+    let resume = header_str(headers, "last-event-id").and_then(|l| {
+        let (a, b) = l.split_once('-')?;
+        Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?))
+    });
+    let mut r = match resume.and_then(|(stream, seq)| session.stream(stream).map(|log| (log, seq)))
+    {
+        Some((log, seq)) => {
+            let start = log.position_after(seq);
+            sse::sse_headers(Response::new(sse::reader(log, start, true, None)))
+        }
+        None => standalone(shared, &session),
+    };
+    set_header(&mut r, "mcp-session-id", &session.id);
+    r
+}
+
+fn standalone(_shared: &Arc<Shared>, session: &Arc<Session>) -> Response<Body> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
+    *session.get_stream.lock().expect("get stream lock") = Some(tx);
+    let s = async_stream_body(move |yield_tx| async move {
+        let _ = yield_tx.send(Bytes::from_static(b": kitchen standalone stream\n\n"));
+        while let Some(v) = rx.recv().await {
+            if yield_tx.send(sse::event(None, &v)).is_err() {
+                break;
+            }
+        }
+    });
+    sse::sse_headers(Response::new(s))
+}
+
+/// A body fed by a producer task through a channel.
+fn async_stream_body<F, Fut>(producer: F) -> Body
+where
+    F: FnOnce(mpsc::UnboundedSender<Bytes>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
+    tokio::spawn(producer(tx));
+    let s = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|b| (Ok::<Bytes, std::io::Error>(b), rx))
+    });
+    Body::from_stream(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_params_are_typed_by_schema() {
+        let (p, tag) = parse_query(
+            "errors.http_status_sequence",
+            Some("statusCodes=%5B503%2C200%5D&instance=a"),
+        )
+        .unwrap();
+        assert_eq!(p, json!({ "statusCodes": [503, 200] }));
+        assert_eq!(tag.as_deref(), Some("a"));
+        let (p, _) = parse_query("errors.rate_limited", Some("retryAfter=2")).unwrap();
+        assert_eq!(p, json!({ "retryAfter": "2" }));
+        let (p, _) = parse_query(
+            "errors.tool_error",
+            Some("params=%7B%22onInvocation%22%3A2%7D"),
+        )
+        .unwrap();
+        assert_eq!(p, json!({ "onInvocation": 2 }));
+        assert!(parse_query("baseline", Some("params=[1]")).is_err());
+    }
+
+    #[test]
+    fn host_names_are_checked_without_port() {
+        assert_eq!(host_of("localhost:3000"), "localhost");
+        assert_eq!(host_of("[::1]:80"), "::1");
+        assert!(loopback_name("127.0.0.1"));
+        assert!(!loopback_name("evil.example.com"));
+    }
+}

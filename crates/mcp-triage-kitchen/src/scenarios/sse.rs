@@ -1,0 +1,213 @@
+//! The `sse.*` scenarios: faults inside an SSE response stream.
+
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde_json::{json, Map};
+
+use super::{Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, ToolReply};
+use crate::context::{Asked, ToolCx};
+use crate::protocol::Era;
+
+fn notify_step(cx: &ToolCx, i: u64, n: u64) {
+    if cx.progress_token.is_some() {
+        cx.progress(i as f64, Some(n as f64), Some(&format!("step {i} of {n}")));
+    } else {
+        cx.notify(
+            "notifications/message",
+            json!({ "level": "info", "logger": "kitchen", "data": format!("step {i} of {n}") }),
+        );
+    }
+}
+
+/// `sse.cut_before_response`.
+pub struct CutBeforeResponse;
+
+static CUT_BEFORE: ScenarioInfo = ScenarioInfo {
+    id: "sse.cut_before_response",
+    summary: "The tools/call SSE stream carries N notifications, then ends without the response.",
+    docs: "Always SSE. Notifications are `notifications/progress` when the call has a progress token, else `notifications/message`. \
+           The stream then ends cleanly (terminating chunk) without a JSON-RPC response and without event ids, so it cannot be resumed.",
+    params: &[ParamSpec { name: "notifications", kind: ParamKind::Integer, default: "2", choices: &[], doc: "Notifications before the end." }],
+    outcome: Outcome::StreamIncomplete,
+    origin: Origin::Kitchen,
+};
+
+impl Scenario for CutBeforeResponse {
+    fn info(&self) -> &'static ScenarioInfo {
+        &CUT_BEFORE
+    }
+    fn forced_sse(&self) -> bool {
+        true
+    }
+    fn run_tool(&self, cx: ToolCx) -> BoxFuture<'static, ToolReply> {
+        Box::pin(async move {
+            let n = cx.p().u64("notifications");
+            for i in 1..=n {
+                notify_step(&cx, i, n);
+            }
+            ToolReply::EndStream
+        })
+    }
+}
+
+/// `sse.cut_mid_event`.
+pub struct CutMidEvent;
+
+static CUT_MID: ScenarioInfo = ScenarioInfo {
+    id: "sse.cut_mid_event",
+    summary: "The connection drops in the middle of the response event.",
+    docs: "Always SSE. The body carries the first `cutAfterBytes` bytes of the response event, then the connection is broken \
+           (no terminating chunk).",
+    params: &[ParamSpec { name: "cutAfterBytes", kind: ParamKind::Integer, default: "40", choices: &[], doc: "Bytes of the event sent before the cut." }],
+    outcome: Outcome::StreamIncomplete,
+    origin: Origin::Kitchen,
+};
+
+impl Scenario for CutMidEvent {
+    fn info(&self) -> &'static ScenarioInfo {
+        &CUT_MID
+    }
+    fn forced_sse(&self) -> bool {
+        true
+    }
+    fn run_tool(&self, cx: ToolCx) -> BoxFuture<'static, ToolReply> {
+        Box::pin(async move {
+            let result = json!({ "content": [{ "type": "text", "text": cx.scenario_result(None).to_string() }] });
+            let full = crate::sse::event(
+                None,
+                &crate::protocol::result_response(&cx.request_id, result),
+            );
+            let n = (cx.p().u64("cutAfterBytes") as usize).min(full.len().saturating_sub(1));
+            cx.raw(full.slice(..n));
+            // Let the partial bytes reach the socket before the cut.
+            cx.sleep(Duration::from_millis(20)).await;
+            ToolReply::Abort
+        })
+    }
+}
+
+/// `sse.priming_then_close`.
+pub struct PrimingThenClose;
+
+static PRIMING: ScenarioInfo = ScenarioInfo {
+    id: "sse.priming_then_close",
+    summary: "2025-11-25 polling: priming event with id and retry, the POST stream closes, the response comes on GET + Last-Event-ID.",
+    docs: "Legacy sessions at 2025-11-25: the tools/call stream sends `id: <stream>-0`, `retry: <ms>`, empty `data:`, then closes. \
+           The result (after `delayMs`) is served to `GET` with `Last-Event-ID: <stream>-0`. Earlier versions have no priming and get a normal \
+           stream; modern requests (no resumption in 2026-07-28) get a stream that ends without the response.",
+    params: &[ParamSpec { name: "delayMs", kind: ParamKind::Integer, default: "100", choices: &[], doc: "Delay before the result is ready." }],
+    outcome: Outcome::ToolSuccess,
+    origin: Origin::Kitchen,
+};
+
+impl Scenario for PrimingThenClose {
+    fn info(&self) -> &'static ScenarioInfo {
+        &PRIMING
+    }
+    fn forced_sse(&self) -> bool {
+        true
+    }
+    fn close_after_priming(&self) -> bool {
+        true
+    }
+    fn run_tool(&self, cx: ToolCx) -> BoxFuture<'static, ToolReply> {
+        Box::pin(async move {
+            if cx.era == Era::Modern {
+                cx.trace
+                    .note("modern streams are not resumable: stream ended without response");
+                return ToolReply::EndStream;
+            }
+            cx.sleep(Duration::from_millis(cx.p().u64("delayMs"))).await;
+            ToolReply::json_text(&cx.scenario_result(None), false)
+        })
+    }
+}
+
+/// `sse.keepalive`.
+pub struct Keepalive;
+
+static KEEPALIVE: ScenarioInfo = ScenarioInfo {
+    id: "sse.keepalive",
+    summary: "SSE comment lines (`: keepalive`) before the response.",
+    docs: "Always SSE. `comments` comment lines, `intervalMs` apart, then the normal result. Clients must ignore comments.",
+    params: &[
+        ParamSpec { name: "comments", kind: ParamKind::Integer, default: "3", choices: &[], doc: "Comment lines." },
+        ParamSpec { name: "intervalMs", kind: ParamKind::Integer, default: "50", choices: &[], doc: "Gap between them." },
+    ],
+    outcome: Outcome::ToolSuccess,
+    origin: Origin::Kitchen,
+};
+
+impl Scenario for Keepalive {
+    fn info(&self) -> &'static ScenarioInfo {
+        &KEEPALIVE
+    }
+    fn forced_sse(&self) -> bool {
+        true
+    }
+    fn run_tool(&self, cx: ToolCx) -> BoxFuture<'static, ToolReply> {
+        Box::pin(async move {
+            let gap = Duration::from_millis(cx.p().u64("intervalMs"));
+            for _ in 0..cx.p().u64("comments") {
+                cx.raw(": keepalive\n\n");
+                cx.sleep(gap).await;
+            }
+            ToolReply::json_text(&cx.scenario_result(None), false)
+        })
+    }
+}
+
+/// `sse.server_request`.
+pub struct ServerRequest;
+
+static SERVER_REQUEST: ScenarioInfo = ScenarioInfo {
+    id: "sse.server_request",
+    summary: "Legacy elicitation: an `elicitation/create` request on the POST's SSE stream, answered by the client's POST.",
+    docs: "Always SSE. Legacy clients with the `elicitation` capability get the server→client request; the result reports the answer \
+           (`elicitationAction`, `content`). Without the capability: isError. Modern requests get the MRTR equivalent.",
+    params: &[ParamSpec { name: "promptMessage", kind: ParamKind::String, default: "\"Please confirm.\"", choices: &[], doc: "Message shown to the user." }],
+    outcome: Outcome::InputRequired,
+    origin: Origin::Kitchen,
+};
+
+impl Scenario for ServerRequest {
+    fn info(&self) -> &'static ScenarioInfo {
+        &SERVER_REQUEST
+    }
+    fn forced_sse(&self) -> bool {
+        true
+    }
+    fn run_tool(&self, cx: ToolCx) -> BoxFuture<'static, ToolReply> {
+        Box::pin(async move {
+            let params = json!({ "mode": "form", "message": cx.p().str("promptMessage"),
+                "requestedSchema": { "type": "object", "properties": { "confirm": { "type": "boolean" } } } });
+            match cx
+                .ask(
+                    "elicitation",
+                    "elicitation/create",
+                    params,
+                    "elicitation",
+                    json!("server-request"),
+                )
+                .await
+            {
+                Asked::Answer(r) => {
+                    let mut m = Map::new();
+                    m.insert("elicitationAction".into(), r["action"].clone());
+                    m.insert(
+                        "content".into(),
+                        r.get("content").cloned().unwrap_or(json!(null)),
+                    );
+                    ToolReply::json_text(&cx.scenario_result(Some(m)), false)
+                }
+                Asked::Pending(reply) => reply,
+                Asked::Failed(e) => {
+                    let mut m = Map::new();
+                    m.insert("errorMessage".into(), json!(e));
+                    ToolReply::json_text(&cx.scenario_result(Some(m)), true)
+                }
+            }
+        })
+    }
+}

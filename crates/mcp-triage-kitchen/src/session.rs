@@ -1,0 +1,188 @@
+//! Legacy-era sessions (`Mcp-Session-Id`) and their SSE streams.
+//!
+//! A session pins the scenario instance chosen when it started, so a selection change
+//! applies to the next session only (Cakewalk's contract). Each SSE response is written
+//! into a [`StreamLog`], so a client that lost the connection after an event with an id can
+//! resume with `GET` + `Last-Event-ID` (2025-11-25 polling) and read the rest.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot, Notify};
+
+use crate::instance::Instance;
+
+/// One chunk of an SSE response.
+#[derive(Clone, Debug)]
+pub enum Chunk {
+    /// Bytes to write.
+    Data(Bytes),
+    /// Break the connection here.
+    Abort,
+    /// The reader on the original POST stops here (the stream is not finished: the rest is
+    /// served on resumption).
+    Detach,
+}
+
+/// The events of one SSE stream, kept so a reader can resume after a given event.
+pub struct StreamLog {
+    /// Stream number within its session.
+    pub id: u64,
+    chunks: Mutex<Vec<(u64, Chunk)>>,
+    done: AtomicBool,
+    notify: Notify,
+}
+
+impl StreamLog {
+    /// An empty, open stream.
+    pub fn new(id: u64) -> StreamLog {
+        StreamLog {
+            id,
+            chunks: Mutex::new(Vec::new()),
+            done: AtomicBool::new(false),
+            notify: Notify::new(),
+        }
+    }
+
+    /// Append a chunk. `seq` is the SSE event sequence number (0 for chunks without id).
+    pub fn push(&self, seq: u64, chunk: Chunk) {
+        self.chunks.lock().expect("stream lock").push((seq, chunk));
+        self.notify.notify_waiters();
+    }
+
+    /// No more chunks will come.
+    pub fn finish(&self) {
+        self.done.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    /// Index of the first chunk after the event with sequence number `seq`.
+    pub fn position_after(&self, seq: u64) -> usize {
+        let chunks = self.chunks.lock().expect("stream lock");
+        chunks
+            .iter()
+            .position(|(s, _)| *s == seq)
+            .map(|p| p + 1)
+            .unwrap_or(chunks.len())
+    }
+
+    /// Wait for the chunk at `index`; `None` when the stream is finished before it.
+    pub async fn next(&self, index: usize) -> Option<Chunk> {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let chunks = self.chunks.lock().expect("stream lock");
+                if let Some((_, c)) = chunks.get(index) {
+                    return Some(c.clone());
+                }
+            }
+            if self.done.load(Ordering::SeqCst) {
+                let chunks = self.chunks.lock().expect("stream lock");
+                return chunks.get(index).map(|(_, c)| c.clone());
+            }
+            notified.await;
+        }
+    }
+}
+
+/// A legacy session.
+pub struct Session {
+    /// The `Mcp-Session-Id`.
+    pub id: String,
+    /// The instance the session was started on.
+    pub instance: Arc<Instance>,
+    /// Negotiated protocol version.
+    pub protocol_version: String,
+    /// Capabilities the client declared in `initialize`.
+    pub client_capabilities: Value,
+    /// Client identity from `initialize`.
+    pub client_info: Value,
+    /// Level set with `logging/setLevel`.
+    pub log_level: Mutex<Option<String>>,
+    /// Set by DELETE or by a scenario; a terminated session answers 404.
+    pub terminated: AtomicBool,
+    /// POSTs seen in this session (for `session.expire`).
+    pub requests: AtomicU64,
+    /// Server→client requests waiting for the client's answer, by JSON-RPC id.
+    pub pending: Mutex<HashMap<String, oneshot::Sender<Value>>>,
+    /// SSE streams of the session, by stream number.
+    pub streams: Mutex<HashMap<u64, Arc<StreamLog>>>,
+    next_stream: AtomicU64,
+    next_request: AtomicU64,
+    /// Resource URIs the client subscribed to.
+    pub subscriptions: Mutex<HashSet<String>>,
+    /// Sender of the standalone GET stream, when one is open.
+    pub get_stream: Mutex<Option<mpsc::UnboundedSender<Value>>>,
+}
+
+impl Session {
+    /// A new session.
+    pub fn new(
+        id: String,
+        instance: Arc<Instance>,
+        protocol_version: String,
+        caps: Value,
+        info: Value,
+    ) -> Session {
+        Session {
+            id,
+            instance,
+            protocol_version,
+            client_capabilities: caps,
+            client_info: info,
+            log_level: Mutex::new(None),
+            terminated: AtomicBool::new(false),
+            requests: AtomicU64::new(0),
+            pending: Mutex::new(HashMap::new()),
+            streams: Mutex::new(HashMap::new()),
+            next_stream: AtomicU64::new(1),
+            next_request: AtomicU64::new(1),
+            subscriptions: Mutex::new(HashSet::new()),
+            get_stream: Mutex::new(None),
+        }
+    }
+
+    /// Open a new stream log (kept for resumption; older finished logs are dropped so a
+    /// long session does not grow without bound).
+    pub fn open_stream(&self) -> Arc<StreamLog> {
+        let id = self.next_stream.fetch_add(1, Ordering::SeqCst);
+        let log = Arc::new(StreamLog::new(id));
+        let mut streams = self.streams.lock().expect("streams lock");
+        if streams.len() >= 64 {
+            let oldest = streams.keys().min().copied();
+            if let Some(k) = oldest {
+                streams.remove(&k);
+            }
+        }
+        streams.insert(id, log.clone());
+        log
+    }
+
+    /// Stream log by number.
+    pub fn stream(&self, id: u64) -> Option<Arc<StreamLog>> {
+        self.streams.lock().expect("streams lock").get(&id).cloned()
+    }
+
+    /// A fresh id for a server→client request.
+    pub fn next_request_id(&self) -> String {
+        format!(
+            "kitchen-{}",
+            self.next_request.fetch_add(1, Ordering::SeqCst)
+        )
+    }
+
+    /// True once terminated.
+    pub fn is_terminated(&self) -> bool {
+        self.terminated.load(Ordering::SeqCst)
+    }
+
+    /// Whether the client declared capability `name` in `initialize`.
+    pub fn has_capability(&self, name: &str) -> bool {
+        self.client_capabilities.get(name).is_some()
+    }
+}

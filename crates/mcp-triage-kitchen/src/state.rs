@@ -1,0 +1,310 @@
+//! Shared kitchen state: options, instances, the stored selection, sessions, journal and
+//! the key that protects MRTR `requestState`.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use serde_json::{json, Value};
+use sha2::Sha256;
+
+use crate::instance::{canonical, Instance};
+use crate::journal::Journal;
+use crate::scenarios::{self, Params};
+use crate::session::Session;
+
+/// How requests are answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResponseMode {
+    /// `application/json`, unless the handler emits a notification or server request before
+    /// its result, in which case the answer becomes an SSE stream.
+    #[default]
+    Auto,
+    /// Always `application/json` (messages before the result are dropped; server→client
+    /// requests are impossible).
+    Json,
+    /// Always `text/event-stream`.
+    Sse,
+}
+
+impl ResponseMode {
+    /// Parse `auto` / `json` / `sse`.
+    pub fn parse(s: &str) -> Option<ResponseMode> {
+        match s {
+            "auto" => Some(ResponseMode::Auto),
+            "json" => Some(ResponseMode::Json),
+            "sse" => Some(ResponseMode::Sse),
+            _ => None,
+        }
+    }
+}
+
+/// Options of a kitchen server.
+#[derive(Clone, Debug)]
+pub struct KitchenOptions {
+    /// Token required on `/kitchen/*` when set (`Authorization: Bearer <token>`). Required
+    /// to listen on a non-loopback address.
+    pub admin_token: Option<String>,
+    /// Scenario served on `/mcp` until `PUT /kitchen/selection` changes it.
+    pub scenario: String,
+    /// Its parameters.
+    pub params: Value,
+    /// Default response mode (a scenario parameter `responseMode` overrides it).
+    pub response_mode: ResponseMode,
+    /// Largest accepted POST body; larger ones get 413 and a JSON-RPC error.
+    pub max_body_bytes: usize,
+    /// Extra allowed `Origin` values (loopback origins are always allowed).
+    pub allowed_origins: Vec<String>,
+    /// Extra allowed `Host` names (loopback names and the listen address are always allowed).
+    pub allowed_hosts: Vec<String>,
+    /// Journal entries kept in memory.
+    pub journal_capacity: usize,
+    /// A client must send its request headers within this time.
+    pub header_read_timeout: Duration,
+    /// A client must send its request body within this time.
+    pub body_read_timeout: Duration,
+    /// How long a tool waits for the client's answer to a server→client request.
+    pub server_request_timeout: Duration,
+    /// `retry:` value (ms) sent before the kitchen closes an SSE stream for polling.
+    pub sse_retry_ms: u64,
+}
+
+impl Default for KitchenOptions {
+    fn default() -> Self {
+        KitchenOptions {
+            admin_token: None,
+            scenario: "baseline".into(),
+            params: json!({}),
+            response_mode: ResponseMode::Auto,
+            max_body_bytes: 1024 * 1024,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            journal_capacity: 10_000,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(10),
+            server_request_timeout: Duration::from_secs(60),
+            sse_retry_ms: 500,
+        }
+    }
+}
+
+/// Errors of configuration and selection.
+#[derive(Debug, thiserror::Error)]
+pub enum KitchenError {
+    /// No scenario with that id.
+    #[error("unknown scenario {0:?}")]
+    UnknownScenario(String),
+    /// Parameters do not fit the scenario's schema.
+    #[error("invalid params: {0}")]
+    InvalidParams(String),
+    /// Refused listen address.
+    #[error("refusing to listen on non-loopback address {0} without an admin token")]
+    NonLoopback(SocketAddr),
+    /// Socket error.
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The stored selection served on `/mcp`.
+#[derive(Clone, Debug)]
+pub struct Selection {
+    /// Scenario id.
+    pub scenario: String,
+    /// Parameters as given.
+    pub params: Value,
+}
+
+/// State shared by all handlers.
+pub struct Shared {
+    /// Options.
+    pub options: KitchenOptions,
+    instances: Mutex<HashMap<String, Arc<Instance>>>,
+    selection: Mutex<Selection>,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// Journal.
+    pub journal: Journal,
+    hmac_key: [u8; 32],
+    /// Address actually bound (set by [`crate::start`]).
+    pub local_addr: Mutex<Option<SocketAddr>>,
+}
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// Random bytes from the OS (falls back to time-derived bytes if the OS refuses, which only
+/// weakens session-id unpredictability, never correctness).
+pub fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut b = [0u8; N];
+    if getrandom::fill(&mut b).is_err() {
+        let t = crate::journal::now_ms().to_le_bytes();
+        for (i, x) in b.iter_mut().enumerate() {
+            *x = t[i % 8] ^ (i as u8).wrapping_mul(31);
+        }
+    }
+    b
+}
+
+impl Shared {
+    /// New state; fails when the configured default scenario or params are invalid.
+    pub fn new(options: KitchenOptions) -> Result<Shared, KitchenError> {
+        let sel = Selection {
+            scenario: options.scenario.clone(),
+            params: options.params.clone(),
+        };
+        check_selection(&sel.scenario, &sel.params)?;
+        Ok(Shared {
+            journal: Journal::new(options.journal_capacity),
+            options,
+            instances: Mutex::new(HashMap::new()),
+            selection: Mutex::new(sel),
+            sessions: Mutex::new(HashMap::new()),
+            hmac_key: random_bytes::<32>(),
+            local_addr: Mutex::new(None),
+        })
+    }
+
+    /// The instance for (scenario, params, tag), created on first use.
+    pub fn instance(
+        &self,
+        scenario: &str,
+        params: &Value,
+        tag: Option<&str>,
+    ) -> Result<Arc<Instance>, KitchenError> {
+        check_selection(scenario, params)?;
+        let s = scenarios::find(scenario)
+            .ok_or_else(|| KitchenError::UnknownScenario(scenario.into()))?;
+        let key = match tag {
+            Some(t) => format!("{scenario}{}#{t}", canonical(params)),
+            None => format!("{scenario}{}", canonical(params)),
+        };
+        let mut map = self.instances.lock().expect("instances lock");
+        Ok(map
+            .entry(key.clone())
+            .or_insert_with(|| Arc::new(Instance::new(key, s, params.clone())))
+            .clone())
+    }
+
+    /// The instance of the stored selection.
+    pub fn selected_instance(&self) -> Result<Arc<Instance>, KitchenError> {
+        let sel = self.selection();
+        self.instance(&sel.scenario, &sel.params, None)
+    }
+
+    /// The stored selection.
+    pub fn selection(&self) -> Selection {
+        self.selection.lock().expect("selection lock").clone()
+    }
+
+    /// Replace the stored selection (validated first).
+    pub fn set_selection(&self, scenario: String, params: Value) -> Result<(), KitchenError> {
+        check_selection(&scenario, &params)?;
+        *self.selection.lock().expect("selection lock") = Selection { scenario, params };
+        Ok(())
+    }
+
+    /// All instances' counters.
+    pub fn counters(&self) -> Value {
+        let map = self.instances.lock().expect("instances lock");
+        let mut v: Vec<Value> = map.values().map(|i| i.snapshot()).collect();
+        v.sort_by(|a, b| a["instance"].as_str().cmp(&b["instance"].as_str()));
+        Value::Array(v)
+    }
+
+    /// Reset every instance's counters and state, drop all sessions, clear the journal.
+    pub fn reset(&self) {
+        for i in self.instances.lock().expect("instances lock").values() {
+            i.reset();
+        }
+        self.sessions.lock().expect("sessions lock").clear();
+        self.journal.clear();
+    }
+
+    /// Register a session.
+    pub fn insert_session(&self, s: Arc<Session>) {
+        let mut map = self.sessions.lock().expect("sessions lock");
+        map.retain(|_, v| !v.is_terminated());
+        map.insert(s.id.clone(), s);
+    }
+
+    /// Live session by id (terminated sessions are reported as absent).
+    pub fn session(&self, id: &str) -> Option<Arc<Session>> {
+        self.sessions
+            .lock()
+            .expect("sessions lock")
+            .get(id)
+            .filter(|s| !s.is_terminated())
+            .cloned()
+    }
+
+    /// Forget a session.
+    pub fn remove_session(&self, id: &str) -> Option<Arc<Session>> {
+        let s = self.sessions.lock().expect("sessions lock").remove(id);
+        if let Some(s) = &s {
+            s.terminated
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        s
+    }
+
+    /// A new random session id (visible ASCII, as the transport requires).
+    pub fn new_session_id(&self) -> String {
+        random_bytes::<16>()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// Sign MRTR state bound to an instance and tool, so a client cannot forge or move it.
+    pub fn sign_state(&self, binding: &str, state: &Value) -> String {
+        let payload = URL_SAFE_NO_PAD.encode(state.to_string());
+        let mut mac = HmacSha256::new_from_slice(&self.hmac_key).expect("hmac key");
+        mac.update(binding.as_bytes());
+        mac.update(b".");
+        mac.update(payload.as_bytes());
+        let tag = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
+        format!("{payload}.{tag}")
+    }
+
+    /// Verify and decode state from [`Shared::sign_state`].
+    pub fn verify_state(&self, binding: &str, token: &str) -> Option<Value> {
+        let (payload, tag) = token.split_once('.')?;
+        let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
+        let mut mac = HmacSha256::new_from_slice(&self.hmac_key).expect("hmac key");
+        mac.update(binding.as_bytes());
+        mac.update(b".");
+        mac.update(payload.as_bytes());
+        mac.verify_slice(&tag).ok()?;
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).ok()?).ok()
+    }
+}
+
+/// Validate a (scenario, params) pair against the registry.
+pub fn check_selection(scenario: &str, params: &Value) -> Result<(), KitchenError> {
+    let s =
+        scenarios::find(scenario).ok_or_else(|| KitchenError::UnknownScenario(scenario.into()))?;
+    scenarios::validate_params(s.info(), params).map_err(KitchenError::InvalidParams)?;
+    s.validate(&Params::resolve(s.info(), params))
+        .map_err(KitchenError::InvalidParams)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_state_round_trips_and_rejects_tampering() {
+        let s = Shared::new(KitchenOptions::default()).unwrap();
+        let tok = s.sign_state("i/t", &json!({"step": 1}));
+        assert_eq!(s.verify_state("i/t", &tok), Some(json!({"step": 1})));
+        assert_eq!(s.verify_state("other", &tok), None);
+        let (p, t) = tok.split_once('.').unwrap();
+        let forged = format!("{}.{t}", URL_SAFE_NO_PAD.encode("{\"step\":2}"));
+        assert_ne!(forged, tok);
+        assert_eq!(s.verify_state("i/t", &forged), None);
+        assert_eq!(s.verify_state("i/t", p), None);
+    }
+}

@@ -1,0 +1,222 @@
+//! Raw-HTTP helpers for the kitchen's integration tests: a plain hyper HTTP/1.1 client (no MCP
+//! client library), so tests see exactly the statuses, headers and bytes on the wire.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{HeaderMap, Request};
+use hyper_util::rt::TokioIo;
+use mcp_triage_kitchen::{start, KitchenHandle, KitchenOptions};
+use serde_json::{json, Value};
+
+/// Every network step of a test is bounded by this.
+pub const STEP: Duration = Duration::from_secs(10);
+
+pub async fn kitchen() -> KitchenHandle {
+    kitchen_with(KitchenOptions::default()).await
+}
+
+pub async fn kitchen_with(o: KitchenOptions) -> KitchenHandle {
+    start("127.0.0.1:0".parse().unwrap(), o)
+        .await
+        .expect("kitchen starts")
+}
+
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: HeaderMap,
+    /// Body bytes received (possibly partial).
+    pub body: Bytes,
+    /// Set when the body ended with an error (connection cut).
+    pub body_error: Option<String>,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {:?}", self.text()))
+    }
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+    /// JSON-RPC messages in an SSE body (`data:` lines that parse).
+    pub fn sse_messages(&self) -> Vec<Value> {
+        self.text()
+            .split("\n\n")
+            .filter_map(|ev| {
+                let data: Vec<&str> = ev
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(|d| d.trim_start())
+                    .collect();
+                serde_json::from_str(&data.join("\n")).ok()
+            })
+            .collect()
+    }
+    /// The JSON-RPC response whether the body is JSON or SSE.
+    pub fn rpc(&self) -> Value {
+        if self
+            .header("content-type")
+            .is_some_and(|c| c.starts_with("text/event-stream"))
+        {
+            self.sse_messages()
+                .into_iter()
+                .find(|m| m.get("method").is_none())
+                .expect("a response in the SSE stream")
+        } else {
+            self.json()
+        }
+    }
+}
+
+/// Send one request on a fresh connection. `Err` = no HTTP response (connection error).
+pub async fn send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> Result<Resp, String> {
+    tokio::time::timeout(STEP, async {
+        let stream = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| e.to_string())?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| e.to_string())?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let mut b = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", addr.to_string());
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        let req = b
+            .body(Full::new(Bytes::from(body.unwrap_or("").to_string())))
+            .map_err(|e| e.to_string())?;
+        let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let mut body = resp.into_body();
+        let mut buf = Vec::new();
+        let mut body_error = None;
+        while let Some(frame) = body.frame().await {
+            match frame {
+                Ok(f) => {
+                    if let Some(d) = f.data_ref() {
+                        buf.extend_from_slice(d);
+                    }
+                }
+                Err(e) => {
+                    body_error = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        Ok(Resp {
+            status,
+            headers,
+            body: Bytes::from(buf),
+            body_error,
+        })
+    })
+    .await
+    .map_err(|_| "timed out".to_string())?
+}
+
+pub const ACCEPT: (&str, &str) = ("accept", "application/json, text/event-stream");
+pub const CT: (&str, &str) = ("content-type", "application/json");
+
+/// POST a JSON-RPC message (legacy headers; session optional).
+pub async fn post(
+    addr: SocketAddr,
+    path: &str,
+    session: Option<&str>,
+    msg: &Value,
+) -> Result<Resp, String> {
+    let body = msg.to_string();
+    let mut h = vec![ACCEPT, CT];
+    if let Some(s) = session {
+        h.push(("mcp-session-id", s));
+    }
+    send(addr, "POST", path, &h, Some(&body)).await
+}
+
+pub fn initialize_msg(id: i64, version: &str, caps: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "method": "initialize",
+        "params": { "protocolVersion": version, "capabilities": caps, "clientInfo": { "name": "raw-test", "version": "0" } } })
+}
+
+/// initialize + notifications/initialized; returns the session id.
+pub async fn legacy_session(addr: SocketAddr, path: &str, caps: Value) -> String {
+    let r = post(addr, path, None, &initialize_msg(1, "2025-11-25", caps))
+        .await
+        .expect("initialize answered");
+    assert_eq!(r.status, 200, "initialize: {}", r.text());
+    let sid = r.header("mcp-session-id").expect("session id").to_string();
+    let n = post(
+        addr,
+        path,
+        Some(&sid),
+        &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(n.status, 202);
+    sid
+}
+
+pub fn call_msg(id: i64, tool: &str, args: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": tool, "arguments": args } })
+}
+
+pub fn meta() -> Value {
+    json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} },
+            "io.modelcontextprotocol/clientInfo": { "name": "raw-test", "version": "0" } })
+}
+
+/// A modern (2026-07-28) request with correct headers. `params` gets `_meta` added.
+pub async fn modern(
+    addr: SocketAddr,
+    path: &str,
+    id: i64,
+    method: &str,
+    mut params: Value,
+) -> Result<Resp, String> {
+    if params.get("_meta").is_none() {
+        params["_meta"] = meta();
+    }
+    let name = params
+        .get("name")
+        .or_else(|| params.get("uri"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let body =
+        json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string();
+    let mut h = vec![
+        ACCEPT,
+        CT,
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", method),
+    ];
+    if let Some(n) = name.as_deref() {
+        h.push(("mcp-name", n));
+    }
+    send(addr, "POST", path, &h, Some(&body)).await
+}
+
+/// Text of the first content block of a tools/call result, parsed as JSON when it is JSON.
+pub fn tool_text(rpc: &Value) -> Value {
+    let t = rpc["result"]["content"][0]["text"].as_str().unwrap_or("");
+    serde_json::from_str(t).unwrap_or(Value::String(t.to_string()))
+}

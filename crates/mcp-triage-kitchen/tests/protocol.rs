@@ -1,0 +1,596 @@
+//! Both protocol eras, transport rules, admin API and journal, over raw HTTP.
+
+mod common;
+
+use common::*;
+use mcp_triage_kitchen::{start, KitchenOptions};
+use serde_json::{json, Value};
+
+#[tokio::test]
+async fn legacy_lifecycle_sessions_and_delete() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let r = post(a, "/mcp", None, &initialize_msg(1, "2025-06-18", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("x-kitchen-scenario"), Some("baseline"));
+    assert_eq!(r.json()["result"]["protocolVersion"], "2025-06-18");
+    // Unknown version → newest legacy version.
+    let r = post(a, "/mcp", None, &initialize_msg(1, "1999-01-01", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(r.json()["result"]["protocolVersion"], "2025-11-25");
+
+    let sid = legacy_session(a, "/mcp", json!({})).await;
+    let ping = post(
+        a,
+        "/mcp",
+        Some(&sid),
+        &json!({"jsonrpc":"2.0","id":5,"method":"ping"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ping.json(), json!({"jsonrpc":"2.0","id":5,"result":{}}));
+    let list = post(
+        a,
+        "/mcp",
+        Some(&sid),
+        &json!({"jsonrpc":"2.0","id":6,"method":"tools/list"}),
+    )
+    .await
+    .unwrap();
+    let names: Vec<String> = list.json()["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    for n in [
+        "run_configured_test_scenario",
+        "read_counter",
+        "increment_counter",
+        "set_value",
+        "test_simple_text",
+        "test_sampling",
+    ] {
+        assert!(names.contains(&n.to_string()), "{n} listed");
+    }
+    // Missing session → 400; unknown → 404; DELETE → then 404.
+    let r = post(
+        a,
+        "/mcp",
+        None,
+        &json!({"jsonrpc":"2.0","id":7,"method":"tools/list"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 400);
+    let r = post(
+        a,
+        "/mcp",
+        Some("nope"),
+        &json!({"jsonrpc":"2.0","id":7,"method":"tools/list"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 404);
+    let d = send(a, "DELETE", "/mcp", &[("mcp-session-id", &sid)], None)
+        .await
+        .unwrap();
+    assert_eq!(d.status, 200);
+    let r = post(
+        a,
+        "/mcp",
+        Some(&sid),
+        &json!({"jsonrpc":"2.0","id":8,"method":"ping"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 404);
+    assert_eq!(r.json()["error"]["code"], -32001);
+    // Unsupported MCP-Protocol-Version on a legacy session → 400.
+    let sid = legacy_session(a, "/mcp", json!({})).await;
+    let r = send(
+        a,
+        "POST",
+        "/mcp",
+        &[
+            ACCEPT,
+            CT,
+            ("mcp-session-id", &sid),
+            ("mcp-protocol-version", "2024-01-01"),
+        ],
+        Some(&json!({"jsonrpc":"2.0","id":9,"method":"ping"}).to_string()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 400);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn modern_header_checks_and_discover() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let d = modern(a, "/mcp", 1, "server/discover", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(d.status, 200);
+    let dr = d.json();
+    assert_eq!(dr["result"]["supportedVersions"], json!(["2026-07-28"]));
+    assert_eq!(dr["result"]["resultType"], "complete");
+    assert!(dr["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"].is_string());
+
+    let body = |method: &str, params: Value| {
+        json!({"jsonrpc":"2.0","id":2,"method":method,"params":params}).to_string()
+    };
+    let p = json!({"name":"test_simple_text","_meta": meta()});
+    // Missing MCP-Protocol-Version.
+    let r = send(
+        a,
+        "POST",
+        "/mcp",
+        &[
+            ACCEPT,
+            CT,
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "test_simple_text"),
+        ],
+        Some(&body("tools/call", p.clone())),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, json!(-32020))
+    );
+    assert_eq!(r.json()["id"], 2);
+    // Mcp-Name mismatch.
+    let r = send(
+        a,
+        "POST",
+        "/mcp",
+        &[
+            ACCEPT,
+            CT,
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "other"),
+        ],
+        Some(&body("tools/call", p.clone())),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, json!(-32020))
+    );
+    // Base64 form of Mcp-Name is accepted ("test_simple_text").
+    let r = send(
+        a,
+        "POST",
+        "/mcp",
+        &[
+            ACCEPT,
+            CT,
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "=?base64?dGVzdF9zaW1wbGVfdGV4dA==?="),
+        ],
+        Some(&body("tools/call", p.clone())),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.json()["result"]["content"][0]["text"],
+        "This is a simple text response for testing."
+    );
+    // Mcp-Method mismatch.
+    let r = send(
+        a,
+        "POST",
+        "/mcp",
+        &[
+            ACCEPT,
+            CT,
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/list"),
+            ("mcp-name", "test_simple_text"),
+        ],
+        Some(&body("tools/call", p.clone())),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.json()["error"]["code"], -32020);
+    // Unsupported version (header and _meta agree).
+    let mut m = meta();
+    m["io.modelcontextprotocol/protocolVersion"] = json!("2027-01-01");
+    let r = send(
+        a,
+        "POST",
+        "/mcp",
+        &[
+            ACCEPT,
+            CT,
+            ("mcp-protocol-version", "2027-01-01"),
+            ("mcp-method", "tools/list"),
+        ],
+        Some(&body("tools/list", json!({"_meta": m}))),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["code"], -32022);
+    assert_eq!(
+        r.json()["error"]["data"],
+        json!({"supported":["2026-07-28"],"requested":"2027-01-01"})
+    );
+    // Missing clientCapabilities → -32602, HTTP 400.
+    let r = send(
+        a,
+        "POST",
+        "/mcp",
+        &[
+            ACCEPT,
+            CT,
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/list"),
+        ],
+        Some(&body(
+            "tools/list",
+            json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}),
+        )),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, json!(-32602))
+    );
+    // Unknown method → 404 + -32601; ping is gone in 2026.
+    let r = modern(a, "/mcp", 3, "ping", json!({})).await.unwrap();
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (404, json!(-32601))
+    );
+    // GET / DELETE → 405.
+    for m in ["GET", "DELETE"] {
+        let r = send(
+            a,
+            m,
+            "/mcp",
+            &[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("accept", "text/event-stream"),
+            ],
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status, 405, "{m}");
+    }
+    // Cacheable results carry ttlMs/cacheScope.
+    let r = modern(a, "/mcp", 4, "tools/list", json!({})).await.unwrap();
+    assert_eq!(r.json()["result"]["cacheScope"], "private");
+    // Notification → 202.
+    let r = send(a, "POST", "/mcp", &[ACCEPT, CT, ("mcp-protocol-version", "2026-07-28")],
+        Some(&json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta": meta(), "requestId": 1}}).to_string())).await.unwrap();
+    assert_eq!(r.status, 202);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn progress_goes_on_sse_and_json_mode_is_a_knob() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let sid = legacy_session(a, "/mcp", json!({})).await;
+    let msg = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_configured_test_scenario","_meta":{"progressToken":"p1"}}});
+    let r = post(a, "/mcp", Some(&sid), &msg).await.unwrap();
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    let msgs = r.sse_messages();
+    assert_eq!(msgs[0]["method"], "notifications/progress");
+    assert_eq!(msgs[0]["params"]["progressToken"], "p1");
+    assert_eq!(msgs.last().unwrap()["id"], 2);
+    assert!(
+        r.text().starts_with("id: "),
+        "2025-11-25 streams start with a priming event"
+    );
+    // Same call without a token → plain JSON.
+    let r = post(
+        a,
+        "/mcp",
+        Some(&sid),
+        &call_msg(3, "run_configured_test_scenario", json!({})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    // responseMode=sse knob on a URL instance.
+    let p = "/s/baseline/mcp?responseMode=sse";
+    let sid = legacy_session(a, p, json!({})).await;
+    let r = post(
+        a,
+        p,
+        Some(&sid),
+        &call_msg(2, "test_simple_text", json!({})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    assert_eq!(r.rpc()["result"]["content"][0]["type"], "text");
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn origin_size_and_parse_errors() {
+    let k = kitchen_with(KitchenOptions {
+        max_body_bytes: 1000,
+        ..Default::default()
+    })
+    .await;
+    let a = k.local_addr();
+    let init = initialize_msg(1, "2025-11-25", json!({})).to_string();
+    let r = send(
+        a,
+        "POST",
+        "/mcp",
+        &[ACCEPT, CT, ("origin", "http://evil.example.com")],
+        Some(&init),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 403);
+    assert_eq!(r.header("x-kitchen-scenario"), Some("baseline"));
+    let r = send(
+        a,
+        "POST",
+        "/mcp",
+        &[ACCEPT, CT, ("origin", "http://localhost:5173")],
+        Some(&init),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 200);
+    let big = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}",
+        "a".repeat(2000)
+    );
+    let r = send(a, "POST", "/mcp", &[ACCEPT, CT], Some(&big))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 413);
+    assert_eq!(r.json()["error"]["code"], -32600);
+    let r = send(a, "POST", "/mcp", &[ACCEPT, CT], Some("{not json"))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["code"], -32700);
+    assert_eq!(r.json()["id"], Value::Null);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn side_effect_tools_are_counted_and_annotated() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/baseline/mcp?instance=side";
+    let sid = legacy_session(a, p, json!({})).await;
+    let list = post(
+        a,
+        p,
+        Some(&sid),
+        &json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}),
+    )
+    .await
+    .unwrap()
+    .json();
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let ann = |n: &str| tools.iter().find(|t| t["name"] == n).unwrap()["annotations"].clone();
+    assert_eq!(ann("read_counter")["readOnlyHint"], true);
+    assert_eq!(
+        (
+            ann("increment_counter")["destructiveHint"].clone(),
+            ann("increment_counter")["idempotentHint"].clone()
+        ),
+        (json!(true), json!(false))
+    );
+    assert_eq!(ann("set_value")["idempotentHint"], true);
+    for i in 0..3 {
+        let r = post(
+            a,
+            p,
+            Some(&sid),
+            &call_msg(10 + i, "increment_counter", json!({})),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.json()["result"]["structuredContent"]["counter"], i + 1);
+    }
+    post(
+        a,
+        p,
+        Some(&sid),
+        &call_msg(20, "set_value", json!({"key":"k","value":1})),
+    )
+    .await
+    .unwrap();
+    let r = post(a, p, Some(&sid), &call_msg(21, "read_counter", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(r.json()["result"]["structuredContent"]["counter"], 3);
+    let key = "baseline{}#side";
+    assert_eq!(k.kitchen().counter(key, "increment_counter"), 3);
+    assert_eq!(k.kitchen().counter(key, "set_value"), 1);
+    assert_eq!(k.kitchen().counter(key, "tools_call"), 5);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn admin_api_selection_counters_journal_reset() {
+    let k = kitchen_with(KitchenOptions {
+        admin_token: Some("s3cret".into()),
+        ..Default::default()
+    })
+    .await;
+    let a = k.local_addr();
+    let auth = ("authorization", "Bearer s3cret");
+    let r = send(a, "GET", "/kitchen/scenarios", &[], None)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 401);
+    let r = send(a, "GET", "/kitchen/scenarios", &[auth], None)
+        .await
+        .unwrap();
+    let ids: Vec<Value> = r.json()["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].clone())
+        .collect();
+    assert!(ids.contains(&json!("errors.http_status_sequence")));
+    let bad = send(
+        a,
+        "PUT",
+        "/kitchen/selection",
+        &[auth, CT],
+        Some(r#"{"scenarioId":"no.such"}"#),
+    )
+    .await
+    .unwrap();
+    assert_eq!(bad.status, 400);
+    let bad = send(
+        a,
+        "PUT",
+        "/kitchen/selection",
+        &[auth, CT],
+        Some(r#"{"scenarioId":"errors.tool_error","params":{"onInvocation":"x"}}"#),
+    )
+    .await
+    .unwrap();
+    assert_eq!(bad.status, 400);
+    // A running session keeps its instance; a new one gets the new selection.
+    let old = legacy_session(a, "/mcp", json!({})).await;
+    let ok = send(
+        a,
+        "PUT",
+        "/kitchen/selection",
+        &[auth, CT],
+        Some(r#"{"scenarioId":"errors.tool_error","paramsJson":"{\"errorMessage\":\"boom\"}"}"#),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ok.status, 200);
+    let sel = send(a, "GET", "/kitchen/selection", &[auth], None)
+        .await
+        .unwrap()
+        .json();
+    assert_eq!(sel["scenarioId"], "errors.tool_error");
+    let r = post(
+        a,
+        "/mcp",
+        Some(&old),
+        &call_msg(2, "run_configured_test_scenario", json!({})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.header("x-kitchen-scenario"), Some("baseline"));
+    assert!(r.json()["result"].get("isError").is_none());
+    let new = legacy_session(a, "/mcp", json!({})).await;
+    let r = post(
+        a,
+        "/mcp",
+        Some(&new),
+        &call_msg(3, "run_configured_test_scenario", json!({})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.header("x-kitchen-scenario"), Some("errors.tool_error"));
+    assert_eq!(r.json()["result"]["isError"], true);
+    assert_eq!(tool_text(&r.json())["errorMessage"], "boom");
+    // Modern requests follow the selection immediately.
+    let r = modern(
+        a,
+        "/mcp",
+        4,
+        "tools/call",
+        json!({"name":"run_configured_test_scenario"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.header("x-kitchen-scenario"), Some("errors.tool_error"));
+    // Counters and journal.
+    let c = send(a, "GET", "/kitchen/counters", &[auth], None)
+        .await
+        .unwrap()
+        .json();
+    assert!(c["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|i| i["scenario"] == "errors.tool_error" && i["counters"]["tools_call"] == 2));
+    let _ = send(a, "POST", "/mcp", &[ACCEPT, CT, ("authorization", "Bearer leak-me"), ("cookie", "c=1")],
+        Some(&json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x","arguments":{"a":1}}}).to_string())).await.unwrap();
+    let j = send(a, "GET", "/kitchen/journal", &[auth], None)
+        .await
+        .unwrap();
+    assert_eq!(j.header("content-type"), Some("application/jsonl"));
+    let text = j.text();
+    assert!(!text.contains("leak-me") && text.contains("[redacted]"));
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    for key in [
+        "time",
+        "instance",
+        "session",
+        "method",
+        "id",
+        "tool",
+        "argumentsHash",
+        "headers",
+        "injected",
+        "status",
+    ] {
+        assert!(last.get(key).is_some(), "journal has {key}");
+    }
+    assert_eq!(last["tool"], "x");
+    let injected = k.kitchen().journal().iter().any(|e| {
+        e["injected"]
+            .as_str()
+            .is_some_and(|s| s.contains("isError"))
+    });
+    assert!(injected, "the tool error was journaled as injected");
+    let r = send(a, "POST", "/kitchen/reset", &[auth], None)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        send(a, "GET", "/kitchen/journal", &[auth], None)
+            .await
+            .unwrap()
+            .text(),
+        ""
+    );
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn non_loopback_needs_admin_token() {
+    let r = start("0.0.0.0:0".parse().unwrap(), KitchenOptions::default()).await;
+    assert!(matches!(
+        r,
+        Err(mcp_triage_kitchen::KitchenError::NonLoopback(_))
+    ));
+    let r = start(
+        "127.0.0.1:0".parse().unwrap(),
+        KitchenOptions {
+            scenario: "nope".into(),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert!(matches!(
+        r,
+        Err(mcp_triage_kitchen::KitchenError::UnknownScenario(_))
+    ));
+}

@@ -1,0 +1,1004 @@
+//! One test (at least) per registered scenario, over raw HTTP: statuses, headers, bytes,
+//! and Cakewalk's counting rules.
+
+mod common;
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use common::*;
+use mcp_triage_kitchen::scenarios::{self, Params, REGISTRY};
+use serde_json::{json, Value};
+
+fn run(id: i64) -> Value {
+    call_msg(
+        id,
+        "run_configured_test_scenario",
+        json!({ "message": "hi" }),
+    )
+}
+
+#[test]
+fn registry_ids_are_unique_defaults_valid_and_documented() {
+    let mut seen = HashSet::new();
+    for s in REGISTRY {
+        let i = s.info();
+        assert!(seen.insert(i.id), "duplicate id {}", i.id);
+        assert!(
+            !i.summary.is_empty() && !i.docs.is_empty(),
+            "{} documented",
+            i.id
+        );
+        mcp_triage_kitchen::state::check_selection(i.id, &json!({}))
+            .unwrap_or_else(|e| panic!("{}: {e}", i.id));
+        let j = scenarios::info_json(i);
+        assert!(j["expectedOutcome"]
+            .as_str()
+            .unwrap()
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c == '_'));
+        for p in i.params {
+            assert!(
+                !p.default_value().is_null(),
+                "{}.{} has a default",
+                i.id,
+                p.name
+            );
+        }
+    }
+    for id in [
+        "baseline",
+        "errors.http_status_sequence",
+        "errors.jsonrpc_error",
+        "errors.tool_error",
+        "elicitation.approval",
+        "compat.sdk_v2",
+        "timeout.uncooperative_hang",
+        "timeout.cooperative_deadline",
+        "timeout.late_response",
+        "timeout.init_hang",
+        "errors.connection_close",
+        "errors.malformed_payload",
+        "errors.http_status_per_method",
+        "errors.non_compliant_envelope",
+        "auth.token_lifecycle",
+        "catalog.pagination",
+        "catalog.facet_unavailable",
+        "elicitation.decline",
+        "elicitation.url_mode",
+    ] {
+        assert!(
+            scenarios::find(id).is_some(),
+            "Cakewalk scenario {id} registered"
+        );
+    }
+    let p = Params::resolve(
+        scenarios::find("errors.jsonrpc_error").unwrap().info(),
+        &json!({}),
+    );
+    assert_eq!(
+        (p.i64("code"), p.str("message"), p.u64("onInvocation")),
+        (-32602, "Invalid params", 1)
+    );
+}
+
+#[tokio::test]
+async fn baseline_success_and_delay() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let sid = legacy_session(a, "/s/baseline/mcp?slowReportDelayMs=150", json!({})).await;
+    let t = Instant::now();
+    let r = post(
+        a,
+        "/s/baseline/mcp?slowReportDelayMs=150",
+        Some(&sid),
+        &run(2),
+    )
+    .await
+    .unwrap();
+    assert!(t.elapsed() >= Duration::from_millis(150));
+    assert_eq!(r.header("x-kitchen-scenario"), Some("baseline"));
+    assert_eq!(
+        tool_text(&r.json()),
+        json!({"scenarioId":"baseline","invocation":1,"delayMs":150,"message":"hi"})
+    );
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn http_status_sequence_counts_every_post_and_last_code_repeats() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    // Default [503,200] with a tools/list first: POST 1 (tools/list, no session) gets 503, empty body.
+    let p = "/s/errors.http_status_sequence/mcp";
+    let r = post(
+        a,
+        p,
+        None,
+        &json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 503);
+    assert!(r.body.is_empty());
+    assert_eq!(
+        r.header("x-kitchen-scenario"),
+        Some("errors.http_status_sequence")
+    );
+    // POST 2 (initialize), 3 (initialized), 4 (call) pass: 200 repeats.
+    let sid = legacy_session(a, p, json!({})).await;
+    let r = post(a, p, Some(&sid), &run(2)).await.unwrap();
+    assert_eq!(r.status, 200);
+    // [500,429]: initialize gets 500, then 429 forever (notifications too).
+    let p = "/s/errors.http_status_sequence/mcp?statusCodes=[500,429]";
+    for expected in [500, 429, 429, 429] {
+        let r = post(a, p, None, &initialize_msg(1, "2025-11-25", json!({})))
+            .await
+            .unwrap();
+        assert_eq!(r.status, expected);
+    }
+    let key = "errors.http_status_sequence{\"statusCodes\":[500,429]}";
+    assert_eq!(k.kitchen().counter(key, "http_request"), 4);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn jsonrpc_error_fires_once_on_the_configured_call() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/errors.jsonrpc_error/mcp";
+    let sid = legacy_session(a, p, json!({})).await;
+    let r = post(
+        a,
+        p,
+        Some(&sid),
+        &call_msg(7, "test_simple_text", json!({})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.text(),
+        r#"{"error":{"code":-32602,"message":"Invalid params"},"id":7,"jsonrpc":"2.0"}"#
+    );
+    let r = post(a, p, Some(&sid), &run(8)).await.unwrap();
+    assert!(r.json().get("result").is_some());
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn tool_error_then_success() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/errors.tool_error/mcp?onInvocation=2";
+    let sid = legacy_session(a, p, json!({})).await;
+    let first = post(a, p, Some(&sid), &run(2)).await.unwrap().json();
+    assert!(first["result"].get("isError").is_none());
+    let second = post(a, p, Some(&sid), &run(3)).await.unwrap().json();
+    assert_eq!(second["result"]["isError"], true);
+    assert_eq!(
+        tool_text(&second),
+        json!({"scenarioId":"errors.tool_error","invocation":2,"errorMessage":"Tool-side failure","message":"hi"})
+    );
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn elicitation_approval_modern_mrtr_with_signed_state() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/elicitation.approval/mcp";
+    let r = modern(
+        a,
+        p,
+        1,
+        "tools/call",
+        json!({"name":"run_configured_test_scenario"}),
+    )
+    .await
+    .unwrap()
+    .json();
+    assert_eq!(r["result"]["resultType"], "input_required");
+    let req = &r["result"]["inputRequests"]["elicitation"];
+    assert_eq!(req["method"], "elicitation/create");
+    assert_eq!(
+        req["params"]["requestedSchema"]["required"],
+        json!(["reason"])
+    );
+    let state = r["result"]["requestState"].as_str().unwrap().to_string();
+    // Tampered state is rejected.
+    let bad = modern(
+        a,
+        p,
+        2,
+        "tools/call",
+        json!({"name":"run_configured_test_scenario","requestState": format!("{state}x"),
+        "inputResponses": {"elicitation": {"action":"accept","content":{"reason":"ok"}}}}),
+    )
+    .await
+    .unwrap()
+    .json();
+    assert_eq!(bad["error"]["code"], -32602);
+    let ok = modern(
+        a,
+        p,
+        3,
+        "tools/call",
+        json!({"name":"run_configured_test_scenario","requestState": state,
+        "inputResponses": {"elicitation": {"action":"accept","content":{"reason":"ship it"}}}}),
+    )
+    .await
+    .unwrap()
+    .json();
+    assert_eq!(ok["result"]["resultType"], "complete");
+    let t = tool_text(&ok);
+    assert_eq!(
+        (t["elicitationOutcome"].clone(), t["approvalReason"].clone()),
+        (json!("accepted"), json!("ship it"))
+    );
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn elicitation_approval_legacy_round_trip_and_unsupported() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/elicitation.approval/mcp";
+    let sid = legacy_session(a, p, json!({"elicitation": {}})).await;
+    let sid2 = sid.clone();
+    let call = tokio::spawn(async move { post(a, p, Some(&sid2), &run(2)).await.unwrap() });
+    // Answer the server's request (id kitchen-1) by POST.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let ans = post(
+        a,
+        p,
+        Some(&sid),
+        &json!({"jsonrpc":"2.0","id":"kitchen-1","result":{"action":"decline"}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ans.status, 202);
+    let r = tokio::time::timeout(STEP, call).await.unwrap().unwrap();
+    let msgs = r.sse_messages();
+    assert!(msgs
+        .iter()
+        .any(|m| m["method"] == "elicitation/create" && m["id"] == "kitchen-1"));
+    let fin = r.rpc();
+    assert_eq!(fin["result"]["isError"], true);
+    assert_eq!(tool_text(&fin)["elicitationOutcome"], "declined");
+    // No capability → unsupported.
+    let sid = legacy_session(a, p, json!({})).await;
+    let r = post(a, p, Some(&sid), &run(3)).await.unwrap().rpc();
+    assert_eq!(tool_text(&r)["elicitationOutcome"], "unsupported");
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn elicitation_decline_and_url_mode_shapes() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let r = modern(
+        a,
+        "/s/elicitation.decline/mcp",
+        1,
+        "tools/call",
+        json!({"name":"run_configured_test_scenario"}),
+    )
+    .await
+    .unwrap()
+    .json();
+    assert_eq!(
+        r["result"]["inputRequests"]["elicitation"]["params"]["requestedSchema"]["properties"]
+            ["confirm"]["maxLength"],
+        32
+    );
+    let st = r["result"]["requestState"].clone();
+    let d = modern(
+        a,
+        "/s/elicitation.decline/mcp",
+        2,
+        "tools/call",
+        json!({"name":"run_configured_test_scenario","requestState": st,
+        "inputResponses": {"elicitation": {"action":"cancel"}}}),
+    )
+    .await
+    .unwrap()
+    .json();
+    assert_eq!(d["result"]["isError"], true);
+    assert_eq!(tool_text(&d)["elicitationOutcome"], "cancelled");
+    let u = modern(
+        a,
+        "/s/elicitation.url_mode/mcp",
+        3,
+        "tools/call",
+        json!({"name":"run_configured_test_scenario"}),
+    )
+    .await
+    .unwrap()
+    .json();
+    let params = &u["result"]["inputRequests"]["elicitation"]["params"];
+    assert_eq!(
+        (params["mode"].clone(), params["url"].clone()),
+        (json!("url"), json!("https://example.com/approve"))
+    );
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn compat_sdk_v2_tools() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/compat.sdk_v2/mcp";
+    let r = modern(
+        a,
+        p,
+        1,
+        "tools/call",
+        json!({"name":"simulate_ticket_close_mrtr","arguments":{"ticketId":42}}),
+    )
+    .await
+    .unwrap()
+    .json();
+    assert_eq!(r["result"]["resultType"], "input_required");
+    assert!(
+        r["result"]["inputRequests"]["closeReason"]["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("'42'")
+    );
+    let st = r["result"]["requestState"].clone();
+    let r = modern(
+        a,
+        p,
+        2,
+        "tools/call",
+        json!({"name":"simulate_ticket_close_mrtr","arguments":{"ticketId":42},"requestState": st,
+        "inputResponses": {"closeReason": {"action":"accept","content":{"closeReason":"done"}}}}),
+    )
+    .await
+    .unwrap()
+    .json();
+    let t = tool_text(&r);
+    assert_eq!(
+        (t["path"].clone(), t["compatCell"].clone()),
+        (json!("mrtr"), json!("2026-07-28/stateless/native"))
+    );
+    let sid = legacy_session(a, p, json!({})).await;
+    let r = post(
+        a,
+        p,
+        Some(&sid),
+        &call_msg(3, "simulate_ticket_close_mrtr", json!({"ticketId": 1})),
+    )
+    .await
+    .unwrap()
+    .json();
+    assert_eq!(tool_text(&r)["path"], "guidance");
+    let r = post(
+        a,
+        p,
+        Some(&sid),
+        &call_msg(4, "show_negotiated_mcp_protocol", json!({})),
+    )
+    .await
+    .unwrap()
+    .json();
+    assert_eq!(tool_text(&r)["negotiatedProtocolVersion"], "2025-11-25");
+    // x-mcp-header promotion: a missing/mismatched Mcp-Param-Region is a HeaderMismatch.
+    let r = modern(a, p, 5, "tools/call", json!({"name":"verify_order_region_param_header","arguments":{"region":"eu","orderId":"o1"}})).await.unwrap();
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, json!(-32020))
+    );
+    let body = json!({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"verify_order_region_param_header","arguments":{"region":"eu","orderId":"o1"},"_meta": meta()}}).to_string();
+    let r = send(
+        a,
+        "POST",
+        p,
+        &[
+            ACCEPT,
+            CT,
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "verify_order_region_param_header"),
+            ("mcp-param-region", "eu"),
+        ],
+        Some(&body),
+    )
+    .await
+    .unwrap();
+    assert_eq!(tool_text(&r.json())["matches"], true);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn timeouts_delay_the_answer() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    for (p, min_ms) in [
+        ("/s/timeout.uncooperative_hang/mcp?hangDurationMs=200", 200),
+        ("/s/timeout.cooperative_deadline/mcp?delayMs=200", 200),
+        ("/s/timeout.late_response/mcp?delayMs=200", 200),
+    ] {
+        let sid = legacy_session(a, p, json!({})).await;
+        let t = Instant::now();
+        let r = post(a, p, Some(&sid), &run(2)).await.unwrap();
+        assert!(t.elapsed() >= Duration::from_millis(min_ms), "{p}");
+        assert_eq!(tool_text(&r.json())["delayMs"], min_ms, "{p}");
+    }
+    // Hang fires once: invocation 2 of uncooperative_hang is immediate.
+    let p = "/s/timeout.uncooperative_hang/mcp?hangDurationMs=200";
+    let sid = legacy_session(a, p, json!({})).await;
+    let t = Instant::now();
+    post(a, p, Some(&sid), &run(3)).await.unwrap();
+    assert!(t.elapsed() < Duration::from_millis(200));
+    let t = Instant::now();
+    let r = post(
+        a,
+        "/s/timeout.init_hang/mcp?initDelayMs=200",
+        None,
+        &initialize_msg(1, "2025-11-25", json!({})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 200);
+    assert!(t.elapsed() >= Duration::from_millis(200));
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn connection_close_drops_without_response_once() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/errors.connection_close/mcp";
+    let sid = legacy_session(a, p, json!({})).await;
+    let r = post(a, p, Some(&sid), &run(2)).await;
+    assert!(r.is_err(), "no HTTP response expected, got {r:?}");
+    assert!(post(a, p, Some(&sid), &run(3)).await.unwrap().status == 200);
+    let r = post(
+        a,
+        "/s/errors.connection_close/mcp?closeOn=initialize",
+        None,
+        &initialize_msg(1, "2025-11-25", json!({})),
+    )
+    .await;
+    assert!(r.is_err());
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn malformed_payload_kinds() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    for (kind, check) in [
+        (
+            "invalid_json",
+            Box::new(|b: &str| b == "{ not valid json") as Box<dyn Fn(&str) -> bool>,
+        ),
+        ("wrong_id", Box::new(|b: &str| b.contains("99999"))),
+        (
+            "missing_jsonrpc",
+            Box::new(|b: &str| b == r#"{"id":2,"result":{}}"#),
+        ),
+        (
+            "duplicate_response",
+            Box::new(|b: &str| b.lines().count() == 2 && b.lines().all(|l| l.contains("\"id\":2"))),
+        ),
+    ] {
+        let p = format!("/s/errors.malformed_payload/mcp?kind={kind}");
+        let sid = legacy_session(a, &p, json!({})).await;
+        let r = post(a, &p, Some(&sid), &run(2)).await.unwrap();
+        assert_eq!(
+            (r.status, r.header("content-type")),
+            (200, Some("application/json"))
+        );
+        assert!(check(&r.text()), "{kind}: {}", r.text());
+    }
+    let r = post(
+        a,
+        "/s/errors.malformed_payload/mcp?target=initialize",
+        None,
+        &initialize_msg(1, "2025-11-25", json!({})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.text(), "{ not valid json");
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn http_status_per_method_rules() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/errors.http_status_per_method/mcp";
+    let sid = legacy_session(a, p, json!({})).await;
+    let r = post(a, p, Some(&sid), &run(2)).await.unwrap();
+    assert_eq!(r.status, 401);
+    assert!(r.body.is_empty());
+    let r = post(
+        a,
+        p,
+        Some(&sid),
+        &json!({"jsonrpc":"2.0","id":3,"method":"tools/list"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 200);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn non_compliant_envelope_and_token_lifecycle() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let r = post(
+        a,
+        "/s/errors.non_compliant_envelope/mcp",
+        None,
+        &initialize_msg(1, "2025-11-25", json!({})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.json(),
+        json!({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}],"isError":false}})
+    );
+    let p = "/s/auth.token_lifecycle/mcp?rejectUntilInvocation=2";
+    for expected in [401, 401, 200] {
+        let r = post(a, p, None, &initialize_msg(1, "2025-11-25", json!({})))
+            .await
+            .unwrap();
+        assert_eq!(r.status, expected);
+    }
+    let r = post(
+        a,
+        "/s/auth.token_lifecycle/mcp?rejectForever=true&rejectUntilInvocation=0",
+        None,
+        &initialize_msg(1, "2025-11-25", json!({})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 401);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn catalog_pagination_and_facets() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/catalog.pagination/mcp";
+    let sid = legacy_session(a, p, json!({})).await;
+    let mut uris = Vec::new();
+    let mut cursor = Some(Value::Null);
+    while let Some(c) = cursor {
+        let mut params = json!({});
+        if !c.is_null() {
+            params["cursor"] = c;
+        }
+        let r = post(
+            a,
+            p,
+            Some(&sid),
+            &json!({"jsonrpc":"2.0","id":2,"method":"resources/list","params":params}),
+        )
+        .await
+        .unwrap()
+        .json();
+        uris.extend(
+            r["result"]["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x["uri"].as_str().unwrap().to_string()),
+        );
+        cursor = r["result"].get("nextCursor").cloned();
+    }
+    assert_eq!(uris.len(), 10);
+    assert_eq!(uris[9], "test://resource/9");
+    let p = "/s/catalog.pagination/mcp?facet=prompts&fault=error_after_page_n&faultAtPage=1";
+    let sid = legacy_session(a, p, json!({})).await;
+    let list = json!({"jsonrpc":"2.0","id":3,"method":"prompts/list"});
+    assert!(post(a, p, Some(&sid), &list).await.unwrap().json()["result"]["prompts"].is_array());
+    assert_eq!(
+        post(a, p, Some(&sid), &list).await.unwrap().json()["error"]["code"],
+        -32603
+    );
+    let p = "/s/catalog.pagination/mcp?fault=cursor_loop";
+    let sid = legacy_session(a, p, json!({})).await;
+    let r = post(
+        a,
+        p,
+        Some(&sid),
+        &json!({"jsonrpc":"2.0","id":4,"method":"resources/list"}),
+    )
+    .await
+    .unwrap()
+    .json();
+    assert_eq!(r["result"]["nextCursor"], "loop");
+    let p = "/s/catalog.facet_unavailable/mcp";
+    let sid = legacy_session(a, p, json!({})).await;
+    let r = post(
+        a,
+        p,
+        Some(&sid),
+        &json!({"jsonrpc":"2.0","id":5,"method":"resources/list"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (200, json!(-32601))
+    );
+    let r = post(
+        a,
+        p,
+        Some(&sid),
+        &json!({"jsonrpc":"2.0","id":6,"method":"prompts/list"}),
+    )
+    .await
+    .unwrap();
+    assert!(r.json()["result"]["prompts"].is_array());
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn always_on_invalid_resource_and_prompt() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let sid = legacy_session(a, "/mcp", json!({})).await;
+    let r = post(a, "/mcp", Some(&sid), &json!({"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"test://resources/invalid"}})).await.unwrap();
+    assert_eq!(
+        r.json()["result"]["contents"][0]["blob"],
+        "not-valid-base64!!!"
+    );
+    let r = post(
+        a,
+        "/mcp",
+        Some(&sid),
+        &json!({"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"invalid_prompt"}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        r.json()["result"]["messages"][0]["content"]["type"],
+        "unknown_type"
+    );
+    let r = post(a, "/mcp", Some(&sid), &json!({"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"test://resources/valid"}})).await.unwrap();
+    assert_eq!(r.json()["result"]["contents"][0]["mimeType"], "text/plain");
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn sse_cut_before_response_and_mid_event() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/sse.cut_before_response/mcp?notifications=2";
+    let r = modern(
+        a,
+        p,
+        1,
+        "tools/call",
+        json!({"name":"run_configured_test_scenario"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (r.status, r.header("content-type")),
+        (200, Some("text/event-stream"))
+    );
+    let msgs = r.sse_messages();
+    assert_eq!(msgs.len(), 2);
+    assert!(msgs.iter().all(|m| m["method"] == "notifications/message"));
+    assert!(r.body_error.is_none(), "clean end");
+    let p = "/s/sse.cut_mid_event/mcp?cutAfterBytes=30";
+    let r = modern(
+        a,
+        p,
+        1,
+        "tools/call",
+        json!({"name":"run_configured_test_scenario"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.text(), "event: message\ndata: {\"id\":1,\"");
+    assert!(r.body_error.is_some(), "connection broken inside the event");
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn sse_priming_then_close_resumes_on_get() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/sse.priming_then_close/mcp";
+    let sid = legacy_session(a, p, json!({})).await;
+    let r = post(a, p, Some(&sid), &run(2)).await.unwrap();
+    assert_eq!(r.text(), "id: 1-0\nretry: 500\ndata: \n\n");
+    let g = send(
+        a,
+        "GET",
+        p,
+        &[
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", &sid),
+            ("last-event-id", "1-0"),
+        ],
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(g.status, 200);
+    let fin = g.rpc();
+    assert_eq!(fin["id"], 2);
+    assert_eq!(tool_text(&fin)["scenarioId"], "sse.priming_then_close");
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn sse_keepalive_comments_then_result() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let r = modern(
+        a,
+        "/s/sse.keepalive/mcp?comments=2&intervalMs=10",
+        1,
+        "tools/call",
+        json!({"name":"run_configured_test_scenario"}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        r.text()
+            .starts_with(": keepalive\n\n: keepalive\n\nevent: message\ndata: "),
+        "{}",
+        r.text()
+    );
+    assert_eq!(r.rpc()["result"]["resultType"], "complete");
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn sse_server_request_on_post_stream() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/sse.server_request/mcp";
+    let sid = legacy_session(a, p, json!({"elicitation": {}})).await;
+    let sid2 = sid.clone();
+    let call = tokio::spawn(async move { post(a, p, Some(&sid2), &run(2)).await.unwrap() });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let ans = post(a, p, Some(&sid), &json!({"jsonrpc":"2.0","id":"kitchen-1","result":{"action":"accept","content":{"confirm":true}}})).await.unwrap();
+    assert_eq!(ans.status, 202);
+    let r = tokio::time::timeout(STEP, call).await.unwrap().unwrap();
+    assert_eq!(r.sse_messages()[0]["method"], "elicitation/create");
+    let t = tool_text(&r.rpc());
+    assert_eq!(
+        (
+            t["elicitationAction"].clone(),
+            t["content"]["confirm"].clone()
+        ),
+        (json!("accept"), json!(true))
+    );
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn rate_limited_429_with_retry_after() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/errors.rate_limited/mcp";
+    let sid = legacy_session(a, p, json!({})).await;
+    let r = post(a, p, Some(&sid), &run(2)).await.unwrap();
+    assert_eq!((r.status, r.header("retry-after")), (429, Some("2")));
+    assert_eq!(r.json()["id"], 2);
+    assert_eq!(post(a, p, Some(&sid), &run(3)).await.unwrap().status, 200);
+    let p = "/s/errors.rate_limited/mcp?onInvocation=0&retryAfter=Wed,%2021%20Oct%202026%2007:28:00%20GMT";
+    let sid = legacy_session(a, p, json!({})).await;
+    for i in 0..2 {
+        let r = post(a, p, Some(&sid), &run(4 + i)).await.unwrap();
+        assert_eq!(
+            (r.status, r.header("retry-after")),
+            (429, Some("Wed, 21 Oct 2026 07:28:00 GMT"))
+        );
+    }
+    let bad = post(
+        a,
+        "/s/errors.rate_limited/mcp?retryAfter=soon",
+        None,
+        &initialize_msg(1, "2025-11-25", json!({})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(bad.status, 400);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn oauth_challenge_and_metadata() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/auth.oauth_challenge/mcp";
+    let init = initialize_msg(1, "2025-11-25", json!({})).to_string();
+    let r = send(a, "POST", p, &[ACCEPT, CT], Some(&init))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 401);
+    let expected = format!("Bearer resource_metadata=\"http://{a}/.well-known/oauth-protected-resource/s/auth.oauth_challenge/mcp\", scope=\"mcp:tools\"");
+    assert_eq!(r.header("www-authenticate"), Some(expected.as_str()));
+    let m = send(
+        a,
+        "GET",
+        "/.well-known/oauth-protected-resource/s/auth.oauth_challenge/mcp",
+        &[],
+        None,
+    )
+    .await
+    .unwrap()
+    .json();
+    assert_eq!(
+        m["resource"],
+        format!("http://{a}/s/auth.oauth_challenge/mcp")
+    );
+    assert_eq!(m["scopes_supported"], json!(["mcp:tools"]));
+    let r = send(
+        a,
+        "POST",
+        p,
+        &[ACCEPT, CT, ("authorization", "Bearer kitchen-token")],
+        Some(&init),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 200);
+    let p = "/s/auth.insufficient_scope/mcp";
+    let sid = legacy_session(a, p, json!({})).await;
+    let r = post(a, p, Some(&sid), &run(2)).await.unwrap();
+    assert_eq!(r.status, 403);
+    let h = r.header("www-authenticate").unwrap();
+    assert!(
+        h.starts_with(
+            "Bearer error=\"insufficient_scope\", scope=\"mcp:admin\", resource_metadata=\"http://"
+        ),
+        "{h}"
+    );
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn session_expire_after_n_requests() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/session.expire/mcp?afterRequests=2";
+    let sid = legacy_session(a, p, json!({})).await; // request 1: initialized
+    assert_eq!(post(a, p, Some(&sid), &run(2)).await.unwrap().status, 200); // 2
+    let r = post(a, p, Some(&sid), &run(3)).await.unwrap(); // 3 → expired
+    assert_eq!(r.status, 404);
+    assert_eq!(post(a, p, Some(&sid), &run(4)).await.unwrap().status, 404);
+    let fresh = legacy_session(a, p, json!({})).await;
+    assert_eq!(post(a, p, Some(&fresh), &run(5)).await.unwrap().status, 200);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn content_type_and_accepted_for_request() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let r = modern(
+        a,
+        "/s/errors.content_type/mcp",
+        1,
+        "tools/call",
+        json!({"name":"run_configured_test_scenario"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (r.status, r.header("content-type")),
+        (200, Some("text/html; charset=utf-8"))
+    );
+    assert!(r.text().starts_with("<!doctype html>"));
+    let r = modern(
+        a,
+        "/s/errors.accepted_for_request/mcp",
+        1,
+        "tools/call",
+        json!({"name":"run_configured_test_scenario"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 202);
+    assert!(r.body.is_empty());
+    let r = modern(
+        a,
+        "/s/errors.accepted_for_request/mcp",
+        2,
+        "tools/call",
+        json!({"name":"run_configured_test_scenario"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 200);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn compat_legacy_result_and_output_schema_mismatch() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let r = modern(
+        a,
+        "/s/compat.legacy_result/mcp",
+        1,
+        "tools/call",
+        json!({"name":"run_configured_test_scenario"}),
+    )
+    .await
+    .unwrap()
+    .json();
+    assert!(r["result"].get("resultType").is_none());
+    assert!(r["result"]["content"].is_array());
+    let p = "/s/compat.output_schema_mismatch/mcp";
+    let l = modern(a, p, 2, "tools/list", json!({}))
+        .await
+        .unwrap()
+        .json();
+    let def = l["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "run_configured_test_scenario")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        def["outputSchema"]["properties"]["invocation"]["type"],
+        "integer"
+    );
+    let r = modern(
+        a,
+        p,
+        3,
+        "tools/call",
+        json!({"name":"run_configured_test_scenario"}),
+    )
+    .await
+    .unwrap()
+    .json();
+    assert_eq!(r["result"]["structuredContent"]["invocation"], "1");
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn chaos_mix_is_seeded() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/chaos.mix/mcp?rates=%7B%22http_503%22%3A1.0%7D";
+    let sid = legacy_session(a, p, json!({})).await; // initialize and notifications always pass
+    let r = post(a, p, Some(&sid), &run(2)).await.unwrap();
+    assert_eq!(r.status, 503);
+    let p = "/s/chaos.mix/mcp?rates=%7B%7D";
+    let sid = legacy_session(a, p, json!({})).await;
+    assert_eq!(post(a, p, Some(&sid), &run(2)).await.unwrap().status, 200);
+    // Same seed, same POST numbers → same statuses.
+    let mut seqs = Vec::new();
+    for tag in ["x", "y"] {
+        let p = format!("/s/chaos.mix/mcp?seed=9&rates=%7B%22http_503%22%3A0.5%7D&instance={tag}");
+        let sid = legacy_session(a, &p, json!({})).await;
+        let mut s = Vec::new();
+        for i in 0..8 {
+            s.push(
+                post(
+                    a,
+                    &p,
+                    Some(&sid),
+                    &json!({"jsonrpc":"2.0","id":i,"method":"tools/list"}),
+                )
+                .await
+                .unwrap()
+                .status,
+            );
+        }
+        seqs.push(s);
+    }
+    assert_eq!(seqs[0], seqs[1]);
+    k.shutdown().await;
+}
