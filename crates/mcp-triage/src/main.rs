@@ -1,6 +1,6 @@
 //! `mcp-triage`: the command line. It parses arguments and wires the workspace's crates
 //! together; what a command does lives in the crate it calls (the classifier in
-//! `mcp-triage-core`). See `mcp-triage --help`.
+//! `mcp-triage-core`, the fault-injection server in `mcp-triage-kitchen`). See `mcp-triage --help`.
 
 mod cmd;
 
@@ -21,12 +21,16 @@ enum Command {
     /// Classify recorded tools/call responses offline: one response, or an exchange file.
     #[command(after_help = cmd::classify::EXAMPLES)]
     Classify(cmd::classify::ClassifyArgs),
+    /// Serve the kitchen: a fault-injection MCP server for testing clients.
+    #[command(after_help = cmd::kitchen::EXAMPLES)]
+    Kitchen(cmd::kitchen::KitchenArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Classify(args) => cmd::classify::run(args),
+        Command::Kitchen(args) => cmd::kitchen::run(args),
     };
     match result {
         Ok(code) => code,
