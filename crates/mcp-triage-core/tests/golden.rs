@@ -1,5 +1,6 @@
 //! Golden vectors: every `tests/golden/*.jsonl` line is an exchange plus the verdict it must get.
-//! The comparison rules are in `tests/golden/README.md`. All failures are reported together.
+//! The comparison rules are in `tests/golden/README.md`. Every verdict must also validate against
+//! the published schema `docs/verdict.schema.json`. All failures are reported together.
 
 use std::path::Path;
 
@@ -96,6 +97,9 @@ fn golden_vectors() {
         "golden files missing in {}",
         dir.display()
     );
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/verdict.schema.json");
+    let schema: Value = serde_json::from_slice(&std::fs::read(&schema_path).unwrap()).unwrap();
+    let schema = jsonschema::validator_for(&schema).expect("docs/verdict.schema.json compiles");
     let mut cases = 0;
     let mut report = Vec::new();
     let mut names = std::collections::HashSet::new();
@@ -125,6 +129,9 @@ fn golden_vectors() {
             };
             let mut failures = Vec::new();
             compare(&case["expect"], &whole, &mut failures);
+            for e in schema.iter_errors(&whole) {
+                failures.push(format!("verdict violates docs/verdict.schema.json at {}: {e}", e.instance_path()));
+            }
             if whole != chunked {
                 failures.push(format!("chunked feeding differs: {chunked}"));
             }

@@ -43,7 +43,7 @@ pub struct ClassifyArgs {
     batch: Option<PathBuf>,
 
     /// With --batch: print one verdict a line, in input order, instead of the summary.
-    #[arg(long, requires = "batch")]
+    #[arg(long)]
     each: bool,
 
     /// HTTP status of the response.
@@ -96,7 +96,7 @@ pub struct ClassifyArgs {
     max_depth: usize,
 
     /// With --batch: worker threads (default: the number of cores, at most 8).
-    #[arg(long, value_name = "N", requires = "batch")]
+    #[arg(long, value_name = "N")]
     jobs: Option<usize>,
 
     /// With --batch: the longest line accepted.
@@ -185,6 +185,9 @@ fn print_verdict(out: &mut impl Write, v: &Verdict, format: Format) -> io::Resul
 }
 
 pub fn run(args: ClassifyArgs) -> Result<ExitCode, String> {
+    if args.batch.is_none() && (args.each || args.jobs.is_some()) {
+        return Err("--each and --jobs go with --batch FILE.jsonl".to_string());
+    }
     let ctx = base_context(&args)?;
     if let Some(batch) = &args.batch {
         return run_batch(batch, &args, &ctx);

@@ -1,0 +1,232 @@
+//! The `classify` command as a user runs it: real process, exit codes, output formats, and the
+//! differential test against the seed article's own classifier.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mcp-triage"))
+}
+
+fn run(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = bin()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcp-triage runs");
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `../shared` beside the checkout (CI lays it there), or `$MCP_TRIAGE_SHARED`.
+fn shared_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("MCP_TRIAGE_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("../shared"));
+    dir.join("reference/classify-batch.mjs").exists().then_some(dir)
+}
+
+fn tmp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("mcp-triage-test-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn one_response_text_and_json() {
+    let body = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params"}}"#;
+    let out = run(&["classify", "-"], body);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("protocol/JSONRPC_ERROR code=-32602"), "{text}");
+
+    let out = run(&["classify", "--format", "json", "--status", "500", "-"], body);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["outcome"], "HTTP_ERROR");
+    assert_eq!(v["status"], 500);
+    assert_eq!(v["code"], -32602);
+}
+
+#[test]
+fn headers_ids_and_sse_from_flags() {
+    let sse = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{\"content\":[]}}\n\n";
+    let out = run(
+        &[
+            "classify",
+            "--content-type",
+            "text/event-stream",
+            "--expect-id",
+            "a",
+            "--format",
+            "json",
+            "-",
+        ],
+        sse,
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["outcome"], "TOOL_SUCCESS", "{v}");
+    assert_eq!(v["stream"]["events"], 1);
+
+    let out = run(
+        &[
+            "classify",
+            "--status",
+            "429",
+            "--header",
+            "Retry-After: Sun, 06 Nov 1994 08:49:37 GMT",
+            "--now",
+            "784111767",
+            "--format",
+            "json",
+            "-",
+        ],
+        b"",
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["retryAfterMs"], 10_000, "{v}");
+
+    // A digit string quoted as JSON is a string id: 1 and "1" differ.
+    let body = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
+    let out = run(&["classify", "--expect-id", "\"1\"", "--format", "json", "-"], body);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["outcome"], "INVALID_ENVELOPE", "{v}");
+}
+
+#[test]
+fn output_schema_flag() {
+    let dir = tmp_dir("schema");
+    let schema = dir.join("schema.json");
+    std::fs::write(
+        &schema,
+        br#"{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}"#,
+    )
+    .unwrap();
+    let body = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"n":"x"}}}"#;
+    let out = run(
+        &["classify", "--output-schema", schema.to_str().unwrap(), "--format", "json", "-"],
+        body,
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["outcome"], "INVALID_TOOL_RESULT");
+    assert!(v["detail"].as_str().unwrap().contains("/structuredContent/n"), "{v}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn bad_usage_and_unreadable_input_exit_2_with_a_message() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["classify", "/no/such/file"], "cannot read /no/such/file"),
+        (&["classify", "--status", "42", "-"], "42"),
+        (&["classify", "--protocol-version", "2099-01-01", "-"], "2099-01-01"),
+        (&["classify", "--header", "no colon", "-"], "Name: value"),
+        (&["classify", "--output-schema", "/no/such/schema", "-"], "--output-schema"),
+        (&["classify", "--each", "-"], "--batch"),
+        (&["classify", "--batch", "/no/such.jsonl"], "cannot read /no/such.jsonl"),
+        (&["classify"], "FILE"),
+    ];
+    for (args, needle) in cases {
+        let out = run(args, b"");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn batch_summary_each_and_bad_lines() {
+    let dir = tmp_dir("batch");
+    let file = dir.join("x.jsonl");
+    let ok = r#"{"status":200,"contentType":"application/json","body":"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}"}"#;
+    let err = r#"{"status":503,"contentType":"application/json","body":"{}","expectId":1}"#;
+    std::fs::write(&file, format!("{ok}\n{err}\n\n{ok}\n")).unwrap();
+    let path = file.to_str().unwrap();
+    let out = run(&["classify", "--batch", path], b"");
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap().trim(),
+        r#"{"verdicts":3,"bytes":98,"outcomes":{"TOOL_SUCCESS":2,"HTTP_ERROR":1}}"#
+    );
+    let out = run(&["classify", "--batch", path, "--each", "--format", "text"], b"");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3);
+    assert!(lines[1].starts_with("transport/HTTP_ERROR status=503"));
+
+    std::fs::write(&file, format!("{ok}\n{{\"status\":\"x\"}}\n")).unwrap();
+    let out = run(&["classify", "--batch", path], b"");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 2") && err.contains("status"), "{err}");
+
+    std::fs::write(&file, format!("{ok}\n{}\n", "x".repeat(5000))).unwrap();
+    let out = run(&["classify", "--batch", path, "--max-line-bytes", "1000"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-line-bytes"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The acceptance test of the seed: on 20,000 generated exchanges our outcome equals the seed's on
+/// every line. Needs python3 and node; without node it says so loudly and passes.
+#[test]
+fn differential_against_the_seed_classifier() {
+    let Some(shared) = shared_dir() else {
+        eprintln!("\n*** SKIPPED differential test: ../shared/reference/classify-batch.mjs not found (set MCP_TRIAGE_SHARED) ***\n");
+        return;
+    };
+    if Command::new("node").arg("--version").output().is_err() {
+        eprintln!("\n*** SKIPPED differential test: `node` is not installed ***\n");
+        return;
+    }
+    let dir = tmp_dir("differential");
+    let file = dir.join("small.jsonl");
+    let status = Command::new("python3")
+        .arg(shared.join("bench/make-exchanges.py"))
+        .arg(&file)
+        .args(["--mix", "small", "--count", "20000"])
+        .status()
+        .expect("python3 runs make-exchanges.py");
+    assert!(status.success());
+    let ours = bin()
+        .args(["classify", "--batch"])
+        .arg(&file)
+        .arg("--each")
+        .output()
+        .unwrap();
+    assert!(ours.status.success(), "{}", String::from_utf8_lossy(&ours.stderr));
+    let seed = Command::new("node")
+        .arg(shared.join("reference/classify-batch.mjs"))
+        .arg(&file)
+        .arg("--each")
+        .output()
+        .unwrap();
+    assert!(seed.status.success(), "{}", String::from_utf8_lossy(&seed.stderr));
+    let outcome = |line: &str| -> String {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        v["outcome"].as_str().unwrap().to_string()
+    };
+    let ours = String::from_utf8(ours.stdout).unwrap();
+    let seed = String::from_utf8(seed.stdout).unwrap();
+    let ours: Vec<String> = ours.lines().map(outcome).collect();
+    let seed: Vec<String> = seed.lines().map(outcome).collect();
+    assert_eq!(ours.len(), 20_000);
+    assert_eq!(seed.len(), 20_000);
+    let differing: Vec<String> = ours
+        .iter()
+        .zip(&seed)
+        .enumerate()
+        .filter(|(_, (a, b))| a != b)
+        .take(10)
+        .map(|(i, (a, b))| format!("line {}: ours {a}, seed {b}", i + 1))
+        .collect();
+    assert!(differing.is_empty(), "outcomes differ:\n{}", differing.join("\n"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
