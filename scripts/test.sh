@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (README: "run the tests"). Every step must pass.
+#
+#   bash scripts/test.sh            formatting, lints, unit/golden/property/integration tests,
+#                                   and the interop runs against software nobody here wrote
+#   SKIP_INTEROP=1 bash scripts/test.sh   the cargo part only (no npm installs)
+#
+# Needs: the Rust toolchain, python3, node + npm (the interop scripts install their pinned npm
+# packages, Node 22 among them, from interop/package-lock.json). All network tests use 127.0.0.1.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+step() { printf '\n== %s ==\n' "$*"; }
+start=$(date +%s)
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (all targets, warnings are errors)"
+cargo clippy --workspace --all-targets -j 2 -- -D warnings
+
+step "cargo test (unit, golden vectors, properties, CLI, differential vs the seed, kitchen)"
+cargo test --workspace -j 2
+
+if [ "${SKIP_INTEROP:-0}" != 1 ]; then
+  step "interop: official MCP conformance suite 0.1.16 (server side) against the kitchen"
+  bash interop/conformance-server.sh
+fi
+
+printf '\n== all tests passed in %ss ==\n' "$(( $(date +%s) - start ))"
