@@ -130,7 +130,10 @@ fn golden_vectors() {
             let mut failures = Vec::new();
             compare(&case["expect"], &whole, &mut failures);
             for e in schema.iter_errors(&whole) {
-                failures.push(format!("verdict violates docs/verdict.schema.json at {}: {e}", e.instance_path()));
+                failures.push(format!(
+                    "verdict violates docs/verdict.schema.json at {}: {e}",
+                    e.instance_path()
+                ));
             }
             if whole != chunked {
                 failures.push(format!("chunked feeding differs: {chunked}"));

@@ -30,7 +30,9 @@ fn shared_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("MCP_TRIAGE_SHARED")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root().join("../shared"));
-    dir.join("reference/classify-batch.mjs").exists().then_some(dir)
+    dir.join("reference/classify-batch.mjs")
+        .exists()
+        .then_some(dir)
 }
 
 fn tmp_dir(name: &str) -> PathBuf {
@@ -45,9 +47,15 @@ fn one_response_text_and_json() {
     let out = run(&["classify", "-"], body);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.starts_with("protocol/JSONRPC_ERROR code=-32602"), "{text}");
+    assert!(
+        text.starts_with("protocol/JSONRPC_ERROR code=-32602"),
+        "{text}"
+    );
 
-    let out = run(&["classify", "--format", "json", "--status", "500", "-"], body);
+    let out = run(
+        &["classify", "--format", "json", "--status", "500", "-"],
+        body,
+    );
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["outcome"], "HTTP_ERROR");
@@ -57,7 +65,8 @@ fn one_response_text_and_json() {
 
 #[test]
 fn headers_ids_and_sse_from_flags() {
-    let sse = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{\"content\":[]}}\n\n";
+    let sse =
+        b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{\"content\":[]}}\n\n";
     let out = run(
         &[
             "classify",
@@ -95,7 +104,10 @@ fn headers_ids_and_sse_from_flags() {
 
     // A digit string quoted as JSON is a string id: 1 and "1" differ.
     let body = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
-    let out = run(&["classify", "--expect-id", "\"1\"", "--format", "json", "-"], body);
+    let out = run(
+        &["classify", "--expect-id", "\"1\"", "--format", "json", "-"],
+        body,
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["outcome"], "INVALID_ENVELOPE", "{v}");
 }
@@ -111,12 +123,25 @@ fn output_schema_flag() {
     .unwrap();
     let body = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"n":"x"}}}"#;
     let out = run(
-        &["classify", "--output-schema", schema.to_str().unwrap(), "--format", "json", "-"],
+        &[
+            "classify",
+            "--output-schema",
+            schema.to_str().unwrap(),
+            "--format",
+            "json",
+            "-",
+        ],
         body,
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["outcome"], "INVALID_TOOL_RESULT");
-    assert!(v["detail"].as_str().unwrap().contains("/structuredContent/n"), "{v}");
+    assert!(
+        v["detail"]
+            .as_str()
+            .unwrap()
+            .contains("/structuredContent/n"),
+        "{v}"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -125,11 +150,20 @@ fn bad_usage_and_unreadable_input_exit_2_with_a_message() {
     let cases: &[(&[&str], &str)] = &[
         (&["classify", "/no/such/file"], "cannot read /no/such/file"),
         (&["classify", "--status", "42", "-"], "42"),
-        (&["classify", "--protocol-version", "2099-01-01", "-"], "2099-01-01"),
+        (
+            &["classify", "--protocol-version", "2099-01-01", "-"],
+            "2099-01-01",
+        ),
         (&["classify", "--header", "no colon", "-"], "Name: value"),
-        (&["classify", "--output-schema", "/no/such/schema", "-"], "--output-schema"),
+        (
+            &["classify", "--output-schema", "/no/such/schema", "-"],
+            "--output-schema",
+        ),
         (&["classify", "--each", "-"], "--batch"),
-        (&["classify", "--batch", "/no/such.jsonl"], "cannot read /no/such.jsonl"),
+        (
+            &["classify", "--batch", "/no/such.jsonl"],
+            "cannot read /no/such.jsonl",
+        ),
         (&["classify"], "FILE"),
     ];
     for (args, needle) in cases {
@@ -155,7 +189,10 @@ fn batch_summary_each_and_bad_lines() {
         String::from_utf8(out.stdout).unwrap().trim(),
         r#"{"verdicts":3,"bytes":98,"outcomes":{"TOOL_SUCCESS":2,"HTTP_ERROR":1}}"#
     );
-    let out = run(&["classify", "--batch", path, "--each", "--format", "text"], b"");
+    let out = run(
+        &["classify", "--batch", path, "--each", "--format", "text"],
+        b"",
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3);
@@ -168,7 +205,10 @@ fn batch_summary_each_and_bad_lines() {
     assert!(err.contains("line 2") && err.contains("status"), "{err}");
 
     std::fs::write(&file, format!("{ok}\n{}\n", "x".repeat(5000))).unwrap();
-    let out = run(&["classify", "--batch", path, "--max-line-bytes", "1000"], b"");
+    let out = run(
+        &["classify", "--batch", path, "--max-line-bytes", "1000"],
+        b"",
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--max-line-bytes"));
     std::fs::remove_dir_all(dir).unwrap();
@@ -201,14 +241,22 @@ fn differential_against_the_seed_classifier() {
         .arg("--each")
         .output()
         .unwrap();
-    assert!(ours.status.success(), "{}", String::from_utf8_lossy(&ours.stderr));
+    assert!(
+        ours.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
     let seed = Command::new("node")
         .arg(shared.join("reference/classify-batch.mjs"))
         .arg(&file)
         .arg("--each")
         .output()
         .unwrap();
-    assert!(seed.status.success(), "{}", String::from_utf8_lossy(&seed.stderr));
+    assert!(
+        seed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&seed.stderr)
+    );
     let outcome = |line: &str| -> String {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         v["outcome"].as_str().unwrap().to_string()
@@ -227,6 +275,10 @@ fn differential_against_the_seed_classifier() {
         .take(10)
         .map(|(i, (a, b))| format!("line {}: ours {a}, seed {b}", i + 1))
         .collect();
-    assert!(differing.is_empty(), "outcomes differ:\n{}", differing.join("\n"));
+    assert!(
+        differing.is_empty(),
+        "outcomes differ:\n{}",
+        differing.join("\n")
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }

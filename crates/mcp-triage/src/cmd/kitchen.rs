@@ -31,7 +31,12 @@ pub struct KitchenArgs {
     params: Option<serde_json::Value>,
 
     /// Bearer token for /kitchen/* (required to listen beyond loopback).
-    #[arg(long, value_name = "T", env = "MCP_TRIAGE_KITCHEN_TOKEN", hide_env_values = true)]
+    #[arg(
+        long,
+        value_name = "T",
+        env = "MCP_TRIAGE_KITCHEN_TOKEN",
+        hide_env_values = true
+    )]
     admin_token: Option<String>,
 
     /// How responses are sent unless a scenario says otherwise: auto, json or sse.
