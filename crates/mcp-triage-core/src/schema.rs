@@ -50,6 +50,9 @@ impl OutputSchema {
         }
         let validator = jsonschema::options()
             .with_draft(jsonschema::Draft::Draft202012)
+            // 2020-12 makes `format` an annotation unless a schema opts into the assertion
+            // vocabulary; say so explicitly rather than rely on the crate's default.
+            .should_validate_formats(false)
             .build(schema)
             .map_err(|e| SchemaError(e.to_string()))?;
         Ok(OutputSchema {

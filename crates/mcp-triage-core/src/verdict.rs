@@ -392,6 +392,8 @@ pub fn sanitize_line(input: &str, max: usize) -> String {
         out.push(c);
         count += 1;
     }
+    // A control character at the very end became a space after the trim above.
+    out.truncate(out.trim_end().len());
     out
 }
 

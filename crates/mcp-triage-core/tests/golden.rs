@@ -48,7 +48,11 @@ fn compare(expect: &Value, got: &Value, failures: &mut Vec<String>) {
                 (Value::Null, Some(g)) => failures.push(format!("{key} should be absent, got {g}")),
                 (Value::Object(w), Some(Value::Object(g))) => {
                     for (k, wv) in w {
-                        if g.get(k) != Some(wv) {
+                        if wv.is_null() {
+                            if let Some(gv) = g.get(k) {
+                                failures.push(format!("{key}.{k} should be absent, got {gv}"));
+                            }
+                        } else if g.get(k) != Some(wv) {
                             failures.push(format!("{key}.{k}: want {wv}, got {:?}", g.get(k)));
                         }
                     }
