@@ -189,6 +189,11 @@ impl ResponseClassifier {
             State::Decided(v) => *v,
             State::HttpError { buf, truncated } => self.http_error(&buf, truncated, Some(text)),
             State::Sse(s) => s.interrupted(timed_out, text),
+            // The media type was wrong before the body broke off: rule 3 already decided.
+            State::Other { snippet, media } if self.body_bytes > 0 => {
+                self.state = State::Other { snippet, media };
+                self.finish_other()
+            }
             _ => {
                 let detail = format!(
                     "{text} after {} byte(s) of the body, before the response was complete",
@@ -385,4 +390,107 @@ pub fn classify(head: &ResponseHead, body: &[u8], ctx: &CallContext) -> Verdict 
     }
     c.feed(body);
     c.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Limits;
+
+    fn ctx() -> CallContext {
+        CallContext::new(1)
+    }
+
+    #[test]
+    fn interruptions_keep_rule_order() {
+        let head = ResponseHead::new(503).content_type("application/json");
+        let mut c = ResponseClassifier::new(&head, ctx());
+        c.feed(b"{\"jsonrpc\"");
+        let v = c.interrupted(Interruption::ConnectionLost("reset".into()));
+        assert_eq!(v.outcome, Outcome::HttpError);
+        assert!(v.detail.unwrap().contains("broke off (reset)"));
+
+        let head = ResponseHead::new(200).content_type("application/json");
+        let mut c = ResponseClassifier::new(&head, ctx());
+        c.feed(b"{\"jsonrpc\"");
+        let v = c.interrupted(Interruption::TimedOut("deadline of 5 s passed".into()));
+        assert_eq!(v.outcome, Outcome::Timeout);
+
+        let c = ResponseClassifier::new(&head, ctx());
+        let v = c.interrupted(Interruption::ConnectionLost("reset".into()));
+        assert_eq!(v.outcome, Outcome::ConnectionError);
+
+        let head = ResponseHead::new(200).content_type("text/html");
+        let mut c = ResponseClassifier::new(&head, ctx());
+        c.feed(b"<html>");
+        let v = c.interrupted(Interruption::ConnectionLost("reset".into()));
+        assert_eq!(v.outcome, Outcome::UnexpectedContentType);
+
+        let head = ResponseHead::new(200).content_type("text/event-stream");
+        let mut c = ResponseClassifier::new(&head, ctx());
+        c.feed(b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n");
+        let v = c.interrupted(Interruption::TimedOut("deadline".into()));
+        assert_eq!(v.outcome, Outcome::Timeout);
+        assert_eq!(v.stream.unwrap().notifications, 1);
+    }
+
+    #[test]
+    fn limits_are_verdicts() {
+        let limits = Limits {
+            max_body_bytes: 10,
+            max_event_bytes: 16,
+            max_stream_bytes: 64,
+            max_stream_events: 2,
+            ..Limits::DEFAULT
+        };
+        let c = ctx().with_limits(limits);
+        let json = ResponseHead::new(200).content_type("application/json");
+        let v = classify(&json, &[b' '; 11], &c);
+        assert_eq!(v.limit.unwrap().name, "maxBodyBytes");
+        let mut sm = ResponseClassifier::new(&json, c.clone());
+        sm.feed(&[b' '; 6]);
+        sm.feed(&[b' '; 6]);
+        assert!(sm.is_decided());
+        assert_eq!(sm.finish().outcome, Outcome::LimitExceeded);
+
+        let sse = ResponseHead::new(200).content_type("text/event-stream");
+        let v = classify(&sse, b"data: 0123456789abcdef\n\n", &c);
+        assert_eq!(v.limit.unwrap().name, "maxEventBytes");
+        let v = classify(&sse, &b": keep-alive\n".repeat(10), &c);
+        assert_eq!(v.limit.unwrap().name, "maxStreamBytes");
+        let v = classify(
+            &sse,
+            b"event: x\ndata: 1\n\nevent: x\ndata: 2\n\nevent: x\ndata: 3\n\n",
+            &c,
+        );
+        assert_eq!(v.limit.unwrap().name, "maxStreamEvents");
+    }
+
+    #[test]
+    fn observed_messages_are_queued_in_order() {
+        let mut c = ctx();
+        c.observe_messages = true;
+        let head = ResponseHead::new(200).content_type("text/event-stream");
+        let mut sm = ResponseClassifier::new(&head, c);
+        sm.feed(b"id: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n");
+        sm.feed(b"data: {\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"elicitation/create\",\"params\":{}}\n\n");
+        match sm.poll_event() {
+            Some(StreamEvent::Notification {
+                method, event_id, ..
+            }) => {
+                assert_eq!(method, "notifications/progress");
+                assert_eq!(event_id.as_deref(), Some("1"));
+            }
+            other => panic!("{other:?}"),
+        }
+        match sm.poll_event() {
+            Some(StreamEvent::ServerRequest { id, method, .. }) => {
+                assert_eq!(id, serde_json::json!(9));
+                assert_eq!(method, "elicitation/create");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(sm.poll_event().is_none());
+        assert!(!sm.is_decided());
+    }
 }
