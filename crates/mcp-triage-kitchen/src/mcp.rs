@@ -949,6 +949,18 @@ fn not_found_status(era: Era) -> u16 {
     }
 }
 
+/// A 200 answer to a request that emits nothing before its response: one JSON body, or, when
+/// the server or the scenario is set to `sse`, a one-event SSE stream. The reference
+/// servers (TS SDK) stream every POST response, and a client's SSE parser is only exercised
+/// if the kitchen can do the same for plain methods such as `tools/list`; `auto` keeps JSON.
+fn reply_ok(req: &Req, msg: Value) -> Response<Body> {
+    if req.response_mode() == ResponseMode::Sse {
+        sse::sse_headers(Response::new(Body::from(sse::event(None, &msg))))
+    } else {
+        sse::json_response(200, &msg)
+    }
+}
+
 /// Answer a JSON-RPC request.
 async fn dispatch(req: Req) -> Response<Body> {
     let id = req.id.clone().unwrap_or(Value::Null);
@@ -957,7 +969,7 @@ async fn dispatch(req: Req) -> Response<Body> {
         return match reply {
             MethodReply::Result(r) => {
                 let r = finish_result(&req, &method, r);
-                sse::json_response(200, &protocol::result_response(&id, r))
+                reply_ok(&req, protocol::result_response(&id, r))
             }
             MethodReply::Error(code, m) => rpc_error(200, Some(&id), code, &m, None),
         };
@@ -1024,7 +1036,7 @@ async fn dispatch(req: Req) -> Response<Body> {
     match result {
         Ok(r) => {
             let r = finish_result(&req, &method, r);
-            sse::json_response(200, &protocol::result_response(&id, r))
+            reply_ok(&req, protocol::result_response(&id, r))
         }
         Err((status, code, m)) => rpc_error(status, Some(&id), code, &m, None),
     }

@@ -320,6 +320,24 @@ async fn progress_goes_on_sse_and_json_mode_is_a_knob() {
     .unwrap();
     assert_eq!(r.header("content-type"), Some("text/event-stream"));
     assert_eq!(r.rpc()["result"]["content"][0]["type"], "text");
+    // In sse mode plain methods stream too (as the reference servers do), one event each.
+    let r = post(
+        a,
+        p,
+        Some(&sid),
+        &json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/list" }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    assert!(
+        r.text().starts_with("event: message\ndata: {"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(r.sse_messages().len(), 1);
+    assert_eq!(r.rpc()["id"], 3);
+    assert!(r.rpc()["result"]["tools"].is_array());
     k.shutdown().await;
 }
 
