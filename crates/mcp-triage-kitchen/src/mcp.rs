@@ -456,7 +456,11 @@ async fn handle_inner(
         .get("_meta")
         .and_then(|m| m.get(protocol::META_PROTOCOL_VERSION))
         .and_then(Value::as_str);
-    let era = if rpc_method.as_deref() == Some("initialize") {
+    // `initialize` is the legacy handshake, unless the request carries the 2026 `_meta`
+    // protocolVersion: then it is a removed method of the stateless era (404 + -32601).
+    let era = if rpc_method.as_deref() == Some("initialize")
+        && meta_version != Some(protocol::MODERN_VERSION)
+    {
         Era::Legacy
     } else if modern_header || meta_version.is_some() {
         Era::Modern
@@ -720,17 +724,25 @@ async fn legacy(req: Req, is_response: bool) -> Response<Body> {
     r
 }
 
+/// Capabilities by era. Change notifications and resource subscriptions exist only in the
+/// legacy era (sessions, the GET stream); the kitchen has no 2026 `subscriptions/listen`, so the
+/// modern era does not advertise them.
 fn server_capabilities(era: Era) -> Value {
-    let mut caps = json!({
-        "tools": { "listChanged": true },
-        "resources": { "subscribe": true, "listChanged": true },
-        "prompts": { "listChanged": true },
-        "completions": {},
-    });
-    if era == Era::Legacy {
-        caps["logging"] = json!({});
+    match era {
+        Era::Legacy => json!({
+            "tools": { "listChanged": true },
+            "resources": { "subscribe": true, "listChanged": true },
+            "prompts": { "listChanged": true },
+            "completions": {},
+            "logging": {},
+        }),
+        Era::Modern => json!({
+            "tools": {},
+            "resources": {},
+            "prompts": {},
+            "completions": {},
+        }),
     }
-    caps
 }
 
 fn server_info() -> Value {
@@ -990,7 +1002,18 @@ async fn dispatch(req: Req) -> Response<Body> {
         }
         "resources/read" => {
             let uri = req.params.get("uri").and_then(Value::as_str).unwrap_or("");
-            catalogue::read_resource(uri).map_err(|(c, m)| (200, c, m))
+            match catalogue::read_resource(uri) {
+                Ok(r) => Ok(r),
+                Err((c, m)) => {
+                    return rpc_error(
+                        200,
+                        Some(&id),
+                        c,
+                        &m,
+                        Some(catalogue::resource_not_found_data(uri)),
+                    )
+                }
+            }
         }
         "resources/subscribe" | "resources/unsubscribe" if legacy => {
             let uri = req
@@ -1010,6 +1033,38 @@ async fn dispatch(req: Req) -> Response<Body> {
             Ok(json!({}))
         }
         "prompts/list" => Ok(json!({ "prompts": catalogue::prompts() })),
+        "prompts/get"
+            if req.params.get("name").and_then(Value::as_str)
+                == Some(crate::fixtures_2026::MRTR_PROMPT) =>
+        {
+            if !legacy {
+                return match crate::fixtures_2026::mrtr_prompt(&req.params) {
+                    Ok(r) => {
+                        let r = finish_result(&req, &method, r);
+                        reply_ok(&req, protocol::result_response(&id, r))
+                    }
+                    Err(input_requests) => {
+                        let binding = format!("{}|prompt", req.instance.key);
+                        let token = req.shared.sign_state(
+                            &binding,
+                            &json!({ "prompt": crate::fixtures_2026::MRTR_PROMPT }),
+                        );
+                        req.trace.note("input_required (MRTR, prompts/get)");
+                        let r = finish_result(
+                            &req,
+                            &method,
+                            json!({ "resultType": "input_required", "inputRequests": input_requests, "requestState": token }),
+                        );
+                        reply_ok(&req, protocol::result_response(&id, r))
+                    }
+                };
+            }
+            Err((
+                200,
+                protocol::INVALID_PARAMS,
+                "Invalid params: this prompt needs input_required (protocol 2026-07-28)".into(),
+            ))
+        }
         "prompts/get" => {
             let name = req.params.get("name").and_then(Value::as_str).unwrap_or("");
             catalogue::get_prompt(name, req.params.get("arguments").unwrap_or(&Value::Null))
