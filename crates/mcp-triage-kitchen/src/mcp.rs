@@ -745,6 +745,24 @@ fn server_capabilities(era: Era) -> Value {
     }
 }
 
+/// Add the tasks capability (2025-11-25) or the tasks extension (2026) for scenarios that
+/// serve tasks.
+fn with_tasks(mut caps: Value, instance: &Instance, era: Era) -> Value {
+    if instance.scenario.supports_tasks() {
+        match era {
+            Era::Legacy => {
+                caps["tasks"] =
+                    json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } })
+            }
+            Era::Modern => {
+                caps["extensions"] =
+                    json!({ crate::scenarios::tasks_deferred::TASKS_EXTENSION: {} })
+            }
+        }
+    }
+    caps
+}
+
 fn server_info() -> Value {
     json!({ "name": "mcp-triage-kitchen", "title": "mcp-triage kitchen (fault-injection MCP server)", "version": env!("CARGO_PKG_VERSION") })
 }
@@ -788,7 +806,7 @@ fn initialize(req: Req) -> Response<Body> {
     req.shared.insert_session(session);
     let result = json!({
         "protocolVersion": version,
-        "capabilities": server_capabilities(Era::Legacy),
+        "capabilities": with_tasks(server_capabilities(Era::Legacy), &req.instance, Era::Legacy),
         "serverInfo": server_info(),
         "instructions": instructions(&req.instance),
     });
@@ -989,10 +1007,13 @@ async fn dispatch(req: Req) -> Response<Body> {
     let legacy = req.era == Era::Legacy;
     let result: Result<Value, (u16, i64, String)> = match method.as_str() {
         "tools/call" => return tools_call(req).await,
+        "tasks/result" if legacy && req.instance.scenario.supports_tasks() => {
+            task_result(&req).await
+        }
         "ping" if legacy => Ok(json!({})),
         "server/discover" if !legacy => Ok(json!({
             "supportedVersions": protocol::MODERN_VERSIONS,
-            "capabilities": server_capabilities(Era::Modern),
+            "capabilities": with_tasks(server_capabilities(Era::Modern), &req.instance, Era::Modern),
             "instructions": instructions(&req.instance),
         })),
         "tools/list" => Ok(json!({ "tools": catalogue::tools(&req.instance) })),
@@ -1095,6 +1116,50 @@ async fn dispatch(req: Req) -> Response<Body> {
         }
         Err((status, code, m)) => rpc_error(status, Some(&id), code, &m, None),
     }
+}
+
+/// 2025-11-25 `tasks/result`: the underlying call's result once the task is terminal; for a
+/// working task the response waits until it completes (bounded by its `ttl`).
+async fn task_result(req: &Req) -> Result<Value, (u16, i64, String)> {
+    use crate::scenarios::tasks_deferred::live_task;
+    let id = req
+        .params
+        .get("taskId")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let unknown = || {
+        (
+            200,
+            protocol::INVALID_PARAMS,
+            format!("Invalid params: unknown or expired taskId {id:?}"),
+        )
+    };
+    let now = crate::journal::now_ms();
+    let t = live_task(&req.instance, &id, now).ok_or_else(unknown)?;
+    if t.cancelled {
+        return Err((
+            200,
+            protocol::INVALID_REQUEST,
+            format!("Task {id:?} was cancelled"),
+        ));
+    }
+    if now < t.ready_at_ms {
+        req.trace
+            .note("tasks/result waits for the task to complete");
+        tokio::time::sleep(std::time::Duration::from_millis(t.ready_at_ms - now)).await;
+    }
+    let t = live_task(&req.instance, &id, crate::journal::now_ms()).ok_or_else(unknown)?;
+    if t.cancelled {
+        return Err((
+            200,
+            protocol::INVALID_REQUEST,
+            format!("Task {id:?} was cancelled"),
+        ));
+    }
+    let mut r = t.result;
+    r["_meta"] = json!({ "io.modelcontextprotocol/related-task": { "taskId": id } });
+    Ok(r)
 }
 
 fn state_binding(instance: &Instance, tool: &str) -> String {
