@@ -692,3 +692,40 @@ async fn fixtures_2026_mrtr_and_removed_methods() {
     );
     k.shutdown().await;
 }
+
+/// Keep-alive connections that stay idle are closed after `header_read_timeout` (hyper applies
+/// it while waiting for the next request's headers), so idle clients cannot pin sockets.
+#[tokio::test]
+async fn idle_keep_alive_connection_is_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let k = kitchen_with(KitchenOptions {
+        header_read_timeout: std::time::Duration::from_millis(300),
+        ..Default::default()
+    })
+    .await;
+    let mut s = tokio::net::TcpStream::connect(k.local_addr())
+        .await
+        .unwrap();
+    s.write_all(b"GET /kitchen/scenarios HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    let n = tokio::time::timeout(STEP, s.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+    // Drain the rest of the response, then wait for the server to close the idle connection.
+    let t0 = std::time::Instant::now();
+    loop {
+        let n = tokio::time::timeout(STEP, s.read(&mut buf))
+            .await
+            .expect("closed within the step")
+            .unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+    }
+    assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+    k.shutdown().await;
+}
