@@ -74,12 +74,17 @@ fn base_tools() -> Vec<Value> {
         t("test_elicitation_sep1330_enums", "Tests elicitation with enum schema improvements per SEP-1330", empty_schema()),
         json!({
             "name": "json_schema_2020_12_tool",
-            "description": "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
+            "description": "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613, SEP-2106: $anchor, allOf/anyOf, if/then/else)",
             "inputSchema": {
                 "$schema": "https://json-schema.org/draft/2020-12/schema",
                 "type": "object",
-                "$defs": { "address": { "type": "object", "properties": { "street": { "type": "string" }, "city": { "type": "string" } } } },
-                "properties": { "name": { "type": "string" }, "address": { "$ref": "#/$defs/address" } },
+                "$defs": { "address": { "$anchor": "addressDef", "type": "object", "properties": { "street": { "type": "string" }, "city": { "type": "string" } } } },
+                "properties": { "name": { "type": "string" }, "address": { "$ref": "#/$defs/address" },
+                    "contactMethod": { "type": "string", "enum": ["phone", "email"] }, "phone": { "type": "string" }, "email": { "type": "string" } },
+                "allOf": [{ "anyOf": [{ "required": ["phone"] }, { "required": ["email"] }] }],
+                "if": { "properties": { "contactMethod": { "const": "phone" } }, "required": ["contactMethod"] },
+                "then": { "required": ["phone"] },
+                "else": { "required": ["email"] },
                 "additionalProperties": false
             }
         }),
@@ -92,6 +97,7 @@ pub fn tools(instance: &Instance) -> Vec<Value> {
     let mut v = vec![s.run_tool_definition().unwrap_or_else(run_tool_definition)];
     v.extend(s.extra_tools());
     v.extend(base_tools());
+    v.extend(crate::fixtures_2026::tools());
     v
 }
 
@@ -294,6 +300,13 @@ pub fn call(name: &str, cx: ToolCx) -> Option<BoxFuture<'static, ToolReply>> {
         "json_schema_2020_12_tool" => Box::pin(async move {
             ToolReply::text(format!("JSON Schema 2020-12 tool called with: {}", cx.args))
         }),
+        other
+            if crate::fixtures_2026::tools()
+                .iter()
+                .any(|t| t["name"] == other) =>
+        {
+            return crate::fixtures_2026::call(other, cx);
+        }
         other => {
             let scenario = cx.instance.scenario;
             return scenario.call_extra_tool(other, cx);
@@ -333,6 +346,15 @@ pub fn invalid_prompt_result() -> Value {
 
 /// `resources/read` (Err: JSON-RPC code and message).
 pub fn read_resource(uri: &str) -> Result<Value, (i64, String)> {
+    read_resource_inner(uri)
+}
+
+/// JSON-RPC `error.data` for an unknown resource (SEP-2164: the URI that was not found).
+pub fn resource_not_found_data(uri: &str) -> Value {
+    json!({ "uri": uri })
+}
+
+fn read_resource_inner(uri: &str) -> Result<Value, (i64, String)> {
     let text = |mime: &str, text: &str| json!({ "contents": [{ "uri": uri, "mimeType": mime, "text": text }] });
     match uri {
         "test://resources/valid" => Ok(text("text/plain", "This is a valid resource.")),
@@ -374,6 +396,7 @@ pub fn prompts() -> Vec<Value> {
         json!({ "name": "test_prompt_with_embedded_resource", "title": "Prompt With Embedded Resource", "description": "A prompt that includes an embedded resource",
             "arguments": [arg("resourceUri", "URI of the resource to embed", true)] }),
         json!({ "name": "test_prompt_with_image", "title": "Prompt With Image", "description": "A prompt that includes image content" }),
+        json!({ "name": crate::fixtures_2026::MRTR_PROMPT, "title": "Prompt With Input Required", "description": "SEP-2322: prompts/get answers input_required (user_context) before the prompt (2026-07-28)" }),
     ]
 }
 

@@ -30,6 +30,12 @@ pub struct TaskRecord {
     pub ready_at_ms: u64,
     /// When it was created.
     pub created_ms: u64,
+    /// Lifetime after creation, in ms.
+    pub ttl_ms: u64,
+    /// Suggested polling interval, in ms.
+    pub poll_ms: u64,
+    /// Set by `tasks/cancel` before the task completed.
+    pub cancelled: bool,
 }
 
 /// One scenario instance.

@@ -41,6 +41,7 @@
 pub mod admin;
 pub mod catalogue;
 pub mod context;
+pub mod fixtures_2026;
 pub mod instance;
 pub mod journal;
 pub mod mcp;

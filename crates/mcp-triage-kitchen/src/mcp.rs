@@ -456,7 +456,11 @@ async fn handle_inner(
         .get("_meta")
         .and_then(|m| m.get(protocol::META_PROTOCOL_VERSION))
         .and_then(Value::as_str);
-    let era = if rpc_method.as_deref() == Some("initialize") {
+    // `initialize` is the legacy handshake, unless the request carries the 2026 `_meta`
+    // protocolVersion: then it is a removed method of the stateless era (404 + -32601).
+    let era = if rpc_method.as_deref() == Some("initialize")
+        && meta_version != Some(protocol::MODERN_VERSION)
+    {
         Era::Legacy
     } else if modern_header || meta_version.is_some() {
         Era::Modern
@@ -720,15 +724,41 @@ async fn legacy(req: Req, is_response: bool) -> Response<Body> {
     r
 }
 
+/// Capabilities by era. Change notifications and resource subscriptions exist only in the
+/// legacy era (sessions, the GET stream); the kitchen has no 2026 `subscriptions/listen`, so the
+/// modern era does not advertise them.
 fn server_capabilities(era: Era) -> Value {
-    let mut caps = json!({
-        "tools": { "listChanged": true },
-        "resources": { "subscribe": true, "listChanged": true },
-        "prompts": { "listChanged": true },
-        "completions": {},
-    });
-    if era == Era::Legacy {
-        caps["logging"] = json!({});
+    match era {
+        Era::Legacy => json!({
+            "tools": { "listChanged": true },
+            "resources": { "subscribe": true, "listChanged": true },
+            "prompts": { "listChanged": true },
+            "completions": {},
+            "logging": {},
+        }),
+        Era::Modern => json!({
+            "tools": {},
+            "resources": {},
+            "prompts": {},
+            "completions": {},
+        }),
+    }
+}
+
+/// Add the tasks capability (2025-11-25) or the tasks extension (2026) for scenarios that
+/// serve tasks.
+fn with_tasks(mut caps: Value, instance: &Instance, era: Era) -> Value {
+    if instance.scenario.supports_tasks() {
+        match era {
+            Era::Legacy => {
+                caps["tasks"] =
+                    json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } })
+            }
+            Era::Modern => {
+                caps["extensions"] =
+                    json!({ crate::scenarios::tasks_deferred::TASKS_EXTENSION: {} })
+            }
+        }
     }
     caps
 }
@@ -776,7 +806,7 @@ fn initialize(req: Req) -> Response<Body> {
     req.shared.insert_session(session);
     let result = json!({
         "protocolVersion": version,
-        "capabilities": server_capabilities(Era::Legacy),
+        "capabilities": with_tasks(server_capabilities(Era::Legacy), &req.instance, Era::Legacy),
         "serverInfo": server_info(),
         "instructions": instructions(&req.instance),
     });
@@ -949,6 +979,18 @@ fn not_found_status(era: Era) -> u16 {
     }
 }
 
+/// A 200 answer to a request that emits nothing before its response: one JSON body, or, when
+/// the server or the scenario is set to `sse`, a one-event SSE stream. The reference
+/// servers (TS SDK) stream every POST response, and a client's SSE parser is only exercised
+/// if the kitchen can do the same for plain methods such as `tools/list`; `auto` keeps JSON.
+fn reply_ok(req: &Req, msg: Value) -> Response<Body> {
+    if req.response_mode() == ResponseMode::Sse {
+        sse::sse_headers(Response::new(Body::from(sse::event(None, &msg))))
+    } else {
+        sse::json_response(200, &msg)
+    }
+}
+
 /// Answer a JSON-RPC request.
 async fn dispatch(req: Req) -> Response<Body> {
     let id = req.id.clone().unwrap_or(Value::Null);
@@ -957,7 +999,7 @@ async fn dispatch(req: Req) -> Response<Body> {
         return match reply {
             MethodReply::Result(r) => {
                 let r = finish_result(&req, &method, r);
-                sse::json_response(200, &protocol::result_response(&id, r))
+                reply_ok(&req, protocol::result_response(&id, r))
             }
             MethodReply::Error(code, m) => rpc_error(200, Some(&id), code, &m, None),
         };
@@ -965,10 +1007,13 @@ async fn dispatch(req: Req) -> Response<Body> {
     let legacy = req.era == Era::Legacy;
     let result: Result<Value, (u16, i64, String)> = match method.as_str() {
         "tools/call" => return tools_call(req).await,
+        "tasks/result" if legacy && req.instance.scenario.supports_tasks() => {
+            task_result(&req).await
+        }
         "ping" if legacy => Ok(json!({})),
         "server/discover" if !legacy => Ok(json!({
             "supportedVersions": protocol::MODERN_VERSIONS,
-            "capabilities": server_capabilities(Era::Modern),
+            "capabilities": with_tasks(server_capabilities(Era::Modern), &req.instance, Era::Modern),
             "instructions": instructions(&req.instance),
         })),
         "tools/list" => Ok(json!({ "tools": catalogue::tools(&req.instance) })),
@@ -978,7 +1023,18 @@ async fn dispatch(req: Req) -> Response<Body> {
         }
         "resources/read" => {
             let uri = req.params.get("uri").and_then(Value::as_str).unwrap_or("");
-            catalogue::read_resource(uri).map_err(|(c, m)| (200, c, m))
+            match catalogue::read_resource(uri) {
+                Ok(r) => Ok(r),
+                Err((c, m)) => {
+                    return rpc_error(
+                        200,
+                        Some(&id),
+                        c,
+                        &m,
+                        Some(catalogue::resource_not_found_data(uri)),
+                    )
+                }
+            }
         }
         "resources/subscribe" | "resources/unsubscribe" if legacy => {
             let uri = req
@@ -998,6 +1054,38 @@ async fn dispatch(req: Req) -> Response<Body> {
             Ok(json!({}))
         }
         "prompts/list" => Ok(json!({ "prompts": catalogue::prompts() })),
+        "prompts/get"
+            if req.params.get("name").and_then(Value::as_str)
+                == Some(crate::fixtures_2026::MRTR_PROMPT) =>
+        {
+            if !legacy {
+                return match crate::fixtures_2026::mrtr_prompt(&req.params) {
+                    Ok(r) => {
+                        let r = finish_result(&req, &method, r);
+                        reply_ok(&req, protocol::result_response(&id, r))
+                    }
+                    Err(input_requests) => {
+                        let binding = format!("{}|prompt", req.instance.key);
+                        let token = req.shared.sign_state(
+                            &binding,
+                            &json!({ "prompt": crate::fixtures_2026::MRTR_PROMPT }),
+                        );
+                        req.trace.note("input_required (MRTR, prompts/get)");
+                        let r = finish_result(
+                            &req,
+                            &method,
+                            json!({ "resultType": "input_required", "inputRequests": input_requests, "requestState": token }),
+                        );
+                        reply_ok(&req, protocol::result_response(&id, r))
+                    }
+                };
+            }
+            Err((
+                200,
+                protocol::INVALID_PARAMS,
+                "Invalid params: this prompt needs input_required (protocol 2026-07-28)".into(),
+            ))
+        }
         "prompts/get" => {
             let name = req.params.get("name").and_then(Value::as_str).unwrap_or("");
             catalogue::get_prompt(name, req.params.get("arguments").unwrap_or(&Value::Null))
@@ -1024,10 +1112,54 @@ async fn dispatch(req: Req) -> Response<Body> {
     match result {
         Ok(r) => {
             let r = finish_result(&req, &method, r);
-            sse::json_response(200, &protocol::result_response(&id, r))
+            reply_ok(&req, protocol::result_response(&id, r))
         }
         Err((status, code, m)) => rpc_error(status, Some(&id), code, &m, None),
     }
+}
+
+/// 2025-11-25 `tasks/result`: the underlying call's result once the task is terminal; for a
+/// working task the response waits until it completes (bounded by its `ttl`).
+async fn task_result(req: &Req) -> Result<Value, (u16, i64, String)> {
+    use crate::scenarios::tasks_deferred::live_task;
+    let id = req
+        .params
+        .get("taskId")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let unknown = || {
+        (
+            200,
+            protocol::INVALID_PARAMS,
+            format!("Invalid params: unknown or expired taskId {id:?}"),
+        )
+    };
+    let now = crate::journal::now_ms();
+    let t = live_task(&req.instance, &id, now).ok_or_else(unknown)?;
+    if t.cancelled {
+        return Err((
+            200,
+            protocol::INVALID_REQUEST,
+            format!("Task {id:?} was cancelled"),
+        ));
+    }
+    if now < t.ready_at_ms {
+        req.trace
+            .note("tasks/result waits for the task to complete");
+        tokio::time::sleep(std::time::Duration::from_millis(t.ready_at_ms - now)).await;
+    }
+    let t = live_task(&req.instance, &id, crate::journal::now_ms()).ok_or_else(unknown)?;
+    if t.cancelled {
+        return Err((
+            200,
+            protocol::INVALID_REQUEST,
+            format!("Task {id:?} was cancelled"),
+        ));
+    }
+    let mut r = t.result;
+    r["_meta"] = json!({ "io.modelcontextprotocol/related-task": { "taskId": id } });
+    Ok(r)
 }
 
 fn state_binding(instance: &Instance, tool: &str) -> String {

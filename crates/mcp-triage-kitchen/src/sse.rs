@@ -86,6 +86,14 @@ pub async fn render(
             Some(other) => Some(other),
             None => return abort_response(),
         },
+        // Without a priming event to send first, the status line can wait for the first
+        // message: an HTTP error status (e.g. 400 + -32021 for a missing client capability)
+        // must not be hidden behind `200 text/event-stream`.
+        ResponseMode::Sse if !(plan.priming && plan.session.is_some()) => match rx.recv().await {
+            Some(Out::Final(status, v)) if status != 200 => return json_response(status, &v),
+            Some(other) => Some(other),
+            None => return abort_response(),
+        },
         ResponseMode::Sse => None,
     };
     sse_response(first, rx, plan)

@@ -320,6 +320,24 @@ async fn progress_goes_on_sse_and_json_mode_is_a_knob() {
     .unwrap();
     assert_eq!(r.header("content-type"), Some("text/event-stream"));
     assert_eq!(r.rpc()["result"]["content"][0]["type"], "text");
+    // In sse mode plain methods stream too (as the reference servers do), one event each.
+    let r = post(
+        a,
+        p,
+        Some(&sid),
+        &json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/list" }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    assert!(
+        r.text().starts_with("event: message\ndata: {"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(r.sse_messages().len(), 1);
+    assert_eq!(r.rpc()["id"], 3);
+    assert!(r.rpc()["result"]["tools"].is_array());
     k.shutdown().await;
 }
 
@@ -593,4 +611,121 @@ async fn non_loopback_needs_admin_token() {
         r,
         Err(mcp_triage_kitchen::KitchenError::UnknownScenario(_))
     ));
+}
+
+/// The 2026-07-28 conformance fixtures: removed `initialize`, MRTR rounds with a changing
+/// signed `requestState`, a tampered state, -32021 with HTTP 400 even in sse mode.
+#[tokio::test]
+async fn fixtures_2026_mrtr_and_removed_methods() {
+    let k = kitchen_with(KitchenOptions {
+        response_mode: mcp_triage_kitchen::ResponseMode::Sse,
+        ..Default::default()
+    })
+    .await;
+    let a = k.local_addr();
+    let r = modern(a, "/mcp", 1, "initialize", json!({})).await.unwrap();
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert_eq!(r.json()["error"]["code"], -32601);
+    assert_eq!(r.json()["id"], 1);
+
+    let call = |id: i64, extra: Value| {
+        let mut p = json!({ "name": "test_input_required_result_multi_round", "arguments": {} });
+        if let (Some(o), Some(e)) = (p.as_object_mut(), extra.as_object()) {
+            o.extend(e.clone());
+        }
+        modern(a, "/mcp", id, "tools/call", p)
+    };
+    let r1 = call(2, json!({})).await.unwrap().rpc();
+    assert_eq!(r1["result"]["resultType"], "input_required");
+    assert_eq!(
+        r1["result"]["inputRequests"]["step1"]["method"],
+        "elicitation/create"
+    );
+    let s1 = r1["result"]["requestState"].as_str().unwrap().to_string();
+    let r2 = call(3, json!({ "inputResponses": { "step1": { "action": "accept", "content": { "name": "Ada" } } }, "requestState": s1 }))
+        .await
+        .unwrap()
+        .rpc();
+    assert_eq!(r2["result"]["resultType"], "input_required");
+    assert!(r2["result"]["inputRequests"]["step2"].is_object());
+    let s2 = r2["result"]["requestState"].as_str().unwrap().to_string();
+    assert_ne!(s1, s2, "each round has its own state");
+    let r3 = call(4, json!({ "inputResponses": { "step2": { "action": "accept", "content": { "color": "teal" } } }, "requestState": s2 }))
+        .await
+        .unwrap()
+        .rpc();
+    assert_eq!(r3["result"]["resultType"], "complete");
+    assert_eq!(
+        r3["result"]["content"][0]["text"],
+        "Done after 2 rounds: name=Ada, color=teal"
+    );
+    // Tampered state: one character changed → -32602.
+    let mut bad = s2.clone().into_bytes();
+    let last = bad.len() - 1;
+    bad[last] = if bad[last] == b'A' { b'B' } else { b'A' };
+    let r = call(
+        5,
+        json!({ "inputResponses": {}, "requestState": String::from_utf8(bad).unwrap() }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.rpc()["error"]["code"], -32602);
+
+    // Missing sampling capability: 400 + -32021 as JSON, although the server streams.
+    let mut m = meta();
+    m["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    let r = modern(
+        a,
+        "/mcp",
+        6,
+        "tools/call",
+        json!({ "name": "test_missing_capability", "arguments": {}, "_meta": m }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 400);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.json()["error"]["code"], -32021);
+    assert_eq!(
+        r.json()["error"]["data"]["requiredCapabilities"],
+        json!({ "sampling": {} })
+    );
+    k.shutdown().await;
+}
+
+/// Keep-alive connections that stay idle are closed after `header_read_timeout` (hyper applies
+/// it while waiting for the next request's headers), so idle clients cannot pin sockets.
+#[tokio::test]
+async fn idle_keep_alive_connection_is_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let k = kitchen_with(KitchenOptions {
+        header_read_timeout: std::time::Duration::from_millis(300),
+        ..Default::default()
+    })
+    .await;
+    let mut s = tokio::net::TcpStream::connect(k.local_addr())
+        .await
+        .unwrap();
+    s.write_all(b"GET /kitchen/scenarios HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    let n = tokio::time::timeout(STEP, s.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+    // Drain the rest of the response, then wait for the server to close the idle connection.
+    let t0 = std::time::Instant::now();
+    loop {
+        let n = tokio::time::timeout(STEP, s.read(&mut buf))
+            .await
+            .expect("closed within the step")
+            .unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+    }
+    assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+    k.shutdown().await;
 }

@@ -1002,3 +1002,117 @@ async fn chaos_mix_is_seeded() {
     assert_eq!(seqs[0], seqs[1]);
     k.shutdown().await;
 }
+
+#[tokio::test]
+async fn tasks_deferred_legacy_task_augmented_call_and_2026_extension() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/tasks.deferred/mcp?completeAfterMs=300&pollIntervalMs=100";
+    let init = post(a, p, None, &initialize_msg(1, "2025-11-25", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(
+        init.json()["result"]["capabilities"]["tasks"],
+        json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } })
+    );
+    let sid = legacy_session(a, p, json!({})).await;
+    let list = post(
+        a,
+        p,
+        Some(&sid),
+        &json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        list.json()["result"]["tools"][0]["execution"]["taskSupport"],
+        "optional"
+    );
+    // Task-augmented call → CreateTaskResult, no content.
+    let mut call = run(3);
+    call["params"]["task"] = json!({ "ttl": 30000 });
+    let r = post(a, p, Some(&sid), &call).await.unwrap();
+    assert_eq!(r.status, 200);
+    let task = r.json()["result"]["task"].clone();
+    assert!(r.json()["result"].get("content").is_none(), "{}", r.text());
+    assert_eq!(task["status"], "working");
+    assert_eq!(
+        (task["ttl"].as_u64(), task["pollInterval"].as_u64()),
+        (Some(30000), Some(100))
+    );
+    assert!(task["createdAt"].as_str().unwrap().ends_with('Z'));
+    let id = task["taskId"].as_str().unwrap().to_string();
+    let get = |n: i64, m: &'static str| json!({ "jsonrpc": "2.0", "id": n, "method": m, "params": { "taskId": id } });
+    let r = post(a, p, Some(&sid), &get(4, "tasks/get")).await.unwrap();
+    assert_eq!(r.json()["result"]["status"], "working");
+    // tasks/result blocks until completed, then returns the CallToolResult.
+    let t0 = std::time::Instant::now();
+    let r = post(a, p, Some(&sid), &get(5, "tasks/result"))
+        .await
+        .unwrap();
+    assert!(
+        t0.elapsed() >= Duration::from_millis(150),
+        "blocked until completion"
+    );
+    assert_eq!(r.json()["result"]["isError"], false);
+    assert_eq!(tool_text(&r.json())["taskId"], id.as_str());
+    assert_eq!(
+        r.json()["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        id.as_str()
+    );
+    let r = post(a, p, Some(&sid), &get(6, "tasks/get")).await.unwrap();
+    assert_eq!(r.json()["result"]["status"], "completed");
+    let r = post(a, p, Some(&sid), &get(7, "tasks/cancel"))
+        .await
+        .unwrap();
+    assert_eq!(
+        r.json()["error"]["code"],
+        -32602,
+        "terminal task cannot be cancelled"
+    );
+    let r = post(
+        a,
+        p,
+        Some(&sid),
+        &json!({ "jsonrpc": "2.0", "id": 8, "method": "tasks/list" }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.json()["result"]["tasks"].as_array().unwrap().len(), 1);
+    let r = post(a, p, Some(&sid), &json!({ "jsonrpc": "2.0", "id": 9, "method": "tasks/get", "params": { "taskId": "nope" } }))
+        .await
+        .unwrap();
+    assert_eq!(r.json()["error"]["code"], -32602);
+    // Without params.task the call completes synchronously.
+    let r = post(a, p, Some(&sid), &run(10)).await.unwrap();
+    assert_eq!(tool_text(&r.json())["scenarioId"], "tasks.deferred");
+
+    // 2026: no extension declared → a complete result; declared → resultType "task".
+    let q = "/s/tasks.deferred/mcp?completeAfterMs=0&instance=modern";
+    let args = json!({ "name": "run_configured_test_scenario", "arguments": {} });
+    let r = modern(a, q, 11, "tools/call", args.clone()).await.unwrap();
+    assert_eq!(r.json()["result"]["resultType"], "complete");
+    let mut m = meta();
+    m["io.modelcontextprotocol/clientCapabilities"]["extensions"] =
+        json!({ "io.modelcontextprotocol/tasks": {} });
+    let mut with_ext = args.clone();
+    with_ext["_meta"] = m.clone();
+    let r = modern(a, q, 12, "tools/call", with_ext).await.unwrap();
+    let res = r.json()["result"].clone();
+    assert_eq!(res["resultType"], "task", "{}", r.text());
+    assert!(res["ttlMs"].is_u64() && res["pollIntervalMs"].is_u64());
+    let id = res["taskId"].as_str().unwrap();
+    let r = modern(a, q, 13, "tasks/get", json!({ "taskId": id, "_meta": m }))
+        .await
+        .unwrap();
+    assert_eq!(r.json()["result"]["status"], "completed");
+    assert_eq!(r.json()["result"]["result"]["isError"], false);
+    let d = modern(a, q, 14, "server/discover", json!({}))
+        .await
+        .unwrap();
+    assert!(
+        d.json()["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"]
+            .is_object()
+    );
+    k.shutdown().await;
+}

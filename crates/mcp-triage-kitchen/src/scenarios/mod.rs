@@ -46,6 +46,7 @@ pub mod errors_rate_limited;
 pub mod errors_tool_error;
 pub mod session_expire;
 pub mod sse;
+pub mod tasks_deferred;
 pub mod timeout;
 
 /// What a client should end up seeing when it calls `run_configured_test_scenario` (or
@@ -453,6 +454,12 @@ pub trait Scenario: Send + Sync + 'static {
     /// Change a successful result before it is sent (e.g. drop `resultType`).
     fn shape_result(&self, _method: &str, _result: &mut Value) {}
 
+    /// Whether the scenario serves tasks (legacy: the `tasks` capability is advertised and
+    /// `tasks/result` is answered from the instance's tasks).
+    fn supports_tasks(&self) -> bool {
+        false
+    }
+
     /// Force a response mode for tool calls regardless of the server option.
     fn forced_sse(&self) -> bool {
         false
@@ -500,6 +507,7 @@ pub static REGISTRY: &[&dyn Scenario] = &[
     &compat_legacy_result::LegacyResult,
     &compat_output_schema_mismatch::OutputSchemaMismatch,
     &chaos_mix::ChaosMix,
+    &tasks_deferred::Deferred,
 ];
 
 /// Look a scenario up by id.

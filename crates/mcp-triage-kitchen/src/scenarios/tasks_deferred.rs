@@ -1,0 +1,246 @@
+//! `tasks.deferred`: `run_configured_test_scenario` is answered with a task instead of a
+//! result, so a client must tell "accepted, not done" from a completed call and poll.
+//!
+//! - 2025-11-25 (legacy, experimental core tasks, SEP-1686): the server advertises
+//!   `tasks: {list, cancel, requests.tools.call}` and the tool `execution.taskSupport:
+//!   "optional"`. A `tools/call` with `params.task` gets a `CreateTaskResult {task}`; a call
+//!   without it is answered synchronously. `tasks/get`, `tasks/result` (blocks until terminal),
+//!   `tasks/list` and `tasks/cancel` serve the instance's tasks.
+//! - 2026-07-28 (extension `io.modelcontextprotocol/tasks`): when the request's
+//!   `clientCapabilities.extensions` declares the extension, the call is answered
+//!   `resultType: "task"` with `taskId`, `status`, `ttlMs`, `pollIntervalMs` (no per-request
+//!   flag); `tasks/get` carries `result` once `completed`. A client that did not declare it gets
+//!   a normal result ("never return a task to a client that did not declare support").
+//!
+//! Tasks live on the instance (so `/s/tasks.deferred/mcp?instance=…` isolates tests) until
+//! `POST /kitchen/reset`; expired ones (past `ttl`) answer -32602 like unknown ids.
+
+use serde_json::{json, Value};
+
+use super::{MethodReply, Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo};
+use crate::context::WireCx;
+use crate::instance::TaskRecord;
+use crate::journal::now_ms;
+use crate::protocol::{self, Era};
+
+/// `tasks.deferred`.
+pub struct Deferred;
+
+/// Extension id of 2026 tasks.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+static INFO: ScenarioInfo = ScenarioInfo {
+    id: "tasks.deferred",
+    summary: "run_configured_test_scenario answers with a task (2025-11-25 task-augmented call, or 2026 resultType \"task\"); poll tasks/get.",
+    docs: "Legacy: a `tools/call` with `params.task` → `CreateTaskResult` (status `working`); `tasks/get` reports `completed` after `completeAfterMs`, \
+           `tasks/result` blocks until then and returns the CallToolResult `{scenarioId, taskId}`; `tasks/list`, `tasks/cancel`. Without `params.task` \
+           the call completes synchronously. Modern: only when `clientCapabilities.extensions` declares `io.modelcontextprotocol/tasks`, the call is \
+           answered `resultType: \"task\"` and `tasks/get` carries `result` when completed. Counts `run_configured_test_scenario` per call.",
+    params: &[
+        ParamSpec { name: "completeAfterMs", kind: ParamKind::Integer, default: "1000", choices: &[], doc: "Time from creation until the task is `completed`." },
+        ParamSpec { name: "ttlMs", kind: ParamKind::Integer, default: "60000", choices: &[], doc: "Task lifetime after creation (`ttl`/`ttlMs`)." },
+        ParamSpec { name: "pollIntervalMs", kind: ParamKind::Integer, default: "250", choices: &[], doc: "Suggested polling interval (`pollInterval`/`pollIntervalMs`)." },
+    ],
+    outcome: Outcome::TaskCreated,
+    origin: Origin::Kitchen,
+};
+
+/// ISO 8601 UTC time (`2026-07-28T12:00:00.000Z`) from Unix milliseconds.
+pub fn iso_time(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+fn status(t: &TaskRecord, now: u64) -> &'static str {
+    if t.cancelled {
+        "cancelled"
+    } else if now >= t.ready_at_ms {
+        "completed"
+    } else {
+        "working"
+    }
+}
+
+fn legacy_task(id: &str, t: &TaskRecord, now: u64) -> Value {
+    let st = status(t, now);
+    json!({
+        "taskId": id, "status": st,
+        "statusMessage": match st { "completed" => "done", "cancelled" => "cancelled by the client", _ => "working on it" },
+        "createdAt": iso_time(t.created_ms),
+        "lastUpdatedAt": iso_time(if st == "completed" { t.ready_at_ms } else { t.created_ms }),
+        "ttl": t.ttl_ms, "pollInterval": t.poll_ms,
+    })
+}
+
+fn modern_task(id: &str, t: &TaskRecord, now: u64) -> Value {
+    let st = status(t, now);
+    let mut v = json!({
+        "taskId": id, "status": st, "createdAt": iso_time(t.created_ms),
+        "lastUpdatedAt": iso_time(if st == "completed" { t.ready_at_ms } else { t.created_ms }),
+        "ttlMs": t.ttl_ms, "pollIntervalMs": t.poll_ms,
+    });
+    if st == "completed" {
+        v["result"] = t.result.clone();
+    }
+    v
+}
+
+/// The live (not expired) task `id` of the instance.
+pub fn live_task(cx_tasks: &crate::instance::Instance, id: &str, now: u64) -> Option<TaskRecord> {
+    let tasks = cx_tasks.tasks.lock().expect("tasks lock");
+    tasks
+        .get(id)
+        .filter(|t| now < t.created_ms + t.ttl_ms)
+        .cloned()
+}
+
+fn declares_extension(cx: &WireCx<'_>) -> bool {
+    cx.params
+        .get("_meta")
+        .and_then(|m| m.get(protocol::META_CLIENT_CAPABILITIES))
+        .and_then(|c| c.get("extensions"))
+        .and_then(|e| e.get(TASKS_EXTENSION))
+        .is_some_and(|v| !v.is_null())
+}
+
+fn unknown(id: &str) -> MethodReply {
+    MethodReply::Error(
+        protocol::INVALID_PARAMS,
+        format!("Invalid params: unknown or expired taskId {id:?}"),
+    )
+}
+
+impl Scenario for Deferred {
+    fn info(&self) -> &'static ScenarioInfo {
+        &INFO
+    }
+    fn validate(&self, p: &super::Params) -> Result<(), String> {
+        for k in ["completeAfterMs", "ttlMs", "pollIntervalMs"] {
+            if p.i64(k) < 0 {
+                return Err(format!("{k} must be >= 0"));
+            }
+        }
+        Ok(())
+    }
+    fn run_tool_definition(&self) -> Option<Value> {
+        let mut d = crate::catalogue::run_tool_definition();
+        d["execution"] = json!({ "taskSupport": "optional" });
+        Some(d)
+    }
+    fn supports_tasks(&self) -> bool {
+        true
+    }
+    fn handle_method(&self, cx: &WireCx<'_>) -> Option<MethodReply> {
+        let now = now_ms();
+        let task_id = || {
+            cx.params
+                .get("taskId")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+        };
+        match (cx.method?, cx.era) {
+            ("tools/call", era) if cx.tool == Some("run_configured_test_scenario") => {
+                let wants_task = match era {
+                    Era::Legacy => cx.params.get("task").is_some_and(Value::is_object),
+                    Era::Modern => declares_extension(cx),
+                };
+                if !wants_task {
+                    return None;
+                }
+                let invocation = cx.instance.bump("run_configured_test_scenario");
+                let id = format!("task-{}", hex(&crate::state::random_bytes::<8>()));
+                let p = cx.p();
+                let ttl = match era {
+                    Era::Legacy => cx.params["task"]["ttl"].as_u64().unwrap_or(p.u64("ttlMs")),
+                    Era::Modern => p.u64("ttlMs"),
+                };
+                let body = json!({ "scenarioId": INFO.id, "invocation": invocation, "taskId": id });
+                let record = TaskRecord {
+                    result: json!({ "content": [{ "type": "text", "text": body.to_string() }], "isError": false }),
+                    ready_at_ms: now + p.u64("completeAfterMs"),
+                    created_ms: now,
+                    ttl_ms: ttl,
+                    poll_ms: p.u64("pollIntervalMs"),
+                    cancelled: false,
+                };
+                let reply = match era {
+                    Era::Legacy => json!({ "task": legacy_task(&id, &record, now) }),
+                    Era::Modern => {
+                        let mut t = modern_task(&id, &record, now);
+                        t["resultType"] = json!("task");
+                        t
+                    }
+                };
+                cx.instance
+                    .tasks
+                    .lock()
+                    .expect("tasks lock")
+                    .insert(id, record);
+                Some(MethodReply::Result(reply))
+            }
+            ("tasks/get", era) => {
+                let id = task_id();
+                let Some(t) = live_task(cx.instance, id, now) else {
+                    return Some(unknown(id));
+                };
+                Some(MethodReply::Result(match era {
+                    Era::Legacy => legacy_task(id, &t, now),
+                    Era::Modern => modern_task(id, &t, now),
+                }))
+            }
+            ("tasks/list", Era::Legacy) => {
+                let tasks = cx.instance.tasks.lock().expect("tasks lock");
+                let mut v: Vec<(u64, Value)> = tasks
+                    .iter()
+                    .filter(|(_, t)| now < t.created_ms + t.ttl_ms)
+                    .map(|(id, t)| (t.created_ms, legacy_task(id, t, now)))
+                    .collect();
+                v.sort_by_key(|(c, _)| *c);
+                Some(MethodReply::Result(
+                    json!({ "tasks": v.into_iter().map(|(_, t)| t).collect::<Vec<_>>() }),
+                ))
+            }
+            ("tasks/cancel", era) => {
+                let id = task_id();
+                let mut tasks = cx.instance.tasks.lock().expect("tasks lock");
+                let Some(t) = tasks.get_mut(id).filter(|t| now < t.created_ms + t.ttl_ms) else {
+                    return Some(unknown(id));
+                };
+                if status(t, now) != "working" {
+                    return Some(MethodReply::Error(
+                        protocol::INVALID_PARAMS,
+                        format!("Invalid params: task {id:?} is already {}", status(t, now)),
+                    ));
+                }
+                t.cancelled = true;
+                Some(MethodReply::Result(match era {
+                    Era::Legacy => legacy_task(id, t, now),
+                    Era::Modern => json!({}),
+                }))
+            }
+            _ => None,
+        }
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
