@@ -23,8 +23,12 @@ step "cargo test (unit, golden vectors, properties, CLI, differential vs the see
 cargo test --workspace -j 2
 
 if [ "${SKIP_INTEROP:-0}" != 1 ]; then
-  step "interop: official MCP conformance suite 0.1.16 (server side) against the kitchen"
+  step "interop: official MCP conformance suite 0.1.16, active server suite, against the kitchen"
   bash interop/conformance-server.sh
+  step "interop: conformance 0.2.0-alpha --requirements 2026-07-28 against the kitchen"
+  bash interop/conformance-server.sh --requirements 2026-07-28
+  step "interop: the official TypeScript SDK client against kitchen scenarios"
+  bash interop/ts-sdk-interop.sh
 fi
 
 printf '\n== all tests passed in %ss ==\n' "$(( $(date +%s) - start ))"
