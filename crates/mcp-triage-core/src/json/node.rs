@@ -142,6 +142,14 @@ impl<'a> Object<'a> {
             .map(|(_, v)| v)
     }
 
+    /// Every member with this name, in order (more than one only in an object with duplicates).
+    pub fn get_all<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'s Node<'a>> + 's {
+        self.members
+            .iter()
+            .filter(move |(k, _)| k.as_ref() == name)
+            .map(|(_, v)| v)
+    }
+
     pub fn contains(&self, name: &str) -> bool {
         self.get(name).is_some()
     }

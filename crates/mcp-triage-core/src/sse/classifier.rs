@@ -374,7 +374,20 @@ impl SseClassifier {
             ));
             return self.decide(v, false);
         }
-        match id_matches(o.get("id"), &self.ctx.expected_id) {
+        // An envelope that repeats `id` is routed by any of its ids: a last-wins parser
+        // (JSON.parse, serde_json) would read `{"id":2,"id":1,…}` as the answer to request 1,
+        // so it must not be skipped as "another id" but judged (rule 5: INVALID_ENVELOPE).
+        let mut routed = id_matches(o.get("id"), &self.ctx.expected_id);
+        if o.duplicate.is_some() && matches!(routed, IdMatch::Other(_)) {
+            if let Some(same) = o
+                .get_all("id")
+                .map(|id| id_matches(Some(id), &self.ctx.expected_id))
+                .find(|m| matches!(m, IdMatch::Same { .. }))
+            {
+                routed = same;
+            }
+        }
+        match routed {
             IdMatch::Other(got) => {
                 self.stats.other_responses += 1;
                 self.first_other_id.get_or_insert(got);
