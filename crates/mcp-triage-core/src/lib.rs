@@ -33,6 +33,7 @@ mod json;
 mod limits;
 mod protocol;
 pub mod record;
+pub mod retry;
 mod rules;
 mod schema;
 pub mod sse;
