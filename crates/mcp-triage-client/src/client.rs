@@ -911,6 +911,7 @@ impl Client {
         let (mut resends, mut resumes, mut reinitialized, mut relisted, mut fell_back) =
             (0u32, 0u32, false, false, false);
         let mut resume: Option<(Value, String)> = None;
+        let mut stream_verdict: Option<Verdict> = None;
         let mut last_call_attempt: usize = 0;
         loop {
             let (era, version) = match self.ensure_era().await {
@@ -990,6 +991,21 @@ impl Client {
                 rec.warn(&w.code, w.detail.clone());
             }
             finish_from(rec, &sent, &id, self.opts.keep_result);
+            if kind == "resume" && !has_answer(sent.verdict.outcome) {
+                // Resuming found nothing more: the call still ended with the broken stream.
+                if let Some(prev) = stream_verdict.as_ref() {
+                    rec.warn(
+                        "RESUME_FAILED",
+                        format!("resuming the stream gave {}", sent.verdict.to_text_line()),
+                    );
+                    rec.outcome = prev.outcome;
+                    rec.layer = prev.layer;
+                    rec.message = prev.detail.clone();
+                }
+            }
+            if sent.sse && sent.verdict.outcome == Outcome::StreamIncomplete {
+                stream_verdict = Some(sent.verdict.clone());
+            }
             if let Some(info) = sent
                 .result()
                 .and_then(|r| r["_meta"].get("io.modelcontextprotocol/serverInfo"))
@@ -1366,6 +1382,20 @@ impl Client {
 enum Probe {
     Modern,
     FallBack(ProtocolVersion),
+}
+
+/// Outcomes that carry the server's answer to the request.
+fn has_answer(o: Outcome) -> bool {
+    matches!(
+        o,
+        Outcome::ToolSuccess
+            | Outcome::ToolError
+            | Outcome::JsonrpcError
+            | Outcome::InputRequired
+            | Outcome::TaskCreated
+            | Outcome::InvalidToolResult
+            | Outcome::StreamIncomplete
+    )
 }
 
 fn st_scenario_missing(rec: &CallRecord) -> bool {

@@ -26,6 +26,7 @@
 
 mod client;
 mod options;
+pub mod plan;
 mod stdio;
 pub mod target;
 mod wire;
