@@ -397,14 +397,12 @@ impl Client {
                     .map(|t| param_headers(t, &msg["params"]["arguments"]))
                     .unwrap_or_default();
                 let req = self.http_request(http, url, headers, msg, era, version, session, &extra);
-                let resp = match tokio::time::timeout_at(deadline, req.send()).await {
-                    Err(_) => {
-                        return Sent::failed(
-                            Verdict::timeout("no response head before the deadline"),
-                            Delivery::MaybeExecuted,
-                            started,
-                        )
-                    }
+                let mut sent = match tokio::time::timeout_at(deadline, req.send()).await {
+                    Err(_) => Sent::failed(
+                        Verdict::timeout("no response head before the deadline"),
+                        Delivery::MaybeExecuted,
+                        started,
+                    ),
                     Ok(Err(e)) => {
                         let delivery = if e.is_connect() {
                             Delivery::NeverSent
@@ -416,27 +414,42 @@ impl Client {
                         } else {
                             "the connection failed before a response"
                         };
-                        return Sent::failed(
+                        Sent::failed(
                             Verdict::connection_error(format!("{what}: {}", wire::error_chain(&e))),
                             delivery,
                             started,
-                        );
+                        )
                     }
-                    Ok(Ok(r)) => r,
+                    Ok(Ok(resp)) => {
+                        let answers_ok = era == Era::Legacy;
+                        let mut sent = wire::read_response(resp, ctx, deadline, started, |inc| async move {
+                            if !answers_ok {
+                                return Err("the server sent a request on a 2026-07-28 stream, which that revision forbids".to_string());
+                            }
+                            self.answer_incoming(inc, era, version, session).await
+                        })
+                        .await;
+                        if matches!(
+                            sent.verdict.outcome,
+                            Outcome::Timeout | Outcome::ConnectionError
+                        ) {
+                            sent.delivery = Delivery::MaybeExecuted;
+                        }
+                        sent
+                    }
                 };
-                let answers_ok = era == Era::Legacy;
-                let sent = wire::read_response(resp, ctx, deadline, started, |inc| async move {
-                    if !answers_ok {
-                        return Err("the server sent a request on a 2026-07-28 stream, which that revision forbids".to_string());
-                    }
-                    self.answer_incoming(inc, era, version, session).await
-                })
-                .await;
-                let mut sent = sent;
+                // Dropping the response closed the stream, which cancels a 2026-07-28 request;
+                // legacy servers need notifications/cancelled (initialize is never cancelled).
                 if sent.verdict.outcome == Outcome::Timeout
-                    || sent.verdict.outcome == Outcome::ConnectionError
+                    && era == Era::Legacy
+                    && msg["method"] != "initialize"
                 {
-                    sent.delivery = Delivery::MaybeExecuted;
+                    let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": { "requestId": id, "reason": "timeout" } });
+                    self.notify(&cancel, era, version, session).await;
+                    if let Some(d) = sent.verdict.detail.as_mut() {
+                        d.push_str("; notifications/cancelled sent");
+                    }
                 }
                 sent
             }
