@@ -1,6 +1,6 @@
 //! `mcp-triage`: the command line. It parses arguments and wires the workspace's crates
 //! together; what a command does lives in the crate it calls (the classifier in
-//! `mcp-triage-core`, the fault-injection server in `mcp-triage-kitchen`). See `mcp-triage --help`.
+//! `mcp-triage-core`, the fault-injection server in `mcp-triage-kitchen`, the client in `mcp-triage-client`). See `mcp-triage --help`.
 
 mod cmd;
 
@@ -24,6 +24,13 @@ enum Command {
     /// Serve the kitchen: a fault-injection MCP server for testing clients.
     #[command(after_help = cmd::kitchen::EXAMPLES)]
     Kitchen(cmd::kitchen::KitchenArgs),
+    /// Call one tool and report on which layer it ended, what was retried and why.
+    #[command(after_help = cmd::call::EXAMPLES)]
+    Call(cmd::call::CallArgs),
+    /// List a server's tools with their annotations.
+    List(cmd::list::ListArgs),
+    /// Run the client through every kitchen scenario in-process and print the matrix.
+    Demo(cmd::demo::DemoArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +38,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Classify(args) => cmd::classify::run(args),
         Command::Kitchen(args) => cmd::kitchen::run(args),
+        Command::Call(args) => cmd::call::run(args),
+        Command::List(args) => cmd::list::run(args),
+        Command::Demo(args) => cmd::demo::run(args),
     };
     match result {
         Ok(code) => code,
