@@ -410,7 +410,9 @@ pub fn invalid_prompt_result() -> Value {
 pub fn read_resource(instance: &Instance, uri: &str) -> Result<Value, (i64, String)> {
     if uri == crate::instance::COUNTER_RESOURCE_URI {
         let text = json!({ "counter": instance.read_counter() }).to_string();
-        return Ok(json!({ "contents": [{ "uri": uri, "mimeType": "application/json", "text": text }] }));
+        return Ok(
+            json!({ "contents": [{ "uri": uri, "mimeType": "application/json", "text": text }] }),
+        );
     }
     read_resource_inner(uri)
 }

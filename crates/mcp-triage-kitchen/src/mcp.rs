@@ -1485,8 +1485,7 @@ async fn tools_call(req: Req) -> Response<Body> {
     // call's cost). Either way the body runs to completion unless it watches
     // `Emitter::closed()`, as before.
     let mut fut = fut;
-    let first =
-        std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await;
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await;
     match first {
         std::task::Poll::Ready(reply) => {
             let _ = tx.send(tool_out(reply, &finish_req, &id, &binding));

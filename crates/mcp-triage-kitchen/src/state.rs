@@ -191,9 +191,7 @@ impl Shared {
             Some(t) => format!("{scenario}{}#{t}", canonical(params)),
             None => format!("{scenario}{}", canonical(params)),
         };
-        let tick = self
-            .tick
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tick = self.tick.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut map = self.instances.lock().expect("instances lock");
         if let Some(i) = map.get(&key) {
             i.touch(tick);

@@ -91,7 +91,11 @@ fn parse(p: &Params) -> Result<Vec<Entry>, String> {
         let tool = match field("toolName") {
             None => "extra_tool".to_string(),
             Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
-            Some(_) => return Err(format!("mutations[{i}].toolName must be a non-empty string")),
+            Some(_) => {
+                return Err(format!(
+                    "mutations[{i}].toolName must be a non-empty string"
+                ))
+            }
         };
         // Cakewalk clamps a negative delay to 0 (`Math.Max(0, afterMs)`).
         let after = match field("afterMs") {
@@ -111,7 +115,9 @@ fn parse(p: &Params) -> Result<Vec<Entry>, String> {
         // Cakewalk sends at least one (`Math.Max(1, n)`).
         let notifications = match field("listChangedNotifications") {
             None => 1,
-            Some(v) if v.is_i64() || v.is_u64() => v.as_i64().unwrap_or(1).clamp(1, i64::from(u32::MAX)) as u32,
+            Some(v) if v.is_i64() || v.is_u64() => {
+                v.as_i64().unwrap_or(1).clamp(1, i64::from(u32::MAX)) as u32
+            }
             Some(_) => {
                 return Err(format!(
                     "mutations[{i}].listChangedNotifications must be an integer"
@@ -239,11 +245,17 @@ mod tests {
         assert_eq!(e[0].tool, "extra_tool");
         assert_eq!(e[0].after, Duration::ZERO);
         assert_eq!(e[0].notifications, 1);
-        let e = parse(&params(json!({ "mutations": [{ "afterMs": -5, "listChangedNotifications": 0 }] }))).unwrap();
+        let e = parse(&params(
+            json!({ "mutations": [{ "afterMs": -5, "listChangedNotifications": 0 }] }),
+        ))
+        .unwrap();
         assert_eq!((e[0].after, e[0].notifications), (Duration::ZERO, 1));
         assert!(parse(&params(json!({ "mutations": [{ "action": "explode" }] }))).is_err());
         assert!(parse(&params(json!({ "mutations": [{ "action": "rename" }] }))).is_err());
-        assert!(parse(&params(json!({ "mutations": [{ "listChangedNotifications": 1000 }] }))).is_err());
+        assert!(parse(&params(
+            json!({ "mutations": [{ "listChangedNotifications": 1000 }] })
+        ))
+        .is_err());
         assert!(parse(&params(json!({}))).unwrap().is_empty());
     }
 
