@@ -940,3 +940,53 @@ async fn per_url_instances_are_bounded_with_lru_eviction() {
     assert_eq!(bump("b").await, 1, "b starts afresh after eviction");
     k.shutdown().await;
 }
+
+/// A client that stops in the middle of its headers is disconnected (header read timeout),
+/// and one that stops in the middle of its body gets 408 + a JSON-RPC error (body read
+/// timeout): neither can hold a connection open.
+#[tokio::test]
+async fn slow_headers_and_slow_bodies_are_cut_off() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let k = kitchen_with(KitchenOptions {
+        header_read_timeout: std::time::Duration::from_millis(300),
+        body_read_timeout: std::time::Duration::from_millis(300),
+        ..Default::default()
+    })
+    .await;
+    let read_all = |mut s: tokio::net::TcpStream| async move {
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = tokio::time::timeout(STEP, s.read(&mut buf))
+                .await
+                .expect("server acts within the step")
+                .unwrap_or(0);
+            if n == 0 {
+                return out;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+    };
+    let mut s = tokio::net::TcpStream::connect(k.local_addr())
+        .await
+        .unwrap();
+    s.write_all(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-ty")
+        .await
+        .unwrap();
+    let got = read_all(s).await;
+    assert!(
+        got.is_empty() || got.starts_with(b"HTTP/1.1 408"),
+        "{:?}",
+        String::from_utf8_lossy(&got)
+    );
+    let mut s = tokio::net::TcpStream::connect(k.local_addr())
+        .await
+        .unwrap();
+    s.write_all(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: 100\r\nconnection: close\r\n\r\n{\"jsonrpc\"")
+        .await
+        .unwrap();
+    let got = String::from_utf8_lossy(&read_all(s).await).into_owned();
+    assert!(got.starts_with("HTTP/1.1 408"), "{got}");
+    assert!(got.contains("\"code\":-32600"), "{got}");
+    k.shutdown().await;
+}

@@ -83,6 +83,18 @@ fn registry_ids_are_unique_defaults_valid_and_documented() {
     );
 }
 
+/// The acceptance rule "every scenario has a raw-HTTP integration test", kept true as
+/// scenarios are added: each registered id is addressed through its per-URL endpoint somewhere
+/// in this file.
+#[test]
+fn every_registered_scenario_is_exercised_here() {
+    let src = include_str!("scenarios.rs");
+    for s in REGISTRY {
+        let url = format!("/s/{}/mcp", s.info().id);
+        assert!(src.contains(&url), "no test requests {url}");
+    }
+}
+
 #[tokio::test]
 async fn baseline_success_and_delay() {
     let k = kitchen().await;
