@@ -118,6 +118,8 @@ pub struct Session {
     pub subscriptions: Mutex<HashSet<String>>,
     /// Sender of the standalone GET stream, when one is open.
     pub get_stream: Mutex<Option<mpsc::UnboundedSender<Value>>>,
+    /// Recency stamp for LRU eviction when the session table is full.
+    pub(crate) last_used: AtomicU64,
     /// When the session started: the origin of its catalogue timeline (`catalog.mutation`).
     pub started: std::time::Instant,
 }
@@ -147,6 +149,7 @@ impl Session {
             subscriptions: Mutex::new(HashSet::new()),
             get_stream: Mutex::new(None),
             started: std::time::Instant::now(),
+            last_used: AtomicU64::new(0),
         }
     }
 

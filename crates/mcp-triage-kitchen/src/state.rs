@@ -70,6 +70,10 @@ pub struct KitchenOptions {
     /// `/kitchen/counters`, and its URL starts a fresh instance. Holders of an evicted instance
     /// (a running legacy session) keep using it.
     pub max_instances: usize,
+    /// Legacy sessions kept at once. When a new `initialize` would exceed it, the least
+    /// recently used session is terminated (its requests then get 404, which tells a client to
+    /// re-initialize), so clients that never send DELETE cannot grow the table without bound.
+    pub max_sessions: usize,
     /// A client must send its request headers within this time.
     pub header_read_timeout: Duration,
     /// A client must send its request body within this time.
@@ -92,6 +96,7 @@ impl Default for KitchenOptions {
             allowed_hosts: Vec::new(),
             journal_capacity: 10_000,
             max_instances: 1024,
+            max_sessions: 10_000,
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(10),
             server_request_timeout: Duration::from_secs(60),
@@ -266,17 +271,38 @@ impl Shared {
     pub fn insert_session(&self, s: Arc<Session>) {
         let mut map = self.sessions.lock().expect("sessions lock");
         map.retain(|_, v| !v.is_terminated());
+        while map.len() >= self.options.max_sessions.max(1) {
+            let victim = map
+                .iter()
+                .min_by_key(|(_, v)| v.last_used.load(std::sync::atomic::Ordering::Relaxed))
+                .map(|(k, _)| k.clone());
+            let Some(k) = victim else { break };
+            if let Some(old) = map.remove(&k) {
+                old.terminated
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        s.last_used.store(
+            self.tick.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         map.insert(s.id.clone(), s);
     }
 
     /// Live session by id (terminated sessions are reported as absent).
     pub fn session(&self, id: &str) -> Option<Arc<Session>> {
-        self.sessions
+        let s = self
+            .sessions
             .lock()
             .expect("sessions lock")
             .get(id)
             .filter(|s| !s.is_terminated())
-            .cloned()
+            .cloned()?;
+        s.last_used.store(
+            self.tick.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        Some(s)
     }
 
     /// Forget a session.

@@ -990,3 +990,22 @@ async fn slow_headers_and_slow_bodies_are_cut_off() {
     assert!(got.contains("\"code\":-32600"), "{got}");
     k.shutdown().await;
 }
+
+#[tokio::test]
+async fn session_table_is_bounded_with_lru_eviction() {
+    let k = kitchen_with(KitchenOptions {
+        max_sessions: 2,
+        ..KitchenOptions::default()
+    })
+    .await;
+    let a = k.local_addr();
+    let list = json!({"jsonrpc":"2.0","id":2,"method":"tools/list"});
+    let s1 = legacy_session(a, "/mcp", json!({})).await;
+    let s2 = legacy_session(a, "/mcp", json!({})).await;
+    assert_eq!(post(a, "/mcp", Some(&s1), &list).await.unwrap().status, 200); // s1 most recent
+    let s3 = legacy_session(a, "/mcp", json!({})).await; // evicts s2
+    assert_eq!(post(a, "/mcp", Some(&s2), &list).await.unwrap().status, 404);
+    assert_eq!(post(a, "/mcp", Some(&s1), &list).await.unwrap().status, 200);
+    assert_eq!(post(a, "/mcp", Some(&s3), &list).await.unwrap().status, 200);
+    k.shutdown().await;
+}

@@ -9,6 +9,16 @@
 //! session at `initialize` (each session sees its own timeline and hears its notifications
 //! on its standalone GET stream), and, in the 2026 era (no sessions), at the instance's first
 //! modern request (heard on `subscriptions/listen` streams with `toolsListChanged`).
+//!
+//! Two points where the kitchen states Cakewalk's intent rather than copying an accident of
+//! its implementation (`CatalogMutationState.cs` at the pinned commit):
+//! - Initial list: the scenario summary says "starts with an empty tool list"; the code creates
+//!   an empty collection and adds `run_configured_test_scenario` to it, so that tool is listed
+//!   (the kitchen does the same).
+//! - `listChangedNotifications` N: Cakewalk produces the extra N−1 by adding and removing
+//!   transient `{name}_burst_{i}` tools, each add and remove being a collection change (so up to
+//!   2N−1 notifications, and transient tools a fast `tools/list` could see). The kitchen sends
+//!   exactly N notifications and no transient tools.
 
 use std::time::Duration;
 
