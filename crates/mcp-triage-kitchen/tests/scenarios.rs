@@ -1189,13 +1189,15 @@ async fn catalog_mutation_legacy_timeline_on_the_get_stream() {
     let k = kitchen().await;
     let a = k.local_addr();
     let muts = json!({ "mutations": [
-        { "action": "add", "toolName": "extra_tool", "afterMs": 800, "listChangedNotifications": 2 },
-        { "action": "remove", "toolName": "not_listed", "afterMs": 900 },
-        { "action": "rename", "toolName": "extra_tool", "newName": "renamed_tool", "afterMs": 1000 },
-        { "action": "remove", "toolName": "renamed_tool", "afterMs": 1200 }
+        { "action": "add", "toolName": "extra_tool", "afterMs": 1500, "listChangedNotifications": 2 },
+        { "action": "remove", "toolName": "not_listed", "afterMs": 1600 },
+        { "action": "rename", "toolName": "extra_tool", "newName": "renamed_tool", "afterMs": 1700 },
+        { "action": "remove", "toolName": "renamed_tool", "afterMs": 1900 }
     ] });
     let q = format!("params={}", urlencode(&muts.to_string()));
     let p = format!("/s/catalog.mutation/mcp?{q}");
+    // The GET stream must be open before the first mutation is due (1.5 s after initialize;
+    // notifications are not queued without a stream): a wide margin even on a loaded machine.
     let sid = legacy_session(a, &p, json!({})).await;
     let mut get = get_stream(a, &p, &sid).await;
     assert_eq!(get.status, 200);
@@ -1237,8 +1239,10 @@ async fn catalog_mutation_legacy_timeline_on_the_get_stream() {
 async fn catalog_mutation_modern_timeline_on_listen_streams() {
     let k = kitchen().await;
     let a = k.local_addr();
+    // The timeline starts with the first modern request (server/discover below); the listen
+    // stream must be open before the mutation is due, hence the margin.
     let muts =
-        json!({ "mutations": [{ "action": "add", "toolName": "late_tool", "afterMs": 300 }] });
+        json!({ "mutations": [{ "action": "add", "toolName": "late_tool", "afterMs": 1000 }] });
     let p = format!(
         "/s/catalog.mutation/mcp?params={}",
         urlencode(&muts.to_string())
