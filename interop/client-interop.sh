@@ -42,9 +42,12 @@ wait_port() { # port name log
 
 failures=0
 runs=0
-# check NAME EXPECTED_OUTCOME EXPECTED_EXIT -- mcp-triage call ARGS...
+# check NAME EXPECTED_OUTCOME EXPECTED_EXIT [ERA] -- mcp-triage call ARGS...
+# ERA, when given, is the protocolVersion the record must name (the era actually spoken).
 check() {
-  local name="$1" want="$2" want_exit="$3"; shift 4
+  local name="$1" want="$2" want_exit="$3" era=""; shift 3
+  if [ "$1" != "--" ]; then era="$1"; shift; fi
+  shift
   local rc=0
   timeout 60 "$triage" call "$@" --format json >"$out/rec.json" 2>"$out/err.txt" || rc=$?
   runs=$((runs + 1))
@@ -53,10 +56,14 @@ check() {
 try:
     r = json.load(open(sys.argv[1]))
     print(r.get("layer","?") + "/" + r.get("outcome","?"))
+    print(r.get("protocolVersion") or "-")
 except Exception as e:
-    print("unreadable record: %s" % e)' "$out/rec.json")"
+    print("unreadable record: %s" % e); print("-")' "$out/rec.json")"
+  local spoke="${got#*$'\n'}"
+  got="${got%%$'\n'*}"
+  if [ -n "$era" ] && [ "$spoke" != "$era" ]; then got="$got, spoke $spoke not $era"; fi
   if [ "$got" = "$want" ] && [ "$rc" = "$want_exit" ]; then
-    printf '  ok    %-46s %s (exit %s)\n' "$name" "$got" "$rc"
+    printf '  ok    %-46s %s (exit %s, %s)\n' "$name" "$got" "$rc" "$spoke"
   else
     printf '  FAIL  %-46s got %s (exit %s), want %s (exit %s)\n' "$name" "$got" "$rc" "$want" "$want_exit"
     sed 's/^/        /' "$out/err.txt" | tail -n 20
@@ -97,7 +104,7 @@ check "unknown tool (answered as an isError result)" application/TOOL_ERROR 6 --
 
 echo "server-everything $se_version, Streamable HTTP (2025-11-25 session after the modern probe)"
 se_url="http://127.0.0.1:$se_port/mcp"
-check "echo" application/TOOL_SUCCESS 0 -- "$se_url" echo --args '{"message":"hi"}'
+check "echo" application/TOOL_SUCCESS 0 2025-11-25 -- "$se_url" echo --args '{"message":"hi"}'
 check "get-sum with a string (input validation)" application/TOOL_ERROR 6 -- "$se_url" get-sum --args '{"a":"x","b":1}'
 check "unknown tool (answered as an isError result)" application/TOOL_ERROR 6 -- "$se_url" no-such-tool
 
@@ -112,7 +119,8 @@ for era in auto 2025-11-25; do
     if [ "$mode" = sse ]; then port="$py_port"; else port="$py_json_port"; fi
     echo "Python SDK mcp $py_version MCPServer, $mode responses, --protocol-version $era"
     py_url="http://127.0.0.1:$port/mcp"
-    check "echo" application/TOOL_SUCCESS 0 -- "$py_url" echo --args '{"message":"hi"}' --protocol-version "$era"
+    if [ "$era" = auto ]; then spoken=2026-07-28; else spoken="$era"; fi
+    check "echo" application/TOOL_SUCCESS 0 "$spoken" -- "$py_url" echo --args '{"message":"hi"}' --protocol-version "$era"
     check "fail (ToolError)" application/TOOL_ERROR 6 -- "$py_url" fail --protocol-version "$era"
     check "unknown tool (answered as an isError result)" application/TOOL_ERROR 6 -- "$py_url" no-such-tool --protocol-version "$era"
   done
