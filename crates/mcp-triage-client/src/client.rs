@@ -83,6 +83,7 @@ struct State {
     tools: Option<HashMap<String, ToolInfo>>,
     list_failure: Option<String>,
     scenario: Option<String>,
+    listener: Option<AbortOnDrop>,
 }
 
 enum Transport {
@@ -280,6 +281,28 @@ impl Client {
                 let note = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
                 self.notify(&note, Era::Legacy, v, st.session_id.as_deref())
                     .await;
+                st.listener = None;
+                if let (Transport::Http { http, url, headers }, Some(session), true) =
+                    (&self.transport, &st.session_id, self.opts.listen_standalone)
+                {
+                    // Legacy servers may send requests unrelated to a POST (an elicitation
+                    // from a tool) on the standalone GET stream, which clients open after
+                    // initialization: listen for the whole session.
+                    let (tx, rx) = tokio::sync::oneshot::channel();
+                    let task = tokio::spawn(
+                        Standalone {
+                            http: http.clone(),
+                            url: url.clone(),
+                            headers: headers.clone(),
+                            opts: Arc::new(self.opts.clone()),
+                            version: v,
+                            session: session.clone(),
+                        }
+                        .run(tx),
+                    );
+                    let _ = tokio::time::timeout(Duration::from_secs(2), rx).await;
+                    st.listener = Some(AbortOnDrop(task));
+                }
                 return Ok(());
             }
             // -32602 with data.supported: pick the newest we know and try once more.
@@ -542,6 +565,7 @@ impl Client {
                 let inc = Incoming::Request {
                     id: id.clone(),
                     method: method.to_string(),
+                    params: v.get("params").cloned().unwrap_or(Value::Null),
                 };
                 match self.build_answer(&inc, era, version) {
                     Ok(reply) => {
@@ -581,40 +605,11 @@ impl Client {
         _era: Era,
         _version: ProtocolVersion,
     ) -> Result<Value, String> {
-        let Incoming::Request { id, method, .. } = inc;
-        let result = match method.as_str() {
-            "ping" => Some(json!({})),
-            m => self.answer_for(None, m),
-        };
-        match result {
-            Some(r) => Ok(json!({ "jsonrpc": "2.0", "id": id, "result": r })),
-            None => Err(format!(
-                "the server asked {method} and no answer was given (--answer {method}=JSON or --input FILE)"
-            )),
-        }
+        build_answer(&self.opts, inc)
     }
 
-    fn answer_for(&self, key: Option<&str>, method: &str) -> Option<Value> {
-        if let Some(a) = self.opts.answers.find(key, method) {
-            return Some(a.clone());
-        }
-        if method == "roots/list" {
-            let roots: Vec<Value> = self
-                .opts
-                .roots
-                .iter()
-                .map(|r| {
-                    let uri = if r.contains("://") {
-                        r.clone()
-                    } else {
-                        format!("file://{r}")
-                    };
-                    json!({ "uri": uri, "name": r })
-                })
-                .collect();
-            return Some(json!({ "roots": roots }));
-        }
-        None
+    fn answer_for(&self, key: Option<&str>, method: &str, params: &Value) -> Option<Value> {
+        answer_from(&self.opts, key, method, params)
     }
 
     /// Answers a legacy server request by POSTing the JSON-RPC response.
@@ -951,18 +946,17 @@ impl Client {
                 let id = self.new_id();
                 let msg =
                     self.build_message("tools/call", &params, &id, era_now, version, Some(co));
-                let s = self
-                    .exchange(
-                        &msg,
-                        &id,
-                        era_now,
-                        version,
-                        session.as_deref(),
-                        schema,
-                        deadline,
-                        tool.as_ref(),
-                    )
-                    .await;
+                let call = self.exchange(
+                    &msg,
+                    &id,
+                    era_now,
+                    version,
+                    session.as_deref(),
+                    schema,
+                    deadline,
+                    tool.as_ref(),
+                );
+                let s = call.await;
                 rec.post_count += 1;
                 let kind = if rec.rounds > 0 {
                     "input_round"
@@ -1213,7 +1207,7 @@ impl Client {
         let mut missing = Vec::new();
         for (key, req) in reqs {
             let method = req["method"].as_str().unwrap_or("");
-            match self.answer_for(Some(key), method) {
+            match self.answer_for(Some(key), method, &req["params"]) {
                 Some(a) => {
                     out.insert(key.clone(), a);
                 }
@@ -1370,7 +1364,8 @@ impl Client {
 
     /// Ends a legacy session (DELETE) and stops a stdio server.
     pub async fn close(&self) {
-        let st = self.state.lock().await;
+        let mut st = self.state.lock().await;
+        st.listener = None;
         match &self.transport {
             Transport::Http { http, url, headers } => {
                 if let Some(s) = &st.session_id {
@@ -1395,6 +1390,160 @@ impl Client {
 enum Probe {
     Modern,
     FallBack(ProtocolVersion),
+}
+
+/// The JSON-RPC response to a server request, from the configured answers.
+fn build_answer(opts: &ClientOptions, inc: &Incoming) -> Result<Value, String> {
+    let Incoming::Request { id, method, params } = inc;
+    let result = match method.as_str() {
+        "ping" => Some(json!({})),
+        m => answer_from(opts, None, m, params),
+    };
+    match result {
+        Some(r) => Ok(json!({ "jsonrpc": "2.0", "id": id, "result": r })),
+        None => Err(format!(
+            "the server asked {method} and no answer was given (--answer {method}=JSON or --input FILE)"
+        )),
+    }
+}
+
+/// The configured answer for an input request, or the schema defaults, or the roots.
+fn answer_from(
+    opts: &ClientOptions,
+    key: Option<&str>,
+    method: &str,
+    params: &Value,
+) -> Option<Value> {
+    if let Some(a) = opts.answers.find(key, method) {
+        return Some(a.clone());
+    }
+    if method == "elicitation/create" && opts.accept_defaults {
+        return defaults_answer(params);
+    }
+    if method == "roots/list" {
+        let roots: Vec<Value> = opts
+            .roots
+            .iter()
+            .map(|r| {
+                let uri = if r.contains("://") {
+                    r.clone()
+                } else {
+                    format!("file://{r}")
+                };
+                json!({ "uri": uri, "name": r })
+            })
+            .collect();
+        return Some(json!({ "roots": roots }));
+    }
+    None
+}
+
+/// Where and how a legacy session's standalone GET stream is read and answered.
+struct Standalone {
+    http: reqwest::Client,
+    url: String,
+    headers: Vec<(String, String)>,
+    opts: Arc<ClientOptions>,
+    version: ProtocolVersion,
+    session: String,
+}
+
+impl Standalone {
+    fn request(&self, b: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let mut b = b;
+        for (k, v) in &self.headers {
+            b = b.header(k.as_str(), v.as_str());
+        }
+        if let Some(t) = &self.opts.bearer {
+            b = b.bearer_auth(t);
+        }
+        if self.version.at_least(ProtocolVersion::V2025_06_18) {
+            b = b.header("MCP-Protocol-Version", self.version.as_str());
+        }
+        b.header("Mcp-Session-Id", self.session.as_str())
+    }
+
+    /// Opens the GET stream (signalling `ready` once its head arrived or it failed), answers
+    /// every server request on it by POST, until the stream ends or the task is aborted.
+    async fn run(self, ready: tokio::sync::oneshot::Sender<()>) {
+        let req = self.request(
+            self.http
+                .get(&self.url)
+                .header("Accept", "text/event-stream"),
+        );
+        let resp = req.send().await;
+        let _ = ready.send(());
+        let Ok(mut resp) = resp else { return };
+        let sse = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"));
+        if !resp.status().is_success() || !sse {
+            return;
+        }
+        let mut capture = wire::Capture::new(Value::Null, true, false, &self.opts.limits);
+        while let Ok(Some(chunk)) = resp.chunk().await {
+            capture.feed(&chunk);
+            for inc in std::mem::take(&mut capture.incoming) {
+                let reply = match build_answer(&self.opts, &inc) {
+                    Ok(r) => r,
+                    Err(_) => {
+                        let Incoming::Request { id, .. } = &inc;
+                        json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": "no answer configured in mcp-triage" } })
+                    }
+                };
+                let post = self
+                    .request(self.http.post(&self.url))
+                    .header("Accept", "application/json, text/event-stream")
+                    .header("Content-Type", "application/json")
+                    .body(serde_json::to_vec(&reply).unwrap_or_default());
+                let _ = tokio::time::timeout(self.opts.timeout, async {
+                    if let Ok(r) = post.send().await {
+                        let _ = r.bytes().await;
+                    }
+                })
+                .await;
+            }
+        }
+    }
+}
+
+/// Aborts the task when dropped (a replaced or closed session stops listening).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// An ElicitResult accepting a form with every field's `default` (SEP-1034); `None` when the
+/// request is not a form or a required field has no default.
+fn defaults_answer(params: &Value) -> Option<Value> {
+    if params
+        .get("mode")
+        .and_then(Value::as_str)
+        .is_some_and(|m| m != "form")
+    {
+        return None;
+    }
+    let schema = &params["requestedSchema"];
+    let mut content = Map::new();
+    for (name, prop) in schema["properties"].as_object()? {
+        if let Some(d) = prop.get("default") {
+            content.insert(name.clone(), d.clone());
+        }
+    }
+    let required = schema["required"].as_array().cloned().unwrap_or_default();
+    if required
+        .iter()
+        .filter_map(Value::as_str)
+        .any(|r| !content.contains_key(r))
+    {
+        return None;
+    }
+    Some(json!({ "action": "accept", "content": content }))
 }
 
 /// Outcomes that carry the server's answer to the request.
@@ -1609,6 +1758,21 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn defaults_fill_a_form() {
+        let p = json!({ "message": "m", "requestedSchema": { "type": "object", "properties": {
+            "name": { "type": "string", "default": "John Doe" }, "age": { "type": "integer", "default": 30 },
+            "note": { "type": "string" } }, "required": [] } });
+        assert_eq!(
+            defaults_answer(&p).unwrap(),
+            json!({ "action": "accept", "content": { "name": "John Doe", "age": 30 } })
+        );
+        let mut q = p.clone();
+        q["requestedSchema"]["required"] = json!(["note"]);
+        assert!(defaults_answer(&q).is_none());
+        assert!(defaults_answer(&json!({ "mode": "url", "url": "https://x" })).is_none());
+    }
 
     #[test]
     fn header_values_encode_non_ascii() {

@@ -94,6 +94,12 @@ pub struct ClientOptions {
     pub answers: Answers,
     /// Most input rounds per call.
     pub max_rounds: u32,
+    /// Accept a form elicitation that has no configured answer with its schema's defaults,
+    /// when every required field has one (`--accept-defaults`).
+    pub accept_defaults: bool,
+    /// In a legacy HTTP session, listen on the standalone GET stream while a call runs and
+    /// answer the server requests sent there.
+    pub listen_standalone: bool,
     /// Roots offered for `roots/list` (file URIs or paths).
     pub roots: Vec<String>,
     /// Keep the arguments themselves in records (`--log-arguments`).
@@ -128,6 +134,8 @@ impl Default for ClientOptions {
             jitter_seed: None,
             answers: Answers::default(),
             max_rounds: 8,
+            accept_defaults: false,
+            listen_standalone: true,
             roots: Vec::new(),
             log_arguments: false,
             keep_result: false,

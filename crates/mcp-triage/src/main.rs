@@ -31,6 +31,9 @@ enum Command {
     List(cmd::list::ListArgs),
     /// Run the client through every kitchen scenario in-process and print the matrix.
     Demo(cmd::demo::DemoArgs),
+    /// Client side of the official conformance suite (reads MCP_CONFORMANCE_SCENARIO).
+    #[command(hide = true)]
+    ConformanceClient(cmd::conformance::ConformanceArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
         Command::Call(args) => cmd::call::run(args),
         Command::List(args) => cmd::list::run(args),
         Command::Demo(args) => cmd::demo::run(args),
+        Command::ConformanceClient(args) => cmd::conformance::run(args),
     };
     match result {
         Ok(code) => code,

@@ -76,6 +76,10 @@ pub struct ConnArgs {
     #[arg(long, value_name = "FILE")]
     pub input: Option<PathBuf>,
 
+    /// Accept a form elicitation without a configured answer with its schema's defaults.
+    #[arg(long)]
+    pub accept_defaults: bool,
+
     /// Most input rounds per call.
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub max_rounds: u32,
@@ -144,6 +148,7 @@ impl ConnArgs {
             bearer: self.bearer.clone().filter(|b| !b.is_empty()),
             timeout: seconds("timeout", self.timeout)?,
             max_rounds: self.max_rounds,
+            accept_defaults: self.accept_defaults,
             roots: self.roots.clone(),
             scenario: self.scenario.clone(),
             list_tools_first: !self.no_list,
