@@ -195,7 +195,15 @@ impl Client {
         } else {
             json!({})
         };
-        json!({ "elicitation": elicitation, "sampling": {}, "roots": { "listChanged": false } })
+        let mut caps = json!({ "elicitation": elicitation, "sampling": {}, "roots": { "listChanged": false } });
+        if self.opts.use_tasks {
+            if version.is_modern() {
+                caps["extensions"] = json!({ "io.modelcontextprotocol/tasks": {} });
+            } else {
+                caps["tasks"] = json!({ "requests": { "tools": { "call": {} } } });
+            }
+        }
+        caps
     }
 
     fn client_info(&self) -> Value {
@@ -944,8 +952,12 @@ impl Client {
                 (s, id, "resume")
             } else {
                 let id = self.new_id();
-                let msg =
-                    self.build_message("tools/call", &params, &id, era_now, version, Some(co));
+                let mut send = params.clone();
+                if self.opts.use_tasks && era_now == Era::Legacy {
+                    // 2025-11-25 task augmentation is per request.
+                    send["task"] = json!({ "ttl": 60_000 });
+                }
+                let msg = self.build_message("tools/call", &send, &id, era_now, version, Some(co));
                 let call = self.exchange(
                     &msg,
                     &id,

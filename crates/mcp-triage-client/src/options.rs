@@ -100,6 +100,9 @@ pub struct ClientOptions {
     /// In a legacy HTTP session, listen on the standalone GET stream while a call runs and
     /// answer the server requests sent there.
     pub listen_standalone: bool,
+    /// Ask for task-augmented calls (`--task`): 2025-11-25 `params.task`, 2026-07-28 the
+    /// `io.modelcontextprotocol/tasks` extension; a created task is polled to its end.
+    pub use_tasks: bool,
     /// Roots offered for `roots/list` (file URIs or paths).
     pub roots: Vec<String>,
     /// Keep the arguments themselves in records (`--log-arguments`).
@@ -136,6 +139,7 @@ impl Default for ClientOptions {
             max_rounds: 8,
             accept_defaults: false,
             listen_standalone: true,
+            use_tasks: false,
             roots: Vec::new(),
             log_arguments: false,
             keep_result: false,

@@ -80,6 +80,10 @@ pub struct ConnArgs {
     #[arg(long)]
     pub accept_defaults: bool,
 
+    /// Ask for a task-augmented call and poll the task to its end (tasks/get).
+    #[arg(long)]
+    pub task: bool,
+
     /// Most input rounds per call.
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub max_rounds: u32,
@@ -149,6 +153,7 @@ impl ConnArgs {
             timeout: seconds("timeout", self.timeout)?,
             max_rounds: self.max_rounds,
             accept_defaults: self.accept_defaults,
+            use_tasks: self.task,
             roots: self.roots.clone(),
             scenario: self.scenario.clone(),
             list_tools_first: !self.no_list,
