@@ -83,7 +83,7 @@ pub fn run(args: ConformanceArgs) -> Result<ExitCode, String> {
         ok = false;
     }
     for r in &records {
-        println!("{}", serde_json::to_string(r).map_err(|e| e.to_string())?);
+        outln!("{}", serde_json::to_string(r).map_err(|e| e.to_string())?);
         if r.outcome != Outcome::ToolSuccess {
             eprintln!(
                 "mcp-triage: {} ended {}",

@@ -1,5 +1,13 @@
 //! One module per subcommand.
 
+/// `println!` that ignores a closed stdout (`mcp-triage probe | head` must not panic).
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
 pub mod call;
 pub mod classify;
 pub mod client_args;
@@ -7,3 +15,4 @@ pub mod conformance;
 pub mod demo;
 pub mod kitchen;
 pub mod list;
+pub mod probe;
