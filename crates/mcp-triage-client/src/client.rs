@@ -581,6 +581,9 @@ impl Client {
                         answered += 1;
                     }
                     Err(why) => {
+                        // Tell the server, so its tool does not wait for an answer.
+                        let err = json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": "no answer configured in mcp-triage" } });
+                        let _ = conn.send(&err).await;
                         let mut s = Sent::failed(
                             Verdict::new(Outcome::InputRequired).with_detail(why.clone()),
                             Delivery::Sent,
@@ -1431,6 +1434,11 @@ fn answer_from(
     }
     if method == "elicitation/create" && opts.accept_defaults {
         return defaults_answer(params);
+    }
+    if method != "roots/list" {
+        if let Some(p) = &opts.prompter {
+            return p.0.answer(method, params);
+        }
     }
     if method == "roots/list" {
         let roots: Vec<Value> = opts

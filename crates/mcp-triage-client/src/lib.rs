@@ -33,5 +33,5 @@ mod wire;
 
 pub use client::{header_value, Client, ConnectError, ToolInfo, IDEMPOTENCY_META};
 pub use mcp_triage_core::{CallRecord, RetryOrigin};
-pub use options::{Answers, CallOptions, ClientOptions, VersionChoice};
+pub use options::{Answers, CallOptions, ClientOptions, Prompter, SharedPrompter, VersionChoice};
 pub use target::{Target, TargetError};

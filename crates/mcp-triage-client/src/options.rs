@@ -73,6 +73,23 @@ impl Answers {
     }
 }
 
+/// Asks a person for an input response when no configured answer fits (a terminal prompt in
+/// the CLI). Returning `None` leaves the request unanswered.
+pub trait Prompter: Send + Sync {
+    /// The whole input response (e.g. an ElicitResult) for a request `method` with `params`.
+    fn answer(&self, method: &str, params: &Value) -> Option<Value>;
+}
+
+/// A shared prompter (`Debug` so that the options stay printable).
+#[derive(Clone)]
+pub struct SharedPrompter(pub std::sync::Arc<dyn Prompter>);
+
+impl std::fmt::Debug for SharedPrompter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Prompter")
+    }
+}
+
 /// Options for a [`crate::Client`].
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
@@ -100,6 +117,8 @@ pub struct ClientOptions {
     /// In a legacy HTTP session, listen on the standalone GET stream while a call runs and
     /// answer the server requests sent there.
     pub listen_standalone: bool,
+    /// Asked when no configured answer fits (after `accept_defaults`).
+    pub prompter: Option<SharedPrompter>,
     /// Ask for task-augmented calls (`--task`): 2025-11-25 `params.task`, 2026-07-28 the
     /// `io.modelcontextprotocol/tasks` extension; a created task is polled to its end.
     pub use_tasks: bool,
@@ -140,6 +159,7 @@ impl Default for ClientOptions {
             accept_defaults: false,
             listen_standalone: true,
             use_tasks: false,
+            prompter: None,
             roots: Vec::new(),
             log_arguments: false,
             keep_result: false,

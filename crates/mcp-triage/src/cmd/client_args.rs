@@ -80,6 +80,11 @@ pub struct ConnArgs {
     #[arg(long)]
     pub accept_defaults: bool,
 
+    /// Never ask on the terminal for input the server requests (answers only from --answer,
+    /// --input, --accept-defaults). Prompts are used only when stdin is a terminal anyway.
+    #[arg(long)]
+    pub no_prompt: bool,
+
     /// Ask for a task-augmented call and poll the task to its end (tasks/get).
     #[arg(long)]
     pub task: bool,
@@ -183,6 +188,11 @@ impl ConnArgs {
             answers.add_pair(a)?;
         }
         o.answers = answers;
+        if !self.no_prompt && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            o.prompter = Some(mcp_triage_client::SharedPrompter(std::sync::Arc::new(
+                super::prompt::TerminalPrompter::new(),
+            )));
+        }
         Ok(o)
     }
 }

@@ -16,3 +16,4 @@ pub mod demo;
 pub mod kitchen;
 pub mod list;
 pub mod probe;
+pub mod prompt;
