@@ -705,6 +705,7 @@ impl Client {
     /// A plain request (not a tool call): era handling, modern fallback, session repair once.
     async fn request(&self, method: &str, params: Value) -> Result<(Sent, Era), SetupFailure> {
         let mut repaired = false;
+        let mut version_retried = false;
         loop {
             let (era, version) = self.ensure_era().await?;
             let era_now = era.unwrap_or(Era::Modern);
@@ -735,6 +736,10 @@ impl Client {
                         continue;
                     }
                 }
+            }
+            if !version_retried && era_now == Era::Modern && modern_version_offered(&sent) {
+                version_retried = true;
+                continue;
             }
             if !repaired && era_now == Era::Legacy && sent.status == Some(404) && session.is_some()
             {
@@ -931,6 +936,7 @@ impl Client {
             (0u32, 0u32, false, false, false);
         let mut resume: Option<(Value, String)> = None;
         let mut stream_verdict: Option<Verdict> = None;
+        let mut version_retried = false;
         let mut last_call_attempt: usize = 0;
         loop {
             let (era, version) = match self.ensure_era().await {
@@ -1102,6 +1108,19 @@ impl Client {
                 return;
             }
 
+            // -32022 naming a revision we speak: the request was refused before it ran, so
+            // sending it again with that revision is safe (once).
+            if !version_retried && era_now == Era::Modern && modern_version_offered(&sent) {
+                version_retried = true;
+                set_decision(
+                    rec,
+                    idx,
+                    "resend",
+                    Some(0),
+                    "-32022 UnsupportedProtocolVersion lists 2026-07-28: the request was refused before it ran; resending with that revision".to_string(),
+                );
+                continue;
+            }
             let legacy_stream = era_now == Era::Legacy && sent.sse;
             let input = RetryInput {
                 verdict: &sent.verdict,
@@ -1564,6 +1583,22 @@ fn defaults_answer(params: &Value) -> Option<Value> {
         return None;
     }
     Some(json!({ "action": "accept", "content": content }))
+}
+
+/// A 400 with -32022 whose `supported` list names the modern revision this client speaks.
+fn modern_version_offered(sent: &Sent) -> bool {
+    let code = sent
+        .error()
+        .and_then(|e| e["code"].as_i64())
+        .or(sent.verdict.code);
+    code == Some(-32022)
+        && sent
+            .error()
+            .and_then(|e| e["data"]["supported"].as_array())
+            .is_some_and(|a| {
+                a.iter()
+                    .any(|v| v.as_str() == Some(ProtocolVersion::V2026_07_28.as_str()))
+            })
 }
 
 /// Outcomes that carry the server's answer to the request.
