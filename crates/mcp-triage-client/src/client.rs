@@ -1138,7 +1138,13 @@ impl Client {
             let d = retry::decide(&input, &policy, &mut || self.random());
             rec.attempts[idx].decision = Some(d.to_record());
             match d.action {
-                RetryAction::Done | RetryAction::GiveUp => return,
+                RetryAction::Done => return,
+                RetryAction::GiveUp => {
+                    if matches!(sent.verdict.status, Some(401 | 403)) {
+                        self.report_auth(&sent.verdict, rec).await;
+                    }
+                    return;
+                }
                 RetryAction::Resend { delay_ms } => {
                     resends += 1;
                     rec.retry_origin = if rec.retry_origin == mcp_triage_core::RetryOrigin::None {
@@ -1170,6 +1176,88 @@ impl Client {
                 }
             }
         }
+    }
+
+    /// After a 401/403: the challenge, and the protected-resource metadata it names (fetched
+    /// only from the target's own origin, bounded), as an `AUTH_REQUIRED` warning.
+    async fn report_auth(&self, v: &Verdict, rec: &mut CallRecord) {
+        let Some(c) = &v.auth_challenge else {
+            rec.warn(
+                "AUTH_REQUIRED",
+                format!(
+                    "HTTP {} without a WWW-Authenticate challenge",
+                    v.status.unwrap_or(0)
+                ),
+            );
+            return;
+        };
+        let mut detail = format!("{} challenge", c.scheme);
+        if let Some(e) = &c.error {
+            detail.push_str(&format!(", error {e}"));
+        }
+        if let Some(s) = &c.scope {
+            detail.push_str(&format!(", scope {s:?}"));
+        }
+        if let (Some(meta), Transport::Http { http, url, .. }) =
+            (&c.resource_metadata, &self.transport)
+        {
+            detail.push_str(&format!(", resource metadata {meta}"));
+            if origin(meta).is_some() && origin(meta) == origin(url) {
+                let fetched = tokio::time::timeout(self.opts.timeout, async {
+                    let resp = http
+                        .get(meta)
+                        .header("Accept", "application/json")
+                        .send()
+                        .await
+                        .ok()?;
+                    if !resp.status().is_success() {
+                        return None;
+                    }
+                    let mut resp = resp;
+                    let mut body = Vec::new();
+                    while let Ok(Some(chunk)) = resp.chunk().await {
+                        body.extend_from_slice(&chunk);
+                        if body.len() > 64 * 1024 {
+                            return None;
+                        }
+                    }
+                    serde_json::from_slice::<Value>(&body).ok()
+                })
+                .await
+                .ok()
+                .flatten();
+                match fetched {
+                    Some(doc) => {
+                        let servers: Vec<String> = doc["authorization_servers"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(Value::as_str)
+                            .map(|s| mcp_triage_core::sanitize_line(s, 200))
+                            .collect();
+                        let scopes: Vec<String> = doc["scopes_supported"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(Value::as_str)
+                            .map(|s| mcp_triage_core::sanitize_line(s, 100))
+                            .collect();
+                        detail.push_str(&format!(
+                            ": authorization servers [{}], scopes [{}]",
+                            servers.join(", "),
+                            scopes.join(", ")
+                        ));
+                    }
+                    None => detail.push_str(" (could not be read)"),
+                }
+            } else {
+                detail.push_str(" (on another origin: not fetched)");
+            }
+        }
+        rec.warn(
+            "AUTH_REQUIRED",
+            mcp_triage_core::sanitize_line(&detail, 600),
+        );
     }
 
     /// GET the legacy stream again with `Last-Event-ID`; its events answer the original id.
@@ -1583,6 +1671,18 @@ fn defaults_answer(params: &Value) -> Option<Value> {
         return None;
     }
     Some(json!({ "action": "accept", "content": content }))
+}
+
+/// `scheme://host:port` of a URL, lower-cased (for same-origin checks).
+fn origin(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    Some(format!(
+        "{}://{}",
+        scheme.to_ascii_lowercase(),
+        authority.to_ascii_lowercase()
+    ))
 }
 
 /// A 400 with -32022 whose `supported` list names the modern revision this client speaks.
