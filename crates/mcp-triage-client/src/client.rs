@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
 
 use crate::options::{CallOptions, ClientOptions, VersionChoice};
+use crate::sse_legacy::SseSession;
 use crate::stdio::{Line, StdioConn};
 use crate::target::Target;
 use crate::wire::{self, Incoming, Sent};
@@ -103,6 +104,8 @@ pub struct Client {
     state: Mutex<State>,
     next_id: AtomicI64,
     rng: std::sync::Mutex<u64>,
+    /// The 2024-11-05 HTTP+SSE session, once the fallback probe found one.
+    legacy_sse: std::sync::Mutex<Option<Arc<SseSession>>>,
 }
 
 /// What a setup step (initialize, tools/list) ended in when it failed.
@@ -159,6 +162,7 @@ impl Client {
             state: Mutex::new(State::default()),
             next_id: AtomicI64::new(1),
             rng: std::sync::Mutex::new(seed | 1),
+            legacy_sse: std::sync::Mutex::new(None),
         })
     }
 
@@ -167,7 +171,30 @@ impl Client {
         &self.opts
     }
 
+    fn sse(&self) -> Option<Arc<SseSession>> {
+        self.legacy_sse.lock().expect("sse lock").clone()
+    }
+
+    /// Opens the 2024-11-05 HTTP+SSE session (GET, `endpoint` event).
+    async fn open_legacy_sse(&self) -> Result<(), String> {
+        let Transport::Http { http, url, headers } = &self.transport else {
+            return Err("HTTP+SSE needs an HTTP target".into());
+        };
+        let s = SseSession::open(
+            http.clone(),
+            url,
+            headers.clone(),
+            Arc::new(self.opts.clone()),
+        )
+        .await?;
+        *self.legacy_sse.lock().expect("sse lock") = Some(Arc::new(s));
+        Ok(())
+    }
+
     fn transport_name(&self) -> &'static str {
+        if self.sse().is_some() {
+            return "http+sse";
+        }
         match self.transport {
             Transport::Http { .. } => "streamable-http",
             Transport::Stdio(_) => "stdio",
@@ -252,7 +279,21 @@ impl Client {
         want: ProtocolVersion,
     ) -> Result<(), SetupFailure> {
         let mut version = want;
-        for _ in 0..2 {
+        if want == ProtocolVersion::V2024_11_05 && self.sse().is_none() {
+            if let Err(why) = self.open_legacy_sse().await {
+                let sent = Sent::failed(
+                    Verdict::connection_error(why.clone()),
+                    Delivery::NeverSent,
+                    Instant::now(),
+                );
+                return Err(SetupFailure {
+                    kind: "initialize",
+                    sent,
+                    why,
+                });
+            }
+        }
+        for _ in 0..3 {
             let id = self.new_id();
             let msg = json!({ "jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
                 "protocolVersion": version.as_str(),
@@ -268,9 +309,12 @@ impl Client {
             }
             if let Some(result) = sent.result() {
                 let got = result["protocolVersion"].as_str().unwrap_or("");
-                let Some(v) = ProtocolVersion::parse(got)
-                    .filter(|v| v.at_least(ProtocolVersion::V2025_03_26) && !v.is_modern())
-                else {
+                let via_sse = self.sse().is_some();
+                let Some(v) = ProtocolVersion::parse(got).filter(|v| {
+                    (v.at_least(ProtocolVersion::V2025_03_26)
+                        || via_sse && *v == ProtocolVersion::V2024_11_05)
+                        && !v.is_modern()
+                }) else {
                     let why = format!(
                         "the server answered initialize with protocolVersion {:?}, which this client does not speak",
                         mcp_triage_core::sanitize_line(got, 40)
@@ -329,6 +373,17 @@ impl Client {
                 version = v;
                 continue;
             }
+            // The spec's fallback probe: a 400, 404 or 405 to the initialize POST may mean an
+            // HTTP+SSE (2024-11-05) server; try its GET stream once.
+            if self.opts.protocol == VersionChoice::Auto
+                && matches!(sent.status, Some(400 | 404 | 405))
+                && self.sse().is_none()
+                && matches!(self.transport, Transport::Http { .. })
+                && self.open_legacy_sse().await.is_ok()
+            {
+                version = ProtocolVersion::V2024_11_05;
+                continue;
+            }
             let why = format!("initialize failed: {}", sent.verdict.to_text_line());
             return Err(SetupFailure {
                 kind: "initialize",
@@ -341,6 +396,10 @@ impl Client {
 
     /// Sends a notification; failures are ignored (a notification has no answer to judge).
     async fn notify(&self, msg: &Value, era: Era, version: ProtocolVersion, session: Option<&str>) {
+        if let Some(sse) = self.sse() {
+            sse.post(msg).await;
+            return;
+        }
         match &self.transport {
             Transport::Http { http, url, headers } => {
                 let req = self.http_request(http, url, headers, msg, era, version, session, &[]);
@@ -423,6 +482,10 @@ impl Client {
         let started = Instant::now();
         let ctx = wire::context(id, version, self.opts.limits, schema);
         match &self.transport {
+            Transport::Http { .. } if self.sse().is_some() => {
+                let sse = self.sse().expect("checked");
+                sse.exchange(msg, &ctx, deadline).await
+            }
             Transport::Http { http, url, headers } => {
                 let extra = tool
                     .map(|t| param_headers(t, &msg["params"]["arguments"]))
@@ -652,6 +715,10 @@ impl Client {
         version: ProtocolVersion,
         session: Option<&str>,
     ) {
+        if let Some(sse) = self.sse() {
+            sse.post(reply).await;
+            return;
+        }
         if let Transport::Http { http, url, headers } = &self.transport {
             let req = self.http_request(http, url, headers, reply, era, version, session, &[]);
             let _ = tokio::time::timeout(self.opts.timeout, async {
@@ -878,6 +945,7 @@ impl Client {
             rec.arguments = Some(arguments.clone());
         }
         self.run_call(name, arguments, &co, &mut rec).await;
+        rec.transport = self.transport_name().to_string();
         {
             let st = self.state.lock().await;
             rec.protocol_version = st.version.as_str().to_string();
@@ -1512,6 +1580,14 @@ impl Client {
 enum Probe {
     Modern,
     FallBack(ProtocolVersion),
+}
+
+/// The reply to a server request: the answer, or a JSON-RPC error when there is none.
+pub(crate) fn answer_or_error(opts: &ClientOptions, inc: &Incoming) -> Value {
+    build_answer(opts, inc).unwrap_or_else(|_| {
+        let Incoming::Request { id, .. } = inc;
+        json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": "no answer configured in mcp-triage" } })
+    })
 }
 
 /// The JSON-RPC response to a server request, from the configured answers.

@@ -27,6 +27,7 @@
 mod client;
 mod options;
 pub mod plan;
+mod sse_legacy;
 mod stdio;
 pub mod target;
 mod wire;

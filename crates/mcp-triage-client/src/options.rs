@@ -14,7 +14,8 @@ pub enum VersionChoice {
     /// 400 carries no modern JSON-RPC error (the spec's detection).
     #[default]
     Auto,
-    /// Exactly this revision (modern requests for 2026-07-28, `initialize` otherwise).
+    /// Exactly this revision (modern requests for 2026-07-28, the HTTP+SSE transport for
+    /// 2024-11-05, `initialize` on Streamable HTTP otherwise).
     Fixed(ProtocolVersion),
 }
 
@@ -26,11 +27,8 @@ impl VersionChoice {
         }
         match ProtocolVersion::parse(s) {
             Some(ProtocolVersion::Unknown) | None => Err(format!(
-                "{s:?} is not auto or a known revision (2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28)"
+                "{s:?} is not auto or a known revision (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28)"
             )),
-            Some(ProtocolVersion::V2024_11_05) => Err(
-                "2024-11-05 (HTTP+SSE) is not supported; use 2025-03-26 or later".to_string(),
-            ),
             Some(v) => Ok(VersionChoice::Fixed(v)),
         }
     }
@@ -201,7 +199,10 @@ mod tests {
             VersionChoice::parse("2025-06-18"),
             Ok(VersionChoice::Fixed(ProtocolVersion::V2025_06_18))
         );
-        assert!(VersionChoice::parse("2024-11-05").is_err());
+        assert_eq!(
+            VersionChoice::parse("2024-11-05"),
+            Ok(VersionChoice::Fixed(ProtocolVersion::V2024_11_05))
+        );
         assert!(VersionChoice::parse("1.0").is_err());
         let mut a = Answers::default();
         a.add_pair(r#"approval={"action":"accept","content":{"reason":"ok"}}"#)
