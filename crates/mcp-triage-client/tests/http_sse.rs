@@ -27,12 +27,18 @@ fn event(v: &Value) -> String {
 
 async fn stream(State(s): State<S>) -> Response {
     let (tx, rx) = mpsc::unbounded_channel::<String>();
-    tx.send("event: endpoint\ndata: /messages?sessionId=7\n\n".to_string()).unwrap();
+    tx.send("event: endpoint\ndata: /messages?sessionId=7\n\n".to_string())
+        .unwrap();
     *s.tx.lock().unwrap() = Some(tx);
     let body = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|m| (Ok::<_, std::io::Error>(Bytes::from(m)), rx))
+        rx.recv()
+            .await
+            .map(|m| (Ok::<_, std::io::Error>(Bytes::from(m)), rx))
     });
-    Response::builder().header("content-type", "text/event-stream").body(Body::from_stream(body)).unwrap()
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(body))
+        .unwrap()
 }
 
 async fn message(State(s): State<S>, body: Bytes) -> Response {
@@ -56,9 +62,13 @@ async fn message(State(s): State<S>, body: Bytes) -> Response {
                 for _ in 0..100 {
                     let got = s2.roots_answer.lock().unwrap().clone();
                     if let Some(a) = got {
-                        let text = a["result"]["roots"][0]["uri"].as_str().unwrap_or("none").to_string();
+                        let text = a["result"]["roots"][0]["uri"]
+                            .as_str()
+                            .unwrap_or("none")
+                            .to_string();
                         if let Some(tx) = s2.tx.lock().unwrap().as_ref() {
-                            let _ = tx.send(event(&json!({ "jsonrpc": "2.0", "id": id, "result": {
+                            let _ = tx
+                                .send(event(&json!({ "jsonrpc": "2.0", "id": id, "result": {
                                 "content": [{ "type": "text", "text": text }] } })));
                         }
                         return;
@@ -79,16 +89,31 @@ async fn message(State(s): State<S>, body: Bytes) -> Response {
 #[tokio::test]
 async fn auto_finds_http_sse_and_answers_server_requests() {
     let app = Router::new()
-        .route("/sse", get(stream).post(|| async { StatusCode::METHOD_NOT_ALLOWED }))
+        .route(
+            "/sse",
+            get(stream).post(|| async { StatusCode::METHOD_NOT_ALLOWED }),
+        )
         .route("/messages", post(message))
         .with_state(S::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    let opts = ClientOptions { roots: vec!["/srv/data".into()], ..ClientOptions::default() };
-    let c = Client::connect(Target::url(&format!("http://{addr}/sse")).unwrap(), opts).await.unwrap();
-    let r = c.call_tool("roots", json!({}), CallOptions::default()).await;
-    assert_eq!(r.outcome, Outcome::ToolSuccess, "{}", serde_json::to_string(&r).unwrap());
+    let opts = ClientOptions {
+        roots: vec!["/srv/data".into()],
+        ..ClientOptions::default()
+    };
+    let c = Client::connect(Target::url(&format!("http://{addr}/sse")).unwrap(), opts)
+        .await
+        .unwrap();
+    let r = c
+        .call_tool("roots", json!({}), CallOptions::default())
+        .await;
+    assert_eq!(
+        r.outcome,
+        Outcome::ToolSuccess,
+        "{}",
+        serde_json::to_string(&r).unwrap()
+    );
     assert_eq!(r.protocol_version, "2024-11-05");
     assert_eq!(r.transport, "http+sse");
     assert_eq!(r.message.as_deref(), Some("file:///srv/data"));
