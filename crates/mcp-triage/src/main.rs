@@ -24,6 +24,9 @@ enum Command {
     /// Serve the kitchen: a fault-injection MCP server for testing clients.
     #[command(after_help = cmd::kitchen::EXAMPLES)]
     Kitchen(cmd::kitchen::KitchenArgs),
+    /// Grade an MCP client's error handling against the kitchen: scenario × check matrix.
+    #[command(after_help = cmd::judge::EXAMPLES)]
+    Judge(cmd::judge::JudgeArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Classify(args) => cmd::classify::run(args),
         Command::Kitchen(args) => cmd::kitchen::run(args),
+        Command::Judge(args) => cmd::judge::run(args),
     };
     match result {
         Ok(code) => code,

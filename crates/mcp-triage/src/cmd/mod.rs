@@ -1,4 +1,5 @@
 //! One module per subcommand.
 
 pub mod classify;
+pub mod judge;
 pub mod kitchen;
