@@ -27,6 +27,9 @@ enum Command {
     /// Grade an MCP client's error handling against the kitchen: scenario × check matrix.
     #[command(after_help = cmd::judge::EXAMPLES)]
     Judge(cmd::judge::JudgeArgs),
+    /// Summarise call records (call --log, proxy): outcomes, layers, retries, latency.
+    #[command(after_help = cmd::report::EXAMPLES)]
+    Report(cmd::report::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +38,7 @@ fn main() -> ExitCode {
         Command::Classify(args) => cmd::classify::run(args),
         Command::Kitchen(args) => cmd::kitchen::run(args),
         Command::Judge(args) => cmd::judge::run(args),
+        Command::Report(args) => cmd::report::run(args),
     };
     match result {
         Ok(code) => code,

@@ -3,3 +3,4 @@
 pub mod classify;
 pub mod judge;
 pub mod kitchen;
+pub mod report;

@@ -426,6 +426,17 @@ fn print_matrix(report: &Report) {
                 if let Some(r) = k.references.first() {
                     println!("  reference: {r}");
                 }
+                if k.name == CheckKind::ToolCalled.name() {
+                    // Nothing to grade: what the client said is the only clue.
+                    let tail: Vec<&str> = case
+                        .output
+                        .lines()
+                        .filter(|l| !l.trim().is_empty() && !l.starts_with("--- "))
+                        .collect();
+                    for l in &tail[tail.len().saturating_sub(3)..] {
+                        println!("  client: {l}");
+                    }
+                }
             }
         }
     }
