@@ -20,7 +20,7 @@ h3{font-size:1rem}.meta{color:#57606a}
 .t-skip{background:#f6f8fa}.t-total{background:#ddf4ff}
 table{border-collapse:collapse;margin:.5rem 0}th,td{border:1px solid #d0d7de;padding:.25rem .5rem;text-align:left;vertical-align:top}
 th{background:#f6f8fa}td.pass{background:#dafbe1}td.fail{background:#ffebe9;font-weight:600}td.skip{background:#f6f8fa;color:#57606a}
-td.none{background:#fff}
+td.none{background:#fff}.scroll{overflow-x:auto}
 pre{background:#f6f8fa;padding:.5rem;overflow-x:auto;white-space:pre-wrap;word-break:break-all;font-size:12px}
 details{margin:.4rem 0}summary{cursor:pointer}.ref{color:#57606a;font-size:12px}
 svg text{font:11px system-ui,sans-serif}
@@ -151,17 +151,12 @@ fn suite_section(i: usize, suite: &Suite, w: &mut dyn Write) -> io::Result<()> {
         }
         writeln!(w, "</table>")?;
     }
-    // Columns: check names in first-seen order.
-    let mut columns: Vec<&str> = Vec::new();
-    for case in &suite.cases {
-        for check in &case.checks {
-            if !columns.contains(&check.name.as_str()) {
-                columns.push(&check.name);
-            }
-        }
-    }
+    let columns = suite.check_names();
     if !columns.is_empty() {
-        writeln!(w, "<table class=\"matrix\"><tr><th>case</th>")?;
+        writeln!(
+            w,
+            "<div class=\"scroll\"><table class=\"matrix\"><tr><th>case</th>"
+        )?;
         for col in &columns {
             writeln!(w, "<th>{}</th>", text(col))?;
         }
@@ -188,7 +183,7 @@ fn suite_section(i: usize, suite: &Suite, w: &mut dyn Write) -> io::Result<()> {
             }
             writeln!(w, "</tr>")?;
         }
-        writeln!(w, "</table>")?;
+        writeln!(w, "</table></div>")?;
     }
     for case in &suite.cases {
         let failed: Vec<_> = case

@@ -197,6 +197,28 @@ impl Case {
 }
 
 impl Suite {
+    /// The check names of all cases, merged so that each case's own order is kept (a name
+    /// first seen in a later case goes before the next name it precedes there): the columns
+    /// of a case × check matrix.
+    pub fn check_names(&self) -> Vec<&str> {
+        let mut cols: Vec<&str> = Vec::new();
+        for case in &self.cases {
+            for (j, check) in case.checks.iter().enumerate() {
+                if cols.contains(&check.name.as_str()) {
+                    continue;
+                }
+                let next = case.checks[j + 1..]
+                    .iter()
+                    .find_map(|k| cols.iter().position(|c| *c == k.name));
+                match next {
+                    Some(at) => cols.insert(at, &check.name),
+                    None => cols.push(&check.name),
+                }
+            }
+        }
+        cols
+    }
+
     /// Status counts over all cases.
     pub fn counts(&self) -> Counts {
         let mut c = Counts::default();

@@ -81,6 +81,31 @@ fn counts_and_verdict() {
 }
 
 #[test]
+fn matrix_columns_keep_each_case_order() {
+    let case = |names: &[&str]| Case {
+        name: "c".into(),
+        checks: names
+            .iter()
+            .map(|n| Check::new(*n, Status::Pass, ""))
+            .collect(),
+        ..Case::default()
+    };
+    let s = Suite {
+        name: "s".into(),
+        cases: vec![
+            case(&["called", "headers", "in_time"]),
+            case(&["called", "a", "headers", "in_time"]),
+            case(&["called", "b", "headers", "in_time", "output"]),
+        ],
+        ..Suite::default()
+    };
+    assert_eq!(
+        s.check_names(),
+        ["called", "a", "b", "headers", "in_time", "output"]
+    );
+}
+
+#[test]
 fn junit_snapshot() {
     insta::assert_snapshot!(render(Format::Junit));
 }

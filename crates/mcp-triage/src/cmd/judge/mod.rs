@@ -378,17 +378,7 @@ async fn judge(args: &JudgeArgs, cmd: &str, cases: &[CaseDef]) -> Result<Report,
 /// The scenario × check matrix, then every failure with its evidence.
 fn print_matrix(report: &Report) {
     for suite in &report.suites {
-        let mut cols: Vec<&str> = Vec::new();
-        for c in &suite.cases {
-            for k in &c.checks {
-                if !cols.contains(&k.name.as_str()) {
-                    cols.push(&k.name);
-                }
-            }
-        }
-        // The checks every case has go last, so the scenario-specific ones line up first.
-        let last = |n: &str| ["headers_2026", "in_time", "output_mentions"].contains(&n);
-        cols.sort_by_key(|n| last(n));
+        let cols = suite.check_names();
         let w0 = suite
             .cases
             .iter()
