@@ -6,7 +6,7 @@ mod cmd;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// On which layer did this MCP tool call fail, and may it be sent again?
 #[derive(Parser)]
@@ -30,6 +30,12 @@ enum Command {
     /// Summarise call records (call --log, proxy): outcomes, layers, retries, latency.
     #[command(after_help = cmd::report::EXAMPLES)]
     Report(cmd::report::ReportArgs),
+    /// Print shell completions (bash, zsh, fish).
+    #[command(after_help = cmd::completions::EXAMPLES)]
+    Completions(cmd::completions::CompletionsArgs),
+    /// Print the man page, or write one page per command.
+    #[command(after_help = cmd::completions::MAN_EXAMPLES)]
+    Man(cmd::completions::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +45,8 @@ fn main() -> ExitCode {
         Command::Kitchen(args) => cmd::kitchen::run(args),
         Command::Judge(args) => cmd::judge::run(args),
         Command::Report(args) => cmd::report::run(args),
+        Command::Completions(args) => cmd::completions::completions(args, Cli::command()),
+        Command::Man(args) => cmd::completions::man(args, Cli::command()),
     };
     match result {
         Ok(code) => code,

@@ -69,6 +69,20 @@ pub struct JudgeArgs {
     /// List the cases and their checks, then exit.
     #[arg(long)]
     list: bool,
+
+    /// Colour the matrix: auto (a terminal without NO_COLOR), always or never.
+    #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
+    color: String,
+}
+
+/// Whether to colour output: `always`, `never`, or `auto` = stdout is a terminal and
+/// `NO_COLOR` is unset (https://no-color.org).
+pub fn use_color(when: &str) -> bool {
+    match when {
+        "always" => true,
+        "never" => false,
+        _ => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    }
 }
 
 fn parse_timeout(s: &str) -> Result<f64, String> {
@@ -253,7 +267,7 @@ pub fn run(args: JudgeArgs) -> Result<ExitCode, String> {
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     let report = runtime.block_on(judge(&args, &cmd, &cases))?;
-    print_matrix(&report);
+    print_matrix(&report, use_color(&args.color));
     for t in &args.reports {
         t.write(&report)
             .map_err(|e| format!("cannot write the {} report: {e}", t.format))?;
@@ -376,7 +390,14 @@ async fn judge(args: &JudgeArgs, cmd: &str, cases: &[CaseDef]) -> Result<Report,
 }
 
 /// The scenario × check matrix, then every failure with its evidence.
-fn print_matrix(report: &Report) {
+fn print_matrix(report: &Report, color: bool) {
+    let paint = |s: String, code: &str| {
+        if color {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s
+        }
+    };
     for suite in &report.suites {
         let cols = suite.check_names();
         let w0 = suite
@@ -395,21 +416,27 @@ fn print_matrix(report: &Report) {
         for case in &suite.cases {
             print!("{:<w0$}", case.name);
             for col in &cols {
-                let cell = match case.checks.iter().find(|k| k.name == *col) {
-                    None => "-",
+                let (cell, code) = match case.checks.iter().find(|k| k.name == *col) {
+                    None => ("-", "2"),
                     Some(k) => match k.status {
-                        Status::Pass => "pass",
-                        Status::Fail => "FAIL",
-                        Status::Skip => "n/a",
+                        Status::Pass => ("pass", "32"),
+                        Status::Fail => ("FAIL", "1;31"),
+                        Status::Skip => ("n/a", "2"),
                     },
                 };
-                print!("  {cell:<w$}", w = col.len());
+                print!("  {}", paint(format!("{cell:<w$}", w = col.len()), code));
             }
             println!();
         }
         for case in &suite.cases {
             for k in case.checks.iter().filter(|k| k.status == Status::Fail) {
-                println!("\nFAIL {} / {}: {}", case.name, k.name, k.message);
+                println!(
+                    "\n{} {} / {}: {}",
+                    paint("FAIL".into(), "1;31"),
+                    case.name,
+                    k.name,
+                    k.message
+                );
                 for e in &k.evidence {
                     println!("  evidence: {e}");
                 }
