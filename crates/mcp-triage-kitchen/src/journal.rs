@@ -95,8 +95,8 @@ pub fn arguments_hash(args: &Value) -> String {
 
 /// The retry-relevant request fields: `requestState` (verbatim, it is the kitchen's own
 /// token), the keys of `inputResponses`, and an idempotency key from `params.idempotencyKey`
-/// or `params._meta.idempotencyKey` (SEP-3182's shape; the header `Idempotency-Key` is in
-/// `headers`). `None` when the request has none of them.
+/// or a `params._meta` key `idempotencyKey` / `…/idempotencyKey` (SEP-3182's shape; the
+/// header `Idempotency-Key` is in `headers`). `None` when the request has none of them.
 pub fn retry_fields(params: &Value) -> Option<Value> {
     let mut m = Map::new();
     if let Some(s) = params.get("requestState") {
@@ -109,9 +109,17 @@ pub fn retry_fields(params: &Value) -> Option<Value> {
             .unwrap_or_default();
         m.insert("inputResponseKeys".into(), Value::Array(keys));
     }
-    let key = params
-        .get("idempotencyKey")
-        .or_else(|| params.get("_meta").and_then(|x| x.get("idempotencyKey")));
+    // `_meta` keys may carry a prefix (`mcp-triage/idempotencyKey`), as `_meta` keys do.
+    let key = params.get("idempotencyKey").or_else(|| {
+        params
+            .get("_meta")
+            .and_then(Value::as_object)
+            .and_then(|m| {
+                m.iter()
+                    .find(|(k, _)| *k == "idempotencyKey" || k.ends_with("/idempotencyKey"))
+                    .map(|(_, v)| v)
+            })
+    });
     if let Some(k) = key {
         m.insert("idempotencyKey".into(), k.clone());
     }
@@ -186,6 +194,8 @@ mod tests {
             serde_json::json!({"requestState": "tok", "inputResponseKeys": ["elicitation"], "idempotencyKey": "k1"})
         );
         assert_eq!(retry_fields(&serde_json::json!({"name": "t"})), None);
+        let prefixed = serde_json::json!({"_meta": {"mcp-triage/idempotencyKey": "k2"}});
+        assert_eq!(retry_fields(&prefixed).unwrap()["idempotencyKey"], "k2");
     }
 
     #[test]

@@ -121,5 +121,15 @@ impl ReportTarget {
     }
 }
 
+/// Write `report` to every target (what a command does with its `--report` flags); the
+/// error names the format and file that failed.
+pub fn write_all(targets: &[ReportTarget], report: &Report) -> Result<(), String> {
+    for t in targets {
+        t.write(report)
+            .map_err(|e| format!("cannot write the {} report: {e}", t.format))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests;

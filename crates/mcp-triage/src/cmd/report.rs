@@ -365,10 +365,7 @@ pub fn run(args: ReportArgs) -> Result<ExitCode, String> {
             path: h.clone(),
         });
     }
-    for t in &targets {
-        t.write(&report)
-            .map_err(|e| format!("cannot write the {} report: {e}", t.format))?;
-    }
+    mcp_triage_report::write_all(&targets, &report)?;
     Ok(if report.passed() {
         ExitCode::SUCCESS
     } else {

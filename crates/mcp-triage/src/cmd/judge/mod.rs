@@ -268,10 +268,7 @@ pub fn run(args: JudgeArgs) -> Result<ExitCode, String> {
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     let report = runtime.block_on(judge(&args, &cmd, &cases))?;
     print_matrix(&report, use_color(&args.color));
-    for t in &args.reports {
-        t.write(&report)
-            .map_err(|e| format!("cannot write the {} report: {e}", t.format))?;
-    }
+    mcp_triage_report::write_all(&args.reports, &report)?;
     Ok(if report.passed() {
         ExitCode::SUCCESS
     } else {
