@@ -8,7 +8,7 @@
 
 use std::io::{self, Write};
 
-use crate::model::{Chart, Report, Status, Suite, Table};
+use crate::model::{Chart, Report, Series, Status, Suite, Table};
 use crate::xml::{attr, text};
 
 const CSS: &str = "\
@@ -270,7 +270,7 @@ fn bar_chart(idx: usize, chart: &Chart, w: &mut dyn Write) -> io::Result<()> {
             writeln!(
                 w,
                 "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{bw:.1}\" height=\"{h:.1}\" fill=\"{}\"><title>{} {}: {}</title></rect>",
-                PALETTE[si % PALETTE.len()],
+                series_color(s, si),
                 text(cat),
                 text(&s.label),
                 fmt_num(v)
@@ -303,12 +303,20 @@ fn bar_chart(idx: usize, chart: &Chart, w: &mut dyn Write) -> io::Result<()> {
             w,
             "<rect x=\"{x}\" y=\"{:.0}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{y:.0}\">{}</text>",
             y - 9.0,
-            PALETTE[si % PALETTE.len()],
+            series_color(s, si),
             x + 14.0,
             text(&s.label)
         )?;
     }
     writeln!(w, "</svg>")
+}
+
+/// The series' own colour when it is a plain CSS colour, else the palette's.
+fn series_color(s: &Series, index: usize) -> String {
+    match &s.color {
+        Some(c) if c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '#') => c.clone(),
+        _ => PALETTE[index % PALETTE.len()].to_string(),
+    }
 }
 
 fn table_section(table: &Table, w: &mut dyn Write) -> io::Result<()> {

@@ -118,6 +118,10 @@ pub struct Series {
     pub label: String,
     /// One value per category of the chart, same order.
     pub values: Vec<f64>,
+    /// CSS colour (e.g. `#2da44e`), so a meaning keeps its colour across charts; the HTML
+    /// writer picks from its palette when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
 }
 
 /// A stacked bar chart: categories along the x axis, series stacked in each bar.

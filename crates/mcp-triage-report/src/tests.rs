@@ -45,10 +45,12 @@ fn sample() -> Report {
                 Series {
                     label: "TOOL_SUCCESS".into(),
                     values: vec![3.0, 1.0],
+                    color: Some("#2da44e".into()),
                 },
                 Series {
                     label: "HTTP_ERROR".into(),
                     values: vec![0.0, 2.0],
+                    color: Some("red\"><script>".into()),
                 },
             ],
         }],
@@ -136,6 +138,11 @@ fn html_is_self_contained_and_escaped() {
     assert!(h.contains("<td class=\"fail\""));
     assert!(h.contains("<svg id=\"chart-0\""));
     assert!(h.contains("<title>13:01 HTTP_ERROR: 2</title>"));
+    assert!(h.contains(r##"fill="#2da44e"><title>13:00 TOOL_SUCCESS"##));
+    assert!(
+        !h.contains("red\""),
+        "a colour that is not plain stays out of the markup"
+    );
     assert!(h.contains("<td>12 ms</td>"));
 }
 

@@ -141,6 +141,7 @@ pub fn summarise(records: &[Value], source: &str) -> Report {
             .iter()
             .map(|v| Series {
                 label: v.clone(),
+                color: color_for(v),
                 values: buckets
                     .iter()
                     .map(|c| c.iter().filter(|r| field(r, key) == v).count() as f64)
@@ -155,6 +156,7 @@ pub fn summarise(records: &[Value], source: &str) -> Report {
             .iter()
             .map(|o| Series {
                 label: o.clone(),
+                color: color_for(o),
                 values: tools
                     .iter()
                     .map(|t| {
@@ -321,6 +323,21 @@ pub fn summarise(records: &[Value], source: &str) -> Report {
             },
         ],
     }
+}
+
+/// Colours that keep their meaning across charts: success green, each failing layer or
+/// outcome its own colour; anything else gets the palette's.
+fn color_for(label: &str) -> Option<String> {
+    let c = match label {
+        "TOOL_SUCCESS" | "application" => "#2da44e",
+        "TOOL_ERROR" => "#bf8700",
+        "transport" | "HTTP_ERROR" => "#cf222e",
+        "protocol" | "JSONRPC_ERROR" => "#8250df",
+        "interaction" | "INPUT_REQUIRED" => "#0969da",
+        "unknown" => "#8c959f",
+        _ => return None,
+    };
+    Some(c.to_string())
 }
 
 fn sorted_keys(records: &[Value], key: &str) -> Vec<String> {
