@@ -6,7 +6,9 @@
 #   2. `mcp-triage report` over the record fixture: HTML rendered and checked the same way;
 #   3. the pinned third-party clients are judged (TypeScript SDK, Python SDK, inspector-cli):
 #      each must produce the full matrix; their checks may fail (those are their gaps, see
-#      docs/judge/). With --record, their matrices are written to docs/judge/.
+#      docs/judge/). With --record, their matrices are written to docs/judge/;
+#   4. when the binary has `mcp-triage call`, it is judged too and must pass every check
+#      (JUDGE_CALL=strict|report|skip, default strict).
 #
 #   bash interop/judge/judge-interop.sh [--record]
 # Needs: python3 (venv), node/npm (interop/npm-deps.sh), chromium. JUDGE_TIMEOUT (s, default
@@ -104,4 +106,20 @@ echo "== judge: Python SDK mcp $py_v" >&2
 judge_one python-sdk "Python SDK mcp $py_v" "$judge_python interop/judge/python-sdk-client.py {url}"
 echo "== judge: inspector-cli $insp_v" >&2
 judge_one inspector-cli "inspector-cli $insp_v" "bash interop/judge/inspector-cli.sh {url}"
+# Our own client must pass every check (issue 6 acceptance). JUDGE_CALL=strict (default) fails
+# the run when it does not, report only prints its matrix, skip leaves it out. Skipped by itself
+# while this binary has no `call` command.
+if [ "${JUDGE_CALL:-strict}" != skip ] && "$bin" call --help >/dev/null 2>&1; then
+  echo "== judge: mcp-triage call" >&2
+  answer='elicitation/create={"action":"accept","content":{"reason":"approved by the judge run"}}'
+  set +e
+  "$bin" judge --name "mcp-triage call" --timeout "$timeout_s" --report "junit:$out/call.xml" \
+    --client "$bin call {url} \"\$MCP_TRIAGE_TOOL\" --args \"\$MCP_TRIAGE_ARGS\" --answer '$answer'"
+  rc=$?
+  set -e
+  if [ "$rc" != 0 ] && [ "${JUDGE_CALL:-strict}" = strict ]; then
+    echo "mcp-triage call did not pass every judge check (exit $rc)" >&2
+    exit 1
+  fi
+fi
 echo "judge interop: all reports checked" >&2
