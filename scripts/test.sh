@@ -29,6 +29,8 @@ if [ "${SKIP_INTEROP:-0}" != 1 ]; then
   bash interop/conformance-server.sh --requirements 2026-07-28
   step "interop: the official TypeScript SDK client against kitchen scenarios"
   bash interop/ts-sdk-interop.sh
+  step "interop: mcp-triage call against server-everything (stdio, HTTP), the TS SDK example server, the Python SDK"
+  bash interop/client-interop.sh
 fi
 
 printf '\n== all tests passed in %ss ==\n' "$(( $(date +%s) - start ))"

@@ -1,7 +1,7 @@
 //! Start a kitchen and print its MCP URL on stdout (first line), then serve until Ctrl-C.
 //!
 //! `cargo run -p mcp-triage-kitchen --example serve -- --listen 127.0.0.1:0 [--scenario ID]
-//! [--params JSON] [--admin-token T] [--response-mode auto|json|sse]`
+//! [--params JSON] [--admin-token T] [--response-mode auto|json|sse] [--max-instances N]`
 //!
 //! Used by `interop/conformance-server.sh` until the `mcp-triage kitchen` subcommand exists.
 
@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use mcp_triage_kitchen::{start, KitchenOptions, ResponseMode};
 
 fn usage(msg: &str) -> ! {
-    eprintln!("serve: {msg}\nusage: serve [--listen ADDR] [--scenario ID] [--params JSON] [--admin-token T] [--response-mode auto|json|sse]");
+    eprintln!("serve: {msg}\nusage: serve [--listen ADDR] [--scenario ID] [--params JSON] [--admin-token T] [--response-mode auto|json|sse] [--max-instances N]");
     std::process::exit(2)
 }
 
@@ -39,6 +39,13 @@ async fn main() {
             "--response-mode" => {
                 opts.response_mode =
                     ResponseMode::parse(&val()).unwrap_or_else(|| usage("bad --response-mode"))
+            }
+            "--max-instances" => {
+                opts.max_instances = val()
+                    .parse()
+                    .ok()
+                    .filter(|n: &usize| *n >= 1)
+                    .unwrap_or_else(|| usage("--max-instances needs an integer >= 1"))
             }
             other => usage(&format!("unknown argument {other}")),
         }

@@ -3,13 +3,15 @@
 //! conformance suite expects of a server (`test_*` tools, `test://…` resources,
 //! `test_*` prompts), behaving as the suite's reference server does.
 
+use std::collections::HashMap;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
 use crate::context::{Asked, ToolCx};
-use crate::instance::Instance;
+use crate::instance::{CatalogClock, Instance};
 use crate::scenarios::ToolReply;
 
 /// 1×1 red PNG (the conformance suite's test image).
@@ -91,19 +93,80 @@ fn base_tools() -> Vec<Value> {
     ]
 }
 
-/// `tools/list` of an instance.
-pub fn tools(instance: &Instance) -> Vec<Value> {
+/// The tools every scenario lists after its own: the side-effect tools, the conformance
+/// reference tools and the 2026 fixtures. Built once: they never change, and rebuilding ~30
+/// JSON definitions on every `tools/call` (to look one up by name) was the largest cost of a
+/// call in the load profile.
+pub fn static_tools() -> &'static [Value] {
+    static TOOLS: OnceLock<Vec<Value>> = OnceLock::new();
+    TOOLS.get_or_init(|| {
+        let mut v = base_tools();
+        v.extend(crate::fixtures_2026::tools());
+        v
+    })
+}
+
+/// [`static_tools`] by name.
+fn static_tool(name: &str) -> Option<&'static Value> {
+    static BY_NAME: OnceLock<HashMap<&'static str, &'static Value>> = OnceLock::new();
+    BY_NAME
+        .get_or_init(|| {
+            static_tools()
+                .iter()
+                .filter_map(|t| t["name"].as_str().map(|n| (n, t)))
+                .collect()
+        })
+        .get(name)
+        .copied()
+}
+
+/// Whether `name` is one of the 2026 fixture tools (answered by [`crate::fixtures_2026::call`]).
+fn is_fixture_tool(name: &str) -> bool {
+    static NAMES: OnceLock<Vec<String>> = OnceLock::new();
+    NAMES
+        .get_or_init(|| {
+            crate::fixtures_2026::tools()
+                .iter()
+                .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .iter()
+        .any(|n| n == name)
+}
+
+/// The scenario's own tools: its `run_configured_test_scenario` definition and extras.
+fn scenario_tools(instance: &Instance) -> Vec<Value> {
     let s = instance.scenario;
     let mut v = vec![s.run_tool_definition().unwrap_or_else(run_tool_definition)];
     v.extend(s.extra_tools());
-    v.extend(base_tools());
-    v.extend(crate::fixtures_2026::tools());
     v
 }
 
-/// Tool definition by name.
-pub fn tool(instance: &Instance, name: &str) -> Option<Value> {
-    tools(instance).into_iter().find(|t| t["name"] == name)
+/// `tools/list` of an instance at catalogue time `clock` (what a scenario with a changing
+/// catalogue, `catalog.mutation`, shows at that moment; other scenarios ignore it).
+pub fn tools(instance: &Instance, clock: &CatalogClock) -> Vec<Value> {
+    if let Some(list) = instance.scenario.tool_list(instance, clock) {
+        return list;
+    }
+    let mut v = scenario_tools(instance);
+    v.extend(static_tools().iter().cloned());
+    v
+}
+
+/// Tool definition by name, as [`tools`] would list it.
+pub fn tool(instance: &Instance, clock: &CatalogClock, name: &str) -> Option<Value> {
+    if let Some(list) = instance.scenario.tool_list(instance, clock) {
+        return list.into_iter().find(|t| t["name"] == name);
+    }
+    // The scenario's tools come first in the list, so they win a name clash.
+    let s = instance.scenario;
+    if name == "run_configured_test_scenario" {
+        return Some(s.run_tool_definition().unwrap_or_else(run_tool_definition));
+    }
+    if let Some(t) = s.extra_tools().into_iter().find(|t| t["name"] == name) {
+        return Some(t);
+    }
+    static_tool(name).cloned()
 }
 
 fn sep1034_schema() -> Value {
@@ -300,11 +363,7 @@ pub fn call(name: &str, cx: ToolCx) -> Option<BoxFuture<'static, ToolReply>> {
         "json_schema_2020_12_tool" => Box::pin(async move {
             ToolReply::text(format!("JSON Schema 2020-12 tool called with: {}", cx.args))
         }),
-        other
-            if crate::fixtures_2026::tools()
-                .iter()
-                .any(|t| t["name"] == other) =>
-        {
+        other if is_fixture_tool(other) => {
             return crate::fixtures_2026::call(other, cx);
         }
         other => {
@@ -323,6 +382,9 @@ pub fn resources() -> Vec<Value> {
         json!({ "name": "static-text", "uri": "test://static-text", "title": "Static Text Resource", "description": "A static text resource for testing", "mimeType": "text/plain" }),
         json!({ "name": "static-binary", "uri": "test://static-binary", "title": "Static Binary Resource", "description": "A static binary resource (image) for testing", "mimeType": "image/png" }),
         json!({ "name": "watched-resource", "uri": "test://watched-resource", "title": "Watched Resource", "description": "A resource clients can subscribe to", "mimeType": "text/plain" }),
+        json!({ "name": "instance-counter", "uri": crate::instance::COUNTER_RESOURCE_URI, "title": "Instance counter",
+            "description": "The instance's side-effect counter as JSON. Changes whenever increment_counter runs: subscribers get notifications/resources/updated.",
+            "mimeType": "application/json" }),
     ]
 }
 
@@ -345,7 +407,13 @@ pub fn invalid_prompt_result() -> Value {
 }
 
 /// `resources/read` (Err: JSON-RPC code and message).
-pub fn read_resource(uri: &str) -> Result<Value, (i64, String)> {
+pub fn read_resource(instance: &Instance, uri: &str) -> Result<Value, (i64, String)> {
+    if uri == crate::instance::COUNTER_RESOURCE_URI {
+        let text = json!({ "counter": instance.read_counter() }).to_string();
+        return Ok(
+            json!({ "contents": [{ "uri": uri, "mimeType": "application/json", "text": text }] }),
+        );
+    }
     read_resource_inner(uri)
 }
 

@@ -38,6 +38,8 @@ pub fn tools() -> Vec<Value> {
         t("test_missing_capability", "SEP-2575: needs the client's `sampling` capability; without it -32021 with HTTP 400"),
         t("test_streaming_elicitation", "SEP-2575: elicitation through input_required, never as an independent request on the response stream"),
         t("test_logging_tool", "SEP-2575: logs only when the request's _meta sets a logLevel"),
+        t("test_trigger_tool_change", "SEP-2575 diagnostic hook: announces a tools list change (notifications/tools/list_changed) to the instance's listeners; the definitions stay the same, which a client must tolerate (the notification only says re-fetch)"),
+        t("test_trigger_prompt_change", "SEP-2575 diagnostic hook: announces a prompts list change (notifications/prompts/list_changed) to the instance's listeners; the definitions stay the same"),
         json!({
             "name": "test_header_param",
             "description": "SEP-2243: `region` is mirrored in the Mcp-Param-Region header, which the kitchen validates against the body",
@@ -142,6 +144,20 @@ pub fn call(name: &str, cx: ToolCx) -> Option<BoxFuture<'static, ToolReply>> {
         return Some(Box::pin(async { legacy_refusal() }));
     }
     let fut: BoxFuture<'static, ToolReply> = match name {
+        "test_trigger_tool_change" => Box::pin(async move {
+            cx.instance.emit(
+                crate::instance::ChangeKind::ToolsListChanged,
+                crate::instance::ChangeScope::Instance,
+            );
+            ToolReply::text("Announced a tools list change.")
+        }),
+        "test_trigger_prompt_change" => Box::pin(async move {
+            cx.instance.emit(
+                crate::instance::ChangeKind::PromptsListChanged,
+                crate::instance::ChangeScope::Instance,
+            );
+            ToolReply::text("Announced a prompts list change.")
+        }),
         "test_input_required_result_elicitation" | "test_input_required_result_tampered_state" => {
             Box::pin(async move {
                 let want = vec![("user_name", elicit("What is your name?", "name", "string"))];

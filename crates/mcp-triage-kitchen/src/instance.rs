@@ -6,9 +6,12 @@
 //! same, so counters survive reconnects exactly as Cakewalk's do.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
+use tokio::sync::broadcast;
 
 use crate::scenarios::{Params, Scenario};
 
@@ -20,6 +23,62 @@ pub const TOOLS_CALL: &str = "tools_call";
 pub const RESOURCES_LIST: &str = "resources_list";
 /// Counter key: every `prompts/list`.
 pub const PROMPTS_LIST: &str = "prompts_list";
+
+/// URI of the resource that shows the instance's side-effect counter. It changes whenever
+/// `increment_counter` runs, so it is the catalogue's resource for `resources/subscribe`
+/// (legacy) and `subscriptions/listen` `resourceSubscriptions` (2026) tests.
+pub const COUNTER_RESOURCE_URI: &str = "kitchen://instance/counter";
+
+/// Events buffered per instance for slow listeners; a listener that falls further behind
+/// skips the oldest (a change notification only says "re-fetch", so a skipped duplicate
+/// loses nothing a re-fetch does not recover).
+const EVENT_BUFFER: usize = 256;
+
+/// A change a listener may be told about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// `notifications/tools/list_changed`.
+    ToolsListChanged,
+    /// `notifications/prompts/list_changed`.
+    PromptsListChanged,
+    /// `notifications/resources/updated` for this URI.
+    ResourceUpdated(String),
+}
+
+/// Who should hear a change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChangeScope {
+    /// Everyone listening on the instance (legacy GET streams and 2026 listen streams).
+    Instance,
+    /// Only 2026 `subscriptions/listen` streams: the instance's modern catalogue timeline
+    /// (legacy sessions each have their own timeline and hear it on their GET stream).
+    Modern,
+}
+
+/// One change event on an instance.
+#[derive(Clone, Debug)]
+pub struct Change {
+    /// What changed.
+    pub kind: ChangeKind,
+    /// Who hears it.
+    pub scope: ChangeScope,
+}
+
+/// Where a client's catalogue timeline started: a legacy session's start, or (2026, no
+/// sessions) the instance's first modern request. Scenarios whose catalogue changes over
+/// time (`catalog.mutation`) show the catalogue as of `started.elapsed()`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CatalogClock {
+    /// Start of the timeline (`None`: no timeline, time zero).
+    pub started: Option<Instant>,
+}
+
+impl CatalogClock {
+    /// Time since the timeline started (zero without a timeline).
+    pub fn elapsed(&self) -> Duration {
+        self.started.map(|s| s.elapsed()).unwrap_or_default()
+    }
+}
 
 /// A state record of a deferred (task) call.
 #[derive(Clone, Debug)]
@@ -54,6 +113,13 @@ pub struct Instance {
     pub bag: Mutex<Map<String, Value>>,
     /// Deferred calls by task id.
     pub tasks: Mutex<HashMap<String, TaskRecord>>,
+    /// Change events (list changes, resource updates) for listening streams.
+    events: broadcast::Sender<Change>,
+    /// Start of the modern-era catalogue timeline and its generation (bumped by reset, so a
+    /// timer of an earlier timeline stops).
+    modern_epoch: Mutex<(Option<Instant>, u64)>,
+    /// Recency stamp for LRU eviction of per-URL instances.
+    pub(crate) last_used: AtomicU64,
 }
 
 /// State changed by the side-effect tools (`increment_counter`, `set_value`).
@@ -76,7 +142,46 @@ impl Instance {
             side: Mutex::new(SideEffects::default()),
             bag: Mutex::new(Map::new()),
             tasks: Mutex::new(HashMap::new()),
+            events: broadcast::channel(EVENT_BUFFER).0,
+            modern_epoch: Mutex::new((None, 0)),
+            last_used: AtomicU64::new(0),
         }
+    }
+
+    /// Mark as used at recency stamp `tick`.
+    pub(crate) fn touch(&self, tick: u64) {
+        self.last_used.store(tick, Ordering::Relaxed);
+    }
+
+    /// Announce a change to everyone listening (nobody listening is fine).
+    pub fn emit(&self, kind: ChangeKind, scope: ChangeScope) {
+        let _ = self.events.send(Change { kind, scope });
+    }
+
+    /// Listen to this instance's changes from now on.
+    pub fn listen(&self) -> broadcast::Receiver<Change> {
+        self.events.subscribe()
+    }
+
+    /// The modern-era catalogue clock, started by the first call. Returns the clock, and
+    /// `Some(generation)` when this call started it (the caller schedules the timeline).
+    pub fn modern_clock(&self) -> (CatalogClock, Option<u64>) {
+        let mut e = self.modern_epoch.lock().expect("epoch lock");
+        match e.0 {
+            Some(t) => (CatalogClock { started: Some(t) }, None),
+            None => {
+                let now = Instant::now();
+                e.0 = Some(now);
+                e.1 += 1;
+                (CatalogClock { started: Some(now) }, Some(e.1))
+            }
+        }
+    }
+
+    /// Whether the modern timeline of generation `generation` is still the current one.
+    pub fn modern_generation_is(&self, generation: u64) -> bool {
+        let e = self.modern_epoch.lock().expect("epoch lock");
+        e.0.is_some() && e.1 == generation
     }
 
     /// Increment a counter and return the new, 1-based value.
@@ -116,6 +221,7 @@ impl Instance {
         *self.side.lock().expect("side lock") = SideEffects::default();
         self.bag.lock().expect("bag lock").clear();
         self.tasks.lock().expect("tasks lock").clear();
+        self.modern_epoch.lock().expect("epoch lock").0 = None;
     }
 
     /// `read_counter`.
@@ -125,9 +231,19 @@ impl Instance {
 
     /// `increment_counter`: adds `by` and returns the new value.
     pub fn increment_counter(&self, by: i64) -> i64 {
-        let mut s = self.side.lock().expect("side lock");
-        s.counter = s.counter.saturating_add(by);
-        s.counter
+        let (before, after) = {
+            let mut s = self.side.lock().expect("side lock");
+            let before = s.counter;
+            s.counter = s.counter.saturating_add(by);
+            (before, s.counter)
+        };
+        if before != after {
+            self.emit(
+                ChangeKind::ResourceUpdated(COUNTER_RESOURCE_URI.into()),
+                ChangeScope::Instance,
+            );
+        }
+        after
     }
 
     /// `set_value`: returns the previous value.

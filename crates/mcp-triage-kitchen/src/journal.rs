@@ -89,8 +89,14 @@ pub fn redacted_headers(headers: &HeaderMap) -> Value {
 /// SHA-256 (hex) of the canonical JSON text of tool arguments, so identical retries can be
 /// recognised without storing the arguments themselves.
 pub fn arguments_hash(args: &Value) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(crate::instance::canonical(args).as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    let mut out = String::with_capacity(64);
+    for b in digest {
+        out.push(HEX[usize::from(b >> 4)] as char);
+        out.push(HEX[usize::from(b & 0xf)] as char);
+    }
+    out
 }
 
 /// The retry-relevant request fields: `requestState` (verbatim, it is the kitchen's own

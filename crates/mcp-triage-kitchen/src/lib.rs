@@ -31,6 +31,16 @@
 //!
 //! Every response carries `X-Kitchen-Scenario`.
 //!
+//! ## Change notifications
+//! Tool/prompt list changes and updates of the counter resource reach legacy clients on their
+//! session's standalone GET stream and 2026 clients on `subscriptions/listen` streams (see
+//! [`instance::Change`]); `catalog.mutation` drives a tool-list timeline per legacy session and,
+//! in 2026, per instance.
+//!
+//! ## Limits
+//! Instances (`max_instances`) and legacy sessions (`max_sessions`) are bounded with LRU
+//! eviction; bodies by size and read time, headers by read time (see [`KitchenOptions`]).
+//!
 //! ## Both protocol eras on one endpoint
 //! A request is *modern* (2026-07-28) when its `MCP-Protocol-Version` header names a modern
 //! revision or its `_meta` carries `io.modelcontextprotocol/protocolVersion`; `initialize`

@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 
 use crate::catalogue;
 use crate::context::{Emitter, Out, ToolCx, Trace, WireCx};
-use crate::instance::{self, Instance};
+use crate::instance::{self, CatalogClock, ChangeKind, ChangeScope, Instance};
 use crate::journal;
 use crate::protocol::{self, Era};
 use crate::scenarios::{MethodReply, ToolReply, Wire};
@@ -504,7 +504,19 @@ async fn handle_inner(
     if let Some(d) = wire.describe() {
         trace.note(d);
     }
+    let clock = match (era, &session) {
+        (Era::Legacy, Some(s)) => s.clock(),
+        (Era::Legacy, None) => CatalogClock::default(),
+        (Era::Modern, _) => {
+            let (clock, started) = instance.modern_clock();
+            if let Some(generation) = started {
+                schedule_modern_timeline(&instance, clock, generation);
+            }
+            clock
+        }
+    };
     let req = Req {
+        clock,
         shared: shared.clone(),
         instance: instance.clone(),
         session,
@@ -609,6 +621,9 @@ struct Req {
     trace: Arc<Trace>,
     endpoint_url: String,
     base_url: String,
+    /// Catalogue time of this request (a legacy session's timeline, or the instance's 2026
+    /// timeline).
+    clock: CatalogClock,
 }
 
 impl Req {
@@ -732,9 +747,12 @@ async fn legacy(req: Req, is_response: bool) -> Response<Body> {
     r
 }
 
-/// Capabilities by era. Change notifications and resource subscriptions exist only in the
-/// legacy era (sessions, the GET stream); the kitchen has no 2026 `subscriptions/listen`, so the
-/// modern era does not advertise them.
+/// Capabilities by era. Legacy change notifications go on the session's GET stream; 2026
+/// ones on `subscriptions/listen` streams. What can change: the tool list (`catalog.mutation`,
+/// `test_trigger_tool_change`), the prompt list (`test_trigger_prompt_change`) and the counter
+/// resource (`increment_counter`); the resource list never changes, so the 2026 era (where a
+/// listen stream acknowledges only what the server honours) does not claim
+/// `resources.listChanged`.
 fn server_capabilities(era: Era) -> Value {
     match era {
         Era::Legacy => json!({
@@ -745,12 +763,185 @@ fn server_capabilities(era: Era) -> Value {
             "logging": {},
         }),
         Era::Modern => json!({
-            "tools": {},
-            "resources": {},
-            "prompts": {},
+            "tools": { "listChanged": true },
+            "resources": { "subscribe": true },
+            "prompts": { "listChanged": true },
             "completions": {},
         }),
     }
+}
+
+fn list_changed_notification(kind: &ChangeKind) -> Value {
+    match kind {
+        ChangeKind::ToolsListChanged => {
+            json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" })
+        }
+        ChangeKind::PromptsListChanged => {
+            json!({ "jsonrpc": "2.0", "method": "notifications/prompts/list_changed" })
+        }
+        ChangeKind::ResourceUpdated(uri) => {
+            json!({ "jsonrpc": "2.0", "method": "notifications/resources/updated", "params": { "uri": uri } })
+        }
+    }
+}
+
+/// A legacy session's catalogue timeline (`catalog.mutation`): at each change, the
+/// notifications go on the session's standalone GET stream (dropped when none is open, as
+/// a server without a stream to the client has nowhere to send them). The task holds the
+/// session weakly and ends with it.
+fn schedule_session_timeline(session: &Arc<Session>) {
+    let changes = session
+        .instance
+        .scenario
+        .tool_list_changes(&session.instance.params);
+    if changes.is_empty() {
+        return;
+    }
+    let weak = Arc::downgrade(session);
+    let start = tokio::time::Instant::from_std(session.started);
+    tokio::spawn(async move {
+        for (after, n) in changes {
+            tokio::time::sleep_until(start + after).await;
+            let Some(s) = weak.upgrade() else { return };
+            if s.is_terminated() {
+                return;
+            }
+            for _ in 0..n {
+                s.push_get_stream(list_changed_notification(&ChangeKind::ToolsListChanged));
+            }
+        }
+    });
+}
+
+/// The 2026 catalogue timeline of an instance, started by its first modern request: changes
+/// go to `subscriptions/listen` streams. Ends when the instance is dropped or reset.
+fn schedule_modern_timeline(instance: &Arc<Instance>, clock: CatalogClock, generation: u64) {
+    let changes = instance.scenario.tool_list_changes(&instance.params);
+    let Some(started) = clock.started else { return };
+    if changes.is_empty() {
+        return;
+    }
+    let weak = Arc::downgrade(instance);
+    let start = tokio::time::Instant::from_std(started);
+    tokio::spawn(async move {
+        for (after, n) in changes {
+            tokio::time::sleep_until(start + after).await;
+            let Some(i) = weak.upgrade() else { return };
+            if !i.modern_generation_is(generation) {
+                return;
+            }
+            for _ in 0..n {
+                i.emit(ChangeKind::ToolsListChanged, ChangeScope::Modern);
+            }
+        }
+    });
+}
+
+/// What a `subscriptions/listen` request asked for, reduced to what the kitchen honours.
+struct ListenFilter {
+    tools: bool,
+    prompts: bool,
+    resources: Vec<String>,
+}
+
+impl ListenFilter {
+    fn wants(&self, kind: &ChangeKind) -> bool {
+        match kind {
+            ChangeKind::ToolsListChanged => self.tools,
+            ChangeKind::PromptsListChanged => self.prompts,
+            ChangeKind::ResourceUpdated(uri) => self.resources.iter().any(|r| r == uri),
+        }
+    }
+    fn acknowledged(&self) -> Value {
+        let mut n = Map::new();
+        if self.tools {
+            n.insert("toolsListChanged".into(), json!(true));
+        }
+        if self.prompts {
+            n.insert("promptsListChanged".into(), json!(true));
+        }
+        if !self.resources.is_empty() {
+            n.insert("resourceSubscriptions".into(), json!(self.resources));
+        }
+        Value::Object(n)
+    }
+}
+
+/// Most resource URIs one `subscriptions/listen` may name (an explicit bound on per-stream
+/// filter work).
+const MAX_RESOURCE_SUBSCRIPTIONS: usize = 256;
+
+/// 2026 `subscriptions/listen`: an SSE response that stays open. First the
+/// `notifications/subscriptions/acknowledged` with the honoured filter, then the instance's
+/// changes the filter asks for, each tagged with `_meta.subscriptionId` (the request id).
+/// `resourcesListChanged` is never acknowledged: the resource list does not change. The
+/// stream ends when the client closes it (that is how a 2026 client cancels).
+fn listen(req: &Req) -> Response<Body> {
+    let id = req.id.clone().unwrap_or(Value::Null);
+    let n = &req.params["notifications"];
+    if !(n.is_null() || n.is_object()) {
+        return rpc_error(
+            400,
+            Some(&id),
+            protocol::INVALID_PARAMS,
+            "Invalid params: notifications must be an object",
+            None,
+        );
+    }
+    let resources: Vec<String> = match n.get("resourceSubscriptions") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) if a.len() <= MAX_RESOURCE_SUBSCRIPTIONS && a.iter().all(Value::is_string) => a
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect(),
+        Some(_) => {
+            return rpc_error(
+                400,
+                Some(&id),
+                protocol::INVALID_PARAMS,
+                &format!("Invalid params: resourceSubscriptions must be an array of at most {MAX_RESOURCE_SUBSCRIPTIONS} URI strings"),
+                None,
+            )
+        }
+    };
+    let filter = ListenFilter {
+        tools: n["toolsListChanged"].as_bool() == Some(true),
+        prompts: n["promptsListChanged"].as_bool() == Some(true),
+        resources,
+    };
+    // `null` members become objects on write (serde_json's IndexMut).
+    let tag = move |mut msg: Value| {
+        msg["params"]["_meta"][protocol::META_SUBSCRIPTION_ID] = id.clone();
+        msg
+    };
+    let ack = tag(json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": { "notifications": filter.acknowledged() },
+    }));
+    req.trace.note("subscriptions/listen stream opened");
+    let mut events = req.instance.listen();
+    let body = async_stream_body(move |tx| async move {
+        if tx.send(sse::event(None, &ack)).is_err() {
+            return;
+        }
+        loop {
+            tokio::select! {
+                _ = tx.closed() => return,
+                ev = events.recv() => match ev {
+                    Ok(c) if filter.wants(&c.kind) => {
+                        if tx.send(sse::event(None, &tag(list_changed_notification(&c.kind)))).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                },
+            }
+        }
+    });
+    sse::sse_headers(Response::new(body))
 }
 
 /// Add the tasks capability (2025-11-25) or the tasks extension (2026) for scenarios that
@@ -811,6 +1002,7 @@ fn initialize(req: Req) -> Response<Body> {
         req.params.get("capabilities").cloned().unwrap_or(json!({})),
         req.params.get("clientInfo").cloned().unwrap_or(Value::Null),
     ));
+    schedule_session_timeline(&session);
     req.shared.insert_session(session);
     let result = json!({
         "protocolVersion": version,
@@ -912,7 +1104,7 @@ async fn modern(req: Req, is_response: bool) -> Response<Body> {
         if let Some(def) = req
             .tool
             .as_deref()
-            .and_then(|t| catalogue::tool(&req.instance, t))
+            .and_then(|t| catalogue::tool(&req.instance, &req.clock, t))
         {
             if let Err(m) = check_param_headers(
                 &def,
@@ -1024,14 +1216,15 @@ async fn dispatch(req: Req) -> Response<Body> {
             "capabilities": with_tasks(server_capabilities(Era::Modern), &req.instance, Era::Modern),
             "instructions": instructions(&req.instance),
         })),
-        "tools/list" => Ok(json!({ "tools": catalogue::tools(&req.instance) })),
+        "tools/list" => Ok(json!({ "tools": catalogue::tools(&req.instance, &req.clock) })),
         "resources/list" => Ok(json!({ "resources": catalogue::resources() })),
+        "subscriptions/listen" if !legacy => return listen(&req),
         "resources/templates/list" => {
             Ok(json!({ "resourceTemplates": catalogue::resource_templates() }))
         }
         "resources/read" => {
             let uri = req.params.get("uri").and_then(Value::as_str).unwrap_or("");
-            match catalogue::read_resource(uri) {
+            match catalogue::read_resource(&req.instance, uri) {
                 Ok(r) => Ok(r),
                 Err((c, m)) => {
                     return rpc_error(
@@ -1185,7 +1378,7 @@ async fn tools_call(req: Req) -> Response<Body> {
             None,
         );
     };
-    if catalogue::tool(&req.instance, &name).is_none() {
+    if catalogue::tool(&req.instance, &req.clock, &name).is_none() {
         return rpc_error(
             200,
             Some(&id),
@@ -1287,61 +1480,32 @@ async fn tools_call(req: Req) -> Response<Body> {
             None,
         );
     };
-    let shared = req.shared.clone();
     let era = req.era;
-    let trace = req.trace.clone();
     let plan_session = if era == Era::Legacy {
         req.session.clone()
     } else {
         None
     };
-    let retry_ms = shared.options.sse_retry_ms;
+    let retry_ms = req.shared.options.sse_retry_ms;
     let finish_req = Req { msg: None, ..req };
-    tokio::spawn(async move {
-        let reply = fut.await;
-        let out = match reply {
-            ToolReply::Result(r) => {
-                let r = finish_result(&finish_req, "tools/call", r);
-                Out::Final(200, protocol::result_response(&id, r))
-            }
-            ToolReply::RpcError {
-                status,
-                code,
-                message,
-                data,
-            } => Out::Final(
-                status,
-                protocol::error_response(Some(&id), code, &message, data),
-            ),
-            ToolReply::InputRequired {
-                input_requests,
-                state,
-            } if era == Era::Modern => {
-                let token = shared.sign_state(&binding, &state);
-                trace.note("input_required (MRTR)");
-                trace.issue(&token, &input_requests);
-                let r = finish_result(
-                    &finish_req,
-                    "tools/call",
-                    json!({ "resultType": "input_required", "inputRequests": input_requests, "requestState": token }),
-                );
-                Out::Final(200, protocol::result_response(&id, r))
-            }
-            ToolReply::InputRequired { .. } => {
-                let r = json!({ "content": [{ "type": "text", "text": "input_required results need protocol 2026-07-28" }], "isError": true });
-                Out::Final(200, protocol::result_response(&id, r))
-            }
-            ToolReply::EndStream => {
-                trace.note("stream ended without response");
-                Out::End
-            }
-            ToolReply::Abort => {
-                trace.note("connection cut mid-response");
-                Out::Abort
-            }
-        };
-        let _ = tx.send(out);
-    });
+    // Most tool bodies finish without waiting: poll once here and only give the body a task
+    // of its own when it has to wait (a spawned task per call was a measurable share of a
+    // call's cost). Either way the body runs to completion unless it watches
+    // `Emitter::closed()`, as before.
+    let mut fut = fut;
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await;
+    match first {
+        std::task::Poll::Ready(reply) => {
+            let _ = tx.send(tool_out(reply, &finish_req, &id, &binding));
+        }
+        std::task::Poll::Pending => {
+            let id = id.clone();
+            tokio::spawn(async move {
+                let reply = fut.await;
+                let _ = tx.send(tool_out(reply, &finish_req, &id, &binding));
+            });
+        }
+    }
     let priming = version.as_str() >= "2025-11-25" && era == Era::Legacy;
     let plan = SsePlan {
         session: plan_session,
@@ -1350,6 +1514,51 @@ async fn tools_call(req: Req) -> Response<Body> {
         retry_ms,
     };
     sse::render(rx, mode, plan).await
+}
+
+/// The response message for a tool body's reply.
+fn tool_out(reply: ToolReply, req: &Req, id: &Value, binding: &str) -> Out {
+    match reply {
+        ToolReply::Result(r) => {
+            let r = finish_result(req, "tools/call", r);
+            Out::Final(200, protocol::result_response(id, r))
+        }
+        ToolReply::RpcError {
+            status,
+            code,
+            message,
+            data,
+        } => Out::Final(
+            status,
+            protocol::error_response(Some(id), code, &message, data),
+        ),
+        ToolReply::InputRequired {
+            input_requests,
+            state,
+        } if req.era == Era::Modern => {
+            let token = req.shared.sign_state(binding, &state);
+            req.trace.note("input_required (MRTR)");
+            req.trace.issue(&token, &input_requests);
+            let r = finish_result(
+                req,
+                "tools/call",
+                json!({ "resultType": "input_required", "inputRequests": input_requests, "requestState": token }),
+            );
+            Out::Final(200, protocol::result_response(id, r))
+        }
+        ToolReply::InputRequired { .. } => {
+            let r = json!({ "content": [{ "type": "text", "text": "input_required results need protocol 2026-07-28" }], "isError": true });
+            Out::Final(200, protocol::result_response(id, r))
+        }
+        ToolReply::EndStream => {
+            req.trace.note("stream ended without response");
+            Out::End
+        }
+        ToolReply::Abort => {
+            req.trace.note("connection cut mid-response");
+            Out::Abort
+        }
+    }
 }
 
 /// GET on the endpoint: the legacy standalone stream, or a resumption with `Last-Event-ID`.
@@ -1399,13 +1608,42 @@ fn get_stream(
     r
 }
 
+/// The legacy standalone GET stream: the session's own notifications (its
+/// `catalog.mutation` timeline) and the instance's changes (list-change hooks; resource
+/// updates for URIs the session `resources/subscribe`d).
 fn standalone(_shared: &Arc<Shared>, session: &Arc<Session>) -> Response<Body> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
     *session.get_stream.lock().expect("get stream lock") = Some(tx);
+    let mut events = session.instance.listen();
+    let weak = Arc::downgrade(session);
     let s = async_stream_body(move |yield_tx| async move {
         let _ = yield_tx.send(Bytes::from_static(b": kitchen standalone stream\n\n"));
-        while let Some(v) = rx.recv().await {
-            if yield_tx.send(sse::event(None, &v)).is_err() {
+        loop {
+            let msg = tokio::select! {
+                _ = yield_tx.closed() => break,
+                v = rx.recv() => match v {
+                    Some(v) => v,
+                    None => break,
+                },
+                ev = events.recv() => match ev {
+                    Ok(c) if c.scope == ChangeScope::Instance => {
+                        let Some(s) = weak.upgrade() else { break };
+                        let wanted = match &c.kind {
+                            ChangeKind::ResourceUpdated(uri) => {
+                                s.subscriptions.lock().expect("subs lock").contains(uri)
+                            }
+                            _ => true,
+                        };
+                        if !wanted {
+                            continue;
+                        }
+                        list_changed_notification(&c.kind)
+                    }
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                },
+            };
+            if yield_tx.send(sse::event(None, &msg)).is_err() {
                 break;
             }
         }

@@ -118,6 +118,10 @@ pub struct Session {
     pub subscriptions: Mutex<HashSet<String>>,
     /// Sender of the standalone GET stream, when one is open.
     pub get_stream: Mutex<Option<mpsc::UnboundedSender<Value>>>,
+    /// Recency stamp for LRU eviction when the session table is full.
+    pub(crate) last_used: AtomicU64,
+    /// When the session started: the origin of its catalogue timeline (`catalog.mutation`).
+    pub started: std::time::Instant,
 }
 
 impl Session {
@@ -144,6 +148,8 @@ impl Session {
             next_request: AtomicU64::new(1),
             subscriptions: Mutex::new(HashSet::new()),
             get_stream: Mutex::new(None),
+            started: std::time::Instant::now(),
+            last_used: AtomicU64::new(0),
         }
     }
 
@@ -179,6 +185,26 @@ impl Session {
     /// True once terminated.
     pub fn is_terminated(&self) -> bool {
         self.terminated.load(Ordering::SeqCst)
+    }
+
+    /// The session's catalogue clock.
+    pub fn clock(&self) -> crate::instance::CatalogClock {
+        crate::instance::CatalogClock {
+            started: Some(self.started),
+        }
+    }
+
+    /// Send a notification on the standalone GET stream; false when none is open.
+    pub fn push_get_stream(&self, msg: Value) -> bool {
+        let mut g = self.get_stream.lock().expect("get stream lock");
+        match g.as_ref() {
+            Some(tx) if tx.send(msg).is_ok() => true,
+            Some(_) => {
+                *g = None;
+                false
+            }
+            None => false,
+        }
     }
 
     /// Whether the client declared capability `name` in `initialize`.

@@ -64,6 +64,16 @@ pub struct KitchenOptions {
     pub allowed_hosts: Vec<String>,
     /// Journal entries kept in memory.
     pub journal_capacity: usize,
+    /// Scenario instances kept at once (per-URL instances and the stored selection's). When a
+    /// new one would exceed it, the least recently used is evicted, preferring instances no
+    /// session or request holds; an evicted instance's counters disappear from
+    /// `/kitchen/counters`, and its URL starts a fresh instance. Holders of an evicted instance
+    /// (a running legacy session) keep using it.
+    pub max_instances: usize,
+    /// Legacy sessions kept at once. When a new `initialize` would exceed it, the least
+    /// recently used session is terminated (its requests then get 404, which tells a client to
+    /// re-initialize), so clients that never send DELETE cannot grow the table without bound.
+    pub max_sessions: usize,
     /// A client must send its request headers within this time.
     pub header_read_timeout: Duration,
     /// A client must send its request body within this time.
@@ -85,6 +95,8 @@ impl Default for KitchenOptions {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             journal_capacity: 10_000,
+            max_instances: 1024,
+            max_sessions: 10_000,
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(10),
             server_request_timeout: Duration::from_secs(60),
@@ -124,6 +136,8 @@ pub struct Shared {
     /// Options.
     pub options: KitchenOptions,
     instances: Mutex<HashMap<String, Arc<Instance>>>,
+    /// Recency clock for instance LRU.
+    tick: std::sync::atomic::AtomicU64,
     selection: Mutex<Selection>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// Journal.
@@ -160,6 +174,7 @@ impl Shared {
             journal: Journal::new(options.journal_capacity),
             options,
             instances: Mutex::new(HashMap::new()),
+            tick: std::sync::atomic::AtomicU64::new(0),
             selection: Mutex::new(sel),
             sessions: Mutex::new(HashMap::new()),
             hmac_key: random_bytes::<32>(),
@@ -181,11 +196,40 @@ impl Shared {
             Some(t) => format!("{scenario}{}#{t}", canonical(params)),
             None => format!("{scenario}{}", canonical(params)),
         };
+        let tick = self.tick.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut map = self.instances.lock().expect("instances lock");
-        Ok(map
-            .entry(key.clone())
-            .or_insert_with(|| Arc::new(Instance::new(key, s, params.clone())))
-            .clone())
+        if let Some(i) = map.get(&key) {
+            i.touch(tick);
+            return Ok(i.clone());
+        }
+        while map.len() >= self.options.max_instances.max(1) {
+            // Least recently used, preferring instances nobody holds (strong count 1: only
+            // the map); O(n), but only when a new instance arrives at the limit.
+            let victim = map
+                .iter()
+                .min_by_key(|(_, i)| {
+                    (
+                        Arc::strong_count(i) > 1,
+                        i.last_used.load(std::sync::atomic::Ordering::Relaxed),
+                    )
+                })
+                .map(|(k, _)| k.clone());
+            match victim {
+                Some(k) => {
+                    map.remove(&k);
+                }
+                None => break,
+            }
+        }
+        let i = Arc::new(Instance::new(key.clone(), s, params.clone()));
+        i.touch(tick);
+        map.insert(key, i.clone());
+        Ok(i)
+    }
+
+    /// Number of instances currently kept.
+    pub fn instance_count(&self) -> usize {
+        self.instances.lock().expect("instances lock").len()
     }
 
     /// The instance of the stored selection.
@@ -227,17 +271,38 @@ impl Shared {
     pub fn insert_session(&self, s: Arc<Session>) {
         let mut map = self.sessions.lock().expect("sessions lock");
         map.retain(|_, v| !v.is_terminated());
+        while map.len() >= self.options.max_sessions.max(1) {
+            let victim = map
+                .iter()
+                .min_by_key(|(_, v)| v.last_used.load(std::sync::atomic::Ordering::Relaxed))
+                .map(|(k, _)| k.clone());
+            let Some(k) = victim else { break };
+            if let Some(old) = map.remove(&k) {
+                old.terminated
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        s.last_used.store(
+            self.tick.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         map.insert(s.id.clone(), s);
     }
 
     /// Live session by id (terminated sessions are reported as absent).
     pub fn session(&self, id: &str) -> Option<Arc<Session>> {
-        self.sessions
+        let s = self
+            .sessions
             .lock()
             .expect("sessions lock")
             .get(id)
             .filter(|s| !s.is_terminated())
-            .cloned()
+            .cloned()?;
+        s.last_used.store(
+            self.tick.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        Some(s)
     }
 
     /// Forget a session.

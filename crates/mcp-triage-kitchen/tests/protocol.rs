@@ -729,3 +729,283 @@ async fn idle_keep_alive_connection_is_closed() {
     assert!(t0.elapsed() < std::time::Duration::from_secs(5));
     k.shutdown().await;
 }
+
+#[tokio::test]
+async fn subscriptions_listen_acknowledges_filters_and_tags() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/baseline/mcp?instance=listen";
+    let d = modern(a, p, 1, "server/discover", json!({}))
+        .await
+        .unwrap()
+        .json();
+    let caps = &d["result"]["capabilities"];
+    assert_eq!(
+        (
+            caps["tools"]["listChanged"].clone(),
+            caps["prompts"]["listChanged"].clone(),
+            caps["resources"]["subscribe"].clone()
+        ),
+        (json!(true), json!(true), json!(true))
+    );
+    // Prompts only: a tools change must not leak onto this stream.
+    let mut s = listen(
+        a,
+        p,
+        11,
+        json!({ "promptsListChanged": true, "resourcesListChanged": true }),
+    )
+    .await;
+    assert_eq!(s.status, 200);
+    assert!(s
+        .headers
+        .get("content-type")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .starts_with("text/event-stream"));
+    let ack = s.next_message().await;
+    assert_eq!(
+        ack,
+        json!({ "jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+        "params": { "_meta": { "io.modelcontextprotocol/subscriptionId": 11 }, "notifications": { "promptsListChanged": true } } })
+    );
+    for tool in ["test_trigger_tool_change", "test_trigger_prompt_change"] {
+        let r = modern(
+            a,
+            p,
+            2,
+            "tools/call",
+            json!({ "name": tool, "arguments": {} }),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    assert_eq!(
+        s.next_message().await,
+        json!({ "jsonrpc": "2.0", "method": "notifications/prompts/list_changed",
+        "params": { "_meta": { "io.modelcontextprotocol/subscriptionId": 11 } } })
+    );
+    // A malformed filter is a -32602 with HTTP 400.
+    let bad = modern(
+        a,
+        p,
+        3,
+        "subscriptions/listen",
+        json!({ "notifications": { "resourceSubscriptions": "x" } }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (
+            bad.status,
+            bad.json()["error"]["code"].clone(),
+            bad.json()["id"].clone()
+        ),
+        (400, json!(-32602), json!(3))
+    );
+    // The legacy era has no subscriptions/listen.
+    let sid = legacy_session(a, p, json!({})).await;
+    let r = post(
+        a,
+        p,
+        Some(&sid),
+        &json!({"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.json()["error"]["code"], -32601);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn counter_resource_updates_reach_subscribers_in_both_eras() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/baseline/mcp?instance=updates";
+    let uri = "kitchen://instance/counter";
+    // Legacy: resources/subscribe, then the update arrives on the GET stream.
+    let sid = legacy_session(a, p, json!({})).await;
+    let r = post(
+        a,
+        p,
+        Some(&sid),
+        &json!({"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":uri}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.json()["result"], json!({}));
+    let mut get = get_stream(a, p, &sid).await;
+    // 2026: a listen stream on the same instance asks for the same URI.
+    let mut s = listen(a, p, 21, json!({ "resourceSubscriptions": [uri] })).await;
+    assert_eq!(
+        s.next_message().await["params"]["notifications"],
+        json!({ "resourceSubscriptions": [uri] })
+    );
+    let r = post(
+        a,
+        p,
+        Some(&sid),
+        &call_msg(3, "increment_counter", json!({ "by": 2 })),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.rpc()["result"]["structuredContent"]["counter"], 2);
+    let updated = json!({ "jsonrpc": "2.0", "method": "notifications/resources/updated", "params": { "uri": uri } });
+    assert_eq!(get.next_message().await, updated);
+    assert_eq!(
+        s.next_message().await,
+        json!({ "jsonrpc": "2.0", "method": "notifications/resources/updated",
+        "params": { "uri": uri, "_meta": { "io.modelcontextprotocol/subscriptionId": 21 } } })
+    );
+    let r = modern(a, p, 4, "resources/read", json!({ "uri": uri }))
+        .await
+        .unwrap()
+        .json();
+    assert_eq!(r["result"]["contents"][0]["text"], "{\"counter\":2}");
+    // After unsubscribe the GET stream hears the next change only if it is something else:
+    // a tools-list hook arrives, the counter update (now unsubscribed) does not come first.
+    let r = post(
+        a,
+        p,
+        Some(&sid),
+        &json!({"jsonrpc":"2.0","id":5,"method":"resources/unsubscribe","params":{"uri":uri}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 200);
+    post(
+        a,
+        p,
+        Some(&sid),
+        &call_msg(6, "increment_counter", json!({})),
+    )
+    .await
+    .unwrap();
+    post(
+        a,
+        p,
+        Some(&sid),
+        &call_msg(7, "test_trigger_tool_change", json!({})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        get.next_message().await["method"],
+        "notifications/tools/list_changed"
+    );
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn per_url_instances_are_bounded_with_lru_eviction() {
+    let k = kitchen_with(KitchenOptions {
+        max_instances: 3,
+        ..KitchenOptions::default()
+    })
+    .await;
+    let a = k.local_addr();
+    let bump = |tag: &'static str| async move {
+        let p = format!("/s/baseline/mcp?instance={tag}");
+        let r = modern(
+            a,
+            &p,
+            1,
+            "tools/call",
+            json!({ "name": "increment_counter", "arguments": {} }),
+        )
+        .await
+        .unwrap();
+        r.json()["result"]["structuredContent"]["counter"]
+            .as_i64()
+            .unwrap()
+    };
+    assert_eq!(bump("a").await, 1);
+    assert_eq!(bump("b").await, 1);
+    assert_eq!(bump("c").await, 1);
+    assert_eq!(bump("a").await, 2); // a is now the most recently used
+    assert_eq!(bump("d").await, 1); // evicts b, the least recently used
+    let keys: Vec<String> = k
+        .kitchen()
+        .counters()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["instance"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert!(keys.iter().all(|k| !k.ends_with("#b")), "{keys:?}");
+    assert_eq!(bump("a").await, 3, "a kept its state");
+    assert_eq!(bump("b").await, 1, "b starts afresh after eviction");
+    k.shutdown().await;
+}
+
+/// A client that stops in the middle of its headers is disconnected (header read timeout),
+/// and one that stops in the middle of its body gets 408 + a JSON-RPC error (body read
+/// timeout): neither can hold a connection open.
+#[tokio::test]
+async fn slow_headers_and_slow_bodies_are_cut_off() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let k = kitchen_with(KitchenOptions {
+        header_read_timeout: std::time::Duration::from_millis(300),
+        body_read_timeout: std::time::Duration::from_millis(300),
+        ..Default::default()
+    })
+    .await;
+    let read_all = |mut s: tokio::net::TcpStream| async move {
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = tokio::time::timeout(STEP, s.read(&mut buf))
+                .await
+                .expect("server acts within the step")
+                .unwrap_or(0);
+            if n == 0 {
+                return out;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+    };
+    let mut s = tokio::net::TcpStream::connect(k.local_addr())
+        .await
+        .unwrap();
+    s.write_all(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-ty")
+        .await
+        .unwrap();
+    let got = read_all(s).await;
+    assert!(
+        got.is_empty() || got.starts_with(b"HTTP/1.1 408"),
+        "{:?}",
+        String::from_utf8_lossy(&got)
+    );
+    let mut s = tokio::net::TcpStream::connect(k.local_addr())
+        .await
+        .unwrap();
+    s.write_all(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: 100\r\nconnection: close\r\n\r\n{\"jsonrpc\"")
+        .await
+        .unwrap();
+    let got = String::from_utf8_lossy(&read_all(s).await).into_owned();
+    assert!(got.starts_with("HTTP/1.1 408"), "{got}");
+    assert!(got.contains("\"code\":-32600"), "{got}");
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn session_table_is_bounded_with_lru_eviction() {
+    let k = kitchen_with(KitchenOptions {
+        max_sessions: 2,
+        ..KitchenOptions::default()
+    })
+    .await;
+    let a = k.local_addr();
+    let list = json!({"jsonrpc":"2.0","id":2,"method":"tools/list"});
+    let s1 = legacy_session(a, "/mcp", json!({})).await;
+    let s2 = legacy_session(a, "/mcp", json!({})).await;
+    assert_eq!(post(a, "/mcp", Some(&s1), &list).await.unwrap().status, 200); // s1 most recent
+    let s3 = legacy_session(a, "/mcp", json!({})).await; // evicts s2
+    assert_eq!(post(a, "/mcp", Some(&s2), &list).await.unwrap().status, 404);
+    assert_eq!(post(a, "/mcp", Some(&s1), &list).await.unwrap().status, 200);
+    assert_eq!(post(a, "/mcp", Some(&s3), &list).await.unwrap().status, 200);
+    k.shutdown().await;
+}

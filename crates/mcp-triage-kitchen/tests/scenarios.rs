@@ -64,6 +64,7 @@ fn registry_ids_are_unique_defaults_valid_and_documented() {
         "auth.token_lifecycle",
         "catalog.pagination",
         "catalog.facet_unavailable",
+        "catalog.mutation",
         "elicitation.decline",
         "elicitation.url_mode",
     ] {
@@ -80,6 +81,18 @@ fn registry_ids_are_unique_defaults_valid_and_documented() {
         (p.i64("code"), p.str("message"), p.u64("onInvocation")),
         (-32602, "Invalid params", 1)
     );
+}
+
+/// The acceptance rule "every scenario has a raw-HTTP integration test", kept true as
+/// scenarios are added: each registered id is addressed through its per-URL endpoint somewhere
+/// in this file.
+#[test]
+fn every_registered_scenario_is_exercised_here() {
+    let src = include_str!("scenarios.rs");
+    for s in REGISTRY {
+        let url = format!("/s/{}/mcp", s.info().id);
+        assert!(src.contains(&url), "no test requests {url}");
+    }
 }
 
 #[tokio::test]
@@ -1115,4 +1128,174 @@ async fn tasks_deferred_legacy_task_augmented_call_and_2026_extension() {
             .is_object()
     );
     k.shutdown().await;
+}
+
+fn tool_names(list: &Value) -> Vec<String> {
+    list["result"]["tools"]
+        .as_array()
+        .expect("tools array")
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn catalog_mutation_initial_list_is_cakewalks() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    // Far-future mutation: the list stays initial for the whole test.
+    let p =
+        "/s/catalog.mutation/mcp?params=%7B%22mutations%22%3A%5B%7B%22afterMs%22%3A600000%7D%5D%7D";
+    let r = post(a, p, None, &initialize_msg(1, "2025-11-25", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(
+        r.json()["result"]["capabilities"]["tools"]["listChanged"],
+        true
+    );
+    let sid = r.header("mcp-session-id").unwrap().to_string();
+    let list = json!({"jsonrpc":"2.0","id":2,"method":"tools/list"});
+    let l = post(a, p, Some(&sid), &list).await.unwrap().json();
+    assert_eq!(tool_names(&l), vec!["run_configured_test_scenario"]);
+    // Unlisted tools cannot be called, not even the catalogue's.
+    for tool in ["extra_tool", "read_counter"] {
+        let r = post(a, p, Some(&sid), &call_msg(3, tool, json!({})))
+            .await
+            .unwrap();
+        assert_eq!(
+            (r.status, r.json()["error"]["code"].clone()),
+            (200, json!(-32602)),
+            "{tool}"
+        );
+    }
+    let r = post(a, p, Some(&sid), &run(4)).await.unwrap().json();
+    assert_eq!(tool_text(&r)["scenarioId"], "catalog.mutation");
+    // includeCatalogue lists the kitchen's tools after the run tool.
+    let p2 = "/s/catalog.mutation/mcp?includeCatalogue=true";
+    let sid2 = legacy_session(a, p2, json!({})).await;
+    let names = tool_names(&post(a, p2, Some(&sid2), &list).await.unwrap().json());
+    assert_eq!(names[0], "run_configured_test_scenario");
+    assert!(names.iter().any(|n| n == "increment_counter"));
+    // Bad mutations are refused when the instance is created.
+    let bad = post(a, "/s/catalog.mutation/mcp?params=%7B%22mutations%22%3A%5B%7B%22action%22%3A%22explode%22%7D%5D%7D",
+        None, &initialize_msg(1, "2025-11-25", json!({}))).await.unwrap();
+    assert_eq!(bad.status, 400);
+    assert!(bad.text().contains("action"), "{}", bad.text());
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn catalog_mutation_legacy_timeline_on_the_get_stream() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let muts = json!({ "mutations": [
+        { "action": "add", "toolName": "extra_tool", "afterMs": 1500, "listChangedNotifications": 2 },
+        { "action": "remove", "toolName": "not_listed", "afterMs": 1600 },
+        { "action": "rename", "toolName": "extra_tool", "newName": "renamed_tool", "afterMs": 1700 },
+        { "action": "remove", "toolName": "renamed_tool", "afterMs": 1900 }
+    ] });
+    let q = format!("params={}", urlencode(&muts.to_string()));
+    let p = format!("/s/catalog.mutation/mcp?{q}");
+    // The GET stream must be open before the first mutation is due (1.5 s after initialize;
+    // notifications are not queued without a stream): a wide margin even on a loaded machine.
+    let sid = legacy_session(a, &p, json!({})).await;
+    let mut get = get_stream(a, &p, &sid).await;
+    assert_eq!(get.status, 200);
+    let list = json!({"jsonrpc":"2.0","id":2,"method":"tools/list"});
+    let changed = json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"});
+    // add: two notifications, then the stub is listed and callable.
+    assert_eq!(get.next_message().await, changed);
+    assert_eq!(get.next_message().await, changed);
+    let names = tool_names(&post(a, &p, Some(&sid), &list).await.unwrap().json());
+    assert_eq!(names, vec!["run_configured_test_scenario", "extra_tool"]);
+    let r = post(a, &p, Some(&sid), &call_msg(3, "extra_tool", json!({})))
+        .await
+        .unwrap()
+        .json();
+    assert_eq!(
+        tool_text(&r),
+        json!({ "tool": "extra_tool", "message": "Stub tool executed." })
+    );
+    // The no-op remove sends nothing: the next notification is the rename's.
+    assert_eq!(get.next_message().await, changed);
+    let names = tool_names(&post(a, &p, Some(&sid), &list).await.unwrap().json());
+    assert_eq!(names, vec!["run_configured_test_scenario", "renamed_tool"]);
+    let r = post(a, &p, Some(&sid), &call_msg(4, "extra_tool", json!({})))
+        .await
+        .unwrap()
+        .json();
+    assert_eq!(r["error"]["code"], -32602);
+    assert_eq!(get.next_message().await, changed);
+    let names = tool_names(&post(a, &p, Some(&sid), &list).await.unwrap().json());
+    assert_eq!(names, vec!["run_configured_test_scenario"]);
+    // A second session has its own timeline, starting at its initialize.
+    let sid2 = legacy_session(a, &p, json!({})).await;
+    let names = tool_names(&post(a, &p, Some(&sid2), &list).await.unwrap().json());
+    assert_eq!(names, vec!["run_configured_test_scenario"]);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn catalog_mutation_modern_timeline_on_listen_streams() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    // The timeline starts with the first modern request (server/discover below); the listen
+    // stream must be open before the mutation is due, hence the margin.
+    let muts =
+        json!({ "mutations": [{ "action": "add", "toolName": "late_tool", "afterMs": 1000 }] });
+    let p = format!(
+        "/s/catalog.mutation/mcp?params={}",
+        urlencode(&muts.to_string())
+    );
+    let d = modern(a, &p, 1, "server/discover", json!({}))
+        .await
+        .unwrap()
+        .json();
+    assert_eq!(d["result"]["capabilities"]["tools"]["listChanged"], true);
+    let mut s = listen(a, &p, 7, json!({ "toolsListChanged": true })).await;
+    assert_eq!(s.status, 200);
+    let ack = s.next_message().await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        7
+    );
+    let n = s.next_message().await;
+    assert_eq!(n["method"], "notifications/tools/list_changed");
+    assert_eq!(
+        n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        7
+    );
+    let l = modern(a, &p, 2, "tools/list", json!({}))
+        .await
+        .unwrap()
+        .json();
+    assert_eq!(
+        tool_names(&l),
+        vec!["run_configured_test_scenario", "late_tool"]
+    );
+    let r = modern(
+        a,
+        &p,
+        3,
+        "tools/call",
+        json!({ "name": "late_tool", "arguments": {} }),
+    )
+    .await
+    .unwrap()
+    .json();
+    assert_eq!(tool_text(&r)["tool"], "late_tool");
+    k.shutdown().await;
+}
+
+/// Percent-encode a query value.
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }

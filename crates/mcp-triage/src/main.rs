@@ -1,6 +1,6 @@
 //! `mcp-triage`: the command line. It parses arguments and wires the workspace's crates
 //! together; what a command does lives in the crate it calls (the classifier in
-//! `mcp-triage-core`, the fault-injection server in `mcp-triage-kitchen`). See `mcp-triage --help`.
+//! `mcp-triage-core`, the fault-injection server in `mcp-triage-kitchen`, the client in `mcp-triage-client`). See `mcp-triage --help`.
 
 mod cmd;
 
@@ -21,15 +21,22 @@ enum Command {
     /// Classify recorded tools/call responses offline: one response, or an exchange file.
     #[command(after_help = cmd::classify::EXAMPLES)]
     Classify(cmd::classify::ClassifyArgs),
-    /// Serve the kitchen: a fault-injection MCP server for testing clients.
-    #[command(after_help = cmd::kitchen::EXAMPLES)]
-    Kitchen(cmd::kitchen::KitchenArgs),
+    /// Call one tool and report on which layer it ended, what was retried and why.
+    #[command(after_help = cmd::call::EXAMPLES)]
+    Call(cmd::call::CallArgs),
+    /// List a server's tools with their annotations.
+    List(cmd::list::ListArgs),
+    /// Run the client through every kitchen scenario in-process and print the matrix.
+    Demo(cmd::demo::DemoArgs),
     /// Grade an MCP client's error handling against the kitchen: scenario × check matrix.
     #[command(after_help = cmd::judge::EXAMPLES)]
     Judge(cmd::judge::JudgeArgs),
     /// Summarise call records (call --log, proxy): outcomes, layers, retries, latency.
     #[command(after_help = cmd::report::EXAMPLES)]
     Report(cmd::report::ReportArgs),
+    /// Serve the kitchen: a fault-injection MCP server for testing clients.
+    #[command(after_help = cmd::kitchen::EXAMPLES)]
+    Kitchen(cmd::kitchen::KitchenArgs),
     /// Print shell completions (bash, zsh, fish).
     #[command(after_help = cmd::completions::EXAMPLES)]
     Completions(cmd::completions::CompletionsArgs),
@@ -47,6 +54,9 @@ fn main() -> ExitCode {
         Command::Report(args) => cmd::report::run(args),
         Command::Completions(args) => cmd::completions::completions(args, Cli::command()),
         Command::Man(args) => cmd::completions::man(args, Cli::command()),
+        Command::Call(args) => cmd::call::run(args),
+        Command::List(args) => cmd::list::run(args),
+        Command::Demo(args) => cmd::demo::run(args),
     };
     match result {
         Ok(code) => code,

@@ -28,6 +28,7 @@ pub mod auth_oauth_challenge;
 pub mod auth_token_lifecycle;
 pub mod baseline;
 pub mod catalog_facet_unavailable;
+pub mod catalog_mutation;
 pub mod catalog_pagination;
 pub mod chaos_mix;
 pub mod compat_legacy_result;
@@ -451,6 +452,23 @@ pub trait Scenario: Send + Sync + 'static {
         None
     }
 
+    /// The whole `tools/list` at catalogue time `clock`, for scenarios whose tool list is not
+    /// the fixed catalogue (`None`: the catalogue's list). When it returns `Some`, only the
+    /// listed tools can be called.
+    fn tool_list(
+        &self,
+        _instance: &crate::instance::Instance,
+        _clock: &crate::instance::CatalogClock,
+    ) -> Option<Vec<Value>> {
+        None
+    }
+
+    /// When, relative to the start of a catalogue timeline, the tool list changes, and how
+    /// many `notifications/tools/list_changed` each change sends (empty: never).
+    fn tool_list_changes(&self, _params: &Params) -> Vec<(Duration, u32)> {
+        Vec::new()
+    }
+
     /// Change a successful result before it is sent (e.g. drop `resultType`).
     fn shape_result(&self, _method: &str, _result: &mut Value) {}
 
@@ -491,6 +509,7 @@ pub static REGISTRY: &[&dyn Scenario] = &[
     &auth_token_lifecycle::TokenLifecycle,
     &catalog_pagination::Pagination,
     &catalog_facet_unavailable::FacetUnavailable,
+    &catalog_mutation::Mutation,
     &elicitation::Decline,
     &elicitation::UrlMode,
     &sse::CutBeforeResponse,

@@ -220,3 +220,118 @@ pub fn tool_text(rpc: &Value) -> Value {
     let t = rpc["result"]["content"][0]["text"].as_str().unwrap_or("");
     serde_json::from_str(t).unwrap_or(Value::String(t.to_string()))
 }
+
+/// An open streaming response (GET stream, `subscriptions/listen`), read event by event.
+pub struct Stream {
+    pub status: u16,
+    pub headers: HeaderMap,
+    body: hyper::body::Incoming,
+    buf: String,
+}
+
+/// Send a request and return as soon as the response head arrives; the body stays open.
+pub async fn open_stream(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> Stream {
+    tokio::time::timeout(STEP, async {
+        let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .expect("handshake");
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let mut b = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", addr.to_string());
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        let req = b
+            .body(Full::new(Bytes::from(body.unwrap_or("").to_string())))
+            .expect("request");
+        let resp = sender.send_request(req).await.expect("response head");
+        Stream {
+            status: resp.status().as_u16(),
+            headers: resp.headers().clone(),
+            body: resp.into_body(),
+            buf: String::new(),
+        }
+    })
+    .await
+    .expect("stream opened in time")
+}
+
+impl Stream {
+    /// The next JSON-RPC message on the stream (comment-only events are skipped); panics
+    /// after [`STEP`] or when the stream ends.
+    pub async fn next_message(&mut self) -> Value {
+        tokio::time::timeout(STEP, async {
+            loop {
+                while let Some(end) = self.buf.find("\n\n") {
+                    let ev: String = self.buf.drain(..end + 2).collect();
+                    let data: Vec<&str> = ev
+                        .lines()
+                        .filter_map(|l| l.strip_prefix("data:"))
+                        .map(|d| d.trim_start())
+                        .collect();
+                    if let Ok(v) = serde_json::from_str::<Value>(&data.join("\n")) {
+                        return v;
+                    }
+                }
+                let frame = self
+                    .body
+                    .frame()
+                    .await
+                    .expect("stream still open")
+                    .expect("stream not cut");
+                if let Some(d) = frame.data_ref() {
+                    self.buf.push_str(&String::from_utf8_lossy(d));
+                }
+            }
+        })
+        .await
+        .expect("a message within the step timeout")
+    }
+}
+
+/// Open a 2026 `subscriptions/listen` stream with request id `id` and filter `notifications`.
+pub async fn listen(addr: SocketAddr, path: &str, id: i64, notifications: Value) -> Stream {
+    let body = json!({ "jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+        "params": { "_meta": meta(), "notifications": notifications } })
+    .to_string();
+    open_stream(
+        addr,
+        "POST",
+        path,
+        &[
+            ACCEPT,
+            CT,
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "subscriptions/listen"),
+        ],
+        Some(&body),
+    )
+    .await
+}
+
+/// Open a legacy session's standalone GET stream.
+pub async fn get_stream(addr: SocketAddr, path: &str, session: &str) -> Stream {
+    open_stream(
+        addr,
+        "GET",
+        path,
+        &[
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", session),
+            ("mcp-protocol-version", "2025-11-25"),
+        ],
+        None,
+    )
+    .await
+}

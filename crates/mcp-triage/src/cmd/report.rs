@@ -58,9 +58,15 @@ fn is_unsafe(r: &Value) -> bool {
     })
 }
 
+/// A resend: a retry origin other than `none`, or more than one `call` attempt (input rounds,
+/// resumptions and polls are not resends).
 fn is_retry(r: &Value) -> bool {
-    r["attempts"].as_array().is_some_and(|a| a.len() > 1)
-        || !matches!(field(r, "retryOrigin"), "none" | "unknown")
+    let calls = r["attempts"].as_array().map_or(0, |a| {
+        a.iter()
+            .filter(|x| x["kind"].as_str().is_none_or(|k| k == "call"))
+            .count()
+    });
+    calls > 1 || !matches!(field(r, "retryOrigin"), "none" | "unknown")
 }
 
 /// Nearest-rank percentile of sorted values.
@@ -418,6 +424,11 @@ mod tests {
             .collect();
         rs.push(rec("pay", "HTTP_ERROR", "transport", 500, true));
         rs.push(json!({"outcome": "TOOL_ERROR"}));
+        // An input round is not a resend.
+        rs.push(
+            json!({"tool": "ask", "outcome": "TOOL_SUCCESS", "retryOrigin": "none",
+                       "attempts": [{"kind": "call"}, {"kind": "input_round"}]}),
+        );
         let r = summarise(&rs, "t.jsonl");
         let tools = &r.tables[0];
         let echo = tools.rows.iter().find(|r| r[0] == "echo").unwrap();
@@ -426,6 +437,8 @@ mod tests {
         let pay = tools.rows.iter().find(|r| r[0] == "pay").unwrap();
         assert_eq!(pay[4..6], ["1", "1"].map(String::from));
         assert!(tools.rows.iter().any(|r| r[0] == "unknown"));
+        let ask = tools.rows.iter().find(|r| r[0] == "ask").unwrap();
+        assert_eq!(ask[4], "0", "input round counted as a retry");
         assert_eq!(r.counts().fail, 1);
         let fail = &r.suites[0]
             .cases
@@ -434,11 +447,11 @@ mod tests {
             .unwrap()
             .checks[0];
         assert!(fail.evidence[0].contains("resent after 503"));
-        // 32 records in buckets of 2: 16 categories; the outcome series add up to 32.
+        // 33 records in buckets of 2: 17 categories; the outcome series add up to 33.
         let c = &r.charts[0];
-        assert_eq!(c.categories.len(), 16);
+        assert_eq!(c.categories.len(), 17);
         let total: f64 = c.series.iter().flat_map(|s| &s.values).sum();
-        assert_eq!(total, 32.0);
+        assert_eq!(total, 33.0);
     }
 
     #[test]

@@ -1,0 +1,194 @@
+//! Client and per-call options. Every limit and wait is explicit here, with the issue's defaults.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use mcp_triage_core::retry::RetryOptions;
+use mcp_triage_core::{Limits, ProtocolVersion, RetryOrigin};
+use serde_json::Value;
+
+/// Which protocol era to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VersionChoice {
+    /// Modern 2026-07-28 first; fall back to `initialize` (2025-11-25, negotiating down) when a
+    /// 400 carries no modern JSON-RPC error (the spec's detection).
+    #[default]
+    Auto,
+    /// Exactly this revision (modern requests for 2026-07-28, `initialize` otherwise).
+    Fixed(ProtocolVersion),
+}
+
+impl VersionChoice {
+    /// Parses `auto` or a known revision.
+    pub fn parse(s: &str) -> Result<VersionChoice, String> {
+        if s == "auto" {
+            return Ok(VersionChoice::Auto);
+        }
+        match ProtocolVersion::parse(s) {
+            Some(ProtocolVersion::Unknown) | None => Err(format!(
+                "{s:?} is not auto or a known revision (2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28)"
+            )),
+            Some(ProtocolVersion::V2024_11_05) => Err(
+                "2024-11-05 (HTTP+SSE) is not supported; use 2025-03-26 or later".to_string(),
+            ),
+            Some(v) => Ok(VersionChoice::Fixed(v)),
+        }
+    }
+}
+
+/// Answers for input requests: by the server's `inputRequests` key (MRTR), else by method
+/// (`elicitation/create`, `sampling/createMessage`, `roots/list`), else `*`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Answers {
+    /// Key or method → the whole input response (e.g. an ElicitResult).
+    pub by_key: BTreeMap<String, Value>,
+}
+
+impl Answers {
+    /// Parses `KEY=JSON`.
+    pub fn add_pair(&mut self, pair: &str) -> Result<(), String> {
+        let (k, v) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("--answer {pair:?} is not KEY=JSON"))?;
+        let v: Value = serde_json::from_str(v)
+            .map_err(|e| format!("--answer {k}: the value is not JSON: {e}"))?;
+        self.by_key.insert(k.to_string(), v);
+        Ok(())
+    }
+
+    /// Merges a JSON object file's entries.
+    pub fn add_object(&mut self, doc: Value) -> Result<(), String> {
+        let Value::Object(m) = doc else {
+            return Err("--input must hold a JSON object of KEY: response".into());
+        };
+        self.by_key.extend(m);
+        Ok(())
+    }
+
+    /// The answer for input request `key` with `method`.
+    pub fn find(&self, key: Option<&str>, method: &str) -> Option<&Value> {
+        key.and_then(|k| self.by_key.get(k))
+            .or_else(|| self.by_key.get(method))
+            .or_else(|| self.by_key.get("*"))
+    }
+}
+
+/// Options for a [`crate::Client`].
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Era and version.
+    pub protocol: VersionChoice,
+    /// `Authorization: Bearer` token (never logged or recorded).
+    pub bearer: Option<String>,
+    /// Deadline of one attempt (request sent to complete response).
+    pub timeout: Duration,
+    /// Deadline of a TCP connect.
+    pub connect_timeout: Duration,
+    /// Classifier limits (body, event, stream sizes, depth).
+    pub limits: Limits,
+    /// The retry policy's options.
+    pub retry: RetryOptions,
+    /// Seed for the jitter source; `None` draws one from the OS.
+    pub jitter_seed: Option<u64>,
+    /// Answers for input rounds and legacy server requests.
+    pub answers: Answers,
+    /// Most input rounds per call.
+    pub max_rounds: u32,
+    /// Roots offered for `roots/list` (file URIs or paths).
+    pub roots: Vec<String>,
+    /// Keep the arguments themselves in records (`--log-arguments`).
+    pub log_arguments: bool,
+    /// Keep the final result object in records.
+    pub keep_result: bool,
+    /// Scenario name for records when the server does not send `X-Kitchen-Scenario`.
+    pub scenario: Option<String>,
+    /// Call `tools/list` before the first call (annotations, `x-mcp-header`, output schemas).
+    pub list_tools_first: bool,
+    /// Lines of a stdio server's stderr kept for the record.
+    pub stderr_lines: usize,
+    /// Client name in `clientInfo` and records.
+    pub client_name: String,
+    /// Client version in `clientInfo` and records.
+    pub client_version: String,
+    /// Most tasks/get polls for a task-augmented call before giving up.
+    pub max_polls: u32,
+    /// Longest wait between polls, whatever `pollInterval` the server suggests.
+    pub max_poll_interval: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            protocol: VersionChoice::Auto,
+            bearer: None,
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            limits: Limits::default(),
+            retry: RetryOptions::default(),
+            jitter_seed: None,
+            answers: Answers::default(),
+            max_rounds: 8,
+            roots: Vec::new(),
+            log_arguments: false,
+            keep_result: false,
+            scenario: None,
+            list_tools_first: true,
+            stderr_lines: 20,
+            client_name: "mcp-triage".to_string(),
+            client_version: env!("CARGO_PKG_VERSION").to_string(),
+            max_polls: 120,
+            max_poll_interval: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Options for one call.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// Who is calling again, and which record this repeats.
+    pub retry_origin: RetryOrigin,
+    /// The record id this call repeats (`--retry-of`).
+    pub retry_of: Option<String>,
+    /// Sent in `_meta` as `mcp-triage/idempotencyKey`; makes resends safe.
+    pub idempotency_key: Option<String>,
+    /// Overrides [`ClientOptions::timeout`] for this call.
+    pub timeout: Option<Duration>,
+    /// Extra `_meta` entries for the request.
+    pub meta: Option<serde_json::Map<String, Value>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn versions_and_answers_parse() {
+        assert_eq!(VersionChoice::parse("auto"), Ok(VersionChoice::Auto));
+        assert_eq!(
+            VersionChoice::parse("2025-06-18"),
+            Ok(VersionChoice::Fixed(ProtocolVersion::V2025_06_18))
+        );
+        assert!(VersionChoice::parse("2024-11-05").is_err());
+        assert!(VersionChoice::parse("1.0").is_err());
+        let mut a = Answers::default();
+        a.add_pair(r#"approval={"action":"accept","content":{"reason":"ok"}}"#)
+            .unwrap();
+        a.add_pair(r#"elicitation/create={"action":"decline"}"#)
+            .unwrap();
+        assert!(a.add_pair("x").is_err());
+        assert!(a.add_pair("x={").is_err());
+        assert_eq!(
+            a.find(Some("approval"), "elicitation/create").unwrap()["action"],
+            "accept"
+        );
+        assert_eq!(
+            a.find(Some("other"), "elicitation/create").unwrap()["action"],
+            "decline"
+        );
+        assert!(a.find(None, "sampling/createMessage").is_none());
+        a.add_object(json!({"*": {"action": "cancel"}})).unwrap();
+        assert_eq!(a.find(None, "x").unwrap()["action"], "cancel");
+        assert!(a.add_object(json!([1])).is_err());
+    }
+}

@@ -1,0 +1,626 @@
+//! The kitchen plan: for every kitchen scenario, how to call it and what this client must end
+//! with, derived from the scenario's documentation (its registry `docs`/`summary` and the
+//! tool catalogue's annotations) and from this client's documented behaviour — never from
+//! running it. `mcp-triage demo` runs the plan and prints it as a matrix; the integration tests
+//! run it too.
+//!
+//! The client's request sequence matters for scenarios that count POSTs, so it is stated once:
+//! - modern (2026-07-28): `tools/list` (only when `list` is set), then `tools/call`;
+//! - legacy (2025-11-25): `initialize`, `notifications/initialized`, `tools/list` (when `list`),
+//!   then `tools/call`.
+//!
+//! `run_configured_test_scenario` has no annotations (`catalogue.rs`), so the retry policy never
+//! resends it after the request may have run; `read_counter` is `readOnlyHint` and trusted on a
+//! loopback server, so it is resent after transient failures.
+
+use mcp_triage_core::Outcome;
+
+/// Which era a row forces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanEra {
+    /// `--protocol-version 2026-07-28`.
+    Modern,
+    /// `--protocol-version 2025-11-25`.
+    Legacy,
+}
+
+impl PlanEra {
+    /// `modern` or `legacy`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanEra::Modern => "modern",
+            PlanEra::Legacy => "legacy",
+        }
+    }
+}
+
+/// One call of the plan.
+#[derive(Debug, Clone)]
+pub struct PlanRow {
+    /// The kitchen scenario id.
+    pub scenario: &'static str,
+    /// A short label for variants of the same scenario (empty for the default call).
+    pub variant: &'static str,
+    /// Query parameters for `/s/{scenario}/mcp?…` (scenario parameters), without `?`.
+    pub query: &'static str,
+    /// The era.
+    pub era: PlanEra,
+    /// The tool to call.
+    pub tool: &'static str,
+    /// Its arguments, JSON.
+    pub args: &'static str,
+    /// Call `tools/list` first.
+    pub list: bool,
+    /// `--answer KEY=JSON` pairs.
+    pub answers: &'static [&'static str],
+    /// `--bearer`.
+    pub bearer: Option<&'static str>,
+    /// `--safe-tool` names.
+    pub safe_tools: &'static [&'static str],
+    /// Per-attempt timeout in ms (the client default otherwise).
+    pub timeout_ms: Option<u64>,
+    /// The final outcome the client must report.
+    pub expect: Outcome,
+    /// How many attempts the record must list (None: not checked).
+    pub attempts: Option<usize>,
+    /// Why, from the scenario's documentation.
+    pub why: &'static str,
+}
+
+const fn row(scenario: &'static str, era: PlanEra, expect: Outcome, why: &'static str) -> PlanRow {
+    PlanRow {
+        scenario,
+        variant: "",
+        query: "",
+        era,
+        tool: "run_configured_test_scenario",
+        args: "{}",
+        list: false,
+        answers: &[],
+        bearer: None,
+        safe_tools: &[],
+        timeout_ms: None,
+        expect,
+        attempts: Some(1),
+        why,
+    }
+}
+
+use PlanEra::{Legacy as L, Modern as M};
+
+/// Both eras with the same expectation.
+fn both(scenario: &'static str, expect: Outcome, why: &'static str) -> [PlanRow; 2] {
+    [row(scenario, M, expect, why), row(scenario, L, expect, why)]
+}
+
+/// The whole plan, every registered scenario at least once, both eras where they apply.
+pub fn plan() -> Vec<PlanRow> {
+    use Outcome::*;
+    let mut p: Vec<PlanRow> = Vec::new();
+    p.extend(both(
+        "baseline",
+        ToolSuccess,
+        "a well-behaved server: the tool succeeds",
+    ));
+    p.extend(both(
+        "auth.insufficient_scope",
+        HttpError,
+        "tools/call gets 403 with a Bearer insufficient_scope challenge; 403 is never resent",
+    ));
+    p.extend(both(
+        "auth.oauth_challenge",
+        HttpError,
+        "POSTs without the token get 401 + WWW-Authenticate (legacy: already initialize)",
+    ));
+    for era in [M, L] {
+        p.push(PlanRow {
+            variant: "with token",
+            bearer: Some("kitchen-token"),
+            ..row(
+                "auth.oauth_challenge",
+                era,
+                ToolSuccess,
+                "a request with the configured token passes",
+            )
+        });
+    }
+    p.extend(both(
+        "auth.token_lifecycle",
+        HttpError,
+        "POST 1 gets 401 (modern: the call; legacy: initialize); 401 is never resent",
+    ));
+    p.extend(both(
+        "catalog.facet_unavailable",
+        ToolSuccess,
+        "only resources/list fails; the tool call is unaffected",
+    ));
+    p.extend(both(
+        "catalog.pagination",
+        ToolSuccess,
+        "the run tool is unaffected by list faults",
+    ));
+    for era in [M, L] {
+        p.push(PlanRow {
+            variant: "read_counter, all 503",
+            query: r#"rates={"http_503":1.0}"#,
+            tool: "read_counter",
+            safe_tools: &["read_counter"],
+            attempts: Some(3),
+            ..row(
+                "chaos.mix",
+                era,
+                HttpError,
+                "every request but initialize gets 503; a safe tool is resent twice (max-retries 2), then given up",
+            )
+        });
+    }
+    p.extend(both(
+        "compat.legacy_result",
+        ToolSuccess,
+        "resultType omitted: an absent resultType means complete",
+    ));
+    for era in [M, L] {
+        p.push(PlanRow {
+            list: true,
+            ..row(
+                "compat.output_schema_mismatch",
+                era,
+                InvalidToolResult,
+                "structuredContent violates the declared outputSchema (read from tools/list)",
+            )
+        });
+    }
+    p.extend(both(
+        "compat.sdk_v2",
+        ToolSuccess,
+        "the run tool returns the compat matrix",
+    ));
+    for era in [M, L] {
+        p.push(PlanRow {
+            variant: "x-mcp-header",
+            tool: "verify_order_region_param_header",
+            args: r#"{"region":"eu-west","orderId":"o-1"}"#,
+            list: true,
+            ..row(
+                "compat.sdk_v2",
+                era,
+                ToolSuccess,
+                "Mcp-Param-Region must equal the region argument (x-mcp-header from tools/list)",
+            )
+        });
+    }
+    p.push(PlanRow {
+        variant: "MRTR round",
+        tool: "simulate_ticket_close_mrtr",
+        args: r#"{"ticketId":7}"#,
+        answers: &[r#"closeReason={"action":"accept","content":{"closeReason":"completed"}}"#],
+        attempts: Some(2),
+        ..row(
+            "compat.sdk_v2",
+            M,
+            ToolSuccess,
+            "without closeReason the tool asks by MRTR; the answered round succeeds (path mrtr)",
+        )
+    });
+    p.push(PlanRow {
+        variant: "no MRTR (guidance)",
+        tool: "simulate_ticket_close_mrtr",
+        args: r#"{"ticketId":7}"#,
+        ..row(
+            "compat.sdk_v2",
+            L,
+            ToolSuccess,
+            "legacy sessions have no MRTR: the tool answers with guidance",
+        )
+    });
+    const ACCEPT: &[&str] =
+        &[r#"elicitation/create={"action":"accept","content":{"reason":"demo"}}"#];
+    for era in [M, L] {
+        p.push(PlanRow {
+            variant: "answered",
+            answers: ACCEPT,
+            attempts: Some(if era == M { 2 } else { 1 }),
+            ..row(
+                "elicitation.approval",
+                era,
+                ToolSuccess,
+                "accept → success with elicitationOutcome accepted",
+            )
+        });
+        p.push(PlanRow {
+            variant: "unanswered",
+            ..row(
+                "elicitation.approval",
+                era,
+                InputRequired,
+                "the tool asks for approval; without an answer the interaction is left open",
+            )
+        });
+        p.push(PlanRow {
+            answers: &[r#"elicitation/create={"action":"decline"}"#],
+            attempts: Some(if era == M { 2 } else { 1 }),
+            ..row(
+                "elicitation.decline",
+                era,
+                ToolError,
+                "decline → isError with the outcome",
+            )
+        });
+        p.push(PlanRow {
+            answers: &[r#"elicitation/create={"action":"accept"}"#],
+            attempts: Some(if era == M { 2 } else { 1 }),
+            ..row(
+                "elicitation.url_mode",
+                era,
+                ToolSuccess,
+                "URL mode, accepted → success",
+            )
+        });
+    }
+    p.extend(both(
+        "errors.accepted_for_request",
+        MissingResponse,
+        "tools/call 1 gets 202 with no body: the response never comes; not resent",
+    ));
+    p.extend(both(
+        "errors.connection_close",
+        ConnectionError,
+        "tools/call 1 is dropped after sending; the unannotated tool may have run, so it is not resent",
+    ));
+    for era in [M, L] {
+        p.push(PlanRow {
+            variant: "read_counter",
+            tool: "read_counter",
+            list: true,
+            attempts: Some(2),
+            ..row(
+                "errors.connection_close",
+                era,
+                ToolSuccess,
+                "the first tools/call is dropped; read_counter is read-only (trusted on loopback), so it is resent",
+            )
+        });
+    }
+    p.extend(both(
+        "errors.content_type",
+        UnexpectedContentType,
+        "tools/call 1 gets 200 text/html",
+    ));
+    p.extend(both(
+        "errors.http_status_per_method",
+        HttpError,
+        "tools/call gets 401 by rule",
+    ));
+    p.push(row(
+        "errors.http_status_sequence",
+        M,
+        HttpError,
+        "POST 1 (the call) gets 503; the unannotated tool is not resent",
+    ));
+    p.push(row(
+        "errors.http_status_sequence",
+        L,
+        HttpError,
+        "POST 1 (initialize) gets 503",
+    ));
+    p.push(PlanRow {
+        variant: "read_counter",
+        query: "statusCodes=[200,503,200]",
+        tool: "read_counter",
+        list: true,
+        attempts: Some(2),
+        ..row(
+            "errors.http_status_sequence",
+            M,
+            ToolSuccess,
+            "POST 2 (the call, after tools/list) gets 503; read-only → resent, POST 3 passes",
+        )
+    });
+    p.push(PlanRow {
+        variant: "read_counter",
+        query: "statusCodes=[200,200,200,503,200]",
+        tool: "read_counter",
+        list: true,
+        attempts: Some(2),
+        ..row(
+            "errors.http_status_sequence",
+            L,
+            ToolSuccess,
+            "POST 4 (the call after initialize, initialized, tools/list) gets 503; read-only → resent",
+        )
+    });
+    p.extend(both(
+        "errors.jsonrpc_error",
+        JsonrpcError,
+        "tools/call 1 gets HTTP 200 with JSON-RPC -32602",
+    ));
+    p.extend(both(
+        "errors.malformed_payload",
+        MalformedJson,
+        "tools/call 1 gets `{ not valid json`",
+    ));
+    p.push(row(
+        "errors.non_compliant_envelope",
+        M,
+        HttpError,
+        "POST 1 (the call) gets 400 with a success-looking body: transport wins",
+    ));
+    p.push(PlanRow {
+        query: "onInvocation=3",
+        ..row(
+            "errors.non_compliant_envelope",
+            L,
+            HttpError,
+            "POST 3 (the call after initialize, initialized) gets 400 with a result body",
+        )
+    });
+    p.extend(both(
+        "errors.rate_limited",
+        HttpError,
+        "tools/call 1 gets 429 + Retry-After; the unannotated tool is not resent",
+    ));
+    for era in [M, L] {
+        p.push(PlanRow {
+            variant: "read_counter, Retry-After 0",
+            query: "retryAfter=0",
+            tool: "read_counter",
+            list: true,
+            attempts: Some(2),
+            ..row(
+                "errors.rate_limited",
+                era,
+                ToolSuccess,
+                "429 on a read-only tool: resent after Retry-After",
+            )
+        });
+    }
+    p.extend(both(
+        "errors.tool_error",
+        ToolError,
+        "invocation 1 returns isError: true; tool errors are never resent",
+    ));
+    p.push(PlanRow {
+        query: "afterRequests=2",
+        list: true,
+        attempts: Some(2),
+        ..row(
+            "session.expire",
+            L,
+            ToolSuccess,
+            "the session survives 2 POSTs (initialized, tools/list); the call gets 404 → re-initialize, resend once",
+        )
+    });
+    p.push(row(
+        "session.expire",
+        M,
+        ToolSuccess,
+        "modern requests have no session and pass",
+    ));
+    for era in [M, L] {
+        // 2025-11-25 streams start with a priming event that carries an id, so the client may
+        // try one resumption; it finds nothing and the call stays STREAM_INCOMPLETE.
+        let attempts = if era == M { Some(1) } else { None };
+        p.push(PlanRow {
+            attempts,
+            ..row(
+                "sse.cut_before_response",
+                era,
+                StreamIncomplete,
+                "the stream ends after notifications without the response",
+            )
+        });
+        p.push(PlanRow {
+            attempts,
+            ..row(
+                "sse.cut_mid_event",
+                era,
+                StreamIncomplete,
+                "the connection breaks inside the response event",
+            )
+        });
+    }
+    p.push(PlanRow {
+        attempts: Some(2),
+        ..row(
+            "sse.priming_then_close",
+            L,
+            ToolSuccess,
+            "2025-11-25 priming event with id and retry, then close: resumed by GET + Last-Event-ID",
+        )
+    });
+    p.push(row(
+        "sse.priming_then_close",
+        M,
+        MissingResponse,
+        "2026-07-28 has no priming or resumption: the stream closes without any event, an empty 2xx body (rule 2)",
+    ));
+    p.extend(both(
+        "sse.keepalive",
+        ToolSuccess,
+        "comment lines before the response are ignored",
+    ));
+    for era in [M, L] {
+        p.push(PlanRow {
+            answers: ACCEPT,
+            attempts: Some(if era == M { 2 } else { 1 }),
+            ..row(
+                "sse.server_request",
+                era,
+                ToolSuccess,
+                "legacy: elicitation/create on the stream, answered by POST; modern: the MRTR equivalent",
+            )
+        });
+    }
+    p.extend(both(
+        "tasks.deferred",
+        ToolSuccess,
+        "without params.task (legacy) or the tasks extension (modern) the call completes synchronously",
+    ));
+    for (id, query) in [
+        ("timeout.uncooperative_hang", "hangDurationMs=1500"),
+        ("timeout.cooperative_deadline", "delayMs=1500"),
+        ("timeout.late_response", "delayMs=1500"),
+    ] {
+        for era in [M, L] {
+            p.push(PlanRow {
+                query,
+                timeout_ms: Some(300),
+                ..row(
+                    id,
+                    era,
+                    Timeout,
+                    "the result comes after the client's 300 ms deadline; not resent",
+                )
+            });
+        }
+    }
+    p.push(PlanRow {
+        query: "initDelayMs=1500",
+        timeout_ms: Some(300),
+        ..row(
+            "timeout.init_hang",
+            L,
+            Timeout,
+            "initialize is delayed past the client's 300 ms deadline",
+        )
+    });
+    p.push(PlanRow {
+        query: "initDelayMs=1500",
+        timeout_ms: Some(300),
+        ..row(
+            "timeout.init_hang",
+            M,
+            ToolSuccess,
+            "modern requests have no initialize to delay",
+        )
+    });
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_well_formed() {
+        let p = plan();
+        assert!(p.len() > 60);
+        for r in &p {
+            serde_json::from_str::<serde_json::Value>(r.args).expect("args are JSON");
+            assert!(!r.why.is_empty());
+            for a in r.answers {
+                assert!(a.contains('='));
+            }
+        }
+    }
+}
+
+/// What running one row gave.
+#[derive(Debug, Clone)]
+pub struct RowResult {
+    /// The row.
+    pub row: PlanRow,
+    /// The call's record.
+    pub record: crate::CallRecord,
+    /// Whether outcome (and attempt count, when given) match.
+    pub matches: bool,
+}
+
+/// The URL of a row's instance: `{base}/s/{scenario}/mcp?{query}&instance={tag}`, the query
+/// values percent-encoded.
+pub fn row_url(base: &str, row: &PlanRow, tag: &str) -> String {
+    let mut q: Vec<String> = Vec::new();
+    for pair in row.query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        q.push(format!("{}={}", percent(k), percent(v)));
+    }
+    q.push(format!("instance={}", percent(tag)));
+    format!("{base}/s/{}/mcp?{}", row.scenario, q.join("&"))
+}
+
+fn percent(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The client options a row asks for, on top of `base`.
+pub fn row_options(
+    row: &PlanRow,
+    base: &crate::ClientOptions,
+) -> Result<crate::ClientOptions, String> {
+    let mut o = base.clone();
+    o.protocol = crate::VersionChoice::Fixed(match row.era {
+        PlanEra::Modern => mcp_triage_core::ProtocolVersion::V2026_07_28,
+        PlanEra::Legacy => mcp_triage_core::ProtocolVersion::V2025_11_25,
+    });
+    o.list_tools_first = row.list;
+    o.bearer = row.bearer.map(str::to_string);
+    o.retry.safe_tools = row.safe_tools.iter().map(|s| s.to_string()).collect();
+    if let Some(ms) = row.timeout_ms {
+        o.timeout = std::time::Duration::from_millis(ms);
+    }
+    o.answers = crate::Answers::default();
+    for a in row.answers {
+        o.answers.add_pair(a)?;
+    }
+    Ok(o)
+}
+
+/// Runs one row against a kitchen at `base` (`http://host:port`), in its own instance `tag`.
+pub async fn run_row(
+    base: &str,
+    row: &PlanRow,
+    tag: &str,
+    options: &crate::ClientOptions,
+) -> RowResult {
+    let opts = match row_options(row, options) {
+        Ok(o) => o,
+        Err(e) => {
+            let mut record = crate::CallRecord::new("mcp-triage", "streamable-http", "tools/call");
+            record.message = Some(e);
+            return RowResult {
+                row: row.clone(),
+                record,
+                matches: false,
+            };
+        }
+    };
+    let url = row_url(base, row, tag);
+    let args: serde_json::Value = serde_json::from_str(row.args).unwrap_or_default();
+    let record = match crate::Target::url(&url) {
+        Ok(target) => match crate::Client::connect(target, opts).await {
+            Ok(c) => {
+                let r = c
+                    .call_tool(row.tool, args, crate::CallOptions::default())
+                    .await;
+                c.close().await;
+                r
+            }
+            Err(e) => {
+                let mut record =
+                    crate::CallRecord::new("mcp-triage", "streamable-http", "tools/call");
+                record.message = Some(e.to_string());
+                record
+            }
+        },
+        Err(e) => {
+            let mut record = crate::CallRecord::new("mcp-triage", "streamable-http", "tools/call");
+            record.message = Some(e.to_string());
+            record
+        }
+    };
+    let matches =
+        record.outcome == row.expect && row.attempts.is_none_or(|n| record.attempts.len() == n);
+    RowResult {
+        row: row.clone(),
+        record,
+        matches,
+    }
+}

@@ -1,0 +1,347 @@
+//! One exchange on the wire, judged by the core classifier as its bytes arrive.
+//!
+//! Both transports end in the same [`Sent`]: the verdict, the JSON-RPC response object for our
+//! request id when one arrived (the classifier judges it; we keep a bounded copy to read the
+//! result), the response head facts a record needs, and what is known about delivery for the
+//! retry policy. Memory is bounded by the classifier's limits: a JSON body is kept up to
+//! `maxBodyBytes`, an SSE stream only one event at a time.
+
+use std::time::{Instant, SystemTime};
+
+use mcp_triage_core::retry::Delivery;
+use mcp_triage_core::sse::{Flow, SseItem, SseParser};
+use mcp_triage_core::{
+    classify, CallContext, Interruption, Limits, Outcome, ResponseClassifier, ResponseHead,
+    StreamStats, Verdict,
+};
+use serde_json::Value;
+
+/// The result of one exchange.
+#[derive(Debug, Clone)]
+pub(crate) struct Sent {
+    pub status: Option<u16>,
+    pub content_type: Option<String>,
+    pub verdict: Verdict,
+    /// The JSON-RPC response for our id, when one arrived and parsed.
+    pub response: Option<Value>,
+    pub session_id: Option<String>,
+    pub scenario: Option<String>,
+    pub delivery: Delivery,
+    pub started: Instant,
+    pub finished: Instant,
+    pub sse: bool,
+    /// Input rounds answered on the stream (legacy server requests).
+    pub answered: u32,
+    /// Findings of the client itself (not of the classifier), as (code, detail).
+    pub notes: Vec<(String, String)>,
+}
+
+impl Sent {
+    pub fn failed(verdict: Verdict, delivery: Delivery, started: Instant) -> Sent {
+        Sent {
+            status: None,
+            content_type: None,
+            verdict,
+            response: None,
+            session_id: None,
+            scenario: None,
+            delivery,
+            started,
+            finished: Instant::now(),
+            sse: false,
+            answered: 0,
+            notes: Vec::new(),
+        }
+    }
+
+    pub fn duration_ms(&self) -> u64 {
+        self.finished.duration_since(self.started).as_millis() as u64
+    }
+
+    /// The `result` object of a successful JSON-RPC response.
+    pub fn result(&self) -> Option<&Value> {
+        self.response.as_ref().and_then(|r| r.get("result"))
+    }
+
+    /// The `error` object of a JSON-RPC error response.
+    pub fn error(&self) -> Option<&Value> {
+        self.response.as_ref().and_then(|r| r.get("error"))
+    }
+
+    pub fn stream(&self) -> Option<&StreamStats> {
+        self.verdict.stream.as_ref()
+    }
+}
+
+/// A message the server sent on a stream besides our response.
+#[derive(Debug, Clone)]
+pub(crate) enum Incoming {
+    /// A server→client request (legacy elicitation, sampling, roots, ping).
+    Request {
+        /// The server's request id, echoed in our response.
+        id: Value,
+        /// The method, e.g. `elicitation/create`.
+        method: String,
+    },
+}
+
+/// Keeps the response for our id out of a body, bounded, alongside the classifier.
+pub(crate) struct Capture {
+    expected: Value,
+    kind: CaptureKind,
+    pub response: Option<Value>,
+    pub incoming: Vec<Incoming>,
+}
+
+enum CaptureKind {
+    Json {
+        buf: Vec<u8>,
+        max: usize,
+        over: bool,
+    },
+    Sse(Box<SseParser>),
+    None,
+}
+
+impl Capture {
+    pub fn new(expected: Value, media_sse: bool, media_json: bool, limits: &Limits) -> Capture {
+        let kind = if media_sse {
+            CaptureKind::Sse(Box::new(SseParser::new(limits.max_event_bytes)))
+        } else if media_json {
+            CaptureKind::Json {
+                buf: Vec::new(),
+                max: usize::try_from(limits.max_body_bytes).unwrap_or(usize::MAX),
+                over: false,
+            }
+        } else {
+            CaptureKind::None
+        };
+        Capture {
+            expected,
+            kind,
+            response: None,
+            incoming: Vec::new(),
+        }
+    }
+
+    pub fn feed(&mut self, chunk: &[u8]) {
+        match &mut self.kind {
+            CaptureKind::Json { buf, max, over } => {
+                if *over || buf.len() + chunk.len() > *max {
+                    *over = true;
+                    buf.clear();
+                } else {
+                    buf.extend_from_slice(chunk);
+                }
+            }
+            CaptureKind::Sse(p) => {
+                let mut messages: Vec<Value> = Vec::new();
+                let _ = p.feed(chunk, &mut |item| {
+                    if let SseItem::Event {
+                        event_type, data, ..
+                    } = item
+                    {
+                        if event_type == b"message" {
+                            if let Ok(v) = serde_json::from_slice::<Value>(data) {
+                                messages.push(v);
+                            }
+                        }
+                    }
+                    Flow::Continue
+                });
+                for m in messages {
+                    self.take_message(m);
+                }
+            }
+            CaptureKind::None => {}
+        }
+    }
+
+    fn take_message(&mut self, m: Value) {
+        let Some(o) = m.as_object() else { return };
+        if let (Some(method), Some(id)) = (o.get("method").and_then(Value::as_str), o.get("id")) {
+            self.incoming.push(Incoming::Request {
+                id: id.clone(),
+                method: method.to_string(),
+            });
+            return;
+        }
+        if o.get("id") == Some(&self.expected)
+            && (o.contains_key("result") || o.contains_key("error"))
+            && self.response.is_none()
+        {
+            self.response = Some(m);
+        }
+    }
+
+    pub fn finish(&mut self) {
+        if let CaptureKind::Json { buf, over, .. } = &mut self.kind {
+            if !*over {
+                if let Ok(v) = serde_json::from_slice::<Value>(buf) {
+                    if v.get("id") == Some(&self.expected) {
+                        self.response = Some(v);
+                    }
+                }
+            }
+            buf.clear();
+        }
+    }
+}
+
+/// The classification context for a request.
+pub(crate) fn context(
+    id: &Value,
+    version: mcp_triage_core::ProtocolVersion,
+    limits: Limits,
+    schema: Option<std::sync::Arc<mcp_triage_core::OutputSchema>>,
+) -> CallContext {
+    let rid: mcp_triage_core::RequestId =
+        serde_json::from_value(id.clone()).unwrap_or(mcp_triage_core::RequestId::Number(0));
+    let mut ctx = CallContext::new(rid)
+        .with_protocol_version(version)
+        .with_limits(limits)
+        .with_now(SystemTime::now());
+    ctx.output_schema = schema;
+    ctx
+}
+
+/// Reads a reqwest response through the classifier until decided, the end, an error or the
+/// deadline. Server requests found on the stream are handed to `on_incoming`, which answers them
+/// (legacy) and returns false to stop reading (no answer available).
+pub(crate) async fn read_response<F, Fut>(
+    resp: reqwest::Response,
+    ctx: CallContext,
+    deadline: tokio::time::Instant,
+    started: Instant,
+    mut on_incoming: F,
+) -> Sent
+where
+    F: FnMut(Incoming) -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let status = resp.status().as_u16();
+    let mut head = ResponseHead::new(status);
+    for (k, v) in resp.headers() {
+        if let Ok(v) = v.to_str() {
+            head = head.header(k.as_str(), v);
+        }
+    }
+    let content_type = head
+        .get("content-type")
+        .map(|c| mcp_triage_core::sanitize_line(c, 100));
+    let session_id = head
+        .get("mcp-session-id")
+        .map(|s| mcp_triage_core::sanitize_line(s, 200));
+    let scenario = head
+        .get("x-kitchen-scenario")
+        .map(|s| mcp_triage_core::sanitize_line(s, 100));
+    let media = content_type
+        .as_deref()
+        .map(mcp_triage_core::http::MediaType::parse);
+    let kind = media.as_ref().map(|m| m.kind());
+    let is_sse = kind == Some(mcp_triage_core::http::MediaTypeKind::EventStream);
+    let is_json = kind == Some(mcp_triage_core::http::MediaTypeKind::Json);
+    let limits = ctx.limits;
+    let mut capture = Capture::new(
+        expected_id_json(&ctx),
+        is_sse && head.is_success(),
+        is_json,
+        &limits,
+    );
+    let mut cls = ResponseClassifier::new(&head, ctx);
+    let mut resp = resp;
+    let mut answered = 0;
+    let mut notes = Vec::new();
+    let verdict = loop {
+        match tokio::time::timeout_at(deadline, resp.chunk()).await {
+            Err(_) => {
+                break cls.interrupted(Interruption::TimedOut(
+                    "the deadline passed while reading the response".into(),
+                ))
+            }
+            Ok(Err(e)) => {
+                break cls.interrupted(Interruption::ConnectionLost(format!(
+                    "the connection broke: {}",
+                    error_chain(&e)
+                )))
+            }
+            Ok(Ok(None)) => break cls.finish(),
+            Ok(Ok(Some(bytes))) => {
+                capture.feed(&bytes);
+                cls.feed(&bytes);
+                let mut stop = None;
+                for inc in std::mem::take(&mut capture.incoming) {
+                    match on_incoming(inc).await {
+                        Ok(()) => answered += 1,
+                        Err(why) => {
+                            stop = Some(why);
+                            break;
+                        }
+                    }
+                }
+                if let Some(why) = stop {
+                    notes.push(("INPUT_UNANSWERED".to_string(), why.clone()));
+                    let mut v = Verdict::new(Outcome::InputRequired).with_detail(why);
+                    v.status = Some(status);
+                    break v;
+                }
+                if cls.is_decided() {
+                    break cls.finish();
+                }
+            }
+        }
+    };
+    capture.finish();
+    let delivery = Delivery::Sent;
+    let response = match verdict.outcome {
+        Outcome::HttpError
+        | Outcome::JsonrpcError
+        | Outcome::ToolSuccess
+        | Outcome::ToolError
+        | Outcome::InputRequired
+        | Outcome::TaskCreated
+        | Outcome::InvalidToolResult => capture.response.take(),
+        _ => None,
+    };
+    Sent {
+        status: Some(status),
+        content_type,
+        verdict,
+        response,
+        session_id,
+        scenario,
+        delivery,
+        started,
+        finished: Instant::now(),
+        sse: is_sse,
+        answered,
+        notes,
+    }
+}
+
+fn expected_id_json(ctx: &CallContext) -> Value {
+    serde_json::to_value(&ctx.expected_id).unwrap_or(Value::Null)
+}
+
+/// Judges one stdio line (a complete JSON-RPC message) as a JSON body.
+pub(crate) fn classify_line(line: &[u8], ctx: &CallContext) -> (Verdict, Option<Value>) {
+    let head = ResponseHead::new(200).content_type("application/json");
+    let v = classify(&head, line, ctx);
+    let response = serde_json::from_slice::<Value>(line).ok();
+    (v, response)
+}
+
+/// The error and its sources, one line (reqwest hides the useful part in the chain).
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        cur = c.source();
+    }
+    mcp_triage_core::sanitize_line(&s, 300)
+}

@@ -1,0 +1,788 @@
+//! The retry policy: after each attempt of a call, decide whether to send it again, resume a
+//! stream, re-establish state, or stop — and say why in one sentence.
+//!
+//! The policy is pure: the caller passes the attempt's [`Verdict`], what it knows about the tool
+//! and about delivery, how many resends it already made, the options, and a random source for
+//! jitter. Nothing here sleeps or sends; the client executes the returned [`RetryAction`].
+//!
+//! The rules (issue 4 §4), in the order they apply:
+//! 1. a final answer ends the call (`TOOL_SUCCESS`, `TOOL_ERROR`, `INPUT_REQUIRED`, `TASK_CREATED`);
+//! 2. 401/403: never resend — the challenge says what to fix;
+//! 3. a legacy stream that carried event ids and broke off is **resumed** (GET + `Last-Event-ID`),
+//!    which re-executes nothing, so it needs no safety, only its own bound;
+//! 4. a legacy 404 on a session → re-initialize, then resend once; `-32020` HeaderMismatch →
+//!    re-list tools, then resend once;
+//! 5. a request that **never reached** the server (connect refused, DNS) may always be resent;
+//! 6. otherwise only a **safe** call is resent (read-only or idempotent annotations when trusted,
+//!    a tool named safe, or an idempotency key), and only after 408, 429, 502, 503, 504,
+//!    `CONNECTION_ERROR`, `TIMEOUT` or `STREAM_INCOMPLETE`;
+//! 7. everything else is given up: tool errors, JSON-RPC errors, invalid responses, other 4xx.
+//!
+//! At most `max_retries` resends; the delay is full-jitter exponential backoff (`base ×
+//! factor^n`, uniformly random below that), unless the server sent `Retry-After`, which takes
+//! precedence. A `Retry-After` beyond `max_wait` gives up rather than wait that long or ignore it.
+
+use crate::verdict::{Outcome, Verdict};
+
+/// The JSON-RPC error code of a 2026-07-28 `HeaderMismatch` (headers disagree with the body).
+pub const HEADER_MISMATCH: i64 = -32020;
+
+/// What the client knows about whether the request reached the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// The request never left: connect refused, DNS failure, TLS failure before sending.
+    NeverSent,
+    /// The server received the request and answered with a response head (a status), so it
+    /// decided on the request; whether the tool ran is not known.
+    Sent,
+    /// The request was written but the exchange broke before a complete answer (reset, cut
+    /// stream, timeout): the tool may well have run.
+    MaybeExecuted,
+}
+
+impl Delivery {
+    fn describe(self) -> &'static str {
+        match self {
+            Delivery::NeverSent => "the request never reached the server",
+            Delivery::Sent => "the server received the request",
+            Delivery::MaybeExecuted => "the request was sent and may have run",
+        }
+    }
+}
+
+/// The tool's behaviour hints from `tools/list` (absent hints are `None`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ToolHints {
+    /// `annotations.readOnlyHint`.
+    pub read_only: Option<bool>,
+    /// `annotations.idempotentHint`.
+    pub idempotent: Option<bool>,
+}
+
+/// Whether the tool's annotations may be believed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AnnotationTrust {
+    /// Believe them for local servers (stdio, loopback), not for remote ones: annotations are
+    /// hints from the server, and only a server the user runs is trusted by default.
+    #[default]
+    LocalOnly,
+    /// `--trust-annotations`.
+    Trust,
+    /// `--distrust-annotations`.
+    Distrust,
+}
+
+/// Policy options; the defaults are the issue's (2 resends, 200 ms ×2 backoff, 30 s max wait).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryOptions {
+    /// Most resends of the request (resumes and re-initialisation are bounded separately).
+    pub max_retries: u32,
+    /// Most stream resumptions per call.
+    pub max_resumes: u32,
+    /// Backoff base in milliseconds.
+    pub backoff_base_ms: u64,
+    /// Backoff growth factor per resend.
+    pub backoff_factor: u32,
+    /// Longest single wait in milliseconds; a longer `Retry-After` gives up.
+    pub max_wait_ms: u64,
+    /// Whether to believe tool annotations.
+    pub trust: AnnotationTrust,
+    /// Tools the user declared safe to resend (`--safe-tool`).
+    pub safe_tools: Vec<String>,
+    /// Whether the call carries an idempotency key (`--idempotency-key`), letting the server
+    /// deduplicate resends.
+    pub idempotency_key: bool,
+}
+
+impl Default for RetryOptions {
+    fn default() -> Self {
+        RetryOptions {
+            max_retries: 2,
+            max_resumes: 5,
+            backoff_base_ms: 200,
+            backoff_factor: 2,
+            max_wait_ms: 30_000,
+            trust: AnnotationTrust::LocalOnly,
+            safe_tools: Vec::new(),
+            idempotency_key: false,
+        }
+    }
+}
+
+/// Everything the policy looks at for one decision.
+#[derive(Debug, Clone)]
+pub struct RetryInput<'a> {
+    /// The verdict of the attempt just made.
+    pub verdict: &'a Verdict,
+    /// The tool name (for the safe-tool list).
+    pub tool: &'a str,
+    /// The tool's hints, if `tools/list` was read.
+    pub hints: ToolHints,
+    /// What is known about delivery.
+    pub delivery: Delivery,
+    /// Resends already made for this call (0 after the first attempt).
+    pub resends: u32,
+    /// Resumptions already made for this call.
+    pub resumes: u32,
+    /// The server is local (stdio or a loopback address), for [`AnnotationTrust::LocalOnly`].
+    pub local_server: bool,
+    /// The exchange used a legacy session (`Mcp-Session-Id`).
+    pub legacy_session: bool,
+    /// The response was a legacy (≤ 2025-11-25) SSE stream, which may be resumed.
+    pub legacy_stream: bool,
+    /// The session was already re-initialised once during this call.
+    pub reinitialized: bool,
+    /// Tools were already re-listed once during this call.
+    pub relisted: bool,
+}
+
+/// What to do next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RetryAction {
+    /// The attempt ended the call (a final answer, or one for the caller to act on).
+    Done,
+    /// Send the request again with a new id after `delay_ms`.
+    Resend {
+        /// Milliseconds to wait first.
+        delay_ms: u64,
+    },
+    /// GET the stream again with `Last-Event-ID` after `delay_ms`.
+    Resume {
+        /// The last event id seen.
+        last_event_id: String,
+        /// Milliseconds to wait first (the server's `retry:` when it sent one).
+        delay_ms: u64,
+    },
+    /// Initialise a new session, then resend once.
+    Reinitialize,
+    /// Call `tools/list` again, then resend once.
+    RelistTools,
+    /// Stop; the verdict stands.
+    GiveUp,
+}
+
+impl RetryAction {
+    /// The record's wire name (`done`, `resend`, `resume`, `reinitialize`, `relist_tools`,
+    /// `give_up`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RetryAction::Done => "done",
+            RetryAction::Resend { .. } => "resend",
+            RetryAction::Resume { .. } => "resume",
+            RetryAction::Reinitialize => "reinitialize",
+            RetryAction::RelistTools => "relist_tools",
+            RetryAction::GiveUp => "give_up",
+        }
+    }
+
+    /// The wait before the next attempt, when there is one.
+    pub fn delay_ms(&self) -> Option<u64> {
+        match self {
+            RetryAction::Resend { delay_ms } | RetryAction::Resume { delay_ms, .. } => {
+                Some(*delay_ms)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The policy's answer: an action and the sentence that justifies it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryDecision {
+    /// What to do.
+    pub action: RetryAction,
+    /// Why, in one sentence a person can check against the rules.
+    pub reason: String,
+}
+
+impl RetryDecision {
+    fn new(action: RetryAction, reason: impl Into<String>) -> Self {
+        RetryDecision {
+            action,
+            reason: reason.into(),
+        }
+    }
+
+    /// The record form of this decision.
+    pub fn to_record(&self) -> crate::record::Decision {
+        crate::record::Decision {
+            action: self.action.as_str().to_string(),
+            delay_ms: self.action.delay_ms(),
+            reason: self.reason.clone(),
+        }
+    }
+}
+
+/// Why a call is safe to resend, or `None` when it is not.
+pub fn safety(input: &RetryInput<'_>, opts: &RetryOptions) -> Option<String> {
+    if opts.idempotency_key {
+        return Some("the call carries an idempotency key".into());
+    }
+    if opts.safe_tools.iter().any(|t| t == input.tool) {
+        return Some(format!("{:?} is declared safe (--safe-tool)", input.tool));
+    }
+    let trusted = match opts.trust {
+        AnnotationTrust::Trust => true,
+        AnnotationTrust::Distrust => false,
+        AnnotationTrust::LocalOnly => input.local_server,
+    };
+    if trusted {
+        if input.hints.read_only == Some(true) {
+            return Some("the tool is annotated readOnlyHint".into());
+        }
+        if input.hints.idempotent == Some(true) {
+            return Some("the tool is annotated idempotentHint".into());
+        }
+    }
+    None
+}
+
+fn unsafe_reason(input: &RetryInput<'_>, opts: &RetryOptions) -> String {
+    let annotated = input.hints.read_only == Some(true) || input.hints.idempotent == Some(true);
+    if annotated {
+        match opts.trust {
+            AnnotationTrust::Distrust => {
+                "its read-only/idempotent annotations are distrusted (--distrust-annotations)"
+                    .into()
+            }
+            _ => "its read-only/idempotent annotations come from a remote server and are not \
+                  trusted (use --trust-annotations)"
+                .into(),
+        }
+    } else {
+        "the tool is neither read-only nor idempotent, not declared safe, and the call has no \
+         idempotency key"
+            .into()
+    }
+}
+
+/// Full-jitter exponential backoff: uniform in `[0, base × factor^resends]`, capped.
+pub fn backoff_ms(opts: &RetryOptions, resends: u32, random: &mut dyn FnMut() -> f64) -> u64 {
+    let factor = u64::from(opts.backoff_factor.max(1));
+    let ceiling = factor
+        .checked_pow(resends)
+        .and_then(|f| opts.backoff_base_ms.checked_mul(f))
+        .unwrap_or(u64::MAX)
+        .min(opts.max_wait_ms);
+    let r = random().clamp(0.0, 1.0);
+    ((ceiling as f64) * r).round() as u64
+}
+
+/// Decides what follows an attempt. `random` returns numbers in `[0, 1)` for the jitter.
+pub fn decide(
+    input: &RetryInput<'_>,
+    opts: &RetryOptions,
+    random: &mut dyn FnMut() -> f64,
+) -> RetryDecision {
+    let v = input.verdict;
+    use RetryAction::*;
+    match v.outcome {
+        Outcome::ToolSuccess => return RetryDecision::new(Done, "a successful tool result"),
+        Outcome::ToolError => {
+            return RetryDecision::new(
+                Done,
+                "the tool ran and reported an error (isError); resending would run it again",
+            )
+        }
+        Outcome::InputRequired => {
+            return RetryDecision::new(Done, "the server asks for input; answer it in a new round")
+        }
+        Outcome::TaskCreated => {
+            return RetryDecision::new(Done, "the server created a task; poll it for the result")
+        }
+        _ => {}
+    }
+
+    if let Some(status @ (401 | 403)) = v.status {
+        let mut reason =
+            format!("HTTP {status}: credentials are missing or insufficient; never resent");
+        if let Some(c) = &v.auth_challenge {
+            reason.push_str(&format!("; challenge {}", c.scheme));
+            if let Some(e) = &c.error {
+                reason.push_str(&format!(" error={e}"));
+            }
+            if let Some(s) = &c.scope {
+                reason.push_str(&format!(" scope={s:?}"));
+            }
+            if let Some(m) = &c.resource_metadata {
+                reason.push_str(&format!("; protected-resource metadata at {m}"));
+            }
+        }
+        return RetryDecision::new(GiveUp, reason);
+    }
+
+    // A broken legacy stream with event ids: resume, which re-executes nothing.
+    let broke_off = matches!(
+        v.outcome,
+        Outcome::StreamIncomplete | Outcome::ConnectionError | Outcome::Timeout
+    );
+    if broke_off && input.legacy_stream {
+        if let Some(id) = v.stream.as_ref().and_then(|s| s.last_event_id.clone()) {
+            if !id.is_empty() {
+                if input.resumes >= opts.max_resumes {
+                    return RetryDecision::new(
+                        GiveUp,
+                        format!(
+                            "the stream broke off again after {} resumption(s) (max {})",
+                            input.resumes, opts.max_resumes
+                        ),
+                    );
+                }
+                let server_retry = v.stream.as_ref().and_then(|s| s.retry_ms);
+                let (delay, why) = match server_retry {
+                    Some(ms) if ms > opts.max_wait_ms => {
+                        return RetryDecision::new(
+                            GiveUp,
+                            format!(
+                                "the server asked to reconnect after {ms} ms (retry:), beyond max-wait {} ms",
+                                opts.max_wait_ms
+                            ),
+                        )
+                    }
+                    Some(ms) => (ms, format!("after the server's retry: {ms} ms")),
+                    None => {
+                        let d = backoff_ms(opts, input.resumes, random);
+                        (d, format!("after {d} ms backoff"))
+                    }
+                };
+                return RetryDecision::new(
+                    Resume {
+                        last_event_id: id.clone(),
+                        delay_ms: delay,
+                    },
+                    format!(
+                        "the stream broke off after event {id:?}; resuming with Last-Event-ID re-executes nothing ({why})"
+                    ),
+                );
+            }
+        }
+    }
+
+    // Lost session / stale tool headers: repair once, then resend once.
+    if v.status == Some(404) && input.legacy_session {
+        if input.reinitialized {
+            return RetryDecision::new(
+                GiveUp,
+                "HTTP 404 on a session that was already re-initialised during this call",
+            );
+        }
+        return RetryDecision::new(
+            Reinitialize,
+            "HTTP 404 on a legacy session: the server forgot it; re-initialise, then resend once",
+        );
+    }
+    if v.code == Some(HEADER_MISMATCH) {
+        if input.relisted {
+            return RetryDecision::new(
+                GiveUp,
+                "-32020 HeaderMismatch again after re-listing tools",
+            );
+        }
+        return RetryDecision::new(
+            RelistTools,
+            "-32020 HeaderMismatch: the headers disagree with the body; re-list tools, then resend once",
+        );
+    }
+
+    let exhausted = || {
+        RetryDecision::new(
+            GiveUp,
+            format!(
+                "{} resend(s) already made (max-retries {})",
+                input.resends, opts.max_retries
+            ),
+        )
+    };
+    let delay = |random: &mut dyn FnMut() -> f64| -> Result<(u64, String), RetryDecision> {
+        match v.retry_after_ms {
+            Some(ms) if ms > opts.max_wait_ms => Err(RetryDecision::new(
+                GiveUp,
+                format!(
+                    "Retry-After asks for {ms} ms, beyond max-wait {} ms; not waiting that long",
+                    opts.max_wait_ms
+                ),
+            )),
+            Some(ms) => Ok((ms, format!("Retry-After {ms} ms"))),
+            None => {
+                let d = backoff_ms(opts, input.resends, random);
+                Ok((d, format!("{d} ms backoff")))
+            }
+        }
+    };
+
+    if input.delivery == Delivery::NeverSent && v.outcome == Outcome::ConnectionError {
+        if input.resends >= opts.max_retries {
+            return exhausted();
+        }
+        return match delay(random) {
+            Ok((d, why)) => RetryDecision::new(
+                Resend { delay_ms: d },
+                format!(
+                    "{}; resending is always safe ({why})",
+                    Delivery::NeverSent.describe()
+                ),
+            ),
+            Err(give_up) => give_up,
+        };
+    }
+
+    let transient = match v.outcome {
+        Outcome::HttpError => match v.status {
+            Some(s @ (408 | 429 | 502 | 503 | 504)) => Some(format!("HTTP {s}")),
+            _ => None,
+        },
+        Outcome::ConnectionError => Some("the connection failed after sending".into()),
+        Outcome::Timeout => Some("the call timed out (and was cancelled)".into()),
+        Outcome::StreamIncomplete => Some("the stream ended before the response".into()),
+        _ => None,
+    };
+    let Some(what) = transient else {
+        let reason = match v.outcome {
+            Outcome::HttpError => format!(
+                "HTTP {}: not a transient status (only 408, 429, 502, 503, 504 are resent)",
+                v.status.map_or("error".to_string(), |s| s.to_string())
+            ),
+            Outcome::JsonrpcError => {
+                "a JSON-RPC error is the server's answer; resending would get it again".into()
+            }
+            Outcome::MissingResponse => {
+                "the server answered without a response; resending is not known to help".into()
+            }
+            Outcome::LimitExceeded => "the response exceeded a configured limit".into(),
+            other => format!("{other} is a broken response, not a transient failure"),
+        };
+        return RetryDecision::new(GiveUp, reason);
+    };
+    let Some(safe_because) = safety(input, opts) else {
+        return RetryDecision::new(
+            GiveUp,
+            format!(
+                "{what} and {}, but {}: resending could run it twice",
+                input.delivery.describe(),
+                unsafe_reason(input, opts)
+            ),
+        );
+    };
+    if input.resends >= opts.max_retries {
+        return exhausted();
+    }
+    match delay(random) {
+        Ok((d, why)) => RetryDecision::new(
+            Resend { delay_ms: d },
+            format!("{what}; safe to resend because {safe_because} ({why})"),
+        ),
+        Err(give_up) => give_up,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::{AuthChallenge, StreamStats};
+
+    fn verdict(outcome: Outcome, status: Option<u16>) -> Verdict {
+        let mut v = Verdict::new(outcome);
+        v.status = status;
+        v
+    }
+
+    fn input(v: &Verdict) -> RetryInput<'_> {
+        RetryInput {
+            verdict: v,
+            tool: "t",
+            hints: ToolHints::default(),
+            delivery: Delivery::Sent,
+            resends: 0,
+            resumes: 0,
+            local_server: true,
+            legacy_session: false,
+            legacy_stream: false,
+            reinitialized: false,
+            relisted: false,
+        }
+    }
+
+    const READ_ONLY: ToolHints = ToolHints {
+        read_only: Some(true),
+        idempotent: None,
+    };
+
+    fn half() -> impl FnMut() -> f64 {
+        || 0.5
+    }
+
+    /// The table: (outcome, status, delivery, safe?, expected action name).
+    #[test]
+    fn decision_table() {
+        use Delivery::*;
+        use Outcome::*;
+        let cases: &[(Outcome, Option<u16>, Delivery, bool, &str)] = &[
+            (ToolSuccess, None, Sent, false, "done"),
+            (ToolError, None, Sent, true, "done"),
+            (InputRequired, None, Sent, false, "done"),
+            (TaskCreated, None, Sent, false, "done"),
+            (ConnectionError, None, NeverSent, false, "resend"),
+            (ConnectionError, None, MaybeExecuted, false, "give_up"),
+            (ConnectionError, None, MaybeExecuted, true, "resend"),
+            (HttpError, Some(503), Sent, false, "give_up"),
+            (HttpError, Some(503), Sent, true, "resend"),
+            (HttpError, Some(502), Sent, true, "resend"),
+            (HttpError, Some(504), Sent, true, "resend"),
+            (HttpError, Some(429), Sent, true, "resend"),
+            (HttpError, Some(408), Sent, true, "resend"),
+            (HttpError, Some(500), Sent, true, "give_up"),
+            (HttpError, Some(400), Sent, true, "give_up"),
+            (HttpError, Some(404), Sent, true, "give_up"),
+            (HttpError, Some(401), Sent, true, "give_up"),
+            (HttpError, Some(403), NeverSent, true, "give_up"),
+            (Timeout, None, MaybeExecuted, true, "resend"),
+            (Timeout, None, MaybeExecuted, false, "give_up"),
+            (StreamIncomplete, Some(200), MaybeExecuted, true, "resend"),
+            (StreamIncomplete, Some(200), MaybeExecuted, false, "give_up"),
+            (JsonrpcError, Some(200), Sent, true, "give_up"),
+            (InvalidEnvelope, Some(200), Sent, true, "give_up"),
+            (InvalidToolResult, Some(200), Sent, true, "give_up"),
+            (MalformedJson, Some(200), Sent, true, "give_up"),
+            (UnexpectedContentType, Some(200), Sent, true, "give_up"),
+            (MissingResponse, Some(202), Sent, true, "give_up"),
+            (LimitExceeded, Some(200), Sent, true, "give_up"),
+        ];
+        for &(outcome, status, delivery, safe, want) in cases {
+            let v = verdict(outcome, status);
+            let mut i = input(&v);
+            i.delivery = delivery;
+            if safe {
+                i.hints = READ_ONLY;
+            }
+            let d = decide(&i, &RetryOptions::default(), &mut half());
+            assert_eq!(
+                d.action.as_str(),
+                want,
+                "{outcome} {status:?} {delivery:?} safe={safe}: {}",
+                d.reason
+            );
+            assert!(!d.reason.is_empty());
+        }
+    }
+
+    #[test]
+    fn safety_sources() {
+        let v = verdict(Outcome::HttpError, Some(503));
+        let opts = RetryOptions::default();
+        // Annotations from a remote server are not trusted by default.
+        let mut i = input(&v);
+        i.hints = READ_ONLY;
+        i.local_server = false;
+        let d = decide(&i, &opts, &mut half());
+        assert_eq!(d.action, RetryAction::GiveUp);
+        assert!(d.reason.contains("--trust-annotations"), "{}", d.reason);
+        let trust = RetryOptions {
+            trust: AnnotationTrust::Trust,
+            ..RetryOptions::default()
+        };
+        assert_eq!(decide(&i, &trust, &mut half()).action.as_str(), "resend");
+        // Distrust beats a local server.
+        i.local_server = true;
+        let distrust = RetryOptions {
+            trust: AnnotationTrust::Distrust,
+            ..RetryOptions::default()
+        };
+        let d = decide(&i, &distrust, &mut half());
+        assert_eq!(d.action, RetryAction::GiveUp);
+        assert!(d.reason.contains("distrusted"));
+        // idempotentHint counts.
+        i.hints = ToolHints {
+            read_only: Some(false),
+            idempotent: Some(true),
+        };
+        assert!(decide(&i, &opts, &mut half())
+            .reason
+            .contains("idempotentHint"));
+        // The safe-tool list and the idempotency key work without annotations.
+        i.hints = ToolHints::default();
+        let listed = RetryOptions {
+            safe_tools: vec!["t".into()],
+            ..distrust.clone()
+        };
+        assert!(decide(&i, &listed, &mut half())
+            .reason
+            .contains("--safe-tool"));
+        let keyed = RetryOptions {
+            idempotency_key: true,
+            ..distrust
+        };
+        assert!(decide(&i, &keyed, &mut half())
+            .reason
+            .contains("idempotency key"));
+    }
+
+    #[test]
+    fn at_most_max_retries() {
+        let v = verdict(Outcome::HttpError, Some(503));
+        let mut i = input(&v);
+        i.hints = READ_ONLY;
+        let opts = RetryOptions::default();
+        i.resends = 1;
+        assert_eq!(decide(&i, &opts, &mut half()).action.as_str(), "resend");
+        i.resends = 2;
+        let d = decide(&i, &opts, &mut half());
+        assert_eq!(d.action, RetryAction::GiveUp);
+        assert!(d.reason.contains("max-retries 2"));
+        // Never-sent requests are bounded too.
+        let refused = verdict(Outcome::ConnectionError, None);
+        let mut i = input(&refused);
+        i.delivery = Delivery::NeverSent;
+        i.resends = 2;
+        assert_eq!(decide(&i, &opts, &mut half()).action, RetryAction::GiveUp);
+    }
+
+    #[test]
+    fn backoff_is_full_jitter_exponential() {
+        let opts = RetryOptions::default();
+        assert_eq!(backoff_ms(&opts, 0, &mut || 1.0), 200);
+        assert_eq!(backoff_ms(&opts, 1, &mut || 1.0), 400);
+        assert_eq!(backoff_ms(&opts, 2, &mut || 1.0), 800);
+        assert_eq!(backoff_ms(&opts, 1, &mut || 0.5), 200);
+        assert_eq!(backoff_ms(&opts, 3, &mut || 0.0), 0);
+        // Capped by max-wait, no overflow for huge exponents.
+        assert_eq!(backoff_ms(&opts, 60, &mut || 1.0), 30_000);
+        let v = verdict(Outcome::HttpError, Some(503));
+        let mut i = input(&v);
+        i.hints = READ_ONLY;
+        i.resends = 1;
+        assert_eq!(
+            decide(&i, &opts, &mut || 0.25).action,
+            RetryAction::Resend { delay_ms: 100 }
+        );
+    }
+
+    #[test]
+    fn retry_after_takes_precedence_up_to_max_wait() {
+        let mut v = verdict(Outcome::HttpError, Some(429));
+        v.retry_after_ms = Some(1_500);
+        let mut i = input(&v);
+        i.hints = READ_ONLY;
+        let d = decide(&i, &RetryOptions::default(), &mut || 0.0);
+        assert_eq!(d.action, RetryAction::Resend { delay_ms: 1_500 });
+        assert!(d.reason.contains("Retry-After"));
+        let mut v = verdict(Outcome::HttpError, Some(503));
+        v.retry_after_ms = Some(60_000);
+        let mut i = input(&v);
+        i.hints = READ_ONLY;
+        let d = decide(&i, &RetryOptions::default(), &mut || 0.0);
+        assert_eq!(d.action, RetryAction::GiveUp);
+        assert!(d.reason.contains("beyond max-wait"), "{}", d.reason);
+        // Retry-After never makes an unsafe call safe (no hints: not safe).
+        v.retry_after_ms = Some(10);
+        let i = input(&v);
+        assert_eq!(
+            decide(&i, &RetryOptions::default(), &mut half()).action,
+            RetryAction::GiveUp
+        );
+    }
+
+    #[test]
+    fn auth_challenge_is_reported() {
+        let mut v = verdict(Outcome::HttpError, Some(401));
+        v.auth_challenge = Some(AuthChallenge {
+            scheme: "Bearer".into(),
+            resource_metadata: Some("http://127.0.0.1/.well-known/oauth-protected-resource".into()),
+            error: Some("invalid_token".into()),
+            ..AuthChallenge::default()
+        });
+        let mut i = input(&v);
+        i.hints = READ_ONLY;
+        let d = decide(&i, &RetryOptions::default(), &mut half());
+        assert_eq!(d.action, RetryAction::GiveUp);
+        assert!(d.reason.contains("invalid_token"));
+        assert!(d.reason.contains("oauth-protected-resource"));
+    }
+
+    #[test]
+    fn legacy_stream_is_resumed_without_safety() {
+        let mut v = verdict(Outcome::StreamIncomplete, Some(200));
+        v.stream = Some(StreamStats {
+            last_event_id: Some("ev-3".into()),
+            retry_ms: Some(50),
+            ..StreamStats::default()
+        });
+        let mut i = input(&v);
+        i.legacy_stream = true;
+        i.delivery = Delivery::MaybeExecuted;
+        let d = decide(&i, &RetryOptions::default(), &mut half());
+        assert_eq!(
+            d.action,
+            RetryAction::Resume {
+                last_event_id: "ev-3".into(),
+                delay_ms: 50
+            }
+        );
+        i.resumes = 5;
+        assert_eq!(
+            decide(&i, &RetryOptions::default(), &mut half()).action,
+            RetryAction::GiveUp
+        );
+        // A modern stream is not resumable: falls back to the safety rules.
+        i.resumes = 0;
+        i.legacy_stream = false;
+        assert_eq!(
+            decide(&i, &RetryOptions::default(), &mut half()).action,
+            RetryAction::GiveUp
+        );
+        // A retry: beyond max-wait gives up.
+        v.stream.as_mut().unwrap().retry_ms = Some(40_000);
+        let mut i = input(&v);
+        i.legacy_stream = true;
+        assert!(decide(&i, &RetryOptions::default(), &mut half())
+            .reason
+            .contains("max-wait"));
+    }
+
+    #[test]
+    fn session_and_header_repairs_happen_once() {
+        let v = verdict(Outcome::HttpError, Some(404));
+        let mut i = input(&v);
+        i.legacy_session = true;
+        assert_eq!(
+            decide(&i, &RetryOptions::default(), &mut half()).action,
+            RetryAction::Reinitialize
+        );
+        i.reinitialized = true;
+        assert_eq!(
+            decide(&i, &RetryOptions::default(), &mut half()).action,
+            RetryAction::GiveUp
+        );
+        let mut v = verdict(Outcome::HttpError, Some(400));
+        v.code = Some(HEADER_MISMATCH);
+        let mut i = input(&v);
+        assert_eq!(
+            decide(&i, &RetryOptions::default(), &mut half()).action,
+            RetryAction::RelistTools
+        );
+        i.relisted = true;
+        assert_eq!(
+            decide(&i, &RetryOptions::default(), &mut half()).action,
+            RetryAction::GiveUp
+        );
+        let mut v = verdict(Outcome::JsonrpcError, Some(200));
+        v.code = Some(-32602);
+        assert_eq!(
+            decide(&input(&v), &RetryOptions::default(), &mut half()).action,
+            RetryAction::GiveUp
+        );
+    }
+
+    #[test]
+    fn decision_records_carry_delay() {
+        let d = RetryDecision::new(RetryAction::Resend { delay_ms: 7 }, "x");
+        let r = d.to_record();
+        assert_eq!(r.action, "resend");
+        assert_eq!(r.delay_ms, Some(7));
+        assert_eq!(
+            RetryDecision::new(RetryAction::GiveUp, "y")
+                .to_record()
+                .delay_ms,
+            None
+        );
+    }
+}

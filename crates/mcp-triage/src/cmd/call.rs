@@ -1,0 +1,242 @@
+//! `mcp-triage call`: call one tool and say on which layer it ended, what was retried and why.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use mcp_triage_client::{CallOptions, CallRecord, Client, RetryOrigin};
+use mcp_triage_core::Outcome;
+use serde_json::{Map, Value};
+
+use super::client_args::{runtime, ConnArgs};
+
+pub const EXAMPLES: &str = "\
+Examples:
+  mcp-triage call http://127.0.0.1:8765/mcp read_counter
+  mcp-triage call http://127.0.0.1:8765/mcp set_value --arg key=a --arg value=3
+  mcp-triage call --stdio 'npx -y @modelcontextprotocol/server-everything' echo --args '{\"message\":\"hi\"}'
+  mcp-triage call --config ~/.cursor/mcp.json --server github search_issues --arg q=bug --format json
+  mcp-triage call URL run_configured_test_scenario --answer 'elicitation/create={\"action\":\"accept\",\"content\":{\"reason\":\"ok\"}}'
+
+Exit codes: 0 success, 2 usage, 3 transport, 4 protocol, 5 interaction left unanswered, 6 tool error.";
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum Format {
+    /// A readable account.
+    Text,
+    /// The call record as one JSON object.
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct CallArgs {
+    /// [URL] TOOL — the URL is left out with --stdio or --config.
+    #[arg(value_name = "TARGET_AND_TOOL", num_args = 1..=2, required = true)]
+    pub positional: Vec<String>,
+
+    #[command(flatten)]
+    pub conn: ConnArgs,
+
+    /// The arguments as a JSON object.
+    #[arg(long, value_name = "JSON", conflicts_with = "arg")]
+    pub args: Option<String>,
+
+    /// One argument KEY=VALUE; VALUE is JSON when it parses, else a string (repeatable).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub arg: Vec<String>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+
+    /// Append the record to this JSON Lines file.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub log: Option<PathBuf>,
+
+    /// Keep the arguments themselves in the record (default: only their hash and size).
+    #[arg(long)]
+    pub log_arguments: bool,
+
+    /// Keep the result object in the record.
+    #[arg(long)]
+    pub log_result: bool,
+
+    /// Sent in _meta as mcp-triage/idempotencyKey; makes resends safe.
+    #[arg(long, value_name = "KEY")]
+    pub idempotency_key: Option<String>,
+
+    /// This call repeats the record with this id by hand (retryOrigin manual).
+    #[arg(long, value_name = "RECORD_ID")]
+    pub retry_of: Option<String>,
+}
+
+fn arguments(args: &CallArgs) -> Result<Value, String> {
+    if let Some(text) = &args.args {
+        let v: Value =
+            serde_json::from_str(text).map_err(|e| format!("--args is not JSON: {e}"))?;
+        if !v.is_object() {
+            return Err("--args must be a JSON object".into());
+        }
+        return Ok(v);
+    }
+    let mut m = Map::new();
+    for a in &args.arg {
+        let (k, v) = a
+            .split_once('=')
+            .ok_or_else(|| format!("--arg {a:?} is not KEY=VALUE"))?;
+        let value = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_string()));
+        m.insert(k.to_string(), value);
+    }
+    Ok(Value::Object(m))
+}
+
+pub fn run(args: CallArgs) -> Result<ExitCode, String> {
+    let (url, tool) = match (args.conn.has_target_flag(), args.positional.as_slice()) {
+        (true, [tool]) => (None, tool.clone()),
+        (false, [url, tool]) => (Some(url.clone()), tool.clone()),
+        (true, _) => return Err("with --stdio or --config give only the TOOL".into()),
+        (false, _) => {
+            return Err("give the URL and the TOOL (or --stdio/--config and the TOOL)".into())
+        }
+    };
+    let target = args.conn.target(url.as_deref())?;
+    let mut opts = args.conn.options()?;
+    opts.log_arguments = args.log_arguments;
+    opts.keep_result = args.log_result;
+    let arguments = arguments(&args)?;
+    let co = CallOptions {
+        retry_origin: if args.retry_of.is_some() {
+            RetryOrigin::Manual
+        } else {
+            RetryOrigin::None
+        },
+        retry_of: args.retry_of.clone(),
+        idempotency_key: args.idempotency_key.clone(),
+        ..CallOptions::default()
+    };
+    let rt = runtime()?;
+    let record = rt.block_on(async {
+        let client = match Client::connect(target, opts).await {
+            Ok(c) => c,
+            Err(e) => return Err(e.to_string()),
+        };
+        let r = client.call_tool(&tool, arguments, co).await;
+        client.close().await;
+        Ok(r)
+    });
+    let record = match record {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("mcp-triage: {e}");
+            return Ok(ExitCode::from(3));
+        }
+    };
+    if let Some(path) = &args.log {
+        append_log(path, &record)?;
+    }
+    let mut out = std::io::stdout().lock();
+    let text = match args.format {
+        Format::Json => serde_json::to_string(&record).map_err(|e| e.to_string())?,
+        Format::Text => account(&record),
+    };
+    let _ = writeln!(out, "{text}");
+    Ok(ExitCode::from(record.exit_code() as u8))
+}
+
+fn append_log(path: &std::path::Path, record: &CallRecord) -> Result<(), String> {
+    let mut line = serde_json::to_string(record).map_err(|e| e.to_string())?;
+    line.push('\n');
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(line.as_bytes()))
+        .map_err(|e| format!("--log {}: {e}", path.display()))
+}
+
+/// The readable account: target, each attempt and the decision after it, the end, a hint.
+pub fn account(r: &CallRecord) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "call {} on {} ({}, {})\n",
+        r.tool.as_deref().unwrap_or("?"),
+        r.target.as_deref().unwrap_or("?"),
+        r.protocol_version,
+        r.transport
+    ));
+    if let Some(info) = &r.server_info {
+        s.push_str(&format!(
+            "  server {} {}\n",
+            info.name,
+            info.version.as_deref().unwrap_or("")
+        ));
+    }
+    for (i, a) in r.attempts.iter().enumerate() {
+        let status = a.status.map_or("-".to_string(), |s| format!("HTTP {s}"));
+        s.push_str(&format!(
+            "  attempt {} [{}] id={} {} {} {}ms\n    {}\n",
+            i + 1,
+            a.kind,
+            a.id,
+            status,
+            a.content_type.as_deref().unwrap_or(""),
+            a.duration_ms,
+            a.verdict.to_text_line()
+        ));
+        if let Some(d) = &a.decision {
+            let delay = d
+                .delay_ms
+                .map(|ms| format!(" after {ms} ms"))
+                .unwrap_or_default();
+            s.push_str(&format!("    → {}{}: {}\n", d.action, delay, d.reason));
+        }
+    }
+    s.push_str(&format!(
+        "result: {} / {}  ({} attempt(s), {} POST(s), {} input round(s), {} ms)\n",
+        r.layer,
+        r.outcome,
+        r.attempts.len(),
+        r.post_count,
+        r.rounds,
+        r.duration_ms
+    ));
+    if let Some(m) = &r.message {
+        let label = match r.outcome {
+            Outcome::ToolSuccess | Outcome::ToolError => "tool text",
+            _ => "detail",
+        };
+        s.push_str(&format!("{label}: {m}\n"));
+    }
+    for w in &r.warnings {
+        s.push_str(&format!("warning {}: {}\n", w.code, w.detail));
+    }
+    if !r.stderr_tail.is_empty() {
+        s.push_str("server stderr (last lines):\n");
+        for l in &r.stderr_tail {
+            s.push_str(&format!("  | {l}\n"));
+        }
+    }
+    s.push_str(&format!("next: {}", hint(r.outcome)));
+    s
+}
+
+fn hint(o: Outcome) -> &'static str {
+    match o {
+        Outcome::ToolSuccess => "nothing to do.",
+        Outcome::ToolError => "the tool ran and failed; show its text to the model or the user, do not resend blindly.",
+        Outcome::JsonrpcError => "the server rejected the request (see code and message): fix the arguments or the method.",
+        Outcome::InputRequired => "the server needs input: pass --answer KEY=JSON or --input FILE.",
+        Outcome::TaskCreated => "the server runs the call as a task; poll it with tasks/get.",
+        Outcome::HttpError => "a transport failure: check the status (auth, rate limit, gateway) before the tool.",
+        Outcome::MissingResponse => "the server never answered this request; check server logs for the call.",
+        Outcome::StreamIncomplete => "the stream ended early; resend only if the tool is safe to run twice.",
+        Outcome::ConnectionError => "the connection failed; check that the server runs and is reachable.",
+        Outcome::Timeout => "no answer in time; raise --timeout or check the server; the tool may still have run.",
+        Outcome::LimitExceeded => "the response exceeded a limit (--max-body-bytes).",
+        Outcome::UnexpectedContentType => "a proxy or portal answered instead of the MCP server; check the URL.",
+        Outcome::MalformedJson | Outcome::InvalidEnvelope | Outcome::InvalidToolResult => {
+            "the server broke the protocol; report it to the server's authors with the record."
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! Arguments shared by the client commands (`call`, `list`): where the server is and how to
+//! talk to it. Turned into a `Target` and `ClientOptions` here; nothing else happens here.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use mcp_triage_client::{Answers, ClientOptions, Target, VersionChoice};
+use mcp_triage_core::retry::AnnotationTrust;
+
+#[derive(Args, Debug)]
+pub struct ConnArgs {
+    /// Spawn this server and speak newline-delimited JSON-RPC on its stdin/stdout.
+    #[arg(long, value_name = "'CMD ARGS'", conflicts_with = "config")]
+    pub stdio: Option<String>,
+
+    /// Read the server from an mcp.json file (Claude Desktop/Cursor `mcpServers`, VS Code `servers`).
+    #[arg(long, value_name = "FILE", requires = "server")]
+    pub config: Option<PathBuf>,
+
+    /// The entry of --config to use.
+    #[arg(long, value_name = "NAME", requires = "config")]
+    pub server: Option<String>,
+
+    /// auto (2026-07-28 first, fall back to initialize), or a revision to force.
+    #[arg(long, value_name = "V", default_value = "auto", value_parser = VersionChoice::parse)]
+    pub protocol_version: VersionChoice,
+
+    /// Bearer token for Authorization (never printed or logged).
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "MCP_TRIAGE_BEARER",
+        hide_env_values = true
+    )]
+    pub bearer: Option<String>,
+
+    /// Extra HTTP header NAME:VALUE (repeatable).
+    #[arg(long = "header", value_name = "NAME:VALUE")]
+    pub headers: Vec<String>,
+
+    /// Deadline of one attempt, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub timeout: f64,
+
+    /// Most resends of one call.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub max_retries: u32,
+
+    /// Longest single wait in seconds; a longer Retry-After gives up.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub max_wait: f64,
+
+    /// Backoff base in milliseconds (doubles per resend, full jitter).
+    #[arg(long, value_name = "MS", default_value_t = 200)]
+    pub backoff_ms: u64,
+
+    /// Believe readOnlyHint/idempotentHint of any server (default: only stdio and loopback).
+    #[arg(long, conflicts_with = "distrust_annotations")]
+    pub trust_annotations: bool,
+
+    /// Never believe tool annotations.
+    #[arg(long)]
+    pub distrust_annotations: bool,
+
+    /// A tool that is safe to resend (repeatable).
+    #[arg(long = "safe-tool", value_name = "NAME")]
+    pub safe_tools: Vec<String>,
+
+    /// An input response KEY=JSON (KEY: the server's inputRequests key, or a method such as
+    /// elicitation/create); repeatable.
+    #[arg(long = "answer", value_name = "KEY=JSON")]
+    pub answers: Vec<String>,
+
+    /// A JSON object file of KEY: input response.
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+
+    /// Most input rounds per call.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub max_rounds: u32,
+
+    /// A root offered to roots/list (repeatable).
+    #[arg(long = "root", value_name = "PATH|URI")]
+    pub roots: Vec<String>,
+
+    /// Scenario name for the record when the server sends no X-Kitchen-Scenario.
+    #[arg(long, value_name = "NAME")]
+    pub scenario: Option<String>,
+
+    /// Do not call tools/list before the call (no annotations, x-mcp-header or outputSchema).
+    #[arg(long)]
+    pub no_list: bool,
+
+    /// Largest response body in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
+    pub max_body_bytes: u64,
+}
+
+fn seconds(name: &str, s: f64) -> Result<Duration, String> {
+    if !(s.is_finite() && s > 0.0 && s < 86_400.0) {
+        return Err(format!(
+            "--{name} must be a positive number of seconds below a day"
+        ));
+    }
+    Ok(Duration::from_secs_f64(s))
+}
+
+impl ConnArgs {
+    /// True when the target comes from --stdio or --config (no URL positional).
+    pub fn has_target_flag(&self) -> bool {
+        self.stdio.is_some() || self.config.is_some()
+    }
+
+    pub fn target(&self, url: Option<&str>) -> Result<Target, String> {
+        let mut t = match (&self.stdio, &self.config, url) {
+            (Some(cmd), _, None) => Target::stdio(cmd).map_err(|e| e.to_string())?,
+            (None, Some(file), None) => {
+                let name = self.server.as_deref().unwrap_or_default();
+                Target::from_config_file(file, name).map_err(|e| e.to_string())?
+            }
+            (None, None, Some(u)) => Target::url(u).map_err(|e| e.to_string())?,
+            (None, None, None) => {
+                return Err("give a URL, --stdio 'CMD ARGS', or --config FILE --server NAME".into())
+            }
+            _ => return Err("give either a URL or --stdio/--config, not both".into()),
+        };
+        if let Target::Http { headers, .. } = &mut t {
+            for h in &self.headers {
+                let (k, v) = h
+                    .split_once(':')
+                    .ok_or_else(|| format!("--header {h:?} is not NAME:VALUE"))?;
+                headers.push((k.trim().to_string(), v.trim().to_string()));
+            }
+        } else if !self.headers.is_empty() {
+            return Err("--header applies to HTTP targets only".into());
+        }
+        Ok(t)
+    }
+
+    pub fn options(&self) -> Result<ClientOptions, String> {
+        let mut o = ClientOptions {
+            protocol: self.protocol_version,
+            bearer: self.bearer.clone().filter(|b| !b.is_empty()),
+            timeout: seconds("timeout", self.timeout)?,
+            max_rounds: self.max_rounds,
+            roots: self.roots.clone(),
+            scenario: self.scenario.clone(),
+            list_tools_first: !self.no_list,
+            ..ClientOptions::default()
+        };
+        o.limits.max_body_bytes = self.max_body_bytes;
+        o.retry.max_retries = self.max_retries;
+        o.retry.max_wait_ms = seconds("max-wait", self.max_wait)?.as_millis() as u64;
+        o.retry.backoff_base_ms = self.backoff_ms;
+        o.retry.safe_tools = self.safe_tools.clone();
+        o.retry.trust = if self.trust_annotations {
+            AnnotationTrust::Trust
+        } else if self.distrust_annotations {
+            AnnotationTrust::Distrust
+        } else {
+            AnnotationTrust::LocalOnly
+        };
+        let mut answers = Answers::default();
+        if let Some(f) = &self.input {
+            let text =
+                std::fs::read_to_string(f).map_err(|e| format!("--input {}: {e}", f.display()))?;
+            let doc = serde_json::from_str(&text)
+                .map_err(|e| format!("--input {}: not JSON: {e}", f.display()))?;
+            answers.add_object(doc)?;
+        }
+        for a in &self.answers {
+            answers.add_pair(a)?;
+        }
+        o.answers = answers;
+        Ok(o)
+    }
+}
+
+/// A tokio runtime for one command.
+pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("could not start the async runtime: {e}"))
+}

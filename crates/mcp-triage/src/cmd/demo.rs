@@ -1,0 +1,164 @@
+//! `mcp-triage demo`: start the kitchen in-process and run the client through every scenario
+//! (both eras where both apply), printing what each call ended in next to what the scenario's
+//! documentation says it must end in. Exit 0 only when every row matches.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use mcp_triage_client::plan::{plan, run_row, RowResult};
+use mcp_triage_client::ClientOptions;
+use mcp_triage_kitchen::{start, KitchenOptions};
+
+use super::call::Format;
+use super::client_args::runtime;
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Only scenarios whose id contains this text.
+    #[arg(long, value_name = "TEXT")]
+    pub only: Option<String>,
+
+    /// text: the matrix; json: one record per line.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+
+    /// Calls run at the same time.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub concurrency: usize,
+}
+
+pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
+    let rt = runtime()?;
+    let results = rt.block_on(async {
+        let k = start(
+            "127.0.0.1:0".parse().expect("loopback address"),
+            KitchenOptions::default(),
+        )
+        .await
+        .map_err(|e| format!("the kitchen did not start: {e}"))?;
+        let base = k.base_url();
+        let mut opts = ClientOptions {
+            timeout: Duration::from_secs(5),
+            ..ClientOptions::default()
+        };
+        // Short waits so the whole matrix takes seconds; the decisions are the same.
+        opts.retry.backoff_base_ms = 20;
+        opts.retry.max_wait_ms = 5_000;
+        let rows: Vec<_> = plan()
+            .into_iter()
+            .filter(|r| args.only.as_deref().is_none_or(|o| r.scenario.contains(o)))
+            .collect();
+        let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(args.concurrency.max(1)));
+        let mut tasks = Vec::new();
+        for (i, row) in rows.into_iter().enumerate() {
+            let (base, opts, sem) = (base.clone(), opts.clone(), sem.clone());
+            tasks.push(tokio::spawn(async move {
+                let _permit = sem.acquire().await;
+                run_row(&base, &row, &format!("demo{i}"), &opts).await
+            }));
+        }
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await.map_err(|e| format!("a demo call panicked: {e}"))?);
+        }
+        k.shutdown().await;
+        Ok::<_, String>(out)
+    })?;
+    match args.format {
+        Format::Json => {
+            for r in &results {
+                println!(
+                    "{}",
+                    serde_json::to_string(&r.record).map_err(|e| e.to_string())?
+                );
+            }
+        }
+        Format::Text => print!("{}", matrix(&results)),
+    }
+    let bad = results.iter().filter(|r| !r.matches).count();
+    if bad > 0 {
+        eprintln!(
+            "{bad} of {} rows differ from the documented outcome",
+            results.len()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    eprintln!("all {} rows match", results.len());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn matrix(results: &[RowResult]) -> String {
+    let mut rows: Vec<[String; 8]> = vec![[
+        "scenario".into(),
+        "era".into(),
+        "att".into(),
+        "statuses".into(),
+        "got".into(),
+        "expected".into(),
+        "decisions".into(),
+        "ok".into(),
+    ]];
+    for r in results {
+        let name = if r.row.variant.is_empty() {
+            r.row.scenario.to_string()
+        } else {
+            format!("{} ({})", r.row.scenario, r.row.variant)
+        };
+        let statuses: Vec<String> = r
+            .record
+            .attempts
+            .iter()
+            .map(|a| a.status.map_or("-".into(), |s| s.to_string()))
+            .collect();
+        let decisions: Vec<String> = r
+            .record
+            .attempts
+            .iter()
+            .map(|a| a.decision.as_ref().map_or("-".into(), |d| d.action.clone()))
+            .collect();
+        let expected = match r.row.attempts {
+            Some(n) => format!("{} in {n}", r.row.expect),
+            None => r.row.expect.to_string(),
+        };
+        rows.push([
+            name,
+            r.row.era.as_str().into(),
+            r.record.attempts.len().to_string(),
+            statuses.join(","),
+            r.record.outcome.to_string(),
+            expected,
+            decisions.join(","),
+            if r.matches {
+                "✓".into()
+            } else {
+                "✗".into()
+            },
+        ]);
+    }
+    let widths: Vec<usize> = (0..8)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut s = String::new();
+    for r in &rows {
+        for (c, cell) in r.iter().enumerate() {
+            s.push_str(cell);
+            if c < 7 {
+                s.push_str(&" ".repeat(widths[c] - cell.chars().count() + 2));
+            }
+        }
+        s.push('\n');
+    }
+    for r in results.iter().filter(|r| !r.matches) {
+        s.push_str(&format!(
+            "\n✗ {} [{}]: expected {} because {}; got {}: {}\n",
+            r.row.scenario,
+            r.row.era.as_str(),
+            r.row.expect,
+            r.row.why,
+            r.record.outcome,
+            r.record.message.as_deref().unwrap_or("")
+        ));
+    }
+    s
+}

@@ -1,0 +1,105 @@
+//! `mcp-triage list`: the server's tools with their annotations.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use mcp_triage_client::Client;
+use serde_json::{json, Value};
+
+use super::call::Format;
+use super::client_args::{runtime, ConnArgs};
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// The server URL (left out with --stdio or --config).
+    #[arg(value_name = "URL")]
+    pub url: Option<String>,
+
+    #[command(flatten)]
+    pub conn: ConnArgs,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+pub fn run(args: ListArgs) -> Result<ExitCode, String> {
+    let target = args.conn.target(args.url.as_deref())?;
+    let opts = args.conn.options()?;
+    let rt = runtime()?;
+    let result = rt.block_on(async {
+        let client = Client::connect(target, opts)
+            .await
+            .map_err(|e| e.to_string())?;
+        let tools = client.list_tools().await;
+        let version = client.protocol_version().await;
+        let info = client.server_info().await;
+        client.close().await;
+        Ok::<_, String>((tools, version, info))
+    });
+    let (tools, version, info) = match result {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("mcp-triage: {e}");
+            return Ok(ExitCode::from(3));
+        }
+    };
+    let tools = match tools {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("mcp-triage: {e}");
+            return Ok(ExitCode::from(3));
+        }
+    };
+    match args.format {
+        Format::Json => {
+            let doc = json!({
+                "protocolVersion": version,
+                "serverInfo": info,
+                "tools": tools.iter().map(|t| t.definition.clone()).collect::<Vec<Value>>(),
+            });
+            println!("{doc}");
+        }
+        Format::Text => {
+            let name = info.map(|i| format!("{} {}", i.name, i.version.unwrap_or_default()));
+            println!(
+                "{} tool(s), {version}{}",
+                tools.len(),
+                name.map(|n| format!(", {n}")).unwrap_or_default()
+            );
+            for t in &tools {
+                let mut flags = Vec::new();
+                if let Some(a) = &t.annotations {
+                    for (key, label) in [
+                        ("readOnlyHint", "read-only"),
+                        ("idempotentHint", "idempotent"),
+                        ("destructiveHint", "destructive"),
+                        ("openWorldHint", "open-world"),
+                    ] {
+                        if a.get(key).and_then(Value::as_bool) == Some(true) {
+                            flags.push(label.to_string());
+                        }
+                    }
+                }
+                for (arg, h) in &t.header_params {
+                    flags.push(format!("{arg}→Mcp-Param-{h}"));
+                }
+                if t.output_schema.is_some() {
+                    flags.push("outputSchema".into());
+                }
+                let flags = if flags.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{}]", flags.join(", "))
+                };
+                println!(
+                    "  {}{}  {}",
+                    t.name,
+                    flags,
+                    t.description.as_deref().unwrap_or("")
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,207 @@
+//! The client commands as a user runs them: `call`, `list` and `demo` in a real process
+//! against an in-process kitchen, exit codes, JSON output, `--log`, `--config` and `--stdio`.
+
+use std::process::{Command, Output};
+
+use mcp_triage_kitchen::{start, KitchenOptions};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mcp-triage"))
+        .args(args)
+        .env_remove("MCP_TRIAGE_BEARER")
+        .output()
+        .expect("mcp-triage runs")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+#[test]
+fn demo_matrix_all_rows_match() {
+    let o = run(&["demo"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 0, "{out}\n{err}");
+    assert!(err.contains("rows match"), "{err}");
+    assert!(
+        out.contains("chaos.mix") && out.contains("expected"),
+        "{out}"
+    );
+    assert!(!out.contains('✗'));
+}
+
+#[test]
+fn call_and_list_against_the_kitchen() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let k = rt
+        .block_on(start(
+            "127.0.0.1:0".parse().unwrap(),
+            KitchenOptions::default(),
+        ))
+        .unwrap();
+    let base = k.base_url();
+    let dir = std::env::temp_dir().join(format!("mcp-triage-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("calls.jsonl");
+    let log_s = log.to_str().unwrap();
+
+    // Success, JSON output, appended to the log.
+    let url = format!("{base}/s/baseline/mcp");
+    let o = run(&[
+        "call",
+        &url,
+        "read_counter",
+        "--format",
+        "json",
+        "--log",
+        log_s,
+    ]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let rec: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rec["outcome"], "TOOL_SUCCESS");
+    assert_eq!(rec["protocolVersion"], "2026-07-28");
+    // Tool error → 6, JSON-RPC error (unknown tool) → 4, unanswered input → 5.
+    let o = run(&[
+        "call",
+        &format!("{base}/s/errors.tool_error/mcp"),
+        "run_configured_test_scenario",
+        "--log",
+        log_s,
+    ]);
+    assert_eq!(code(&o), 6);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("application / TOOL_ERROR"));
+    assert_eq!(code(&run(&["call", &url, "no_such_tool"])), 4);
+    assert_eq!(
+        code(&run(&[
+            "call",
+            &format!("{base}/s/elicitation.approval/mcp"),
+            "run_configured_test_scenario"
+        ])),
+        5
+    );
+    // Answered: success, in the legacy era too.
+    let answer = r#"elicitation/create={"action":"accept","content":{"reason":"ok"}}"#;
+    for v in ["2026-07-28", "2025-11-25"] {
+        let o = run(&[
+            "call",
+            &format!("{base}/s/elicitation.approval/mcp"),
+            "run_configured_test_scenario",
+            "--answer",
+            answer,
+            "--protocol-version",
+            v,
+        ]);
+        assert_eq!(code(&o), 0, "{v}: {}", String::from_utf8_lossy(&o.stdout));
+    }
+    // Transport: 401 without the token → 3; with --bearer → 0.
+    let auth = format!("{base}/s/auth.oauth_challenge/mcp");
+    assert_eq!(code(&run(&["call", &auth, "read_counter"])), 3);
+    assert_eq!(
+        code(&run(&[
+            "call",
+            &auth,
+            "read_counter",
+            "--bearer",
+            "kitchen-token"
+        ])),
+        0
+    );
+    let lines = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(lines.lines().count(), 2);
+    assert!(lines
+        .lines()
+        .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
+    assert!(!lines.contains("kitchen-token"));
+
+    // --config in both shapes.
+    let cfg = dir.join("mcp.json");
+    std::fs::write(
+        &cfg,
+        format!(r#"{{"mcpServers":{{"k":{{"url":"{url}"}}}}}}"#),
+    )
+    .unwrap();
+    let o = run(&[
+        "call",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--server",
+        "k",
+        "read_counter",
+    ]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::write(
+        &cfg,
+        format!(r#"{{"servers":{{"k":{{"type":"http","url":"{url}"}}}}}}"#),
+    )
+    .unwrap();
+    assert_eq!(
+        code(&run(&[
+            "list",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--server",
+            "k"
+        ])),
+        0
+    );
+
+    // list shows annotations.
+    let o = run(&["list", &url]);
+    assert_eq!(code(&o), 0);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("read_counter [read-only, idempotent]"));
+    rt.block_on(k.shutdown());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn stdio_and_usage_errors() {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../mcp-triage-client/tests/fixtures/sh_server.sh"
+    );
+    let o = run(&[
+        "call",
+        "--stdio",
+        &format!("sh {script} ok"),
+        "echo",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let rec: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rec["transport"], "stdio");
+    // Usage: 2.
+    assert_eq!(
+        code(&run(&[
+            "call",
+            "http://127.0.0.1:9/mcp",
+            "t",
+            "--args",
+            "[1]"
+        ])),
+        2
+    );
+    assert_eq!(code(&run(&["call", "not-a-url", "t"])), 2);
+    assert_eq!(code(&run(&["call", "--stdio", "sh 'x", "t"])), 2);
+    assert_eq!(
+        code(&run(&[
+            "call",
+            "http://127.0.0.1:9/mcp",
+            "t",
+            "--answer",
+            "nojson"
+        ])),
+        2
+    );
+    // Connection refused on a port nobody listens on: transport, 3.
+    let o = run(&[
+        "call",
+        "http://127.0.0.1:9/mcp",
+        "t",
+        "--max-retries",
+        "0",
+        "--no-list",
+    ]);
+    assert_eq!(code(&o), 3, "{}", String::from_utf8_lossy(&o.stdout));
+}

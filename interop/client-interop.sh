@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# `mcp-triage call` against MCP servers nobody here wrote, pinned:
+#   - @modelcontextprotocol/server-everything (interop/package-lock.json), stdio and Streamable HTTP;
+#   - the official TypeScript SDK's example server (examples/server/simpleStreamableHttp.js of the
+#     pinned @modelcontextprotocol/sdk);
+#   - a Python SDK server (PyPI `mcp`, interop/python/requirements.lock; MCPServer is FastMCP's v2
+#     name), Streamable HTTP, in both eras (2026-07-28 stateless and the 2025-11-25 session);
+#   (the rmcp server is a Rust dev-dependency: crates/mcp-triage/tests/interop_rmcp.rs).
+# For each: a succeeding tool, a tool error and an unknown tool, each with the outcome that server's
+# answer deserves (what each one sends for an unknown tool differs; the table below says which).
+# 127.0.0.1 only: the Node servers bind all interfaces, so they run with the loopback-only preload
+# (interop/loopback-only.cjs). Every process started here is stopped on exit.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+cd "$here"
+# shellcheck source=interop/npm-deps.sh
+. "$here/npm-deps.sh"
+# shellcheck source=interop/python-deps.sh
+. "$here/python-deps.sh"
+
+cargo build -j 2 -q -p mcp-triage --manifest-path "$root/Cargo.toml"
+triage="${CARGO_TARGET_DIR:-$root/target}/debug/mcp-triage"
+preload="$here/loopback-only.cjs"
+out="$(mktemp -d)"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$out"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+wait_port() { # port name log
+  for _ in $(seq 1 150); do
+    if python3 -c "import socket,sys; s=socket.socket(); s.settimeout(0.2); sys.exit(s.connect_ex(('127.0.0.1',$1)))" 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "$2 did not start on 127.0.0.1:$1; log:" >&2; cat "$3" >&2; exit 1
+}
+
+failures=0
+runs=0
+# check NAME EXPECTED_OUTCOME EXPECTED_EXIT [ERA] -- mcp-triage call ARGS...
+# ERA, when given, is the protocolVersion the record must name (the era actually spoken).
+check() {
+  local name="$1" want="$2" want_exit="$3" era=""; shift 3
+  if [ "$1" != "--" ]; then era="$1"; shift; fi
+  shift
+  local rc=0
+  timeout 60 "$triage" call "$@" --format json >"$out/rec.json" 2>"$out/err.txt" || rc=$?
+  runs=$((runs + 1))
+  local got
+  got="$(python3 -c 'import json,sys
+try:
+    r = json.load(open(sys.argv[1]))
+    print(r.get("layer","?") + "/" + r.get("outcome","?"))
+    print(r.get("protocolVersion") or "-")
+except Exception as e:
+    print("unreadable record: %s" % e); print("-")' "$out/rec.json")"
+  local spoke="${got#*$'\n'}"
+  got="${got%%$'\n'*}"
+  if [ -n "$era" ] && [ "$spoke" != "$era" ]; then got="$got, spoke $spoke not $era"; fi
+  if [ "$got" = "$want" ] && [ "$rc" = "$want_exit" ]; then
+    printf '  ok    %-46s %s (exit %s, %s)\n' "$name" "$got" "$rc" "$spoke"
+  else
+    printf '  FAIL  %-46s got %s (exit %s), want %s (exit %s)\n' "$name" "$got" "$rc" "$want" "$want_exit"
+    sed 's/^/        /' "$out/err.txt" | tail -n 20
+    head -c 2000 "$out/rec.json" | sed 's/^/        /'; echo
+    failures=$((failures + 1))
+  fi
+}
+
+everything="$here/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+ts_example="$here/node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js"
+se_version="$(python3 -c 'import json;print(json.load(open("node_modules/@modelcontextprotocol/server-everything/package.json"))["version"])')"
+sdk_version="$(python3 -c 'import json;print(json.load(open("node_modules/@modelcontextprotocol/sdk/package.json"))["version"])')"
+py_version="$("$venv_python" -c 'import importlib.metadata as m; print(m.version("mcp"))')"
+
+# --- servers -------------------------------------------------------------------------------
+se_port="$(free_port)"
+PORT="$se_port" "$node22" --require "$preload" "$everything" streamableHttp >"$out/se.log" 2>&1 &
+pids+=($!)
+ts_port="$(free_port)"
+MCP_PORT="$ts_port" "$node22" --require "$preload" "$ts_example" >"$out/ts.log" 2>&1 &
+pids+=($!)
+py_port="$(free_port)"
+"$venv_python" "$here/python/server.py" "$py_port" >"$out/py.log" 2>&1 &
+pids+=($!)
+py_json_port="$(free_port)"
+"$venv_python" "$here/python/server.py" "$py_json_port" --json >"$out/py-json.log" 2>&1 &
+pids+=($!)
+wait_port "$se_port" server-everything "$out/se.log"
+wait_port "$ts_port" "TypeScript SDK example server" "$out/ts.log"
+wait_port "$py_port" "Python SDK server" "$out/py.log"
+wait_port "$py_json_port" "Python SDK server (JSON)" "$out/py-json.log"
+
+echo "server-everything $se_version, stdio"
+se_stdio="$node22 $everything stdio"
+check "echo" application/TOOL_SUCCESS 0 -- --stdio "$se_stdio" echo --args '{"message":"hi"}'
+check "get-sum with a string (input validation)" application/TOOL_ERROR 6 -- --stdio "$se_stdio" get-sum --args '{"a":"x","b":1}'
+check "unknown tool (answered as an isError result)" application/TOOL_ERROR 6 -- --stdio "$se_stdio" no-such-tool
+
+echo "server-everything $se_version, Streamable HTTP (2025-11-25 session after the modern probe)"
+se_url="http://127.0.0.1:$se_port/mcp"
+check "echo" application/TOOL_SUCCESS 0 2025-11-25 -- "$se_url" echo --args '{"message":"hi"}'
+check "get-sum with a string (input validation)" application/TOOL_ERROR 6 -- "$se_url" get-sum --args '{"a":"x","b":1}'
+check "unknown tool (answered as an isError result)" application/TOOL_ERROR 6 -- "$se_url" no-such-tool
+
+echo "TypeScript SDK $sdk_version example server (simpleStreamableHttp)"
+ts_url="http://127.0.0.1:$ts_port/mcp"
+check "greet" application/TOOL_SUCCESS 0 -- "$ts_url" greet --args '{"name":"interop"}'
+check "greet without its argument (input validation)" application/TOOL_ERROR 6 -- "$ts_url" greet
+check "unknown tool (answered as an isError result)" application/TOOL_ERROR 6 -- "$ts_url" no-such-tool
+
+for era in auto 2025-11-25; do
+  for mode in sse json; do
+    if [ "$mode" = sse ]; then port="$py_port"; else port="$py_json_port"; fi
+    echo "Python SDK mcp $py_version MCPServer, $mode responses, --protocol-version $era"
+    py_url="http://127.0.0.1:$port/mcp"
+    if [ "$era" = auto ]; then spoken=2026-07-28; else spoken="$era"; fi
+    check "echo" application/TOOL_SUCCESS 0 "$spoken" -- "$py_url" echo --args '{"message":"hi"}' --protocol-version "$era"
+    check "fail (ToolError)" application/TOOL_ERROR 6 -- "$py_url" fail --protocol-version "$era"
+    check "unknown tool (answered as an isError result)" application/TOOL_ERROR 6 -- "$py_url" no-such-tool --protocol-version "$era"
+  done
+done
+
+echo
+if [ "$failures" -ne 0 ]; then
+  echo "client interop: $failures of $runs calls gave the wrong outcome" >&2
+  exit 1
+fi
+echo "client interop: $runs calls, all with the expected outcome"
