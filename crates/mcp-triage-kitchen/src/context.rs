@@ -18,12 +18,27 @@ use crate::state::Shared;
 #[derive(Default)]
 pub struct Trace {
     notes: Mutex<Vec<String>>,
+    issued: Mutex<Option<Value>>,
 }
 
 impl Trace {
     /// Record one injection.
     pub fn note(&self, s: impl Into<String>) {
         self.notes.lock().expect("trace lock").push(s.into());
+    }
+    /// Record the MRTR round the kitchen issued (`requestState` and the `inputRequests`
+    /// keys), so the journal can show whether the retry echoed them.
+    pub fn issue(&self, request_state: &str, input_requests: &Value) {
+        let keys: Vec<&String> = input_requests
+            .as_object()
+            .map(|m| m.keys().collect())
+            .unwrap_or_default();
+        *self.issued.lock().expect("trace lock") =
+            Some(json!({ "requestState": request_state, "inputRequestKeys": keys }));
+    }
+    /// The MRTR round issued, if any.
+    pub fn issued(&self) -> Option<Value> {
+        self.issued.lock().expect("trace lock").clone()
     }
     /// Everything recorded, joined.
     pub fn joined(&self) -> Option<String> {

@@ -99,6 +99,39 @@ pub fn arguments_hash(args: &Value) -> String {
     out
 }
 
+/// The retry-relevant request fields: `requestState` (verbatim, it is the kitchen's own
+/// token), the keys of `inputResponses`, and an idempotency key from `params.idempotencyKey`
+/// or a `params._meta` key `idempotencyKey` / `…/idempotencyKey` (SEP-3182's shape; the
+/// header `Idempotency-Key` is in `headers`). `None` when the request has none of them.
+pub fn retry_fields(params: &Value) -> Option<Value> {
+    let mut m = Map::new();
+    if let Some(s) = params.get("requestState") {
+        m.insert("requestState".into(), s.clone());
+    }
+    if let Some(r) = params.get("inputResponses") {
+        let keys: Vec<Value> = r
+            .as_object()
+            .map(|o| o.keys().map(|k| Value::String(k.clone())).collect())
+            .unwrap_or_default();
+        m.insert("inputResponseKeys".into(), Value::Array(keys));
+    }
+    // `_meta` keys may carry a prefix (`mcp-triage/idempotencyKey`), as `_meta` keys do.
+    let key = params.get("idempotencyKey").or_else(|| {
+        params
+            .get("_meta")
+            .and_then(Value::as_object)
+            .and_then(|m| {
+                m.iter()
+                    .find(|(k, _)| *k == "idempotencyKey" || k.ends_with("/idempotencyKey"))
+                    .map(|(_, v)| v)
+            })
+    });
+    if let Some(k) = key {
+        m.insert("idempotencyKey".into(), k.clone());
+    }
+    (!m.is_empty()).then_some(Value::Object(m))
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     SystemTime::now()
@@ -156,6 +189,19 @@ mod tests {
             j.push(serde_json::json!({ "n": i }));
         }
         assert_eq!(j.to_json_lines(), "{\"n\":1}\n{\"n\":2}\n");
+    }
+
+    #[test]
+    fn retry_fields_pick_state_keys_and_idempotency_key() {
+        let p = serde_json::json!({"name": "t", "requestState": "tok",
+            "inputResponses": {"elicitation": {"action": "accept"}}, "_meta": {"idempotencyKey": "k1"}});
+        assert_eq!(
+            retry_fields(&p).unwrap(),
+            serde_json::json!({"requestState": "tok", "inputResponseKeys": ["elicitation"], "idempotencyKey": "k1"})
+        );
+        assert_eq!(retry_fields(&serde_json::json!({"name": "t"})), None);
+        let prefixed = serde_json::json!({"_meta": {"mcp-triage/idempotencyKey": "k2"}});
+        assert_eq!(retry_fields(&prefixed).unwrap()["idempotencyKey"], "k2");
     }
 
     #[test]

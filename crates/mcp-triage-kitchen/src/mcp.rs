@@ -50,6 +50,8 @@ struct Record {
     tool: Option<String>,
     args_hash: Option<String>,
     era: Option<Era>,
+    /// MRTR retry fields and an idempotency key, so `judge` can grade retries.
+    retry: Option<Value>,
 }
 
 /// Parse the URL-instance query: `params=<json>` and/or one `name=value` per parameter
@@ -219,6 +221,7 @@ pub async fn handle(
     headers: HeaderMap,
     body: Body,
 ) -> Response<Body> {
+    let received = journal::now_ms();
     let trace = Arc::new(Trace::default());
     let mut rec = Record {
         instance: None,
@@ -228,6 +231,7 @@ pub async fn handle(
         tool: None,
         args_hash: None,
         era: None,
+        retry: None,
     };
     let (mut resp, scenario_id) =
         handle_inner(&shared, target, &method, &headers, body, &trace, &mut rec).await;
@@ -241,6 +245,7 @@ pub async fn handle(
         .to_string();
     shared.journal.push(json!({
         "time": journal::rfc3339(journal::now_ms()),
+        "receivedMs": received,
         "httpMethod": method.as_str(),
         "instance": rec.instance,
         "scenario": scenario_id,
@@ -254,6 +259,8 @@ pub async fn handle(
         "injected": trace.joined(),
         "status": if aborted { Value::Null } else { json!(resp.status().as_u16()) },
         "contentType": if ctype.is_empty() { Value::Null } else { json!(ctype) },
+        "retry": rec.retry,
+        "issued": trace.issued(),
     }));
     resp
 }
@@ -476,6 +483,7 @@ async fn handle_inner(
             params.get("arguments").unwrap_or(&json!({})),
         ));
     }
+    rec.retry = journal::retry_fields(&params);
 
     let wire = {
         let cx = WireCx {
@@ -1530,6 +1538,7 @@ fn tool_out(reply: ToolReply, req: &Req, id: &Value, binding: &str) -> Out {
         } if req.era == Era::Modern => {
             let token = req.shared.sign_state(binding, &state);
             req.trace.note("input_required (MRTR)");
+            req.trace.issue(&token, &input_requests);
             let r = finish_result(
                 req,
                 "tools/call",

@@ -6,7 +6,7 @@ mod cmd;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// On which layer did this MCP tool call fail, and may it be sent again?
 #[derive(Parser)]
@@ -21,9 +21,6 @@ enum Command {
     /// Classify recorded tools/call responses offline: one response, or an exchange file.
     #[command(after_help = cmd::classify::EXAMPLES)]
     Classify(cmd::classify::ClassifyArgs),
-    /// Serve the kitchen: a fault-injection MCP server for testing clients.
-    #[command(after_help = cmd::kitchen::EXAMPLES)]
-    Kitchen(cmd::kitchen::KitchenArgs),
     /// Call one tool and report on which layer it ended, what was retried and why.
     #[command(after_help = cmd::call::EXAMPLES)]
     Call(cmd::call::CallArgs),
@@ -36,6 +33,21 @@ enum Command {
     /// Client side of the official conformance suite (reads MCP_CONFORMANCE_SCENARIO).
     #[command(hide = true)]
     ConformanceClient(cmd::conformance::ConformanceArgs),
+    /// Grade an MCP client's error handling against the kitchen: scenario × check matrix.
+    #[command(after_help = cmd::judge::EXAMPLES)]
+    Judge(cmd::judge::JudgeArgs),
+    /// Summarise call records (call --log, proxy): outcomes, layers, retries, latency.
+    #[command(after_help = cmd::report::EXAMPLES)]
+    Report(cmd::report::ReportArgs),
+    /// Serve the kitchen: a fault-injection MCP server for testing clients.
+    #[command(after_help = cmd::kitchen::EXAMPLES)]
+    Kitchen(cmd::kitchen::KitchenArgs),
+    /// Print shell completions (bash, zsh, fish).
+    #[command(after_help = cmd::completions::EXAMPLES)]
+    Completions(cmd::completions::CompletionsArgs),
+    /// Print the man page, or write one page per command.
+    #[command(after_help = cmd::completions::MAN_EXAMPLES)]
+    Man(cmd::completions::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +55,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Classify(args) => cmd::classify::run(args),
         Command::Kitchen(args) => cmd::kitchen::run(args),
+        Command::Judge(args) => cmd::judge::run(args),
+        Command::Report(args) => cmd::report::run(args),
+        Command::Completions(args) => cmd::completions::completions(args, Cli::command()),
+        Command::Man(args) => cmd::completions::man(args, Cli::command()),
         Command::Call(args) => cmd::call::run(args),
         Command::List(args) => cmd::list::run(args),
         Command::Demo(args) => cmd::demo::run(args),

@@ -42,7 +42,11 @@ impl ServerHandler for Interop {
                 "Echo the message",
                 schema(json!({"type": "object", "properties": {"message": {"type": "string"}}})),
             ),
-            Tool::new("fail", "Always a tool error", schema(json!({"type": "object"}))),
+            Tool::new(
+                "fail",
+                "Always a tool error",
+                schema(json!({"type": "object"})),
+            ),
         ]))
     }
 

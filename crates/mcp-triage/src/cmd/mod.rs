@@ -11,9 +11,12 @@ macro_rules! outln {
 pub mod call;
 pub mod classify;
 pub mod client_args;
+pub mod completions;
 pub mod conformance;
 pub mod demo;
+pub mod judge;
 pub mod kitchen;
 pub mod list;
 pub mod probe;
 pub mod prompt;
+pub mod report;

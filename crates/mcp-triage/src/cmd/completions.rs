@@ -1,0 +1,81 @@
+//! `mcp-triage completions SHELL` and `mcp-triage man`: generated from the CLI definition
+//! itself (clap_complete, clap_mangen), so they never drift from `--help`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+
+pub const EXAMPLES: &str = "\
+Examples:
+  mcp-triage completions bash > ~/.local/share/bash-completion/completions/mcp-triage
+  mcp-triage completions zsh  > \"${fpath[1]}/_mcp-triage\"
+  mcp-triage completions fish > ~/.config/fish/completions/mcp-triage.fish";
+
+pub const MAN_EXAMPLES: &str = "\
+Examples:
+  mcp-triage man | man -l -                 # read it now
+  mcp-triage man --dir target/man           # mcp-triage.1 and one page per command";
+
+/// Shells with completions.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Shell {
+    /// Bash.
+    Bash,
+    /// Zsh.
+    Zsh,
+    /// Fish.
+    Fish,
+}
+
+#[derive(Args)]
+pub struct CompletionsArgs {
+    /// Which shell.
+    #[arg(value_enum)]
+    shell: Shell,
+}
+
+#[derive(Args)]
+pub struct ManArgs {
+    /// Write mcp-triage.1 and mcp-triage-COMMAND.1 into this directory instead of printing
+    /// the main page to stdout.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+pub fn completions(args: CompletionsArgs, mut cmd: clap::Command) -> Result<ExitCode, String> {
+    let shell = match args.shell {
+        Shell::Bash => clap_complete::Shell::Bash,
+        Shell::Zsh => clap_complete::Shell::Zsh,
+        Shell::Fish => clap_complete::Shell::Fish,
+    };
+    // Into memory first: clap_complete panics on a write error (e.g. `| head`).
+    let mut buf = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "mcp-triage", &mut buf);
+    write_stdout(&buf)
+}
+
+/// Write to stdout; a closed pipe is a normal end, not an error.
+fn write_stdout(bytes: &[u8]) -> Result<ExitCode, String> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(format!("stdout: {e}")),
+    }
+}
+
+pub fn man(args: ManArgs, cmd: clap::Command) -> Result<ExitCode, String> {
+    let Some(dir) = args.dir else {
+        let mut buf = Vec::new();
+        clap_mangen::Man::new(cmd)
+            .render(&mut buf)
+            .map_err(|e| format!("man page: {e}"))?;
+        return write_stdout(&buf);
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    clap_mangen::generate_to(cmd, &dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    eprintln!("man pages written to {}", dir.display());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,218 @@
+//! The cases `judge` runs: which kitchen scenario (with which parameters) a client meets,
+//! which tool it is asked to call, and which checks grade what the kitchen saw.
+
+use serde_json::{json, Value};
+
+/// One graded check kind (see `checks.rs` for what each means).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckKind {
+    /// The client sent the tools/call the case asks for.
+    ToolCalled,
+    /// A destructive call is not resent after 503 without an idempotency key.
+    NoUnsafeResend,
+    /// A read-only call: at most 2 resends, the first no sooner than 200 ms.
+    BoundedResend,
+    /// No new tools/call before Retry-After has passed.
+    RetryAfter,
+    /// No automatic resend after a tool error or JSON-RPC error.
+    NoAutoResend,
+    /// MRTR retry: new id, exact requestState, the inputResponses keys asked for.
+    MrtrRetry,
+    /// A re-issued call after a cut stream carries a new id.
+    ReissueNewId,
+    /// 2025-11-25 resumption: GET + Last-Event-ID, not before `retry:`.
+    ResumeGet,
+    /// After session expiry: a new initialize without the old session id.
+    Reinitialize,
+    /// 2026-07-28 header rules on every request.
+    Headers2026,
+    /// The client finished before the judge's timeout.
+    InTime,
+}
+
+impl CheckKind {
+    /// Name in the matrix and the reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckKind::ToolCalled => "tool_called",
+            CheckKind::NoUnsafeResend => "no_unsafe_resend",
+            CheckKind::BoundedResend => "bounded_resend",
+            CheckKind::RetryAfter => "retry_after",
+            CheckKind::NoAutoResend => "no_auto_resend",
+            CheckKind::MrtrRetry => "mrtr_retry",
+            CheckKind::ReissueNewId => "reissue_new_id",
+            CheckKind::ResumeGet => "resume_get",
+            CheckKind::Reinitialize => "reinitialize",
+            CheckKind::Headers2026 => "headers_2026",
+            CheckKind::InTime => "in_time",
+        }
+    }
+
+    /// Where the expectation comes from.
+    pub fn references(self) -> &'static [&'static str] {
+        match self {
+            CheckKind::ToolCalled => &["judge: a case grades nothing unless the client calls the tool"],
+            CheckKind::NoUnsafeResend => &[
+                "seed article: payments, database writes and notifications must not be repeated because of a 503 without an idempotency key or server-side deduplication",
+                "spec digest §tools annotations: destructiveHint true, idempotentHint false (increment_counter)",
+            ],
+            CheckKind::BoundedResend => &[
+                "seed article: for side-effect-free reads start with at most two retries, 200 ms initial exponential backoff plus jitter",
+                "spec digest §tools annotations: readOnlyHint true (read_counter)",
+            ],
+            CheckKind::RetryAfter => &[
+                "seed article: with 429, a real Retry-After takes precedence",
+                "RFC 9110 §10.2.3 Retry-After",
+            ],
+            CheckKind::NoAutoResend => &[
+                "seed article: a tool error (isError) and a JSON-RPC error are answers, not transport failures; retryOrigin separates SDK retry, business logic and manual click",
+                "sdk-behaviour-and-crates.md §2.5: no SDK retries tools/call on its own",
+            ],
+            CheckKind::MrtrRetry => &[
+                "spec 2026-07-28 mrtr.mdx: the client MUST echo back the exact value of requestState when retrying",
+                "seed article: in the MRTR retry the JSON-RPC id must change",
+            ],
+            CheckKind::ReissueNewId => &[
+                "spec basic/index.mdx: the request ID MUST NOT have been previously used by the requestor within the same session",
+                "spec 2026-07-28 transports: streams are not resumable; a lost response means a new request",
+            ],
+            CheckKind::ResumeGet => &[
+                "spec 2025-11-25 transports §resumability: resumption is always via HTTP GET with Last-Event-ID",
+                "spec 2025-11-25 transports: the client MUST respect the retry field (wait that long before reconnecting)",
+            ],
+            CheckKind::Reinitialize => &[
+                "spec 2025-11-25 transports §session management: on 404 for a request with Mcp-Session-Id the client MUST start a new session by sending a new InitializeRequest without a session ID",
+            ],
+            CheckKind::Headers2026 => &[
+                "spec 2026-07-28 transports: MCP-Protocol-Version, Mcp-Method and Mcp-Name (tools/call, resources/read, prompts/get) are required on every request",
+            ],
+            CheckKind::InTime => &[
+                "judge: a client that waits for its own timeout on a stream that already ended keeps the user waiting (e.g. a cut SSE stream)",
+            ],
+        }
+    }
+}
+
+/// One case: a scenario instance, the tool to call, the checks.
+#[derive(Clone, Debug)]
+pub struct CaseDef {
+    /// Case id (what `--scenario` selects and `MCP_TRIAGE_SCENARIO` carries).
+    pub id: &'static str,
+    /// Kitchen scenario id.
+    pub scenario: &'static str,
+    /// Scenario parameters.
+    pub params: Value,
+    /// Tool the client should call.
+    pub tool: &'static str,
+    /// Its arguments.
+    pub arguments: Value,
+    /// The checks besides `tool_called`, `headers_2026` and `in_time` (every case has those).
+    pub checks: &'static [CheckKind],
+    /// Retry-After the scenario sends, in ms (rate-limited case).
+    pub retry_after_ms: u64,
+}
+
+/// Every case, in the order the matrix shows them.
+pub fn all() -> Vec<CaseDef> {
+    use CheckKind::*;
+    let run = "run_configured_test_scenario";
+    let msg = json!({ "message": "from mcp-triage judge" });
+    let case = |id, scenario, params: Value, tool, arguments: Value, checks| CaseDef {
+        id,
+        scenario,
+        params,
+        tool,
+        arguments,
+        checks,
+        retry_after_ms: 0,
+    };
+    vec![
+        case("baseline", "baseline", json!({}), run, msg.clone(), &[]),
+        // errors.http_status_per_method rather than http_status_sequence: the sequence counts
+        // every POST (initialize, notifications), so which request meets the 503 would depend
+        // on how many requests a client sends first; per method, the tools/call always does.
+        case(
+            "http_503.increment_counter",
+            "errors.http_status_per_method",
+            json!({ "rules": { "tools/call": 503 } }),
+            "increment_counter",
+            json!({ "by": 1 }),
+            &[NoUnsafeResend],
+        ),
+        case(
+            "http_503.read_counter",
+            "errors.http_status_per_method",
+            json!({ "rules": { "tools/call": 503 } }),
+            "read_counter",
+            json!({}),
+            &[BoundedResend],
+        ),
+        CaseDef {
+            retry_after_ms: 1000,
+            ..case(
+                "errors.rate_limited",
+                "errors.rate_limited",
+                json!({ "retryAfter": "1", "onInvocation": 1 }),
+                run,
+                msg.clone(),
+                &[RetryAfter],
+            )
+        },
+        case(
+            "errors.tool_error",
+            "errors.tool_error",
+            json!({}),
+            run,
+            msg.clone(),
+            &[NoAutoResend],
+        ),
+        case(
+            "errors.jsonrpc_error",
+            "errors.jsonrpc_error",
+            json!({}),
+            run,
+            msg.clone(),
+            &[NoAutoResend],
+        ),
+        case(
+            "elicitation.approval",
+            "elicitation.approval",
+            json!({}),
+            run,
+            msg.clone(),
+            &[MrtrRetry],
+        ),
+        case(
+            "sse.cut_before_response",
+            "sse.cut_before_response",
+            json!({}),
+            run,
+            msg.clone(),
+            &[ReissueNewId],
+        ),
+        case(
+            "sse.cut_mid_event",
+            "sse.cut_mid_event",
+            json!({}),
+            run,
+            msg.clone(),
+            &[ReissueNewId],
+        ),
+        case(
+            "sse.priming_then_close",
+            "sse.priming_then_close",
+            json!({}),
+            run,
+            msg.clone(),
+            &[ResumeGet],
+        ),
+        case(
+            "session.expire",
+            "session.expire",
+            json!({ "afterRequests": 1 }),
+            run,
+            msg,
+            &[Reinitialize],
+        ),
+    ]
+}

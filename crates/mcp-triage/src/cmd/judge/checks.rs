@@ -1,0 +1,668 @@
+//! Grading: each check reads the journal entries of one case (oldest first) and returns a
+//! pass, a fail with the journal lines that prove it, or n/a with the reason. Checks only
+//! fail on what the journal shows; where a timing is only known from below (the kitchen
+//! stamps when a request arrived, not when the client read the previous response) the
+//! bound is applied so that a correct client always passes.
+
+use mcp_triage_report::{Check, Status};
+use serde_json::{json, Map, Value};
+
+use super::cases::{CaseDef, CheckKind};
+
+/// What a check sees.
+pub struct Ctx<'a> {
+    /// The case.
+    pub case: &'a CaseDef,
+    /// Journal entries of the case's instance, oldest first.
+    pub entries: &'a [Value],
+    /// The kitchen's `retry:` value on primed streams (ms).
+    pub sse_retry_ms: u64,
+    /// True when the judge killed the client at the timeout.
+    pub timed_out: bool,
+    /// The timeout (s), for messages.
+    pub timeout_s: f64,
+}
+
+/// A journal entry cut down to the fields a reader needs to see why a check decided.
+pub fn journal_line(e: &Value) -> String {
+    let mut m = Map::new();
+    for k in [
+        "time",
+        "receivedMs",
+        "httpMethod",
+        "era",
+        "session",
+        "method",
+        "id",
+        "tool",
+        "status",
+        "injected",
+        "retry",
+        "issued",
+    ] {
+        if let Some(v) = e.get(k).filter(|v| !v.is_null()) {
+            m.insert(k.into(), v.clone());
+        }
+    }
+    let mut h = Map::new();
+    if let Some(hs) = e["headers"].as_object() {
+        for (k, v) in hs {
+            if k.starts_with("mcp-") || k == "last-event-id" || k == "idempotency-key" {
+                h.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    if !h.is_empty() {
+        m.insert("headers".into(), Value::Object(h));
+    }
+    Value::Object(m).to_string()
+}
+
+fn s<'a>(e: &'a Value, k: &str) -> Option<&'a str> {
+    e.get(k).and_then(Value::as_str)
+}
+fn header<'a>(e: &'a Value, k: &str) -> Option<&'a str> {
+    e["headers"].get(k).and_then(Value::as_str)
+}
+fn received(e: &Value) -> u64 {
+    e["receivedMs"].as_u64().unwrap_or(0)
+}
+fn is_call(e: &Value, tool: &str) -> bool {
+    s(e, "method") == Some("tools/call") && s(e, "tool") == Some(tool)
+}
+
+impl Ctx<'_> {
+    fn calls(&self) -> Vec<&Value> {
+        self.entries
+            .iter()
+            .filter(|e| is_call(e, self.case.tool))
+            .collect()
+    }
+    fn check(&self, kind: CheckKind, status: Status, message: impl Into<String>) -> Check {
+        Check::new(kind.name(), status, message).with_references(kind.references().iter().copied())
+    }
+    fn pass(&self, kind: CheckKind, m: impl Into<String>) -> Check {
+        self.check(kind, Status::Pass, m)
+    }
+    fn skip(&self, kind: CheckKind, m: impl Into<String>) -> Check {
+        self.check(kind, Status::Skip, m)
+    }
+    fn fail(&self, kind: CheckKind, m: impl Into<String>, ev: &[&Value]) -> Check {
+        self.check(kind, Status::Fail, m)
+            .with_evidence(ev.iter().map(|e| journal_line(e)))
+    }
+}
+
+/// Run one check.
+pub fn grade(kind: CheckKind, cx: &Ctx<'_>) -> Check {
+    match kind {
+        CheckKind::ToolCalled => tool_called(cx),
+        CheckKind::NoUnsafeResend => no_unsafe_resend(cx),
+        CheckKind::BoundedResend => bounded_resend(cx),
+        CheckKind::RetryAfter => retry_after(cx),
+        CheckKind::NoAutoResend => no_auto_resend(cx),
+        CheckKind::MrtrRetry => mrtr_retry(cx),
+        CheckKind::ReissueNewId => reissue_new_id(cx),
+        CheckKind::ResumeGet => resume_get(cx),
+        CheckKind::Reinitialize => reinitialize(cx),
+        CheckKind::Headers2026 => headers_2026(cx),
+        CheckKind::InTime => in_time(cx),
+    }
+}
+
+fn tool_called(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::ToolCalled;
+    let n = cx.calls().len();
+    if n > 0 {
+        return cx.pass(k, format!("{n} tools/call of {}", cx.case.tool));
+    }
+    let seen: Vec<&Value> = cx.entries.iter().take(8).collect();
+    let m = if cx.entries.is_empty() {
+        "no request reached the kitchen".to_string()
+    } else {
+        format!(
+            "no tools/call of {} among {} requests",
+            cx.case.tool,
+            cx.entries.len()
+        )
+    };
+    cx.fail(k, m, &seen)
+}
+
+fn idempotency_key(e: &Value) -> Option<String> {
+    e["retry"]["idempotencyKey"]
+        .as_str()
+        .or_else(|| header(e, "idempotency-key"))
+        .filter(|k| !k.is_empty())
+        .map(str::to_owned)
+}
+
+fn no_unsafe_resend(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::NoUnsafeResend;
+    let calls = cx.calls();
+    let Some(first) = calls.first() else {
+        return cx.skip(k, "no tools/call: nothing to resend");
+    };
+    if first["status"] != json!(503) {
+        return cx.skip(k, "the first tools/call did not get the injected 503");
+    }
+    let key = idempotency_key(first);
+    for again in &calls[1..] {
+        if key.is_none() || idempotency_key(again) != key {
+            return cx.fail(
+                k,
+                format!(
+                    "{} resent after 503 without the same idempotency key ({} calls)",
+                    cx.case.tool,
+                    calls.len()
+                ),
+                &[first, again],
+            );
+        }
+    }
+    if calls.len() == 1 {
+        cx.pass(k, "sent once; the 503 was not retried")
+    } else {
+        cx.pass(k, "resent only with the same idempotency key")
+    }
+}
+
+fn bounded_resend(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::BoundedResend;
+    let calls = cx.calls();
+    let Some(first) = calls.first() else {
+        return cx.skip(k, "no tools/call: nothing to resend");
+    };
+    if calls.len() > 3 {
+        return cx.fail(
+            k,
+            format!(
+                "{} resends of a read after 503 (at most 2)",
+                calls.len() - 1
+            ),
+            &[first, calls[3]],
+        );
+    }
+    if let Some(second) = calls.get(1) {
+        let gap = received(second).saturating_sub(received(first));
+        if gap < 200 {
+            return cx.fail(
+                k,
+                format!("first resend {gap} ms after the 503'd request (at least 200 ms)"),
+                &[first, second],
+            );
+        }
+        return cx.pass(
+            k,
+            format!("{} resend(s), the first after {gap} ms", calls.len() - 1),
+        );
+    }
+    cx.pass(k, "not resent")
+}
+
+fn retry_after(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::RetryAfter;
+    let calls = cx.calls();
+    let Some(limited) = calls.iter().find(|e| e["status"] == json!(429)) else {
+        return cx.skip(k, "no tools/call got the injected 429");
+    };
+    let t0 = received(limited);
+    let next = calls
+        .iter()
+        .find(|e| received(e) >= t0 && !std::ptr::eq(**e, *limited));
+    let Some(e) = next else {
+        return cx.pass(k, "not retried");
+    };
+    let gap = received(e) - t0;
+    if gap < cx.case.retry_after_ms {
+        return cx.fail(
+            k,
+            format!(
+                "tools/call {gap} ms after the 429 (Retry-After {} ms)",
+                cx.case.retry_after_ms
+            ),
+            &[limited, e],
+        );
+    }
+    cx.pass(k, format!("retried after {gap} ms"))
+}
+
+fn no_auto_resend(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::NoAutoResend;
+    let calls = cx.calls();
+    match calls.as_slice() {
+        [] => cx.skip(k, "no tools/call"),
+        [_] => cx.pass(k, "sent once"),
+        [first, second, ..] => cx.fail(
+            k,
+            format!(
+                "tools/call sent {} times after a {} answer",
+                calls.len(),
+                if cx.case.scenario == "errors.tool_error" {
+                    "tool error (isError)"
+                } else {
+                    "JSON-RPC error"
+                }
+            ),
+            &[first, second],
+        ),
+    }
+}
+
+fn mrtr_retry(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::MrtrRetry;
+    let calls = cx.calls();
+    let Some(pos) = calls.iter().position(|e| e["issued"].is_object()) else {
+        if calls.iter().any(|e| s(e, "era") == Some("modern")) {
+            return cx.skip(
+                k,
+                "the kitchen issued no input_required (client declared no elicitation?)",
+            );
+        }
+        return cx.skip(
+            k,
+            "legacy era: elicitation/create on the SSE stream, no MRTR retry",
+        );
+    };
+    let asked = calls[pos];
+    let Some(retry) = calls.get(pos + 1) else {
+        return cx.fail(k, "no retry after input_required", &[asked]);
+    };
+    if retry["id"] == asked["id"] {
+        return cx.fail(k, "the retry reuses the JSON-RPC id", &[asked, retry]);
+    }
+    if retry["retry"]["requestState"] != asked["issued"]["requestState"] {
+        return cx.fail(
+            k,
+            "the retry does not echo the exact requestState",
+            &[asked, retry],
+        );
+    }
+    let sent: Vec<&str> = retry["retry"]["inputResponseKeys"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let missing: Vec<&str> = asked["issued"]["inputRequestKeys"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<&str>>())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|k| !sent.contains(k))
+        .collect();
+    if !missing.is_empty() {
+        return cx.fail(
+            k,
+            format!("inputResponses lacks {}", missing.join(", ")),
+            &[asked, retry],
+        );
+    }
+    cx.pass(k, "new id, exact requestState, every inputResponses key")
+}
+
+fn reissue_new_id(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::ReissueNewId;
+    let calls = cx.calls();
+    for (i, a) in calls.iter().enumerate() {
+        for b in &calls[i + 1..] {
+            // Legacy ids are scoped by session; modern requests have none.
+            if a["id"] == b["id"] && a["session"] == b["session"] {
+                return cx.fail(k, "re-issued with the same JSON-RPC id", &[a, b]);
+            }
+        }
+    }
+    match calls.len() {
+        0 => cx.skip(k, "no tools/call"),
+        1 => cx.pass(k, "not re-issued"),
+        n => cx.pass(
+            k,
+            format!("re-issued {} time(s), each with a new id", n - 1),
+        ),
+    }
+}
+
+fn resume_get(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::ResumeGet;
+    let calls = cx.calls();
+    let Some(post) = calls.first() else {
+        return cx.skip(k, "no tools/call");
+    };
+    if s(post, "era") != Some("legacy") {
+        return cx.skip(k, "2026-07-28: streams are not resumable");
+    }
+    let version = header(post, "mcp-protocol-version").unwrap_or("");
+    if version < "2025-11-25" {
+        return cx.skip(
+            k,
+            format!("negotiated {version:?}: no priming event before 2025-11-25"),
+        );
+    }
+    let t0 = received(post);
+    let Some(get) = cx.entries.iter().find(|e| {
+        s(e, "httpMethod") == Some("GET")
+            && header(e, "last-event-id").is_some()
+            && received(e) >= t0
+    }) else {
+        let repost = calls.get(1);
+        let mut ev = vec![*post];
+        ev.extend(repost);
+        return cx.fail(
+            k,
+            if repost.is_some() {
+                "re-POSTed instead of resuming with GET + Last-Event-ID"
+            } else {
+                "no GET with Last-Event-ID after the primed stream closed"
+            },
+            &ev,
+        );
+    };
+    let gap = received(get) - t0;
+    if gap < cx.sse_retry_ms {
+        return cx.fail(
+            k,
+            format!(
+                "resumed {gap} ms after the POST, before retry: {} ms",
+                cx.sse_retry_ms
+            ),
+            &[post, get],
+        );
+    }
+    cx.pass(k, format!("GET + Last-Event-ID after {gap} ms"))
+}
+
+fn reinitialize(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::Reinitialize;
+    let Some(expired) = cx
+        .entries
+        .iter()
+        .find(|e| e["status"] == json!(404) && e["session"].is_string())
+    else {
+        if cx.entries.iter().any(|e| s(e, "era") == Some("modern")) {
+            return cx.skip(k, "2026-07-28 has no sessions");
+        }
+        return cx.skip(
+            k,
+            "the session did not expire (fewer than 2 requests in it)",
+        );
+    };
+    let t0 = received(expired);
+    let Some(init) = cx
+        .entries
+        .iter()
+        .find(|e| s(e, "method") == Some("initialize") && received(e) >= t0)
+    else {
+        return cx.fail(k, "no new initialize after the 404", &[expired]);
+    };
+    if init["session"].is_string() {
+        return cx.fail(
+            k,
+            "the new initialize carries a session id",
+            &[expired, init],
+        );
+    }
+    cx.pass(k, "new initialize without a session id")
+}
+
+/// Decode `=?base64?…?=` (2026-07-28 header encoding for non-ASCII-safe values).
+fn decode_header_value(v: &str) -> String {
+    use base64::Engine;
+    if let Some(inner) = v
+        .strip_prefix("=?base64?")
+        .and_then(|r| r.strip_suffix("?="))
+    {
+        if let Ok(b) = base64::engine::general_purpose::STANDARD.decode(inner) {
+            return String::from_utf8_lossy(&b).into_owned();
+        }
+    }
+    v.to_string()
+}
+
+fn headers_2026(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::Headers2026;
+    let modern: Vec<&Value> = cx
+        .entries
+        .iter()
+        .filter(|e| {
+            s(e, "era") == Some("modern")
+                && s(e, "httpMethod") == Some("POST")
+                && s(e, "method").is_some()
+                && !e["id"].is_null()
+        })
+        .collect();
+    if modern.is_empty() {
+        return cx.skip(k, "no 2026-07-28 requests");
+    }
+    for e in &modern {
+        let method = s(e, "method").unwrap_or("");
+        let problem = if header(e, "mcp-protocol-version").is_none() {
+            Some("MCP-Protocol-Version missing".to_string())
+        } else if header(e, "mcp-method") != Some(method) {
+            Some(format!(
+                "Mcp-Method {:?} for method {method}",
+                header(e, "mcp-method")
+            ))
+        } else if matches!(method, "tools/call" | "resources/read" | "prompts/get") {
+            match header(e, "mcp-name").map(decode_header_value) {
+                None => Some(format!("Mcp-Name missing on {method}")),
+                Some(n) if method == "tools/call" && Some(n.as_str()) != s(e, "tool") => {
+                    Some(format!("Mcp-Name {n:?} is not the tool name"))
+                }
+                _ => None,
+            }
+        } else {
+            None
+        };
+        if let Some(p) = problem {
+            return cx.fail(k, p, &[e]);
+        }
+    }
+    cx.pass(
+        k,
+        format!("{} requests with the required headers", modern.len()),
+    )
+}
+
+fn in_time(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::InTime;
+    if cx.timed_out {
+        let last: Vec<&Value> = cx.entries.last().into_iter().collect();
+        return cx.fail(
+            k,
+            format!(
+                "still running after {} s: stopped by the judge",
+                cx.timeout_s
+            ),
+            &last,
+        );
+    }
+    cx.pass(k, "finished")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cmd::judge::cases;
+
+    fn case(id: &str) -> CaseDef {
+        cases::all().into_iter().find(|c| c.id == id).unwrap()
+    }
+    fn call(t: u64, id: u64, tool: &str, status: u16) -> Value {
+        json!({"receivedMs": t, "httpMethod": "POST", "era": "legacy", "session": "s1",
+               "method": "tools/call", "id": id, "tool": tool, "status": status, "headers": {}})
+    }
+    fn run(kind: CheckKind, c: &CaseDef, entries: &[Value]) -> Check {
+        grade(
+            kind,
+            &Ctx {
+                case: c,
+                entries,
+                sse_retry_ms: 500,
+                timed_out: false,
+                timeout_s: 20.0,
+            },
+        )
+    }
+
+    #[test]
+    fn destructive_resend_after_503_fails_with_both_lines() {
+        let c = case("http_503.increment_counter");
+        let once = [call(0, 1, "increment_counter", 503)];
+        assert_eq!(
+            run(CheckKind::NoUnsafeResend, &c, &once).status,
+            Status::Pass
+        );
+        let twice = [once[0].clone(), call(300, 2, "increment_counter", 503)];
+        let r = run(CheckKind::NoUnsafeResend, &c, &twice);
+        assert_eq!(r.status, Status::Fail);
+        assert_eq!(r.evidence.len(), 2);
+        assert!(r.evidence[1].contains("\"id\":2"));
+        // The same idempotency key on both makes the resend safe.
+        let mut keyed = twice.clone();
+        for e in &mut keyed {
+            e["retry"] = json!({"idempotencyKey": "k"});
+        }
+        assert_eq!(
+            run(CheckKind::NoUnsafeResend, &c, &keyed).status,
+            Status::Pass
+        );
+    }
+
+    #[test]
+    fn read_resends_are_bounded_and_spaced() {
+        let c = case("http_503.read_counter");
+        let t = |ts: &[u64]| -> Vec<Value> {
+            ts.iter()
+                .enumerate()
+                .map(|(i, t)| call(*t, i as u64, "read_counter", 503))
+                .collect()
+        };
+        assert_eq!(
+            run(CheckKind::BoundedResend, &c, &t(&[0, 250, 800])).status,
+            Status::Pass
+        );
+        assert_eq!(
+            run(CheckKind::BoundedResend, &c, &t(&[0, 10])).status,
+            Status::Fail
+        );
+        assert_eq!(
+            run(CheckKind::BoundedResend, &c, &t(&[0, 250, 800, 2000])).status,
+            Status::Fail
+        );
+    }
+
+    #[test]
+    fn retry_after_is_measured_from_the_429() {
+        let c = case("errors.rate_limited");
+        let run_tool = "run_configured_test_scenario";
+        let early = [call(0, 1, run_tool, 429), call(400, 2, run_tool, 200)];
+        let r = run(CheckKind::RetryAfter, &c, &early);
+        assert_eq!(r.status, Status::Fail);
+        assert!(r.message.contains("400 ms"));
+        let late = [call(0, 1, run_tool, 429), call(1200, 2, run_tool, 200)];
+        assert_eq!(run(CheckKind::RetryAfter, &c, &late).status, Status::Pass);
+        assert_eq!(
+            run(CheckKind::RetryAfter, &c, &late[..1]).status,
+            Status::Pass
+        );
+    }
+
+    #[test]
+    fn mrtr_retry_needs_new_id_state_and_keys() {
+        let c = case("elicitation.approval");
+        let tool = "run_configured_test_scenario";
+        let mut asked = call(0, 1, tool, 200);
+        asked["era"] = json!("modern");
+        asked["issued"] = json!({"requestState": "tok", "inputRequestKeys": ["elicitation"]});
+        let mut good = call(10, 2, tool, 200);
+        good["era"] = json!("modern");
+        good["retry"] = json!({"requestState": "tok", "inputResponseKeys": ["elicitation"]});
+        assert_eq!(
+            run(CheckKind::MrtrRetry, &c, &[asked.clone(), good.clone()]).status,
+            Status::Pass
+        );
+        let mut same_id = good.clone();
+        same_id["id"] = json!(1);
+        assert!(run(CheckKind::MrtrRetry, &c, &[asked.clone(), same_id])
+            .message
+            .contains("reuses"));
+        let mut changed = good.clone();
+        changed["retry"]["requestState"] = json!("tok2");
+        assert!(run(CheckKind::MrtrRetry, &c, &[asked.clone(), changed])
+            .message
+            .contains("requestState"));
+        let mut no_key = good;
+        no_key["retry"]["inputResponseKeys"] = json!([]);
+        assert!(run(CheckKind::MrtrRetry, &c, &[asked.clone(), no_key])
+            .message
+            .contains("elicitation"));
+        assert_eq!(run(CheckKind::MrtrRetry, &c, &[asked]).status, Status::Fail);
+    }
+
+    #[test]
+    fn resumption_and_reinitialize() {
+        let c = case("sse.priming_then_close");
+        let mut post = call(0, 1, "run_configured_test_scenario", 200);
+        post["headers"] = json!({"mcp-protocol-version": "2025-11-25"});
+        let get = |t: u64| {
+            json!({"receivedMs": t, "httpMethod": "GET", "era": "legacy", "session": "s1",
+                                  "headers": {"last-event-id": "x-0"}, "status": 200})
+        };
+        assert_eq!(
+            run(CheckKind::ResumeGet, &c, &[post.clone(), get(600)]).status,
+            Status::Pass
+        );
+        assert_eq!(
+            run(CheckKind::ResumeGet, &c, &[post.clone(), get(50)]).status,
+            Status::Fail
+        );
+        assert_eq!(run(CheckKind::ResumeGet, &c, &[post]).status, Status::Fail);
+
+        let c = case("session.expire");
+        let expired = call(0, 2, "run_configured_test_scenario", 404);
+        let init = |session: Value| {
+            json!({"receivedMs": 5, "httpMethod": "POST", "era": "legacy",
+                                           "session": session, "method": "initialize", "id": 0, "status": 200})
+        };
+        assert_eq!(
+            run(
+                CheckKind::Reinitialize,
+                &c,
+                &[expired.clone(), init(Value::Null)]
+            )
+            .status,
+            Status::Pass
+        );
+        assert_eq!(
+            run(
+                CheckKind::Reinitialize,
+                &c,
+                &[expired.clone(), init(json!("s1"))]
+            )
+            .status,
+            Status::Fail
+        );
+        assert_eq!(
+            run(CheckKind::Reinitialize, &c, &[expired]).status,
+            Status::Fail
+        );
+    }
+
+    #[test]
+    fn headers_2026_on_modern_requests() {
+        let c = case("baseline");
+        let mut e = call(0, 1, "run_configured_test_scenario", 200);
+        e["era"] = json!("modern");
+        e["headers"] = json!({"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call",
+                              "mcp-name": "=?base64?cnVuX2NvbmZpZ3VyZWRfdGVzdF9zY2VuYXJpbw==?="});
+        assert_eq!(
+            run(CheckKind::Headers2026, &c, &[e.clone()]).status,
+            Status::Pass
+        );
+        e["headers"]["mcp-name"] = json!("other");
+        assert_eq!(
+            run(CheckKind::Headers2026, &c, &[e.clone()]).status,
+            Status::Fail
+        );
+        e["era"] = json!("legacy");
+        assert_eq!(run(CheckKind::Headers2026, &c, &[e]).status, Status::Skip);
+    }
+}

@@ -1,0 +1,119 @@
+//! `mcp-triage judge` against a deliberately bad client (interop/judge/bad-client.py, Python
+//! standard library): it resends every call at once, so each resend check must fail and show
+//! the journal line that proves it; the checks it cannot fail must not.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn bad_client_fails_every_resend_check_with_evidence() {
+    let dir = std::env::temp_dir().join(format!("mcp-triage-judge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("judge.json");
+    let junit = dir.join("judge.xml");
+    let script = repo().join("interop/judge/bad-client.py");
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-triage"))
+        .arg("judge")
+        .arg("--client")
+        .arg(format!("python3 '{}' {{url}}", script.display()))
+        .args(["--name", "bad-client", "--timeout", "15"])
+        .args(["--expect-output", "errors.tool_error=Tool-side failure"])
+        .arg("--report")
+        .arg(format!("json:{}", json.display()))
+        .arg("--report")
+        .arg(format!("junit:{}", junit.display()))
+        .output()
+        .expect("run mcp-triage judge (needs python3 on PATH)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "exit 1 on failures:\n{stdout}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cases = report["suites"][0]["cases"].as_array().unwrap();
+    let check = |case: &str, name: &str| -> Value {
+        let c = cases
+            .iter()
+            .find(|c| c["name"] == case)
+            .unwrap_or_else(|| panic!("case {case}"));
+        c["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["name"] == name)
+            .unwrap_or_else(|| panic!("{case} / {name}"))
+            .clone()
+    };
+    for (case, name) in [
+        ("http_503.increment_counter", "no_unsafe_resend"),
+        ("http_503.read_counter", "bounded_resend"),
+        ("errors.rate_limited", "retry_after"),
+        ("errors.tool_error", "no_auto_resend"),
+        ("errors.jsonrpc_error", "no_auto_resend"),
+        ("sse.cut_before_response", "reissue_new_id"),
+        ("sse.cut_mid_event", "reissue_new_id"),
+        ("sse.priming_then_close", "resume_get"),
+        ("session.expire", "reinitialize"),
+    ] {
+        let k = check(case, name);
+        assert_eq!(k["status"], "fail", "{case} / {name}: {k}");
+        let ev = k["evidence"].as_array().unwrap();
+        assert!(!ev.is_empty(), "{case} / {name} has evidence");
+        for line in ev {
+            let entry: Value = serde_json::from_str(line.as_str().unwrap()).unwrap();
+            assert_eq!(entry["method"], "tools/call", "{case} / {name}: {line}");
+        }
+        assert!(!k["references"].as_array().unwrap().is_empty());
+        assert!(
+            stdout.contains(&format!("FAIL {case} / {name}")),
+            "{stdout}"
+        );
+    }
+    // What it cannot get wrong: it calls the tool, finishes in time, and prints the tool error.
+    for c in cases {
+        let name = c["name"].as_str().unwrap();
+        assert_eq!(check(name, "tool_called")["status"], "pass", "{name}");
+        assert_eq!(check(name, "in_time")["status"], "pass", "{name}");
+        assert_eq!(
+            check(name, "headers_2026")["status"],
+            "skip",
+            "{name}: legacy client"
+        );
+    }
+    assert_eq!(
+        check("errors.tool_error", "output_mentions")["status"],
+        "pass"
+    );
+    assert_eq!(
+        check("elicitation.approval", "mrtr_retry")["status"],
+        "skip"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains(
+        r#"<testcase name="no_unsafe_resend" classname="bad-client.http_503.increment_counter""#
+    ));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn judge_rejects_bad_arguments() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_mcp-triage"))
+            .arg("judge")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["--client", "true", "--scenario", "nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown case \"nope\""));
+    let o = run(&["--client", "true", "--report", "xml:x"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown report format"));
+    let o = run(&["--list"]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("session.expire"));
+}
