@@ -325,7 +325,15 @@ async fn handle(
         request,
         request_headers,
     };
-    match sh.client.request(Request::from_parts(parts, tap)).await {
+    // If this future is dropped before the response head arrives (the client went away, or the
+    // proxy is shutting down), the guard still writes the exchange's record.
+    let mut guard = PendingGuard {
+        sh: sh.clone(),
+        ex: Some(ex),
+    };
+    let result = sh.client.request(Request::from_parts(parts, tap)).await;
+    let ex = guard.ex.take().expect("the guard is disarmed only here");
+    match result {
         Ok(resp) => {
             let (mut parts, body) = resp.into_parts();
             let head = ResponseHead {
@@ -384,25 +392,12 @@ async fn handle(
                 _ => RequestCopy::default(),
             };
             let verdict = Verdict::connection_error(detail.clone());
-            let obs = ResponseObserver {
-                sh: sh.clone(),
-                session_assigned: None,
-                head: ResponseHead::new(502),
-                response_headers: None,
-                bytes: 0,
-                stage: Stage::Waiting {
-                    pending: Vec::new(),
-                    pending_bytes: 0,
-                    overflow: false,
-                },
-                ex: None,
-            };
             let ex = Exchange {
                 request: oneshot::channel().1,
                 ..ex
             };
-            let plan = obs.plan(&ex, copy);
-            plan.fail(&sh, &ex, verdict, !connect, connect.then_some(502));
+            let plan = plan_without_response(&sh, &ex, copy);
+            plan.fail(&sh, &ex, verdict, !connect, connect.then_some(502), false);
             if connect {
                 let body = format!("mcp-triage proxy: {detail}\n");
                 let resp = Response::builder()
@@ -416,6 +411,52 @@ async fn handle(
             }
         }
     }
+}
+
+/// Writes the record of an exchange whose handler was dropped before the response head.
+struct PendingGuard {
+    sh: Arc<Shared>,
+    ex: Option<Exchange>,
+}
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        let Some(mut ex) = self.ex.take() else { return };
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let sh = self.sh.clone();
+        rt.spawn(async move {
+            let rx = std::mem::replace(&mut ex.request, oneshot::channel().1);
+            let copy = tokio::time::timeout(REQUEST_DRAIN, rx)
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            let plan = plan_without_response(&sh, &ex, copy);
+            let v = Verdict::connection_error(
+                "the client closed the connection (or the proxy stopped) before the response; the upstream request was closed",
+            );
+            plan.fail(&sh, &ex, v, true, None, true);
+        });
+    }
+}
+
+fn plan_without_response(sh: &Arc<Shared>, ex: &Exchange, copy: RequestCopy) -> Plan {
+    let obs = ResponseObserver {
+        sh: sh.clone(),
+        session_assigned: None,
+        head: ResponseHead::new(502),
+        response_headers: None,
+        bytes: 0,
+        stage: Stage::Waiting {
+            pending: Vec::new(),
+            pending_bytes: 0,
+            overflow: false,
+        },
+        ex: None,
+    };
+    obs.plan(ex, copy)
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {
@@ -858,10 +899,19 @@ impl Plan {
     }
 
     /// No response at all: every request gets `verdict`.
-    fn fail(self, sh: &Shared, ex: &Exchange, verdict: Verdict, reached: bool, status: Option<u16>) {
+    fn fail(
+        self,
+        sh: &Shared,
+        ex: &Exchange,
+        verdict: Verdict,
+        reached: bool,
+        status: Option<u16>,
+        cancelled: bool,
+    ) {
         let obs = &sh.observer;
         for mut call in self.calls {
             call.record.request_bytes = self.request_bytes;
+            call.record.cancelled = cancelled;
             if let Some(s) = status {
                 call.record.http_statuses.push(s);
             }
@@ -870,6 +920,7 @@ impl Plan {
         for mut r in self.messages.into_iter().chain(self.standalone) {
             r.duration_ms = ex.started.elapsed().as_secs_f64() * 1000.0;
             r.request_bytes = self.request_bytes;
+            r.cancelled = cancelled;
             r.http_method.get_or_insert_with(|| ex.http_method.to_string());
             r.path.get_or_insert_with(|| ex.path.clone());
             r.http_statuses.extend(status);
