@@ -204,6 +204,15 @@ struct State {
     server_requests: Table<(String, String), String>,
 }
 
+impl State {
+    fn state_session(&mut self, sid: &str) -> &mut Session {
+        if !self.sessions.0.contains_key(sid) {
+            self.sessions.insert(sid.to_string(), Session::default());
+        }
+        self.sessions.0.get_mut(sid).expect("just inserted")
+    }
+}
+
 /// The observer: record ids, state tables and the sink.
 pub struct Observer {
     options: ObserveOptions,
@@ -310,7 +319,7 @@ impl Observer {
     pub fn count_post(&self, origin: &Origin) -> Option<u64> {
         let sid = origin.session_id.as_ref()?;
         let mut st = self.lock();
-        let s = st.sessions.0.entry(sid.clone()).or_default();
+        let s = st.state_session(sid);
         s.posts += 1;
         Some(s.posts)
     }
@@ -318,15 +327,11 @@ impl Observer {
     /// A legacy session was created by an `initialize` answered with this session id.
     pub fn session_started(&self, session_id: &str, client: Option<ClientId>, version: Option<String>) {
         let mut st = self.lock();
-        st.sessions.insert(
-            session_id.to_string(),
-            Session {
-                client,
-                protocol_version: version,
-                // The initialize POST is the session's first.
-                posts: 1,
-            },
-        );
+        let s = st.state_session(session_id);
+        s.client = client.or(s.client.take());
+        s.protocol_version = version;
+        // The initialize POST is the session's first.
+        s.posts = s.posts.max(1);
     }
 
     /// A DELETE ended a legacy session.
@@ -473,6 +478,18 @@ impl Observer {
         if let Some(c) = &is_initialize_of {
             if c.name.is_some() {
                 record.client = Some(c.clone());
+                // Over stdio the session exists before the answer: later requests may be sent
+                // before initialize is answered and still belong to this client.
+                if let Some(sid) = &origin.session_id {
+                    let mut st = self.lock();
+                    let s = st.state_session(sid);
+                    s.client = Some(c.clone());
+                    // The requested revision until the answer names the negotiated one.
+                    s.protocol_version = params
+                        .get("protocolVersion")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                }
             }
         }
         Call {
