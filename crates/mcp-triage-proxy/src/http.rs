@@ -383,7 +383,10 @@ async fn handle(
             let connect = e.is_connect();
             let why = error_chain(&e);
             let detail = if connect {
-                format!("the proxy could not connect to the upstream {}: {why}", sh.authority)
+                format!(
+                    "the proxy could not connect to the upstream {}: {why}",
+                    sh.authority
+                )
             } else {
                 format!("the upstream closed the connection before a response: {why}")
             };
@@ -738,8 +741,9 @@ impl ResponseObserver {
         if batch && !plan.calls.is_empty() {
             plan.batch_copy = Some((Vec::new(), false));
         } else if let Some(call) = plan.calls.first() {
-            let id = serde_json::from_value::<RequestId>(call.record.id.clone().unwrap_or_default())
-                .unwrap_or(RequestId::String(String::new()));
+            let id =
+                serde_json::from_value::<RequestId>(call.record.id.clone().unwrap_or_default())
+                    .unwrap_or(RequestId::String(String::new()));
             plan.classifier = Some(ResponseClassifier::new(
                 &self.head,
                 self.ctx(id, call.record.protocol_version.as_deref()),
@@ -760,9 +764,11 @@ impl ResponseObserver {
     }
 
     fn is_sse(&self) -> bool {
-        self.head
-            .get("content-type")
-            .is_some_and(|c| c.trim_start().to_ascii_lowercase().starts_with("text/event-stream"))
+        self.head.get("content-type").is_some_and(|c| {
+            c.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/event-stream")
+        })
     }
 
     fn feed(&mut self, chunk: &Bytes) {
@@ -779,7 +785,9 @@ impl ResponseObserver {
                 if *overflow {
                     return;
                 }
-                if *pending_bytes + chunk.len() as u64 > self.sh.observer.options().limits.max_body_bytes {
+                if *pending_bytes + chunk.len() as u64
+                    > self.sh.observer.options().limits.max_body_bytes
+                {
                     *overflow = true;
                     pending.clear();
                 } else {
@@ -787,7 +795,11 @@ impl ResponseObserver {
                     pending.push(chunk.clone());
                 }
             }
-            Stage::Active(plan) => plan.feed(&self.sh, chunk, self.sh.observer.options().limits.max_body_bytes),
+            Stage::Active(plan) => plan.feed(
+                &self.sh,
+                chunk,
+                self.sh.observer.options().limits.max_body_bytes,
+            ),
         }
     }
 
@@ -803,11 +815,14 @@ impl ResponseObserver {
         let mut plan = Box::new(self.plan(ex, copy));
         if let Stage::Waiting {
             pending, overflow, ..
-        } = std::mem::replace(&mut self.stage, Stage::Waiting {
-            pending: Vec::new(),
-            pending_bytes: 0,
-            overflow: false,
-        }) {
+        } = std::mem::replace(
+            &mut self.stage,
+            Stage::Waiting {
+                pending: Vec::new(),
+                pending_bytes: 0,
+                overflow: false,
+            },
+        ) {
             if overflow {
                 plan.unclassifiable();
             }
@@ -846,7 +861,9 @@ impl ResponseObserver {
     }
 
     fn close(self, end: End) {
-        let Stage::Active(plan) = self.stage else { return };
+        let Stage::Active(plan) = self.stage else {
+            return;
+        };
         let Some(ex) = self.ex else { return };
         plan.finish(
             &self.sh,
@@ -878,7 +895,8 @@ impl Plan {
                 c.feed(chunk);
                 while let Some(ev) = c.poll_event() {
                     if let StreamEvent::ServerRequest { id, method, .. } = ev {
-                        sh.observer.server_request(id, method, &self.origin, &self.via);
+                        sh.observer
+                            .server_request(id, method, &self.origin, &self.via);
                     }
                 }
             }
@@ -921,7 +939,8 @@ impl Plan {
             r.duration_ms = ex.started.elapsed().as_secs_f64() * 1000.0;
             r.request_bytes = self.request_bytes;
             r.cancelled = cancelled;
-            r.http_method.get_or_insert_with(|| ex.http_method.to_string());
+            r.http_method
+                .get_or_insert_with(|| ex.http_method.to_string());
             r.path.get_or_insert_with(|| ex.path.clone());
             r.http_statuses.extend(status);
             r.set_verdict(None, verdict.clone());
@@ -1188,7 +1207,10 @@ impl Body for ResponseTap {
             }
             Poll::Ready(Some(Err(e))) => {
                 if let Some(o) = this.obs.take() {
-                    o.end(End::Broken(format!("the upstream connection broke: {}", error_chain(e))));
+                    o.end(End::Broken(format!(
+                        "the upstream connection broke: {}",
+                        error_chain(e)
+                    )));
                 }
             }
             Poll::Ready(None) => {

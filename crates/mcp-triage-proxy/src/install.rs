@@ -91,9 +91,9 @@ fn entry<'a>(doc: &'a mut Value, config: &Path, name: &str) -> Result<&'a mut Va
 }
 
 fn is_wrapped(e: &Value) -> bool {
-    e.get("args")
-        .and_then(Value::as_array)
-        .is_some_and(|a| a.first().and_then(Value::as_str) == Some("wrap") && a.iter().any(|x| x == "--"))
+    e.get("args").and_then(Value::as_array).is_some_and(|a| {
+        a.first().and_then(Value::as_str) == Some("wrap") && a.iter().any(|x| x == "--")
+    })
 }
 
 /// Wraps server `name` of `config`: `exe` is the mcp-triage binary, `log` the record file.
@@ -139,7 +139,10 @@ pub fn uninstall(config: &Path, name: &str) -> Result<(), InstallError> {
         ));
     }
     let args = e["args"].as_array().cloned().unwrap_or_default();
-    let sep = args.iter().position(|a| a == "--").expect("is_wrapped saw --");
+    let sep = args
+        .iter()
+        .position(|a| a == "--")
+        .expect("is_wrapped saw --");
     let Some(command) = args.get(sep + 1).cloned() else {
         return Err(InstallError::Entry(
             name.to_string(),
@@ -163,7 +166,8 @@ mod tests {
     use super::*;
 
     fn tmp(name: &str, text: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("mcp-triage-install-{}-{name}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("mcp-triage-install-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("mcp.json");
         std::fs::write(&p, text).unwrap();
@@ -173,26 +177,49 @@ mod tests {
     #[test]
     fn install_and_uninstall_round_trip_both_layouts() {
         for (layout, text) in [
-            ("claude", r#"{"mcpServers":{"fs":{"command":"npx","args":["-y","server-fs","/tmp"],"env":{"A":"1"}},"web":{"url":"http://x"}}}"#),
-            ("vscode", r#"{"servers":{"fs":{"type":"stdio","command":"node"}}}"#),
+            (
+                "claude",
+                r#"{"mcpServers":{"fs":{"command":"npx","args":["-y","server-fs","/tmp"],"env":{"A":"1"}},"web":{"url":"http://x"}}}"#,
+            ),
+            (
+                "vscode",
+                r#"{"servers":{"fs":{"type":"stdio","command":"node"}}}"#,
+            ),
         ] {
             let p = tmp(layout, text);
             let before: Value = serde_json::from_str(text).unwrap();
-            install(&p, "fs", Path::new("/usr/bin/mcp-triage"), Path::new("/tmp/fs.jsonl")).unwrap();
+            install(
+                &p,
+                "fs",
+                Path::new("/usr/bin/mcp-triage"),
+                Path::new("/tmp/fs.jsonl"),
+            )
+            .unwrap();
             let after = load(&p).unwrap();
-            let key = if layout == "claude" { "mcpServers" } else { "servers" };
+            let key = if layout == "claude" {
+                "mcpServers"
+            } else {
+                "servers"
+            };
             let e = &after[key]["fs"];
             assert_eq!(e["command"], "/usr/bin/mcp-triage");
             assert_eq!(e["args"][0], "wrap");
             assert_eq!(e["args"][4], before[key]["fs"]["command"]);
             assert_eq!(e.get("env"), before[key]["fs"].get("env"));
-            let backup: Value = serde_json::from_str(&std::fs::read_to_string(backup_path(&p)).unwrap()).unwrap();
+            let backup: Value =
+                serde_json::from_str(&std::fs::read_to_string(backup_path(&p)).unwrap()).unwrap();
             assert_eq!(backup, before);
-            assert!(install(&p, "fs", Path::new("x"), Path::new("y")).is_err(), "twice");
+            assert!(
+                install(&p, "fs", Path::new("x"), Path::new("y")).is_err(),
+                "twice"
+            );
             uninstall(&p, "fs").unwrap();
             assert_eq!(load(&p).unwrap(), before, "{layout}");
             assert!(uninstall(&p, "fs").is_err());
-            assert!(matches!(install(&p, "nope", Path::new("x"), Path::new("y")), Err(InstallError::NoSuchServer { .. })));
+            assert!(matches!(
+                install(&p, "nope", Path::new("x"), Path::new("y")),
+                Err(InstallError::NoSuchServer { .. })
+            ));
         }
         let p = tmp("http", r#"{"mcpServers":{"web":{"url":"http://x"}}}"#);
         let e = install(&p, "web", Path::new("x"), Path::new("y")).unwrap_err();

@@ -133,7 +133,8 @@ mod tests {
     #[test]
     fn drain_writes_every_queued_record() {
         let mem = MemoryConsumer::default();
-        let path = std::env::temp_dir().join(format!("mcp-triage-log-{}.jsonl", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("mcp-triage-log-{}.jsonl", std::process::id()));
         let file = std::fs::File::create(&path).unwrap();
         let (sink, writer) = LogWriter::start(Some(Box::new(file)), vec![Box::new(mem.clone())]);
         for i in 0..1000 {

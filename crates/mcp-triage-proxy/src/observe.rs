@@ -248,7 +248,12 @@ impl Observer {
     /// An observer writing to `sink`; `transport` is `http` or `stdio`.
     pub fn new(options: ObserveOptions, sink: RecordSink, transport: &'static str) -> Observer {
         let mut redacted: HashSet<String> = ALWAYS_REDACTED.iter().map(|s| s.to_string()).collect();
-        redacted.extend(options.redact_headers.iter().map(|h| h.to_ascii_lowercase()));
+        redacted.extend(
+            options
+                .redact_headers
+                .iter()
+                .map(|h| h.to_ascii_lowercase()),
+        );
         Observer {
             options,
             redacted,
@@ -325,7 +330,12 @@ impl Observer {
     }
 
     /// A legacy session was created by an `initialize` answered with this session id.
-    pub fn session_started(&self, session_id: &str, client: Option<ClientId>, version: Option<String>) {
+    pub fn session_started(
+        &self,
+        session_id: &str,
+        client: Option<ClientId>,
+        version: Option<String>,
+    ) {
         let mut st = self.lock();
         let s = st.state_session(session_id);
         s.client = client.or(s.client.take());
@@ -341,7 +351,10 @@ impl Observer {
 
     fn client_of(&self, origin: &Origin, params: &Value) -> (Option<ClientId>, String) {
         let st = self.lock();
-        let session = origin.session_id.as_ref().and_then(|s| st.sessions.0.get(s));
+        let session = origin
+            .session_id
+            .as_ref()
+            .and_then(|s| st.sessions.0.get(s));
         let meta_client = params
             .pointer("/_meta/io.modelcontextprotocol~1clientInfo")
             .or_else(|| params.get("clientInfo"))
@@ -582,7 +595,9 @@ impl Observer {
     /// server request was observed.
     pub fn message_record(&self, msg: &Message, origin: &Origin) -> Record {
         let (kind, method, id) = match msg {
-            Message::Notification { method } => (RecordKind::Notification, Some(method.clone()), None),
+            Message::Notification { method } => {
+                (RecordKind::Notification, Some(method.clone()), None)
+            }
             Message::Response { id, .. } => (RecordKind::Response, None, Some(id.clone())),
             Message::Request { id, method, .. } => {
                 (RecordKind::Request, Some(method.clone()), Some(id.clone()))
@@ -596,11 +611,7 @@ impl Observer {
         r.protocol_version = origin.protocol_version.clone();
         if let Some(id) = &id {
             if kind == RecordKind::Response {
-                r.in_reply_to = self
-                    .lock()
-                    .server_requests
-                    .0
-                    .remove(&(key, id.to_string()));
+                r.in_reply_to = self.lock().server_requests.0.remove(&(key, id.to_string()));
             }
         }
         r.id = id;
@@ -608,13 +619,7 @@ impl Observer {
     }
 
     /// Records a server request seen on a stream and remembers it for the client's answer.
-    pub fn server_request(
-        &self,
-        id: Value,
-        method: String,
-        origin: &Origin,
-        via: &str,
-    ) {
+    pub fn server_request(&self, id: Value, method: String, origin: &Origin, via: &str) {
         let mut r = self.new_record(RecordKind::ServerRequest);
         r.method = Some(method);
         r.session_id = self.session_id_for_log(origin);
@@ -662,7 +667,11 @@ mod tests {
     fn observer() -> (Observer, MemoryConsumer, LogWriter) {
         let mem = MemoryConsumer::default();
         let (sink, w) = LogWriter::start(None, vec![Box::new(mem.clone())]);
-        (Observer::new(ObserveOptions::default(), sink, "http"), mem, w)
+        (
+            Observer::new(ObserveOptions::default(), sink, "http"),
+            mem,
+            w,
+        )
     }
 
     fn http(status: u16) -> Verdict {
@@ -682,7 +691,13 @@ mod tests {
         .unwrap();
         assert!(batch);
         assert_eq!(m.len(), 2);
-        assert!(matches!(&m[1], Message::Response { is_error: false, .. }));
+        assert!(matches!(
+            &m[1],
+            Message::Response {
+                is_error: false,
+                ..
+            }
+        ));
         assert!(parse_messages(b"[]").is_none());
         assert!(parse_messages(b"{nope").is_none());
         assert!(parse_messages(br#"{"jsonrpc":"2.0"}"#).is_none());
@@ -708,7 +723,13 @@ mod tests {
             json!({"name":"inc","annotations":{"destructiveHint":true,"idempotentHint":false}}),
             json!({"name":"read","annotations":{"readOnlyHint":true}}),
         ];
-        o.finish_call(list, Verdict::new(Outcome::InvalidToolResult), true, None, Some(&tools));
+        o.finish_call(
+            list,
+            Verdict::new(Outcome::InvalidToolResult),
+            true,
+            None,
+            Some(&tools),
+        );
         for tool in ["inc", "read", "unknown"] {
             let p = json!({"name": tool, "arguments": {"by": 1}});
             let first = o.start_call(&json!(2), "tools/call", &p, &origin);
@@ -716,7 +737,11 @@ mod tests {
             let again = o.start_call(&json!(3), "tools/call", &p, &origin);
             assert_eq!(again.record.attempt, Some(2));
             assert!(again.record.retry_of.is_some());
-            let flagged = again.record.warnings.iter().any(|w| w.code == "unsafeRetry");
+            let flagged = again
+                .record
+                .warnings
+                .iter()
+                .any(|w| w.code == "unsafeRetry");
             assert_eq!(flagged, tool != "read", "{tool}");
             o.finish_call(again, Verdict::new(Outcome::ToolSuccess), true, None, None);
             // After a success the same call is a new first attempt.
@@ -750,14 +775,24 @@ mod tests {
         };
         let first = o.start_call(&json!(1), "tools/call", &json!({"name":"x"}), &origin);
         let original = first.record.record_id.clone();
-        o.finish_call(first, Verdict::new(Outcome::InputRequired), true, None, None);
+        o.finish_call(
+            first,
+            Verdict::new(Outcome::InputRequired),
+            true,
+            None,
+            None,
+        );
         for round in 1..=2 {
             let p = json!({"name":"x","inputResponses":{"a":{}},"requestState":"s"});
             let c = o.start_call(&json!(1 + round), "tools/call", &p, &origin);
             let link = c.record.mrtr.clone().unwrap();
             assert_eq!(link.round, round as u32);
             assert_eq!(link.original_record_id, original);
-            let v = if round == 1 { Outcome::InputRequired } else { Outcome::ToolSuccess };
+            let v = if round == 1 {
+                Outcome::InputRequired
+            } else {
+                Outcome::ToolSuccess
+            };
             o.finish_call(c, Verdict::new(v), true, None, None);
         }
         drop(o);
@@ -775,7 +810,13 @@ mod tests {
             &json!({"clientInfo":{"name":"c","version":"1"}}),
             &none,
         );
-        o.finish_call(init, Verdict::new(Outcome::InvalidToolResult), true, Some("S1"), None);
+        o.finish_call(
+            init,
+            Verdict::new(Outcome::InvalidToolResult),
+            true,
+            Some("S1"),
+            None,
+        );
         let origin = Origin {
             session_id: Some("S1".into()),
             ..Origin::default()

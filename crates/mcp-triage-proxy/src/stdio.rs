@@ -48,10 +48,7 @@ pub async fn run(options: WrapOptions, sink: RecordSink) -> io::Result<i32> {
     #[cfg(unix)]
     cmd.process_group(0);
     let mut child = cmd.spawn().map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!("cannot start {:?}: {e}", options.command),
-        )
+        io::Error::new(e.kind(), format!("cannot start {:?}: {e}", options.command))
     })?;
     let pid = child.id();
     let child_in = child.stdin.take().expect("stdin is piped");
@@ -83,8 +80,9 @@ pub async fn run(options: WrapOptions, sink: RecordSink) -> io::Result<i32> {
         }
     };
     if !relay_done {
-        // The server exited: what it wrote is still relayed and its open calls are recorded.
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), relay).await;
+        // The server exited: what it wrote is still relayed and its open calls are recorded
+        // (the relay ends at the EOF of the server's stdout).
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), relay).await;
     }
     Ok(exit_code(status))
 }
@@ -147,7 +145,15 @@ pub async fn relay<CI, SI, SO, CO>(
     let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
     let up = client_to_server(client_in, server_in, &observer, &origin, &pending);
     let down = server_to_client(server_out, client_out, &observer, &origin, &pending);
-    tokio::join!(up, down);
+    tokio::pin!(up);
+    tokio::pin!(down);
+    tokio::select! {
+        // The server closed its stdout (it is exiting): nothing more can be answered, so stop
+        // relaying the host's input too.
+        _ = &mut down => {}
+        // The host closed our stdin: the server got EOF; relay what it still says.
+        _ = &mut up => down.await,
+    }
     // Whatever is still open was never answered.
     let open: Vec<Call> = pending.lock().await.drain().map(|(_, c)| c).collect();
     for c in open {
@@ -276,7 +282,11 @@ async fn server_to_client<SO, CO>(
                 let verdict = classify(&head, body, &ctx);
                 call.record.response_bytes = line.len() as u64;
                 let tools = (call.method() == "tools/list")
-                    .then(|| v.pointer("/result/tools").and_then(Value::as_array).cloned())
+                    .then(|| {
+                        v.pointer("/result/tools")
+                            .and_then(Value::as_array)
+                            .cloned()
+                    })
                     .flatten();
                 let session = origin.session_id.clone();
                 let is_init = call.method() == "initialize";
@@ -336,7 +346,9 @@ mod tests {
         let server = tokio::spawn(async move {
             let mut got = Vec::new();
             let mut r = server_in_r;
-            tokio::io::AsyncReadExt::read_to_end(&mut r, &mut got).await.unwrap();
+            tokio::io::AsyncReadExt::read_to_end(&mut r, &mut got)
+                .await
+                .unwrap();
             let mut w = server_out_w;
             w.write_all(output.as_bytes()).await.unwrap();
             drop(w);
@@ -359,7 +371,11 @@ mod tests {
         )
         .await;
         client.await.unwrap();
-        assert_eq!(server.await.unwrap(), input.as_bytes(), "server got every byte");
+        assert_eq!(
+            server.await.unwrap(),
+            input.as_bytes(),
+            "server got every byte"
+        );
         let mut out = Vec::new();
         tokio::io::AsyncReadExt::read_to_end(&mut client_out_r, &mut out)
             .await
@@ -377,9 +393,14 @@ mod tests {
         assert_eq!(outcome(1).as_deref(), Some("RESULT"));
         assert_eq!(outcome(2).as_deref(), Some("TOOL_ERROR"));
         assert_eq!(outcome(3).as_deref(), Some("CONNECTION_ERROR"));
-        let call = recs.iter().find(|r| r.id == Some(serde_json::json!(2))).unwrap();
+        let call = recs
+            .iter()
+            .find(|r| r.id == Some(serde_json::json!(2)))
+            .unwrap();
         assert_eq!(call.client.as_ref().unwrap().name.as_deref(), Some("t"));
         assert_eq!(call.protocol_version.as_deref(), Some("2025-06-18"));
-        assert!(recs.iter().any(|r| r.method.as_deref() == Some("notifications/initialized") && r.outcome == "SENT"));
+        assert!(recs.iter().any(
+            |r| r.method.as_deref() == Some("notifications/initialized") && r.outcome == "SENT"
+        ));
     }
 }

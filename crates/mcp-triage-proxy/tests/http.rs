@@ -19,17 +19,34 @@ async fn json_and_sse_bodies_pass_byte_for_byte() {
             .await
             .unwrap();
         assert_eq!(d.status, 200);
-        assert_eq!((d.status, d.sha()), (v.status, v.sha()), "{mode}: {}", v.text());
+        assert_eq!(
+            (d.status, d.sha()),
+            (v.status, v.sha()),
+            "{mode}: {}",
+            v.text()
+        );
         assert_eq!(d.header("content-type"), v.header("content-type"));
         assert_eq!(v.header("x-kitchen-scenario"), Some("baseline"));
     }
     // Other paths and methods pass too.
-    let d = send(rig.direct(), "GET", "/.well-known/oauth-protected-resource", &[], None)
-        .await
-        .unwrap();
-    let v = send(rig.via(), "GET", "/.well-known/oauth-protected-resource", &[], None)
-        .await
-        .unwrap();
+    let d = send(
+        rig.direct(),
+        "GET",
+        "/.well-known/oauth-protected-resource",
+        &[],
+        None,
+    )
+    .await
+    .unwrap();
+    let v = send(
+        rig.via(),
+        "GET",
+        "/.well-known/oauth-protected-resource",
+        &[],
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!((d.status, d.sha()), (v.status, v.sha()));
     let records = rig.finish().await;
     assert_eq!(records.len(), 3, "{records:#?}");
@@ -46,7 +63,8 @@ async fn json_and_sse_bodies_pass_byte_for_byte() {
         assert!(r[0].response_bytes > 0 && r[0].request_bytes > 0);
         assert!(r[0].arguments.is_none() && r[0].arguments_hash.is_some());
     }
-    assert!(records.iter().any(|r| r.path.as_deref() == Some("/.well-known/oauth-protected-resource")
+    assert!(records.iter().any(|r| r.path.as_deref()
+        == Some("/.well-known/oauth-protected-resource")
         && r.outcome == "FORWARDED"));
 }
 
@@ -103,7 +121,10 @@ async fn soak_chaos_mix_bodies_records_and_verdicts_agree() {
     assert_eq!(records.len(), expected.len(), "one record per request");
     let mut by: std::collections::HashMap<i64, &mcp_triage_proxy::Record> = Default::default();
     for r in &records {
-        let id = r.id.as_ref().and_then(Value::as_i64).expect("every record has its id");
+        let id =
+            r.id.as_ref()
+                .and_then(Value::as_i64)
+                .expect("every record has its id");
         assert!(by.insert(id, r).is_none(), "two records for id {id}");
     }
     let mut outcomes = std::collections::BTreeMap::<String, usize>::new();
@@ -113,8 +134,17 @@ async fn soak_chaos_mix_bodies_records_and_verdicts_agree() {
         *outcomes.entry(verdict.clone()).or_default() += 1;
     }
     // The mix really mixed.
-    for o in ["TOOL_SUCCESS", "HTTP_ERROR", "CONNECTION_ERROR", "MALFORMED_JSON", "JSONRPC_ERROR"] {
-        assert!(outcomes.get(o).copied().unwrap_or(0) > 0, "{o} missing: {outcomes:?}");
+    for o in [
+        "TOOL_SUCCESS",
+        "HTTP_ERROR",
+        "CONNECTION_ERROR",
+        "MALFORMED_JSON",
+        "JSONRPC_ERROR",
+    ] {
+        assert!(
+            outcomes.get(o).copied().unwrap_or(0) > 0,
+            "{o} missing: {outcomes:?}"
+        );
     }
 }
 
@@ -132,28 +162,49 @@ fn urlencode(s: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retries_after_503_are_observed_and_unsafe_ones_flagged() {
     let rig = Rig::new().await;
-    for (tool, unsafe_) in [("increment_counter", true), ("read_counter", false), ("set_value", false)] {
+    for (tool, unsafe_) in [
+        ("increment_counter", true),
+        ("read_counter", false),
+        ("set_value", false),
+    ] {
         // POST 1 initialize, 2 initialized, 3 tools/list, 4 the call (503), 5 its resend.
         let path = format!(
             "/s/errors.http_status_sequence/mcp?instance={tool}&params={}",
             urlencode(r#"{"statusCodes":[200,200,200,503,200]}"#)
         );
         let sid = legacy_session(rig.via(), &path, json!({})).await;
-        let list = post(rig.via(), &path, Some(&sid), &json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}))
+        let list = post(
+            rig.via(),
+            &path,
+            Some(&sid),
+            &json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(list.status, 200);
+        let args = if tool == "set_value" {
+            json!({"key":"k","value":1})
+        } else {
+            json!({})
+        };
+        let first = post(rig.via(), &path, Some(&sid), &call(3, tool, args.clone()))
             .await
             .unwrap();
-        assert_eq!(list.status, 200);
-        let args = if tool == "set_value" { json!({"key":"k","value":1}) } else { json!({}) };
-        let first = post(rig.via(), &path, Some(&sid), &call(3, tool, args.clone())).await.unwrap();
         assert_eq!(first.status, 503);
-        let again = post(rig.via(), &path, Some(&sid), &call(4, tool, args)).await.unwrap();
+        let again = post(rig.via(), &path, Some(&sid), &call(4, tool, args))
+            .await
+            .unwrap();
         assert_eq!(again.status, 200, "{}", again.text());
         let records = rig.records.0.lock().unwrap().clone();
         let r3 = records.iter().rfind(|r| r.id == Some(json!(3))).unwrap();
         let r4 = records.iter().rfind(|r| r.id == Some(json!(4))).unwrap();
         assert_eq!(r3.outcome, "HTTP_ERROR");
         assert_eq!(r3.attempt, Some(1));
-        assert_eq!(r4.retry_of.as_deref(), Some(r3.record_id.as_str()), "{tool}");
+        assert_eq!(
+            r4.retry_of.as_deref(),
+            Some(r3.record_id.as_str()),
+            "{tool}"
+        );
         assert_eq!(r4.attempt, Some(2));
         assert_eq!(r4.retry_origin, Some("client"));
         assert_eq!(r4.post_count, Some(5));
@@ -175,20 +226,31 @@ async fn unreachable_upstream_gives_502_and_a_connection_error_record() {
     let records = mcp_triage_proxy::MemoryConsumer::default();
     let (sink, writer) = mcp_triage_proxy::LogWriter::start(None, vec![Box::new(records.clone())]);
     let o = mcp_triage_proxy::http::ProxyOptions::new(&format!("http://127.0.0.1:{port}")).unwrap();
-    let proxy = mcp_triage_proxy::http::start("127.0.0.1:0".parse().unwrap(), o, sink).await.unwrap();
+    let proxy = mcp_triage_proxy::http::start("127.0.0.1:0".parse().unwrap(), o, sink)
+        .await
+        .unwrap();
     let p = json!({"name": "increment_counter", "arguments": {}});
-    let r = modern(proxy.local_addr(), "/mcp", 7, "tools/call", p.clone()).await.unwrap();
+    let r = modern(proxy.local_addr(), "/mcp", 7, "tools/call", p.clone())
+        .await
+        .unwrap();
     assert_eq!(r.status, 502);
     // The call never reached a server: resending it is a retry, but not an unsafe one.
-    modern(proxy.local_addr(), "/mcp", 8, "tools/call", p).await.unwrap();
+    modern(proxy.local_addr(), "/mcp", 8, "tools/call", p)
+        .await
+        .unwrap();
     proxy.shutdown().await;
-    tokio::task::spawn_blocking(move || writer.drain()).await.unwrap();
+    tokio::task::spawn_blocking(move || writer.drain())
+        .await
+        .unwrap();
     let recs = records.0.lock().unwrap();
     assert_eq!(recs.len(), 2);
     assert_eq!(recs[0].outcome, "CONNECTION_ERROR");
     assert_eq!(recs[0].http_statuses, vec![502]);
     assert_eq!(recs[0].tool.as_deref(), Some("increment_counter"));
-    assert_eq!(recs[1].retry_of.as_deref(), Some(recs[0].record_id.as_str()));
+    assert_eq!(
+        recs[1].retry_of.as_deref(),
+        Some(recs[0].record_id.as_str())
+    );
     assert!(recs[1].warnings.is_empty(), "{:?}", recs[1].warnings);
 }
 
@@ -202,8 +264,12 @@ async fn a_response_over_the_limit_is_forwarded_whole_and_not_classified() {
     for (i, mode) in ["json", "sse"].into_iter().enumerate() {
         let path = format!("/s/baseline/mcp?responseMode={mode}");
         let p = json!({"name": "test_multiple_content_types", "arguments": {}});
-        let d = modern(rig.direct(), &path, i as i64, "tools/call", p.clone()).await.unwrap();
-        let v = modern(rig.via(), &path, i as i64, "tools/call", p).await.unwrap();
+        let d = modern(rig.direct(), &path, i as i64, "tools/call", p.clone())
+            .await
+            .unwrap();
+        let v = modern(rig.via(), &path, i as i64, "tools/call", p)
+            .await
+            .unwrap();
         assert!(d.body.len() > 64);
         assert_eq!(d.sha(), v.sha(), "{mode}");
     }
@@ -225,7 +291,13 @@ async fn server_requests_answers_and_mrtr_rounds_are_linked() {
     let via = rig.via();
     let sid2 = sid.clone();
     let pending = tokio::spawn(async move {
-        let r = post(via, path, Some(&sid2), &call(5, "run_configured_test_scenario", json!({}))).await;
+        let r = post(
+            via,
+            path,
+            Some(&sid2),
+            &call(5, "run_configured_test_scenario", json!({})),
+        )
+        .await;
         let _ = tx.send(());
         r
     });
@@ -233,7 +305,14 @@ async fn server_requests_answers_and_mrtr_rounds_are_linked() {
     let mut asked = None;
     for _ in 0..200 {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        asked = rig.records.0.lock().unwrap().iter().find(|r| r.kind == mcp_triage_proxy::record::RecordKind::ServerRequest).cloned();
+        asked = rig
+            .records
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|r| r.kind == mcp_triage_proxy::record::RecordKind::ServerRequest)
+            .cloned();
         if asked.is_some() {
             break;
         }
@@ -249,10 +328,27 @@ async fn server_requests_answers_and_mrtr_rounds_are_linked() {
 
     // Modern: input_required, then the retry with inputResponses is round 1 of the same call.
     let mpath = "/s/elicitation.approval/mcp?instance=modern";
-    let first = modern(rig.via(), mpath, 20, "tools/call", json!({"name":"run_configured_test_scenario","arguments":{}})).await.unwrap();
-    let rpc: Value = if first.header("content-type").is_some_and(|c| c.starts_with("text/event-stream")) {
+    let first = modern(
+        rig.via(),
+        mpath,
+        20,
+        "tools/call",
+        json!({"name":"run_configured_test_scenario","arguments":{}}),
+    )
+    .await
+    .unwrap();
+    let rpc: Value = if first
+        .header("content-type")
+        .is_some_and(|c| c.starts_with("text/event-stream"))
+    {
         let t = first.text();
-        let data = t.lines().filter_map(|l| l.strip_prefix("data:")).last().unwrap().trim().to_string();
+        let data = t
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .next_back()
+            .unwrap()
+            .trim()
+            .to_string();
         serde_json::from_str(&data).unwrap()
     } else {
         serde_json::from_slice(&first.body).unwrap()
@@ -267,21 +363,36 @@ async fn server_requests_answers_and_mrtr_rounds_are_linked() {
     assert_eq!(second.status, 200);
 
     let records = rig.finish().await;
-    let answer_rec = records.iter().find(|r| r.kind == mcp_triage_proxy::record::RecordKind::Response).unwrap();
-    assert_eq!(answer_rec.in_reply_to.as_deref(), Some(asked.record_id.as_str()));
+    let answer_rec = records
+        .iter()
+        .find(|r| r.kind == mcp_triage_proxy::record::RecordKind::Response)
+        .unwrap();
+    assert_eq!(
+        answer_rec.in_reply_to.as_deref(),
+        Some(asked.record_id.as_str())
+    );
     assert_eq!(answer_rec.outcome, "ACCEPTED");
     let call5 = by_id(&records, 5);
-    assert_eq!(asked.via_record_id.as_deref(), Some(call5[0].record_id.as_str()));
+    assert_eq!(
+        asked.via_record_id.as_deref(),
+        Some(call5[0].record_id.as_str())
+    );
     assert_eq!(call5[0].outcome, "TOOL_SUCCESS");
     let r20 = by_id(&records, 20)[0];
     let r21 = by_id(&records, 21)[0];
     assert_eq!(r20.outcome, "INPUT_REQUIRED");
     let link = r21.mrtr.as_ref().expect("round linked");
-    assert_eq!((link.round, link.original_record_id.as_str()), (1, r20.record_id.as_str()));
+    assert_eq!(
+        (link.round, link.original_record_id.as_str()),
+        (1, r20.record_id.as_str())
+    );
     assert_eq!(r21.outcome, "TOOL_SUCCESS");
     // initialize, initialized, call, answer, server request + 2 modern calls.
     assert_eq!(records.len(), 7, "{records:#?}");
-    let init = records.iter().find(|r| r.method.as_deref() == Some("initialize")).unwrap();
+    let init = records
+        .iter()
+        .find(|r| r.method.as_deref() == Some("initialize"))
+        .unwrap();
     assert_eq!(init.session_id.as_deref(), Some(sid.as_str()));
     assert_eq!(init.outcome, "RESULT");
 }
@@ -293,10 +404,23 @@ async fn shutdown_drains_open_exchanges_into_records() {
     // A call the server holds for a long time: still open when the proxy stops.
     let path = "/s/timeout.uncooperative_hang/mcp";
     let hung = tokio::spawn(async move {
-        modern(via, path, 1, "tools/call", json!({"name":"run_configured_test_scenario","arguments":{}})).await
+        modern(
+            via,
+            path,
+            1,
+            "tools/call",
+            json!({"name":"run_configured_test_scenario","arguments":{}}),
+        )
+        .await
     });
     for _ in 0..200 {
-        if rig.kitchen.kitchen().journal().iter().any(|e| e["method"] == "tools/call") {
+        if rig
+            .kitchen
+            .kitchen()
+            .journal()
+            .iter()
+            .any(|e| e["method"] == "tools/call")
+        {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
@@ -306,5 +430,8 @@ async fn shutdown_drains_open_exchanges_into_records() {
     assert_eq!(records.len(), 1, "{records:#?}");
     assert!(records[0].cancelled, "{:#?}", records[0]);
     assert_eq!(records[0].outcome, "CONNECTION_ERROR");
-    assert_eq!(records[0].tool.as_deref(), Some("run_configured_test_scenario"));
+    assert_eq!(
+        records[0].tool.as_deref(),
+        Some("run_configured_test_scenario")
+    );
 }

@@ -24,6 +24,12 @@ enum Command {
     /// Serve the kitchen: a fault-injection MCP server for testing clients.
     #[command(after_help = cmd::kitchen::EXAMPLES)]
     Kitchen(cmd::kitchen::KitchenArgs),
+    /// Observe an HTTP MCP server: forward every byte unchanged, record and classify each exchange.
+    #[command(after_help = cmd::proxy::PROXY_EXAMPLES)]
+    Proxy(cmd::proxy::ProxyArgs),
+    /// Observe a stdio MCP server: run it under the wrapper, relay unchanged, record each exchange.
+    #[command(after_help = cmd::proxy::WRAP_EXAMPLES)]
+    Wrap(cmd::proxy::WrapArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +37,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Classify(args) => cmd::classify::run(args),
         Command::Kitchen(args) => cmd::kitchen::run(args),
+        Command::Proxy(args) => cmd::proxy::run_proxy(args),
+        Command::Wrap(args) => cmd::proxy::run_wrap(args),
     };
     match result {
         Ok(code) => code,

@@ -92,7 +92,10 @@ impl Resp {
 }
 
 pub fn sha(b: &[u8]) -> String {
-    Sha256::digest(b).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(b)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// One request on a fresh connection. `Err` = no HTTP response (connection error).
@@ -211,11 +214,15 @@ pub async fn legacy_session(addr: SocketAddr, path: &str, caps: Value) -> String
     let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": { "protocolVersion": "2025-11-25", "capabilities": caps,
                     "clientInfo": { "name": "proxy-test", "version": "1" } } });
-    let r = post(addr, path, None, &init).await.expect("initialize answered");
+    let r = post(addr, path, None, &init)
+        .await
+        .expect("initialize answered");
     assert_eq!(r.status, 200, "initialize: {}", r.text());
     let sid = r.header("mcp-session-id").expect("session id").to_string();
     let n = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
-    let r = post(addr, path, Some(&sid), &n).await.expect("initialized answered");
+    let r = post(addr, path, Some(&sid), &n)
+        .await
+        .expect("initialized answered");
     assert_eq!(r.status, 202);
     sid
 }
@@ -246,8 +253,5 @@ pub fn client_verdict(r: &Result<Resp, String>, id: i64) -> String {
 }
 
 pub fn by_id(records: &[Record], id: i64) -> Vec<&Record> {
-    records
-        .iter()
-        .filter(|r| r.id == Some(json!(id)))
-        .collect()
+    records.iter().filter(|r| r.id == Some(json!(id))).collect()
 }
