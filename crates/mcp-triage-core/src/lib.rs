@@ -32,6 +32,7 @@ pub mod http;
 mod json;
 mod limits;
 mod protocol;
+pub mod record;
 mod rules;
 mod schema;
 pub mod sse;
@@ -41,6 +42,7 @@ pub use classify::{classify, Interruption, ResponseClassifier};
 pub use http::ResponseHead;
 pub use limits::Limits;
 pub use protocol::{CallContext, ProtocolVersion, RequestId};
+pub use record::{AttemptRecord, CallRecord, Decision, JsonRpcInfo, RetryOrigin, ServerInfo};
 pub use schema::{OutputSchema, SchemaError, SchemaMismatch};
 pub use sse::StreamEvent;
 pub use verdict::{
