@@ -688,11 +688,11 @@ impl ResponseObserver {
                 .clone()
                 .filter(|_| observer.may_log_header("mcp-session-id"));
             r.protocol_version = ex.origin.protocol_version.clone();
-            r.post_count = post_count;
+            r.session_post_count = post_count;
             if copy.overflow {
                 r.classified = false;
                 r.warnings.push(crate::record::ProxyWarning {
-                    code: "requestNotClassified".into(),
+                    code: "REQUEST_NOT_CLASSIFIED".into(),
                     detail: format!(
                         "the request body ({} bytes) is larger than maxRequestBytes = {}; it was forwarded whole but not read",
                         copy.total,
@@ -701,7 +701,7 @@ impl ResponseObserver {
                 });
             } else if is_post {
                 r.warnings.push(crate::record::ProxyWarning {
-                    code: "requestNotJsonRpc".into(),
+                    code: "REQUEST_NOT_JSONRPC".into(),
                     detail: "the POSTed body is not a JSON-RPC message or batch".into(),
                 });
             }
@@ -721,7 +721,7 @@ impl ResponseObserver {
                 Message::Request { id, method, params } => {
                     let mut call = observer.start_call(id, method, params, &ex.origin);
                     call.started = ex.started;
-                    call.record.post_count = post_count;
+                    call.record.session_post_count = post_count;
                     call.record.http_method = Some(ex.http_method.to_string());
                     call.record.path = Some(ex.path.clone());
                     if method == "tools/list" && !batch {
@@ -731,7 +731,7 @@ impl ResponseObserver {
                 }
                 other => {
                     let mut r = observer.message_record(other, &ex.origin);
-                    r.post_count = post_count;
+                    r.session_post_count = post_count;
                     r.http_method = Some(ex.http_method.to_string());
                     r.path = Some(ex.path.clone());
                     plan.messages.push(r);

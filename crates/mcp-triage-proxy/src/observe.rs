@@ -455,7 +455,7 @@ impl Observer {
                             _ => "tools/list marks it neither read-only nor idempotent",
                         };
                         record.warnings.push(ProxyWarning {
-                            code: "unsafeRetry".into(),
+                            code: "UNSAFE_RETRY".into(),
                             detail: format!(
                                 "tools/call {tool:?} was sent again after attempt {} ({}) may have executed; {why} and the call carries no _meta {IDEMPOTENCY_KEY:?}",
                                 p.attempt, p.record_id
@@ -562,6 +562,7 @@ impl Observer {
                     st.mrtr.0.remove(&mk);
                 }
             }
+
             if let Some(tools) = tools {
                 for t in tools {
                     let Some(name) = t.get("name").and_then(Value::as_str) else {
@@ -588,6 +589,7 @@ impl Observer {
                 call.record.session_id = Some(sid.to_string());
             }
         }
+        call.record.call_record = call.record.to_call_record();
         self.emit(call.record);
     }
 
@@ -741,7 +743,7 @@ mod tests {
                 .record
                 .warnings
                 .iter()
-                .any(|w| w.code == "unsafeRetry");
+                .any(|w| w.code == "UNSAFE_RETRY");
             assert_eq!(flagged, tool != "read", "{tool}");
             o.finish_call(again, Verdict::new(Outcome::ToolSuccess), true, None, None);
             // After a success the same call is a new first attempt.

@@ -5,7 +5,9 @@
 //! request, which POST answered it, the session's POST count) are optional and omitted when they
 //! do not apply. Arguments appear only as a hash and a size unless the operator asked for them.
 
-use mcp_triage_core::Verdict;
+use mcp_triage_core::{
+    AttemptRecord, CallRecord, JsonRpcInfo, Outcome, RetryOrigin, Verdict, Warning,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -112,7 +114,7 @@ pub struct Record {
     pub client: Option<ClientId>,
     /// The number of this POST within its legacy session (initialize is 1).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub post_count: Option<u64>,
+    pub session_post_count: Option<u64>,
     /// HTTP statuses the client received for this exchange (one: the proxy does not retry).
     pub http_statuses: Vec<u16>,
     /// The outcome: a core outcome (`TOOL_SUCCESS`, `HTTP_ERROR`, ...), or `RESULT` for a
@@ -161,6 +163,10 @@ pub struct Record {
     /// Response headers (with `--log-headers`), redacted names removed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_headers: Option<Vec<(String, String)>>,
+    /// For a `tools/call`: the same exchange as the core's [`CallRecord`] (the client's record
+    /// model, `docs/record.schema.json`), so one reader handles client and proxy logs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_record: Option<CallRecord>,
 }
 
 impl Record {
@@ -183,7 +189,7 @@ impl Record {
             session_id: None,
             protocol_version: None,
             client: None,
-            post_count: None,
+            session_post_count: None,
             http_statuses: Vec::new(),
             outcome: String::new(),
             layer: None,
@@ -201,7 +207,84 @@ impl Record {
             warnings: Vec::new(),
             request_headers: None,
             response_headers: None,
+            call_record: None,
         }
+    }
+
+    /// The [`CallRecord`] of a finished `tools/call` exchange: one attempt (the proxy never
+    /// resends), `retryOrigin` `business_logic` with `retryOf` when the client repeated a failed
+    /// call, observer warnings (`UNSAFE_RETRY`) after the verdict's.
+    pub fn to_call_record(&self) -> Option<CallRecord> {
+        let v = self.verdict.as_ref()?;
+        if self.method.as_deref() != Some("tools/call") {
+            return None;
+        }
+        let client = self
+            .client
+            .as_ref()
+            .and_then(|c| match (&c.name, &c.version, &c.user_agent) {
+                (Some(n), Some(v), _) => Some(format!("{n}@{v}")),
+                (Some(n), None, _) => Some(n.clone()),
+                (None, _, Some(ua)) => Some(ua.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| "unknown".to_string());
+        let transport = if self.transport == "http" {
+            "proxy"
+        } else {
+            self.transport
+        };
+        let mut r = CallRecord::new(client, transport, "tools/call");
+        r.record_id = Some(self.record_id.clone());
+        r.protocol_version = self
+            .protocol_version
+            .clone()
+            .unwrap_or_else(|| "unknown".to_string());
+        r.tool = self.tool.clone();
+        r.post_count = u32::from(self.transport == "http");
+        r.http_statuses = self.http_statuses.clone();
+        r.jsonrpc = JsonRpcInfo {
+            id: self.id.clone().unwrap_or(Value::Null),
+            error_code: v.code,
+        };
+        r.result_type = v.result_type.clone();
+        r.layer = v.outcome.layer();
+        r.outcome = v.outcome;
+        if self.retry_of.is_some() {
+            r.retry_origin = RetryOrigin::BusinessLogic;
+            r.retry_of = self.retry_of.clone();
+        }
+        let duration_ms = self.duration_ms.round() as u64;
+        r.attempts = vec![AttemptRecord {
+            id: self.id.clone().unwrap_or(Value::Null),
+            kind: if self.mrtr.is_some() {
+                "input_round".into()
+            } else {
+                "call".into()
+            },
+            retry_of: None,
+            status: self.http_statuses.first().copied(),
+            content_type: None,
+            stream: v.stream.clone(),
+            verdict: v.clone(),
+            duration_ms,
+            decision: None,
+        }];
+        r.rounds = self.mrtr.as_ref().map_or(0, |m| m.round);
+        r.duration_ms = duration_ms;
+        r.session_id = self.session_id.clone();
+        r.message = v.message.clone();
+        r.warnings = v.warnings.clone();
+        for w in &self.warnings {
+            r.warnings.push(Warning {
+                code: w.code.clone(),
+                detail: w.detail.clone(),
+            });
+        }
+        r.arguments_hash = self.arguments_hash.clone().unwrap_or_default();
+        r.arguments_size = self.arguments_bytes.unwrap_or(0) as u64;
+        r.arguments = self.arguments.clone();
+        Some(r)
     }
 
     /// Takes outcome, layer and `classified` from a verdict for `method`.
@@ -210,7 +293,7 @@ impl Record {
     /// request with a result is `RESULT` (its result is not a tool result, so the core's
     /// tool-result rules do not apply), while transport and envelope outcomes stay as judged.
     pub fn set_verdict(&mut self, method: Option<&str>, v: Verdict) {
-        use mcp_triage_core::Outcome as O;
+        use Outcome as O;
         let is_tool_call = method.is_none_or(|m| m == "tools/call");
         let (outcome, layer) = match v.outcome {
             O::ToolSuccess | O::ToolError | O::InvalidToolResult if !is_tool_call => {

@@ -207,9 +207,9 @@ async fn retries_after_503_are_observed_and_unsafe_ones_flagged() {
         );
         assert_eq!(r4.attempt, Some(2));
         assert_eq!(r4.retry_origin, Some("client"));
-        assert_eq!(r4.post_count, Some(5));
+        assert_eq!(r4.session_post_count, Some(5));
         assert_eq!(
-            r4.warnings.iter().any(|w| w.code == "unsafeRetry"),
+            r4.warnings.iter().any(|w| w.code == "UNSAFE_RETRY"),
             unsafe_,
             "{tool}: {:?}",
             r4.warnings
@@ -434,4 +434,52 @@ async fn shutdown_drains_open_exchanges_into_records() {
         records[0].tool.as_deref(),
         Some("run_configured_test_scenario")
     );
+}
+
+/// The `callRecord` of every tools/call record validates against `docs/record.schema.json`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_records_follow_the_record_schema() {
+    let schema_path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/record.schema.json");
+    let schema: Value = serde_json::from_slice(&std::fs::read(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let rig = Rig::new().await;
+    let path = format!(
+        "/s/errors.http_status_sequence/mcp?params={}",
+        urlencode(r#"{"statusCodes":[200,200,503,200]}"#)
+    );
+    let sid = legacy_session(rig.via(), &path, json!({})).await;
+    for id in [3, 4] {
+        post(
+            rig.via(),
+            &path,
+            Some(&sid),
+            &call(id, "increment_counter", json!({"by": 2})),
+        )
+        .await
+        .unwrap();
+    }
+    let records = rig.finish().await;
+    let calls: Vec<_> = records
+        .iter()
+        .filter_map(|r| r.call_record.as_ref())
+        .collect();
+    assert_eq!(calls.len(), 2);
+    for c in &calls {
+        let v = serde_json::to_value(c).unwrap();
+        let errs: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errs.is_empty(), "{errs:?}\n{v:#}");
+        assert_eq!(c.transport, "proxy");
+        assert_eq!(c.client, "proxy-test@1");
+    }
+    assert_eq!(calls[0].outcome, mcp_triage_core::Outcome::HttpError);
+    assert_eq!(calls[1].retry_of, calls[0].record_id);
+    assert_eq!(
+        calls[1].retry_origin,
+        mcp_triage_core::RetryOrigin::BusinessLogic
+    );
+    assert!(calls[1].warnings.iter().any(|w| w.code == "UNSAFE_RETRY"));
+    // Nothing here was sent with credentials, but the JSON line never has a header map unless
+    // asked for.
+    assert!(records.iter().all(|r| r.request_headers.is_none()));
 }
