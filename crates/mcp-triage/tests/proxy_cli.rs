@@ -208,28 +208,54 @@ async fn proxy_sigterm_drains_every_record() {
         .expect("the proxy prints its URL")
         .to_string();
     let addr = url.trim_start_matches("http://").to_string();
-    let n = 50;
-    for i in 0..n {
+    // 40 calls in a row, then 20 that the kitchen holds for 400 ms, in flight when SIGTERM comes.
+    let n = 60;
+    async fn one(addr: String, i: usize, path: &str) -> Vec<u8> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"test_simple_text","arguments":{{}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"cli-test","version":"0"}}}}}}}}"#
         );
         let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
         let req = format!(
-            "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: test_simple_text\r\nauthorization: Bearer secret-token\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: test_simple_text\r\nauthorization: Bearer secret-token\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
             body.len()
         );
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
         s.write_all(req.as_bytes()).await.unwrap();
         let mut resp = Vec::new();
         tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut resp))
             .await
             .unwrap()
             .unwrap();
+        resp
+    }
+    for i in 0..40 {
+        let resp = one(addr.clone(), i, "/mcp").await;
         assert!(
             resp.starts_with(b"HTTP/1.1 200"),
             "{}",
             String::from_utf8_lossy(&resp)
         );
+    }
+    let held =
+        "/s/chaos.mix/mcp?params=%7B%22delayMs%22%3A400%2C%22rates%22%3A%7B%22delay%22%3A1.0%7D%7D";
+    let in_flight: Vec<_> = (40..n)
+        .map(|i| tokio::spawn(one(addr.clone(), i, held)))
+        .collect();
+    // Wait until the kitchen has every held call, so SIGTERM finds them open.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let posts = || -> u64 {
+        let c = kitchen.kitchen().counters();
+        c.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|i| i["counters"]["http_request"].as_u64())
+                    .sum()
+            })
+            .unwrap_or(0)
+    };
+    while posts() < n as u64 {
+        assert!(Instant::now() < deadline, "the held calls did not arrive");
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let kill = Command::new("kill")
         .args(["-TERM", &child.0.id().to_string()])
@@ -248,6 +274,13 @@ async fn proxy_sigterm_drains_every_record() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     assert!(status.success());
+    for t in in_flight {
+        let resp = t.await.unwrap();
+        assert!(
+            resp.starts_with(b"HTTP/1.1 200"),
+            "an open exchange was finished, not cut"
+        );
+    }
     let recs = records(&log);
     assert_eq!(recs.len(), n, "one record per request, none lost");
     let text = std::fs::read_to_string(&log).unwrap();
