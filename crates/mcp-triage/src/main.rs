@@ -48,6 +48,12 @@ enum Command {
     /// Print the man page, or write one page per command.
     #[command(after_help = cmd::completions::MAN_EXAMPLES)]
     Man(cmd::completions::ManArgs),
+    /// Observe an HTTP MCP server: forward every byte unchanged, record and classify each exchange.
+    #[command(after_help = cmd::proxy::PROXY_EXAMPLES)]
+    Proxy(cmd::proxy::ProxyArgs),
+    /// Observe a stdio MCP server: run it under the wrapper, relay unchanged, record each exchange.
+    #[command(after_help = cmd::proxy::WRAP_EXAMPLES)]
+    Wrap(cmd::proxy::WrapArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +70,8 @@ fn main() -> ExitCode {
         Command::Demo(args) => cmd::demo::run(args),
         Command::Probe(args) => cmd::probe::run(args),
         Command::ConformanceClient(args) => cmd::conformance::run(args),
+        Command::Proxy(args) => cmd::proxy::run_proxy(args),
+        Command::Wrap(args) => cmd::proxy::run_wrap(args),
     };
     match result {
         Ok(code) => code,

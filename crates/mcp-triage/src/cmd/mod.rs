@@ -20,3 +20,4 @@ pub mod list;
 pub mod probe;
 pub mod prompt;
 pub mod report;
+pub mod proxy;

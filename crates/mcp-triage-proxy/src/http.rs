@@ -1,0 +1,1293 @@
+//! The HTTP observer: a reverse proxy in front of one upstream origin.
+//!
+//! Forwarding comes first: every request goes upstream with its method, path and query, its
+//! end-to-end headers, and its body streamed frame by frame; every response comes back the same
+//! way. The observer only *taps* those frames: the request body is copied (bounded) to read the
+//! JSON-RPC message, the response body is fed to the core's [`ResponseClassifier`] as it passes.
+//! Neither tap can hold a frame back or change it, and a classification limit only stops the
+//! classifier, never the stream.
+//!
+//! Connections: the client's disconnect drops the response body, which drops the upstream body
+//! and so closes the upstream connection (HTTP/1 cannot reuse it mid-response) — the 2026-07-28
+//! way to cancel a request. An upstream that cannot be reached gets the client a `502`; one that
+//! accepted the request and closed without a response gets the client's connection closed the
+//! same way, so the client sees what it would have seen without the proxy.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::uri::{Authority, Scheme};
+use http::{Method, Request, Response, StatusCode, Uri};
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use mcp_triage_core::sse::{Flow, SseItem, SseParser};
+use mcp_triage_core::{
+    classify, CallContext, Interruption, ProtocolVersion, RequestId, ResponseClassifier,
+    ResponseHead, StreamEvent, Verdict,
+};
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinSet;
+
+use crate::observe::{parse_messages, Call, Message, ObserveOptions, Observer, Origin};
+use crate::record::{Record, RecordKind};
+use crate::RecordSink;
+
+/// Hop-by-hop header names (RFC 9110 §7.6.1), removed in both directions besides those the
+/// `Connection` header lists.
+const HOP_BY_HOP: [&str; 7] = [
+    "connection",
+    "proxy-connection",
+    "keep-alive",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// How long a request body that the upstream never read is still read for its record.
+const REQUEST_DRAIN: Duration = Duration::from_secs(5);
+
+/// Proxy settings.
+#[derive(Debug, Clone)]
+pub struct ProxyOptions {
+    /// The upstream origin, `http://host:port`.
+    pub upstream: Uri,
+    /// Record options.
+    pub observe: ObserveOptions,
+    /// On shutdown, how long open exchanges may still finish before they are closed.
+    pub drain_timeout: Duration,
+    /// How long a client connection may take to send request headers (and may stay idle).
+    pub header_read_timeout: Duration,
+}
+
+impl ProxyOptions {
+    /// Options for `upstream` (an origin: scheme, host and port; no path).
+    pub fn new(upstream: &str) -> Result<ProxyOptions, ProxyError> {
+        Ok(ProxyOptions {
+            upstream: parse_origin(upstream)?,
+            observe: ObserveOptions::default(),
+            drain_timeout: Duration::from_secs(10),
+            header_read_timeout: Duration::from_secs(30),
+        })
+    }
+}
+
+/// Why the proxy cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    /// The upstream is not an `http://host:port` origin.
+    #[error("--upstream {0:?}: {1}")]
+    Upstream(String, String),
+    /// Binding the listen address failed.
+    #[error("cannot listen on {0}: {1}")]
+    Listen(SocketAddr, io::Error),
+}
+
+fn parse_origin(s: &str) -> Result<Uri, ProxyError> {
+    let bad = |why: &str| ProxyError::Upstream(s.to_string(), why.to_string());
+    let uri: Uri = s.parse().map_err(|e| bad(&format!("not a URL ({e})")))?;
+    match uri.scheme_str() {
+        Some("http") => {}
+        Some("https") => {
+            return Err(bad(
+                "https upstreams are not supported yet (no TLS client is built in); put the proxy next to the server or terminate TLS in front of it",
+            ))
+        }
+        _ => return Err(bad("the scheme must be http")),
+    }
+    if uri.authority().is_none() {
+        return Err(bad("it needs a host (http://host:port)"));
+    }
+    if uri.path_and_query().is_some_and(|p| p.as_str() != "/") {
+        return Err(bad(
+            "give only the origin (http://host:port); the client's path and query are forwarded as they are",
+        ));
+    }
+    Ok(uri)
+}
+
+struct Shared {
+    observer: Observer,
+    client: Client<HttpConnector, RequestTap>,
+    scheme: Scheme,
+    authority: Authority,
+    host: HeaderValue,
+}
+
+/// A running proxy.
+pub struct ProxyHandle {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ProxyHandle {
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://addr`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting, lets open exchanges finish within the drain timeout, closes the rest
+    /// (their records say so), and returns once every record was handed to the sink.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
+
+/// Starts the proxy on `listen`, writing records to `sink`.
+pub async fn start(
+    listen: SocketAddr,
+    options: ProxyOptions,
+    sink: RecordSink,
+) -> Result<ProxyHandle, ProxyError> {
+    let listener = TcpListener::bind(listen)
+        .await
+        .map_err(|e| ProxyError::Listen(listen, e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| ProxyError::Listen(listen, e))?;
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    connector.enforce_http(true);
+    let client = Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(4))
+        .pool_timer(TokioTimer::new())
+        .build(connector);
+    let authority = options
+        .upstream
+        .authority()
+        .cloned()
+        .expect("parse_origin checked the authority");
+    let shared = Arc::new(Shared {
+        observer: Observer::new(options.observe.clone(), sink, "http"),
+        client,
+        scheme: Scheme::HTTP,
+        host: HeaderValue::from_str(authority.as_str()).expect("an authority is a header value"),
+        authority,
+    });
+    let (stop, stop_rx) = watch::channel(false);
+    let task = tokio::spawn(accept_loop(listener, shared, stop_rx, options));
+    Ok(ProxyHandle { addr, stop, task })
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+    options: ProxyOptions,
+) {
+    let graceful = GracefulShutdown::new();
+    let mut conns = JoinSet::new();
+    loop {
+        while conns.try_join_next().is_some() {}
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, peer)) = accepted else {
+                    // Out of descriptors or similar: back off instead of spinning.
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                let sh = shared.clone();
+                let service = hyper::service::service_fn(move |req| handle(sh.clone(), peer.ip(), req));
+                let conn = http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(options.header_read_timeout)
+                    .serve_connection(TokioIo::new(stream), service);
+                let conn = graceful.watch(conn);
+                conns.spawn(async move {
+                    let _ = conn.await;
+                });
+            }
+            _ = stop.changed() => break,
+        }
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(options.drain_timeout, graceful.shutdown()).await;
+    // Exchanges still open are closed now: dropping them emits their records (cancelled).
+    conns.abort_all();
+    while conns.join_next().await.is_some() {}
+}
+
+/// The upstream accepted the request and closed without answering: close the client's
+/// connection too (hyper closes a connection whose service fails).
+#[derive(Debug)]
+struct Cut;
+
+impl std::fmt::Display for Cut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the upstream closed the connection without a response")
+    }
+}
+
+impl std::error::Error for Cut {}
+
+fn header_string(h: &HeaderMap, name: &str) -> Option<String> {
+    h.get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+/// Removes hop-by-hop headers: the fixed list and every name `Connection` lists.
+pub fn strip_hop_by_hop(h: &mut HeaderMap) {
+    let listed: Vec<HeaderName> = h
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|t| HeaderName::from_bytes(t.trim().as_bytes()).ok())
+        .collect();
+    for n in listed {
+        h.remove(n);
+    }
+    for n in HOP_BY_HOP {
+        h.remove(n);
+    }
+}
+
+/// Everything known about an exchange before its response.
+struct Exchange {
+    started: Instant,
+    origin: Origin,
+    http_method: Method,
+    path: String,
+    request: oneshot::Receiver<RequestCopy>,
+    request_headers: Option<Vec<(String, String)>>,
+}
+
+async fn handle(
+    sh: Arc<Shared>,
+    peer: IpAddr,
+    req: Request<Incoming>,
+) -> Result<Response<ResponseTap>, Cut> {
+    let started = Instant::now();
+    let (mut parts, body) = req.into_parts();
+    let origin = Origin {
+        session_id: header_string(&parts.headers, "mcp-session-id"),
+        protocol_version: header_string(&parts.headers, "mcp-protocol-version"),
+        user_agent: header_string(&parts.headers, "user-agent"),
+        peer: peer.to_string(),
+    };
+    let observer = &sh.observer;
+    let request_headers = observer.options().log_headers.then(|| {
+        observer.loggable_headers(
+            parts
+                .headers
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_bytes())),
+        )
+    });
+    let path = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/".to_string());
+    let (tap, request) = RequestTap::new(body, observer.options().max_request_bytes);
+    let uri = Uri::builder()
+        .scheme(sh.scheme.clone())
+        .authority(sh.authority.clone())
+        .path_and_query(path.as_str())
+        .build()
+        .expect("origin plus a request's path-and-query is a URI");
+    strip_hop_by_hop(&mut parts.headers);
+    parts.headers.insert(header::HOST, sh.host.clone());
+    // RFC 9110 §7.6.3: a gateway sends Via in each request it forwards.
+    parts
+        .headers
+        .append(header::VIA, HeaderValue::from_static("1.1 mcp-triage"));
+    parts.uri = uri;
+    parts.version = http::Version::HTTP_11;
+    let ex = Exchange {
+        started,
+        origin,
+        http_method: parts.method.clone(),
+        path,
+        request,
+        request_headers,
+    };
+    // If this future is dropped before the response head arrives (the client went away, or the
+    // proxy is shutting down), the guard still writes the exchange's record.
+    let mut guard = PendingGuard {
+        sh: sh.clone(),
+        ex: Some(ex),
+    };
+    let result = sh.client.request(Request::from_parts(parts, tap)).await;
+    let ex = guard.ex.take().expect("the guard is disarmed only here");
+    match result {
+        Ok(resp) => {
+            let (mut parts, body) = resp.into_parts();
+            let head = ResponseHead {
+                status: parts.status.as_u16(),
+                headers: parts
+                    .headers
+                    .iter()
+                    .map(|(n, v)| {
+                        (
+                            n.as_str().to_string(),
+                            String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                        )
+                    })
+                    .collect(),
+            };
+            let response_headers = observer.options().log_headers.then(|| {
+                observer.loggable_headers(
+                    parts
+                        .headers
+                        .iter()
+                        .map(|(n, v)| (n.as_str(), v.as_bytes())),
+                )
+            });
+            strip_hop_by_hop(&mut parts.headers);
+            let obs = ResponseObserver {
+                sh: sh.clone(),
+                session_assigned: header_string(&parts.headers, "mcp-session-id"),
+                head,
+                response_headers,
+                bytes: 0,
+                stage: Stage::Waiting {
+                    pending: Vec::new(),
+                    pending_bytes: 0,
+                    overflow: false,
+                },
+                ex: Some(ex),
+            };
+            Ok(Response::from_parts(
+                parts,
+                ResponseTap {
+                    inner: TapInner::Upstream(body),
+                    obs: Some(Box::new(obs)),
+                },
+            ))
+        }
+        Err(e) => {
+            let connect = e.is_connect();
+            let why = error_chain(&e);
+            let detail = if connect {
+                format!(
+                    "the proxy could not connect to the upstream {}: {why}",
+                    sh.authority
+                )
+            } else {
+                format!("the upstream closed the connection before a response: {why}")
+            };
+            let copy = match tokio::time::timeout(REQUEST_DRAIN, ex.request).await {
+                Ok(Ok(c)) => c,
+                _ => RequestCopy::default(),
+            };
+            let verdict = Verdict::connection_error(detail.clone());
+            let ex = Exchange {
+                request: oneshot::channel().1,
+                ..ex
+            };
+            let plan = plan_without_response(&sh, &ex, copy);
+            plan.fail(&sh, &ex, verdict, !connect, connect.then_some(502), false);
+            if connect {
+                let body = format!("mcp-triage proxy: {detail}\n");
+                let resp = Response::builder()
+                    .status(StatusCode::BAD_GATEWAY)
+                    .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+                    .body(ResponseTap::fixed(Bytes::from(body)))
+                    .expect("a static response is valid");
+                Ok(resp)
+            } else {
+                Err(Cut)
+            }
+        }
+    }
+}
+
+/// Writes the record of an exchange whose handler was dropped before the response head.
+struct PendingGuard {
+    sh: Arc<Shared>,
+    ex: Option<Exchange>,
+}
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        let Some(mut ex) = self.ex.take() else { return };
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let sh = self.sh.clone();
+        rt.spawn(async move {
+            let rx = std::mem::replace(&mut ex.request, oneshot::channel().1);
+            let copy = tokio::time::timeout(REQUEST_DRAIN, rx)
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            let plan = plan_without_response(&sh, &ex, copy);
+            let v = Verdict::connection_error(
+                "the client closed the connection (or the proxy stopped) before the response; the upstream request was closed",
+            );
+            plan.fail(&sh, &ex, v, true, None, true);
+        });
+    }
+}
+
+fn plan_without_response(sh: &Arc<Shared>, ex: &Exchange, copy: RequestCopy) -> Plan {
+    let obs = ResponseObserver {
+        sh: sh.clone(),
+        session_assigned: None,
+        head: ResponseHead::new(502),
+        response_headers: None,
+        bytes: 0,
+        stage: Stage::Waiting {
+            pending: Vec::new(),
+            pending_bytes: 0,
+            overflow: false,
+        },
+        ex: None,
+    };
+    obs.plan(ex, copy)
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+/// The request body as far as it was read, for the record.
+#[derive(Debug, Default)]
+struct RequestCopy {
+    bytes: Vec<u8>,
+    total: u64,
+    /// More bytes than `max_request_bytes` were sent; `bytes` is a prefix.
+    overflow: bool,
+}
+
+/// The client's request body on its way upstream, copied (bounded) as it passes.
+pub struct RequestTap {
+    inner: Option<Incoming>,
+    copy: RequestCopy,
+    max: u64,
+    done: Option<oneshot::Sender<RequestCopy>>,
+}
+
+impl RequestTap {
+    fn new(body: Incoming, max: u64) -> (RequestTap, oneshot::Receiver<RequestCopy>) {
+        let (tx, rx) = oneshot::channel();
+        let mut tap = RequestTap {
+            inner: Some(body),
+            copy: RequestCopy::default(),
+            max,
+            done: Some(tx),
+        };
+        if tap.inner.as_ref().is_some_and(Body::is_end_stream) {
+            tap.complete();
+        }
+        (tap, rx)
+    }
+
+    fn keep(copy: &mut RequestCopy, max: u64, data: &[u8]) {
+        copy.total += data.len() as u64;
+        if copy.overflow {
+            return;
+        }
+        if copy.bytes.len() as u64 + data.len() as u64 > max {
+            copy.overflow = true;
+            copy.bytes = Vec::new();
+        } else {
+            copy.bytes.extend_from_slice(data);
+        }
+    }
+
+    fn complete(&mut self) {
+        if let Some(tx) = self.done.take() {
+            let _ = tx.send(std::mem::take(&mut self.copy));
+        }
+    }
+}
+
+impl Body for RequestTap {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let this = self.get_mut();
+        let Some(inner) = this.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let r = Pin::new(inner).poll_frame(cx);
+        match &r {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(d) = frame.data_ref() {
+                    Self::keep(&mut this.copy, this.max, d);
+                }
+                if this.inner.as_ref().is_some_and(Body::is_end_stream) {
+                    this.complete();
+                }
+            }
+            Poll::Ready(None) | Poll::Ready(Some(Err(_))) => this.complete(),
+            Poll::Pending => {}
+        }
+        r
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.as_ref().is_none_or(Body::is_end_stream)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner
+            .as_ref()
+            .map(Body::size_hint)
+            .unwrap_or_else(|| SizeHint::with_exact(0))
+    }
+}
+
+impl Drop for RequestTap {
+    fn drop(&mut self) {
+        let Some(tx) = self.done.take() else { return };
+        let mut copy = std::mem::take(&mut self.copy);
+        let max = self.max;
+        match (self.inner.take(), tokio::runtime::Handle::try_current()) {
+            // The upstream stopped reading (refused, closed): read the rest for the record.
+            (Some(mut body), Ok(rt)) => {
+                rt.spawn(async move {
+                    let _ = tokio::time::timeout(REQUEST_DRAIN, async {
+                        while let Some(Ok(frame)) = body.frame().await {
+                            if let Some(d) = frame.data_ref() {
+                                RequestTap::keep(&mut copy, max, d);
+                            }
+                        }
+                    })
+                    .await;
+                    let _ = tx.send(copy);
+                });
+            }
+            _ => {
+                let _ = tx.send(copy);
+            }
+        }
+    }
+}
+
+/// How the response was observed, once the request's message(s) are known.
+struct Plan {
+    calls: Vec<Call>,
+    /// Notifications and answers: 202 expected, no JSON-RPC response.
+    messages: Vec<Record>,
+    /// GET streams, DELETEs, other HTTP: one record without a JSON-RPC request.
+    standalone: Option<Record>,
+    /// Fed the body: for a single call, a message-only POST, or a GET stream.
+    classifier: Option<ResponseClassifier>,
+    /// `tools` of a `tools/list` result, read as the body passes.
+    tools: Option<ToolsTap>,
+    /// A bounded copy of a batch response, classified per request at the end.
+    batch_copy: Option<(Vec<u8>, bool)>,
+    /// The record id that server requests seen on this stream point to.
+    via: String,
+    origin: Origin,
+    request_bytes: u64,
+}
+
+enum Stage {
+    /// The request body has not been read to its end yet: keep response chunks (bounded) until
+    /// it has, then replay them into the plan. Forwarding never waits for this.
+    Waiting {
+        pending: Vec<Bytes>,
+        pending_bytes: u64,
+        overflow: bool,
+    },
+    Active(Box<Plan>),
+}
+
+struct ResponseObserver {
+    sh: Arc<Shared>,
+    ex: Option<Exchange>,
+    head: ResponseHead,
+    session_assigned: Option<String>,
+    response_headers: Option<Vec<(String, String)>>,
+    bytes: u64,
+    stage: Stage,
+}
+
+enum End {
+    Finished,
+    Broken(String),
+    Cancelled,
+}
+
+impl ResponseObserver {
+    fn ctx(&self, id: RequestId, version: Option<&str>) -> CallContext {
+        let mut ctx = CallContext::new(id)
+            .with_limits(self.sh.observer.options().limits)
+            .with_now(std::time::SystemTime::now());
+        if let Some(v) = version.and_then(ProtocolVersion::parse) {
+            ctx = ctx.with_protocol_version(v);
+        }
+        ctx.observe_messages = true;
+        ctx
+    }
+
+    /// Decides what to record from the request's message(s).
+    fn plan(&self, ex: &Exchange, copy: RequestCopy) -> Plan {
+        let observer = &self.sh.observer;
+        let mut plan = Plan {
+            calls: Vec::new(),
+            messages: Vec::new(),
+            standalone: None,
+            classifier: None,
+            tools: None,
+            batch_copy: None,
+            via: String::new(),
+            origin: ex.origin.clone(),
+            request_bytes: copy.total,
+        };
+        let is_post = ex.http_method == Method::POST;
+        let parsed = if is_post && !copy.overflow {
+            parse_messages(&copy.bytes)
+        } else {
+            None
+        };
+        let post_count = if is_post {
+            observer.count_post(&ex.origin)
+        } else {
+            None
+        };
+        let Some((messages, batch)) = parsed else {
+            let kind = match ex.http_method {
+                Method::GET if self.is_sse() => RecordKind::Stream,
+                Method::DELETE => RecordKind::SessionEnd,
+                _ => RecordKind::Http,
+            };
+            let mut r = observer.new_record(kind);
+            r.session_id = ex
+                .origin
+                .session_id
+                .clone()
+                .filter(|_| observer.may_log_header("mcp-session-id"));
+            r.protocol_version = ex.origin.protocol_version.clone();
+            r.session_post_count = post_count;
+            if copy.overflow {
+                r.classified = false;
+                r.warnings.push(crate::record::ProxyWarning {
+                    code: "REQUEST_NOT_CLASSIFIED".into(),
+                    detail: format!(
+                        "the request body ({} bytes) is larger than maxRequestBytes = {}; it was forwarded whole but not read",
+                        copy.total,
+                        observer.options().max_request_bytes
+                    ),
+                });
+            } else if is_post {
+                r.warnings.push(crate::record::ProxyWarning {
+                    code: "REQUEST_NOT_JSONRPC".into(),
+                    detail: "the POSTed body is not a JSON-RPC message or batch".into(),
+                });
+            }
+            if kind == RecordKind::Stream {
+                plan.classifier = Some(ResponseClassifier::new(
+                    &self.head,
+                    // No request on a GET stream has this id: every message is observed.
+                    self.ctx(RequestId::String("\u{0}get-stream".into()), None),
+                ));
+            }
+            plan.via = r.record_id.clone();
+            plan.standalone = Some(r);
+            return plan;
+        };
+        for m in &messages {
+            match m {
+                Message::Request { id, method, params } => {
+                    let mut call = observer.start_call(id, method, params, &ex.origin);
+                    call.started = ex.started;
+                    call.record.session_post_count = post_count;
+                    call.record.http_method = Some(ex.http_method.to_string());
+                    call.record.path = Some(ex.path.clone());
+                    if method == "tools/list" && !batch {
+                        plan.tools = Some(ToolsTap::new(self.is_sse(), observer.options().limits));
+                    }
+                    plan.calls.push(call);
+                }
+                other => {
+                    let mut r = observer.message_record(other, &ex.origin);
+                    r.session_post_count = post_count;
+                    r.http_method = Some(ex.http_method.to_string());
+                    r.path = Some(ex.path.clone());
+                    plan.messages.push(r);
+                }
+            }
+        }
+        if batch && !plan.calls.is_empty() {
+            plan.batch_copy = Some((Vec::new(), false));
+        } else if let Some(call) = plan.calls.first() {
+            let id =
+                serde_json::from_value::<RequestId>(call.record.id.clone().unwrap_or_default())
+                    .unwrap_or(RequestId::String(String::new()));
+            plan.classifier = Some(ResponseClassifier::new(
+                &self.head,
+                self.ctx(id, call.record.protocol_version.as_deref()),
+            ));
+        } else {
+            plan.classifier = Some(ResponseClassifier::new(
+                &self.head,
+                self.ctx(RequestId::String("\u{0}messages".into()), None),
+            ));
+        }
+        plan.via = plan
+            .calls
+            .first()
+            .map(|c| c.record.record_id.clone())
+            .or_else(|| plan.messages.first().map(|r| r.record_id.clone()))
+            .unwrap_or_default();
+        plan
+    }
+
+    fn is_sse(&self) -> bool {
+        self.head.get("content-type").is_some_and(|c| {
+            c.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/event-stream")
+        })
+    }
+
+    fn feed(&mut self, chunk: &Bytes) {
+        self.bytes += chunk.len() as u64;
+        if let Stage::Waiting { .. } = self.stage {
+            self.try_activate();
+        }
+        match &mut self.stage {
+            Stage::Waiting {
+                pending,
+                pending_bytes,
+                overflow,
+            } => {
+                if *overflow {
+                    return;
+                }
+                if *pending_bytes + chunk.len() as u64
+                    > self.sh.observer.options().limits.max_body_bytes
+                {
+                    *overflow = true;
+                    pending.clear();
+                } else {
+                    *pending_bytes += chunk.len() as u64;
+                    pending.push(chunk.clone());
+                }
+            }
+            Stage::Active(plan) => plan.feed(
+                &self.sh,
+                chunk,
+                self.sh.observer.options().limits.max_body_bytes,
+            ),
+        }
+    }
+
+    fn try_activate(&mut self) {
+        let Some(ex) = self.ex.as_mut() else { return };
+        if let Ok(copy) = ex.request.try_recv() {
+            self.activate(copy);
+        }
+    }
+
+    fn activate(&mut self, copy: RequestCopy) {
+        let Some(ex) = self.ex.as_ref() else { return };
+        let mut plan = Box::new(self.plan(ex, copy));
+        if let Stage::Waiting {
+            pending, overflow, ..
+        } = std::mem::replace(
+            &mut self.stage,
+            Stage::Waiting {
+                pending: Vec::new(),
+                pending_bytes: 0,
+                overflow: false,
+            },
+        ) {
+            if overflow {
+                plan.unclassifiable();
+            }
+            let max = self.sh.observer.options().limits.max_body_bytes;
+            for c in &pending {
+                plan.feed(&self.sh, c, max);
+            }
+        }
+        self.stage = Stage::Active(plan);
+    }
+
+    /// The body ended, broke off, or the client went away.
+    fn end(mut self, end: End) {
+        if let Stage::Waiting { .. } = self.stage {
+            self.try_activate();
+        }
+        if let Stage::Waiting { .. } = self.stage {
+            // The request body is still being read (the server answered early): finish once it
+            // has been, off the forwarding path.
+            let Some(ex) = self.ex.as_mut() else { return };
+            let rx = std::mem::replace(&mut ex.request, oneshot::channel().1);
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move {
+                    let copy = tokio::time::timeout(REQUEST_DRAIN, rx)
+                        .await
+                        .ok()
+                        .and_then(Result::ok)
+                        .unwrap_or_default();
+                    self.activate(copy);
+                    self.close(end);
+                });
+            }
+            return;
+        }
+        self.close(end);
+    }
+
+    fn close(self, end: End) {
+        let Stage::Active(plan) = self.stage else {
+            return;
+        };
+        let Some(ex) = self.ex else { return };
+        plan.finish(
+            &self.sh,
+            &ex,
+            &self.head,
+            end,
+            self.bytes,
+            self.session_assigned.as_deref(),
+            self.response_headers,
+        );
+    }
+}
+
+impl Plan {
+    fn unclassifiable(&mut self) {
+        // Response chunks arrived before the request was read and overflowed the wait buffer:
+        // the classifier cannot see the start of the body, so it must not judge it.
+        self.classifier = None;
+        self.tools = None;
+        self.batch_copy = None;
+        for c in &mut self.calls {
+            c.record.classified = false;
+        }
+    }
+
+    fn feed(&mut self, sh: &Shared, chunk: &Bytes, max_copy: u64) {
+        if let Some(c) = self.classifier.as_mut() {
+            if !c.is_decided() {
+                c.feed(chunk);
+                while let Some(ev) = c.poll_event() {
+                    if let StreamEvent::ServerRequest { id, method, .. } = ev {
+                        sh.observer
+                            .server_request(id, method, &self.origin, &self.via);
+                    }
+                }
+            }
+        }
+        if let Some(t) = self.tools.as_mut() {
+            t.feed(chunk);
+        }
+        if let Some((buf, overflow)) = self.batch_copy.as_mut() {
+            if !*overflow {
+                if buf.len() as u64 + chunk.len() as u64 > max_copy {
+                    *overflow = true;
+                    buf.clear();
+                } else {
+                    buf.extend_from_slice(chunk);
+                }
+            }
+        }
+    }
+
+    /// No response at all: every request gets `verdict`.
+    fn fail(
+        self,
+        sh: &Shared,
+        ex: &Exchange,
+        verdict: Verdict,
+        reached: bool,
+        status: Option<u16>,
+        cancelled: bool,
+    ) {
+        let obs = &sh.observer;
+        for mut call in self.calls {
+            call.record.request_bytes = self.request_bytes;
+            call.record.cancelled = cancelled;
+            if let Some(s) = status {
+                call.record.http_statuses.push(s);
+            }
+            obs.finish_call(call, verdict.clone(), reached, None, None);
+        }
+        for mut r in self.messages.into_iter().chain(self.standalone) {
+            r.duration_ms = ex.started.elapsed().as_secs_f64() * 1000.0;
+            r.request_bytes = self.request_bytes;
+            r.cancelled = cancelled;
+            r.http_method
+                .get_or_insert_with(|| ex.http_method.to_string());
+            r.path.get_or_insert_with(|| ex.path.clone());
+            r.http_statuses.extend(status);
+            r.set_verdict(None, verdict.clone());
+            obs.emit(r);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        self,
+        sh: &Shared,
+        ex: &Exchange,
+        head: &ResponseHead,
+        end: End,
+        bytes: u64,
+        session: Option<&str>,
+        response_headers: Option<Vec<(String, String)>>,
+    ) {
+        let obs = &sh.observer;
+        let cancelled = matches!(end, End::Cancelled);
+        let verdict = self.classifier.map(|c| match &end {
+            End::Finished => c.finish(),
+            End::Broken(why) => c.interrupted(Interruption::ConnectionLost(why.clone())),
+            End::Cancelled => c.interrupted(Interruption::ConnectionLost(
+                "the client closed the connection".into(),
+            )),
+        });
+        let tools = self.tools.and_then(ToolsTap::finish);
+        let mut batch_verdicts = self.batch_copy.map(|(buf, overflow)| {
+            batch_verdicts(head, &buf, overflow, &self.calls, obs.options().limits)
+        });
+        let stamp = |r: &mut Record| {
+            r.request_bytes = self.request_bytes;
+            r.response_bytes = bytes;
+            r.cancelled = cancelled;
+            r.http_statuses = vec![head.status];
+            r.request_headers = ex.request_headers.clone();
+            r.response_headers = response_headers.clone();
+        };
+        for (i, mut call) in self.calls.into_iter().enumerate() {
+            stamp(&mut call.record);
+            let v = match (&verdict, batch_verdicts.as_mut()) {
+                (_, Some(vs)) => vs[i].take(),
+                (Some(v), None) => Some(v.clone()),
+                (None, None) => None,
+            };
+            match v {
+                Some(v) => obs.finish_call(call, v, true, session, tools.as_deref()),
+                None => {
+                    // Not classifiable (see `unclassifiable`): forwarded, not judged.
+                    let mut v = Verdict::new(mcp_triage_core::Outcome::LimitExceeded).with_detail(
+                        "the response started before the request was read and outgrew the wait buffer; it was forwarded but not classified",
+                    );
+                    v.limit = Some(mcp_triage_core::LimitHit {
+                        name: "maxBodyBytes".into(),
+                        max: obs.options().limits.max_body_bytes,
+                    });
+                    obs.finish_call(call, v, true, session, None)
+                }
+            }
+        }
+        let accepted = head.is_success() && !cancelled && matches!(end, End::Finished);
+        for mut r in self.messages {
+            stamp(&mut r);
+            r.duration_ms = ex.started.elapsed().as_secs_f64() * 1000.0;
+            match (&verdict, accepted) {
+                (_, true) => {
+                    r.outcome = "ACCEPTED".into();
+                    r.layer = None;
+                }
+                (Some(v), false) => r.set_verdict(None, v.clone()),
+                (None, false) => r.outcome = "HTTP_ERROR".into(),
+            }
+            obs.emit(r);
+        }
+        if let Some(mut r) = self.standalone {
+            stamp(&mut r);
+            r.duration_ms = ex.started.elapsed().as_secs_f64() * 1000.0;
+            r.http_method = Some(ex.http_method.to_string());
+            r.path = Some(ex.path.clone());
+            match r.kind {
+                RecordKind::Stream => {
+                    if let Some(v) = verdict {
+                        r.layer = Some("transport".into());
+                        r.outcome = match &end {
+                            End::Finished => "STREAM_CLOSED".into(),
+                            End::Broken(_) => "CONNECTION_ERROR".into(),
+                            End::Cancelled => "STREAM_CLOSED".into(),
+                        };
+                        r.verdict = Some(v);
+                    }
+                }
+                RecordKind::SessionEnd => {
+                    if head.is_success() {
+                        if let Some(sid) = &ex.origin.session_id {
+                            obs.session_ended(sid);
+                        }
+                    }
+                    r.outcome = if head.is_success() {
+                        "ACCEPTED".into()
+                    } else {
+                        "HTTP_ERROR".into()
+                    };
+                }
+                _ => {
+                    r.outcome = if head.is_success() {
+                        "FORWARDED".into()
+                    } else {
+                        "HTTP_ERROR".into()
+                    };
+                }
+            }
+            if let End::Broken(why) = &end {
+                if r.kind != RecordKind::Stream {
+                    r.set_verdict(None, Verdict::connection_error(why.clone()));
+                }
+            }
+            obs.emit(r);
+        }
+    }
+}
+
+/// One verdict per call of a batch, from the batch response's elements.
+fn batch_verdicts(
+    head: &ResponseHead,
+    buf: &[u8],
+    overflow: bool,
+    calls: &[Call],
+    limits: mcp_triage_core::Limits,
+) -> Vec<Option<Verdict>> {
+    let elements: Option<Vec<Value>> = (!overflow && head.is_success())
+        .then(|| serde_json::from_slice::<Value>(buf).ok())
+        .flatten()
+        .and_then(|v| match v {
+            Value::Array(a) => Some(a),
+            _ => None,
+        });
+    calls
+        .iter()
+        .map(|call| {
+            let id_value = call.record.id.clone().unwrap_or_default();
+            let id = serde_json::from_value::<RequestId>(id_value.clone()).ok()?;
+            let ctx = CallContext::new(id).with_limits(limits);
+            if overflow {
+                return None;
+            }
+            let own = elements.as_ref().and_then(|els| {
+                els.iter()
+                    .find(|e| e.get("id") == Some(&id_value))
+                    .map(|e| serde_json::to_vec(e).expect("a value serialises"))
+            });
+            let json_head = ResponseHead::new(head.status).content_type("application/json");
+            Some(match own {
+                Some(bytes) => classify(&json_head, &bytes, &ctx),
+                None => classify(head, buf, &ctx),
+            })
+        })
+        .collect()
+}
+
+/// Reads the `tools` array of a `tools/list` result as the body passes (JSON or SSE), bounded by
+/// the classification limits.
+struct ToolsTap {
+    sse: Option<SseParser>,
+    json: Vec<u8>,
+    max: u64,
+    overflow: bool,
+    tools: Option<Vec<Value>>,
+}
+
+impl ToolsTap {
+    fn new(sse: bool, limits: mcp_triage_core::Limits) -> ToolsTap {
+        ToolsTap {
+            sse: sse.then(|| SseParser::new(limits.max_event_bytes)),
+            json: Vec::new(),
+            max: limits.max_body_bytes,
+            overflow: false,
+            tools: None,
+        }
+    }
+
+    fn feed(&mut self, chunk: &[u8]) {
+        if self.overflow || self.tools.is_some() {
+            return;
+        }
+        if let Some(p) = self.sse.as_mut() {
+            let mut found = None;
+            let r = p.feed(chunk, &mut |item| {
+                if let SseItem::Event { data, .. } = item {
+                    if let Some(t) = tools_of(data) {
+                        found = Some(t);
+                        return Flow::Stop;
+                    }
+                }
+                Flow::Continue
+            });
+            if r.is_err() {
+                self.overflow = true;
+            }
+            self.tools = found;
+        } else if self.json.len() as u64 + chunk.len() as u64 > self.max {
+            self.overflow = true;
+            self.json = Vec::new();
+        } else {
+            self.json.extend_from_slice(chunk);
+        }
+    }
+
+    fn finish(self) -> Option<Vec<Value>> {
+        if self.overflow {
+            return None;
+        }
+        self.tools.or_else(|| tools_of(&self.json))
+    }
+}
+
+fn tools_of(data: &[u8]) -> Option<Vec<Value>> {
+    let v: Value = serde_json::from_slice(data).ok()?;
+    match v.get("result")?.get("tools")? {
+        Value::Array(a) => Some(a.clone()),
+        _ => None,
+    }
+}
+
+/// The upstream's response body on its way to the client, fed to the observer as it passes.
+pub struct ResponseTap {
+    inner: TapInner,
+    obs: Option<Box<ResponseObserver>>,
+}
+
+enum TapInner {
+    Upstream(Incoming),
+    Fixed(Option<Bytes>),
+}
+
+impl ResponseTap {
+    fn fixed(b: Bytes) -> ResponseTap {
+        ResponseTap {
+            inner: TapInner::Fixed(Some(b)),
+            obs: None,
+        }
+    }
+}
+
+impl Body for ResponseTap {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let this = self.get_mut();
+        let inner = match &mut this.inner {
+            TapInner::Fixed(b) => return Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            TapInner::Upstream(i) => i,
+        };
+        let r = Pin::new(inner).poll_frame(cx);
+        match &r {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let (Some(d), Some(o)) = (frame.data_ref(), this.obs.as_mut()) {
+                    o.feed(d);
+                }
+            }
+            Poll::Ready(Some(Err(e))) => {
+                if let Some(o) = this.obs.take() {
+                    o.end(End::Broken(format!(
+                        "the upstream connection broke: {}",
+                        error_chain(e)
+                    )));
+                }
+            }
+            Poll::Ready(None) => {
+                if let Some(o) = this.obs.take() {
+                    o.end(End::Finished);
+                }
+            }
+            Poll::Pending => {}
+        }
+        r
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.inner {
+            TapInner::Upstream(i) => i.is_end_stream(),
+            TapInner::Fixed(b) => b.is_none(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.inner {
+            TapInner::Upstream(i) => i.size_hint(),
+            TapInner::Fixed(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            TapInner::Fixed(None) => SizeHint::with_exact(0),
+        }
+    }
+}
+
+impl Drop for ResponseTap {
+    fn drop(&mut self) {
+        if let Some(o) = self.obs.take() {
+            // hyper may drop a body that is already at its end without polling it again.
+            let done = matches!(&self.inner, TapInner::Upstream(i) if i.is_end_stream());
+            o.end(if done { End::Finished } else { End::Cancelled });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hop_by_hop_headers_go() {
+        let mut h = HeaderMap::new();
+        h.insert("connection", HeaderValue::from_static("close, x-private"));
+        h.insert("x-private", HeaderValue::from_static("1"));
+        h.insert("keep-alive", HeaderValue::from_static("timeout=5"));
+        h.insert("transfer-encoding", HeaderValue::from_static("chunked"));
+        h.insert("mcp-session-id", HeaderValue::from_static("s"));
+        h.insert("content-type", HeaderValue::from_static("application/json"));
+        strip_hop_by_hop(&mut h);
+        let names: Vec<_> = h.keys().map(|k| k.as_str()).collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(h.contains_key("mcp-session-id") && h.contains_key("content-type"));
+    }
+
+    #[test]
+    fn upstreams_must_be_http_origins() {
+        assert!(parse_origin("http://127.0.0.1:8080").is_ok());
+        assert!(parse_origin("http://127.0.0.1:8080/").is_ok());
+        for bad in ["127.0.0.1:80", "ftp://x", "http://h/mcp", "https://h", "::"] {
+            assert!(parse_origin(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn tools_are_read_from_json_and_sse() {
+        let body = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"}]}}"#;
+        let mut t = ToolsTap::new(false, mcp_triage_core::Limits::DEFAULT);
+        t.feed(&body[..10]);
+        t.feed(&body[10..]);
+        assert_eq!(t.finish().unwrap().len(), 1);
+        let mut t = ToolsTap::new(true, mcp_triage_core::Limits::DEFAULT);
+        t.feed(b"event: message\ndata: ");
+        t.feed(body);
+        t.feed(b"\n\n");
+        assert_eq!(t.finish().unwrap()[0]["name"], "a");
+    }
+}

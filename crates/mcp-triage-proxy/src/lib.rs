@@ -1,0 +1,26 @@
+//! # mcp-triage-proxy: the observer
+//!
+//! Sits between an MCP client and a server, forwards every byte unchanged, and writes one record
+//! per exchange saying on which layer it failed (the verdicts of `mcp-triage-core`) and whether
+//! the client retried it safely.
+//!
+//! - [`http`]: a reverse proxy for Streamable HTTP (both protocol eras).
+//! - [`stdio`]: a wrapper around a stdio server process.
+//! - [`install`]: rewriting an `mcp.json` entry to go through the wrapper, and back.
+//! - [`observe`]: what both share: message parsing, sessions, tool annotations, retries, MRTR.
+//! - [`log`]: the record writer (drained on shutdown: no record is lost).
+//!
+//! The core stays sans-IO; this crate is the I/O around it and depends on it, never the other way.
+
+#![deny(missing_docs)]
+
+pub mod http;
+pub mod install;
+pub mod log;
+pub mod observe;
+pub mod record;
+pub mod stdio;
+
+pub use log::{LogWriter, MemoryConsumer, RecordConsumer, RecordSink, WriterStats};
+pub use observe::{ObserveOptions, Observer};
+pub use record::Record;

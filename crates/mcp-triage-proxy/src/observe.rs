@@ -1,0 +1,853 @@
+//! What the observer remembers between exchanges, and how a JSON-RPC message becomes a record.
+//!
+//! Transport-independent: the HTTP proxy and the stdio wrapper both parse the client's messages
+//! here, open a [`Call`] per request, and close it with the core's verdict. The state is per
+//! process and bounded ([`MAX_ENTRIES`] per table): legacy sessions (client, negotiated version,
+//! POST count), tool annotations seen in `tools/list`, the last attempt of every distinct
+//! `tools/call` (for retry observation), open MRTR calls, and server requests awaiting answers.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use mcp_triage_core::{Limits, Outcome, Verdict};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::log::RecordSink;
+use crate::record::{now_ms, rfc3339, ClientId, MrtrLink, ProxyWarning, Record, RecordKind};
+
+/// Most entries kept in each table; the oldest-looking entry is evicted beyond it.
+pub const MAX_ENTRIES: usize = 65_536;
+
+/// `_meta` key under which a client marks a call as safe to repeat.
+pub const IDEMPOTENCY_KEY: &str = "mcp-triage/idempotencyKey";
+
+/// Header names whose values never reach a log or a span, whatever the options say.
+pub const ALWAYS_REDACTED: [&str; 4] = [
+    "authorization",
+    "cookie",
+    "set-cookie",
+    "proxy-authorization",
+];
+
+/// Options that shape records.
+#[derive(Debug, Clone)]
+pub struct ObserveOptions {
+    /// Put `params.arguments` into records (otherwise only hash and size).
+    pub log_arguments: bool,
+    /// Put request and response headers into records (redacted names left out).
+    pub log_headers: bool,
+    /// Extra header names to redact (case-insensitive), on top of [`ALWAYS_REDACTED`].
+    pub redact_headers: Vec<String>,
+    /// The core's classification limits.
+    pub limits: Limits,
+    /// Most bytes of a request body kept to read its JSON-RPC message(s); a larger body is
+    /// forwarded whole and recorded as not classified.
+    pub max_request_bytes: u64,
+}
+
+impl Default for ObserveOptions {
+    fn default() -> Self {
+        ObserveOptions {
+            log_arguments: false,
+            log_headers: false,
+            redact_headers: Vec::new(),
+            limits: Limits::DEFAULT,
+            max_request_bytes: 4 << 20,
+        }
+    }
+}
+
+/// A client → server JSON-RPC message, as far as the observer needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// A request (method and id).
+    Request {
+        /// The id as sent.
+        id: Value,
+        /// The method.
+        method: String,
+        /// `params`, or null.
+        params: Value,
+    },
+    /// A notification (method, no id).
+    Notification {
+        /// The method.
+        method: String,
+    },
+    /// A response to a server request (id and result or error).
+    Response {
+        /// The id it answers.
+        id: Value,
+        /// True for an `error` response.
+        is_error: bool,
+    },
+}
+
+/// Parses a request body: one message or a batch. `None` when it is not JSON-RPC at all.
+pub fn parse_messages(body: &[u8]) -> Option<(Vec<Message>, bool)> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    match v {
+        Value::Array(items) => {
+            let msgs: Option<Vec<Message>> = items.into_iter().map(message).collect();
+            msgs.filter(|m| !m.is_empty()).map(|m| (m, true))
+        }
+        other => message(other).map(|m| (vec![m], false)),
+    }
+}
+
+fn message(v: Value) -> Option<Message> {
+    let Value::Object(mut o) = v else { return None };
+    let id = o.remove("id");
+    match (o.remove("method"), id) {
+        (Some(Value::String(method)), Some(id)) => Some(Message::Request {
+            id,
+            method,
+            params: o.remove("params").unwrap_or(Value::Null),
+        }),
+        (Some(Value::String(method)), None) => Some(Message::Notification { method }),
+        (None, Some(id)) if o.contains_key("result") || o.contains_key("error") => {
+            Some(Message::Response {
+                id,
+                is_error: o.contains_key("error"),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// SHA-256 (hex) and size of the canonical JSON of `arguments` (serde_json sorts object keys).
+pub fn arguments_hash(arguments: &Value) -> (String, usize) {
+    let text = serde_json::to_string(arguments).expect("a JSON value serialises");
+    let digest = Sha256::digest(text.as_bytes());
+    (
+        digest.iter().map(|b| format!("{b:02x}")).collect(),
+        text.len(),
+    )
+}
+
+/// Where a message came from, besides its body.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    /// `Mcp-Session-Id` of the request.
+    pub session_id: Option<String>,
+    /// `MCP-Protocol-Version` of the request.
+    pub protocol_version: Option<String>,
+    /// `User-Agent`.
+    pub user_agent: Option<String>,
+    /// The peer's address without port (HTTP), or the wrapped command (stdio).
+    pub peer: String,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Session {
+    client: Option<ClientId>,
+    protocol_version: Option<String>,
+    posts: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Safety {
+    /// `readOnlyHint` or `idempotentHint` was true in `tools/list`.
+    Safe,
+    /// Seen, and neither hint was true (the spec's defaults: destructive, not idempotent).
+    Unsafe,
+}
+
+#[derive(Debug, Clone)]
+struct Attempt {
+    record_id: String,
+    attempt: u32,
+    /// None while the attempt is in flight.
+    failed: Option<bool>,
+    may_have_executed: bool,
+    first_record_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct AttemptKey {
+    client: String,
+    tool: String,
+    arguments_hash: String,
+}
+
+/// A bounded map: evicts an arbitrary entry when full, so a flood of distinct keys costs memory
+/// up to the bound and no more.
+#[derive(Debug)]
+struct Table<K, V>(HashMap<K, V>);
+
+impl<K: Hash + Eq + Clone, V> Table<K, V> {
+    fn new() -> Self {
+        Table(HashMap::new())
+    }
+    fn insert(&mut self, k: K, v: V) {
+        if self.0.len() >= MAX_ENTRIES && !self.0.contains_key(&k) {
+            if let Some(victim) = self.0.keys().next().cloned() {
+                self.0.remove(&victim);
+            }
+        }
+        self.0.insert(k, v);
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    sessions: Table<String, Session>,
+    tools: Table<String, Safety>,
+    attempts: Table<AttemptKey, Attempt>,
+    /// (client key, tool) → (record of the call that first got input_required, rounds so far).
+    mrtr: Table<(String, String), (String, u32)>,
+    /// (client key, id as JSON text) → record of the server request.
+    server_requests: Table<(String, String), String>,
+}
+
+impl State {
+    fn state_session(&mut self, sid: &str) -> &mut Session {
+        if !self.sessions.0.contains_key(sid) {
+            self.sessions.insert(sid.to_string(), Session::default());
+        }
+        self.sessions.0.get_mut(sid).expect("just inserted")
+    }
+}
+
+/// The observer: record ids, state tables and the sink.
+pub struct Observer {
+    options: ObserveOptions,
+    redacted: HashSet<String>,
+    prefix: String,
+    seq: AtomicU64,
+    state: Mutex<State>,
+    sink: RecordSink,
+    transport: &'static str,
+}
+
+/// One open request, closed by [`Observer::finish_call`].
+#[derive(Debug)]
+pub struct Call {
+    /// The record being built.
+    pub record: Record,
+    /// When the exchange began (set it to the request's arrival).
+    pub started: Instant,
+    client_key: String,
+    attempt_key: Option<AttemptKey>,
+    method: String,
+    is_initialize_of: Option<ClientId>,
+}
+
+impl Call {
+    /// The JSON-RPC method.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+}
+
+impl Observer {
+    /// An observer writing to `sink`; `transport` is `http` or `stdio`.
+    pub fn new(options: ObserveOptions, sink: RecordSink, transport: &'static str) -> Observer {
+        let mut redacted: HashSet<String> = ALWAYS_REDACTED.iter().map(|s| s.to_string()).collect();
+        redacted.extend(
+            options
+                .redact_headers
+                .iter()
+                .map(|h| h.to_ascii_lowercase()),
+        );
+        Observer {
+            options,
+            redacted,
+            prefix: format!("{:x}-{:x}", std::process::id(), now_ms()),
+            seq: AtomicU64::new(0),
+            state: Mutex::new(State {
+                sessions: Table::new(),
+                tools: Table::new(),
+                attempts: Table::new(),
+                mrtr: Table::new(),
+                server_requests: Table::new(),
+            }),
+            sink,
+            transport,
+        }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &ObserveOptions {
+        &self.options
+    }
+
+    /// True when a header's value may appear in a record or span.
+    pub fn may_log_header(&self, name: &str) -> bool {
+        !self.redacted.contains(&name.to_ascii_lowercase())
+    }
+
+    /// Headers with redacted names removed, for records.
+    pub fn loggable_headers<'a>(
+        &self,
+        headers: impl Iterator<Item = (&'a str, &'a [u8])>,
+    ) -> Vec<(String, String)> {
+        headers
+            .filter(|(n, _)| self.may_log_header(n))
+            .map(|(n, v)| (n.to_string(), String::from_utf8_lossy(v).into_owned()))
+            .collect()
+    }
+
+    /// A fresh record with id and time set.
+    pub fn new_record(&self, kind: RecordKind) -> Record {
+        let n = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
+        Record::new(
+            format!("{}-{n}", self.prefix),
+            rfc3339(now_ms()),
+            kind,
+            self.transport,
+        )
+    }
+
+    /// Sends a finished record.
+    pub fn emit(&self, record: Record) {
+        self.sink.send(record);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding the lock leaves tables that are still valid maps.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn session_id_for_log(&self, origin: &Origin) -> Option<String> {
+        origin
+            .session_id
+            .clone()
+            .filter(|_| self.may_log_header("mcp-session-id"))
+    }
+
+    /// Counts one POST of the request's legacy session and returns its number.
+    pub fn count_post(&self, origin: &Origin) -> Option<u64> {
+        let sid = origin.session_id.as_ref()?;
+        let mut st = self.lock();
+        let s = st.state_session(sid);
+        s.posts += 1;
+        Some(s.posts)
+    }
+
+    /// A legacy session was created by an `initialize` answered with this session id.
+    pub fn session_started(
+        &self,
+        session_id: &str,
+        client: Option<ClientId>,
+        version: Option<String>,
+    ) {
+        let mut st = self.lock();
+        let s = st.state_session(session_id);
+        s.client = client.or(s.client.take());
+        s.protocol_version = version;
+        // The initialize POST is the session's first.
+        s.posts = s.posts.max(1);
+    }
+
+    /// A DELETE ended a legacy session.
+    pub fn session_ended(&self, session_id: &str) {
+        self.lock().sessions.0.remove(session_id);
+    }
+
+    fn client_of(&self, origin: &Origin, params: &Value) -> (Option<ClientId>, String) {
+        let st = self.lock();
+        let session = origin
+            .session_id
+            .as_ref()
+            .and_then(|s| st.sessions.0.get(s));
+        let meta_client = params
+            .pointer("/_meta/io.modelcontextprotocol~1clientInfo")
+            .or_else(|| params.get("clientInfo"))
+            .map(client_info);
+        let client = session
+            .and_then(|s| s.client.clone())
+            .or(meta_client)
+            .or_else(|| {
+                origin.user_agent.as_ref().map(|ua| ClientId {
+                    user_agent: Some(ua.clone()),
+                    ..ClientId::default()
+                })
+            });
+        let key = match &origin.session_id {
+            Some(sid) => format!("s:{sid}"),
+            None => format!(
+                "c:{}|{}",
+                origin.peer,
+                client
+                    .as_ref()
+                    .map(|c| format!("{:?}|{:?}|{:?}", c.name, c.version, c.user_agent))
+                    .unwrap_or_default()
+            ),
+        };
+        (client, key)
+    }
+
+    /// Opens a call for a client request.
+    pub fn start_call(&self, id: &Value, method: &str, params: &Value, origin: &Origin) -> Call {
+        let mut record = self.new_record(RecordKind::Request);
+        record.method = Some(method.to_string());
+        record.id = Some(id.clone());
+        record.session_id = self.session_id_for_log(origin);
+        let (client, client_key) = self.client_of(origin, params);
+        record.client = client;
+        record.protocol_version = origin
+            .protocol_version
+            .clone()
+            .or_else(|| {
+                params
+                    .pointer("/_meta/io.modelcontextprotocol~1protocolVersion")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .or_else(|| {
+                let st = self.lock();
+                origin
+                    .session_id
+                    .as_ref()
+                    .and_then(|s| st.sessions.0.get(s))
+                    .and_then(|s| s.protocol_version.clone())
+            });
+        let mut attempt_key = None;
+        if method == "tools/call" {
+            let tool = params.get("name").and_then(Value::as_str).unwrap_or("");
+            record.tool = Some(tool.to_string());
+            let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+            let (hash, bytes) = arguments_hash(&args);
+            record.arguments_hash = Some(hash.clone());
+            record.arguments_bytes = Some(bytes);
+            if self.options.log_arguments {
+                record.arguments = Some(args);
+            }
+            let has_key = params
+                .get("_meta")
+                .and_then(|m| m.get(IDEMPOTENCY_KEY))
+                .is_some_and(|k| !k.is_null());
+            let is_mrtr_round =
+                params.get("inputResponses").is_some() || params.get("requestState").is_some();
+            let key = AttemptKey {
+                client: client_key.clone(),
+                tool: tool.to_string(),
+                arguments_hash: hash,
+            };
+            let mut st = self.lock();
+            if is_mrtr_round {
+                if let Some((original, rounds)) =
+                    st.mrtr.0.get_mut(&(client_key.clone(), tool.to_string()))
+                {
+                    *rounds += 1;
+                    record.mrtr = Some(MrtrLink {
+                        round: *rounds,
+                        original_record_id: original.clone(),
+                    });
+                }
+            }
+            let prev = st.attempts.0.get(&key).cloned();
+            let attempt = match prev {
+                // A repeat of a failed attempt is a retry; one of a success or of a call still in
+                // flight is a new call (the client may mean to run it twice).
+                Some(p) if p.failed == Some(true) && !is_mrtr_round => {
+                    record.retry_of = Some(p.record_id.clone());
+                    record.retry_origin = Some("client");
+                    let safety = st.tools.0.get(tool).copied();
+                    if p.may_have_executed && safety != Some(Safety::Safe) && !has_key {
+                        let why = match safety {
+                            None => "its annotations were never seen in tools/list",
+                            _ => "tools/list marks it neither read-only nor idempotent",
+                        };
+                        record.warnings.push(ProxyWarning {
+                            code: "UNSAFE_RETRY".into(),
+                            detail: format!(
+                                "tools/call {tool:?} was sent again after attempt {} ({}) may have executed; {why} and the call carries no _meta {IDEMPOTENCY_KEY:?}",
+                                p.attempt, p.record_id
+                            ),
+                        });
+                    }
+                    Attempt {
+                        record_id: record.record_id.clone(),
+                        attempt: p.attempt + 1,
+                        failed: None,
+                        may_have_executed: false,
+                        first_record_id: p.first_record_id,
+                    }
+                }
+                _ => Attempt {
+                    record_id: record.record_id.clone(),
+                    attempt: 1,
+                    failed: None,
+                    may_have_executed: false,
+                    first_record_id: record.record_id.clone(),
+                },
+            };
+            record.attempt = Some(attempt.attempt);
+            st.attempts.insert(key.clone(), attempt);
+            attempt_key = Some(key);
+        }
+        let is_initialize_of = (method == "initialize").then(|| {
+            params
+                .get("clientInfo")
+                .map(client_info)
+                .unwrap_or_default()
+        });
+        if let Some(c) = &is_initialize_of {
+            if c.name.is_some() {
+                record.client = Some(c.clone());
+                // Over stdio the session exists before the answer: later requests may be sent
+                // before initialize is answered and still belong to this client.
+                if let Some(sid) = &origin.session_id {
+                    let mut st = self.lock();
+                    let s = st.state_session(sid);
+                    s.client = Some(c.clone());
+                    // The requested revision until the answer names the negotiated one.
+                    s.protocol_version = params
+                        .get("protocolVersion")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                }
+            }
+        }
+        Call {
+            record,
+            started: Instant::now(),
+            client_key,
+            attempt_key,
+            method: method.to_string(),
+            is_initialize_of,
+        }
+    }
+
+    /// Closes a call with its verdict and emits its record.
+    ///
+    /// `reached_upstream` is false when the request never left the observer (connection refused),
+    /// so the call cannot have executed. `session_id` is the `Mcp-Session-Id` an `initialize`
+    /// response assigned; `tools` is the `tools` array of a `tools/list` result, when read.
+    pub fn finish_call(
+        &self,
+        mut call: Call,
+        verdict: Verdict,
+        reached_upstream: bool,
+        session_id: Option<&str>,
+        tools: Option<&[Value]>,
+    ) {
+        call.record.duration_ms = call.started.elapsed().as_secs_f64() * 1000.0;
+        let outcome = verdict.outcome;
+        let status = verdict.status;
+        let code = verdict.code;
+        if let Some(s) = verdict.status {
+            if call.record.http_statuses.is_empty() {
+                call.record.http_statuses.push(s);
+            }
+        }
+        call.record.set_verdict(Some(&call.method), verdict);
+        {
+            let mut st = self.lock();
+            if let Some(key) = &call.attempt_key {
+                let failed = !matches!(
+                    outcome,
+                    Outcome::ToolSuccess | Outcome::InputRequired | Outcome::TaskCreated
+                );
+                let executed = reached_upstream && may_have_executed(outcome, status, code);
+                if let Some(a) = st.attempts.0.get_mut(key) {
+                    if a.record_id == call.record.record_id {
+                        a.failed = Some(failed);
+                        a.may_have_executed = executed;
+                    }
+                }
+                let tool = call.record.tool.clone().unwrap_or_default();
+                let mk = (call.client_key.clone(), tool);
+                if outcome == Outcome::InputRequired {
+                    if call.record.mrtr.is_none() {
+                        st.mrtr.insert(mk, (call.record.record_id.clone(), 0));
+                    }
+                } else if call.record.mrtr.is_some() {
+                    st.mrtr.0.remove(&mk);
+                }
+            }
+
+            if let Some(tools) = tools {
+                for t in tools {
+                    let Some(name) = t.get("name").and_then(Value::as_str) else {
+                        continue;
+                    };
+                    let hint = |h: &str| {
+                        t.pointer(&format!("/annotations/{h}"))
+                            .and_then(Value::as_bool)
+                            == Some(true)
+                    };
+                    let safety = if hint("readOnlyHint") || hint("idempotentHint") {
+                        Safety::Safe
+                    } else {
+                        Safety::Unsafe
+                    };
+                    st.tools.insert(name.to_string(), safety);
+                }
+            }
+        }
+        if let (Some(client), Some(sid)) = (call.is_initialize_of.take(), session_id) {
+            let client = Some(client).filter(|c| c.name.is_some());
+            self.session_started(sid, client, call.record.protocol_version.clone());
+            if self.may_log_header("mcp-session-id") {
+                call.record.session_id = Some(sid.to_string());
+            }
+        }
+        call.record.call_record = call.record.to_call_record();
+        self.emit(call.record);
+    }
+
+    /// A record for a client notification or answer; `in_reply_to` is filled for answers whose
+    /// server request was observed.
+    pub fn message_record(&self, msg: &Message, origin: &Origin) -> Record {
+        let (kind, method, id) = match msg {
+            Message::Notification { method } => {
+                (RecordKind::Notification, Some(method.clone()), None)
+            }
+            Message::Response { id, .. } => (RecordKind::Response, None, Some(id.clone())),
+            Message::Request { id, method, .. } => {
+                (RecordKind::Request, Some(method.clone()), Some(id.clone()))
+            }
+        };
+        let mut r = self.new_record(kind);
+        r.method = method;
+        r.session_id = self.session_id_for_log(origin);
+        let (client, key) = self.client_of(origin, &Value::Null);
+        r.client = client;
+        r.protocol_version = origin.protocol_version.clone();
+        if let Some(id) = &id {
+            if kind == RecordKind::Response {
+                r.in_reply_to = self.lock().server_requests.0.remove(&(key, id.to_string()));
+            }
+        }
+        r.id = id;
+        r
+    }
+
+    /// Records a server request seen on a stream and remembers it for the client's answer.
+    pub fn server_request(&self, id: Value, method: String, origin: &Origin, via: &str) {
+        let mut r = self.new_record(RecordKind::ServerRequest);
+        r.method = Some(method);
+        r.session_id = self.session_id_for_log(origin);
+        let (client, key) = self.client_of(origin, &Value::Null);
+        r.client = client;
+        r.via_record_id = Some(via.to_string());
+        r.outcome = "OBSERVED".into();
+        self.lock()
+            .server_requests
+            .insert((key, id.to_string()), r.record_id.clone());
+        r.id = Some(id);
+        self.emit(r);
+    }
+}
+
+fn client_info(v: &Value) -> ClientId {
+    let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+    ClientId {
+        name: s("name"),
+        version: s("version"),
+        user_agent: None,
+    }
+}
+
+/// Whether a failed attempt may have run the tool: false only when the response proves the
+/// server rejected the request before executing it.
+fn may_have_executed(outcome: Outcome, status: Option<u16>, code: Option<i64>) -> bool {
+    match outcome {
+        Outcome::HttpError => !matches!(
+            status,
+            Some(400 | 401 | 403 | 404 | 405 | 406 | 409 | 413 | 415 | 422 | 429)
+        ),
+        // Parse error, invalid request, method not found, invalid params: never dispatched.
+        Outcome::JsonrpcError => !matches!(code, Some(-32700 | -32600 | -32601 | -32602)),
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::{LogWriter, MemoryConsumer};
+    use serde_json::json;
+
+    fn observer() -> (Observer, MemoryConsumer, LogWriter) {
+        let mem = MemoryConsumer::default();
+        let (sink, w) = LogWriter::start(None, vec![Box::new(mem.clone())]);
+        (
+            Observer::new(ObserveOptions::default(), sink, "http"),
+            mem,
+            w,
+        )
+    }
+
+    fn http(status: u16) -> Verdict {
+        let mut v = Verdict::new(Outcome::HttpError);
+        v.status = Some(status);
+        v
+    }
+
+    #[test]
+    fn messages_parse() {
+        let (m, batch) = parse_messages(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).unwrap();
+        assert!(!batch);
+        assert!(matches!(&m[0], Message::Request { method, .. } if method == "ping"));
+        let (m, batch) = parse_messages(
+            br#"[{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":"a","result":{}}]"#,
+        )
+        .unwrap();
+        assert!(batch);
+        assert_eq!(m.len(), 2);
+        assert!(matches!(
+            &m[1],
+            Message::Response {
+                is_error: false,
+                ..
+            }
+        ));
+        assert!(parse_messages(b"[]").is_none());
+        assert!(parse_messages(b"{nope").is_none());
+        assert!(parse_messages(br#"{"jsonrpc":"2.0"}"#).is_none());
+    }
+
+    #[test]
+    fn hashes_ignore_key_order() {
+        let a = arguments_hash(&json!({"a":1,"b":[1,2]}));
+        let b = arguments_hash(&serde_json::from_str(r#"{"b":[1,2],"a":1}"#).unwrap());
+        assert_eq!(a, b);
+        assert_ne!(a.0, arguments_hash(&json!({"a":2,"b":[1,2]})).0);
+    }
+
+    #[test]
+    fn retries_and_unsafe_retries() {
+        let (o, mem, w) = observer();
+        let origin = Origin {
+            session_id: Some("S".into()),
+            ..Origin::default()
+        };
+        let list = o.start_call(&json!(1), "tools/list", &json!({}), &origin);
+        let tools = vec![
+            json!({"name":"inc","annotations":{"destructiveHint":true,"idempotentHint":false}}),
+            json!({"name":"read","annotations":{"readOnlyHint":true}}),
+        ];
+        o.finish_call(
+            list,
+            Verdict::new(Outcome::InvalidToolResult),
+            true,
+            None,
+            Some(&tools),
+        );
+        for tool in ["inc", "read", "unknown"] {
+            let p = json!({"name": tool, "arguments": {"by": 1}});
+            let first = o.start_call(&json!(2), "tools/call", &p, &origin);
+            o.finish_call(first, http(503), true, None, None);
+            let again = o.start_call(&json!(3), "tools/call", &p, &origin);
+            assert_eq!(again.record.attempt, Some(2));
+            assert!(again.record.retry_of.is_some());
+            let flagged = again
+                .record
+                .warnings
+                .iter()
+                .any(|w| w.code == "UNSAFE_RETRY");
+            assert_eq!(flagged, tool != "read", "{tool}");
+            o.finish_call(again, Verdict::new(Outcome::ToolSuccess), true, None, None);
+            // After a success the same call is a new first attempt.
+            let third = o.start_call(&json!(4), "tools/call", &p, &origin);
+            assert_eq!(third.record.attempt, Some(1));
+            o.finish_call(third, Verdict::new(Outcome::ToolSuccess), true, None, None);
+        }
+        // A 429 rejected the call before execution, and an idempotency key makes it safe.
+        let p = json!({"name": "inc", "arguments": {}});
+        let c = o.start_call(&json!(5), "tools/call", &p, &origin);
+        o.finish_call(c, http(429), true, None, None);
+        let c = o.start_call(&json!(6), "tools/call", &p, &origin);
+        assert!(c.record.warnings.is_empty());
+        o.finish_call(c, http(503), true, None, None);
+        let keyed = json!({"name": "inc", "arguments": {}, "_meta": {IDEMPOTENCY_KEY: "k1"}});
+        let c = o.start_call(&json!(7), "tools/call", &keyed, &origin);
+        assert!(c.record.warnings.is_empty());
+        o.finish_call(c, Verdict::new(Outcome::ToolSuccess), true, None, None);
+        drop(o);
+        w.drain();
+        assert_eq!(mem.0.lock().unwrap().len(), 1 + 9 + 3);
+    }
+
+    #[test]
+    fn mrtr_rounds_link_to_the_original_call() {
+        let (o, mem, w) = observer();
+        let origin = Origin {
+            peer: "127.0.0.1".into(),
+            user_agent: Some("t".into()),
+            ..Origin::default()
+        };
+        let first = o.start_call(&json!(1), "tools/call", &json!({"name":"x"}), &origin);
+        let original = first.record.record_id.clone();
+        o.finish_call(
+            first,
+            Verdict::new(Outcome::InputRequired),
+            true,
+            None,
+            None,
+        );
+        for round in 1..=2 {
+            let p = json!({"name":"x","inputResponses":{"a":{}},"requestState":"s"});
+            let c = o.start_call(&json!(1 + round), "tools/call", &p, &origin);
+            let link = c.record.mrtr.clone().unwrap();
+            assert_eq!(link.round, round as u32);
+            assert_eq!(link.original_record_id, original);
+            let v = if round == 1 {
+                Outcome::InputRequired
+            } else {
+                Outcome::ToolSuccess
+            };
+            o.finish_call(c, Verdict::new(v), true, None, None);
+        }
+        drop(o);
+        w.drain();
+        assert_eq!(mem.0.lock().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn sessions_count_posts_and_answers_link() {
+        let (o, mem, w) = observer();
+        let none = Origin::default();
+        let init = o.start_call(
+            &json!(1),
+            "initialize",
+            &json!({"clientInfo":{"name":"c","version":"1"}}),
+            &none,
+        );
+        o.finish_call(
+            init,
+            Verdict::new(Outcome::InvalidToolResult),
+            true,
+            Some("S1"),
+            None,
+        );
+        let origin = Origin {
+            session_id: Some("S1".into()),
+            ..Origin::default()
+        };
+        assert_eq!(o.count_post(&origin), Some(2));
+        assert_eq!(o.count_post(&origin), Some(3));
+        o.server_request(json!(9), "elicitation/create".into(), &origin, "via-1");
+        let answer = o.message_record(
+            &Message::Response {
+                id: json!(9),
+                is_error: false,
+            },
+            &origin,
+        );
+        assert!(answer.in_reply_to.is_some());
+        assert_eq!(answer.client.as_ref().unwrap().name.as_deref(), Some("c"));
+        drop(o);
+        w.drain();
+        let recs = mem.0.lock().unwrap();
+        assert_eq!(recs[0].session_id.as_deref(), Some("S1"));
+        assert_eq!(recs[0].outcome, "RESULT");
+    }
+
+    #[test]
+    fn tables_stay_bounded() {
+        let mut t = Table::new();
+        for i in 0..(MAX_ENTRIES + 10) {
+            t.insert(i, ());
+        }
+        assert_eq!(t.0.len(), MAX_ENTRIES);
+    }
+}

@@ -1,0 +1,373 @@
+//! The proxy's record: one JSON line per observed exchange.
+//!
+//! It follows the client's record vocabulary (`client`, `httpStatuses`, `outcome`, `retryOrigin`)
+//! so that reports read both; fields that only an observer knows (which stream carried a server
+//! request, which POST answered it, the session's POST count) are optional and omitted when they
+//! do not apply. Arguments appear only as a hash and a size unless the operator asked for them.
+
+use mcp_triage_core::{
+    AttemptRecord, CallRecord, JsonRpcInfo, Outcome, RetryOrigin, Verdict, Warning,
+};
+use serde::Serialize;
+use serde_json::Value;
+
+/// What kind of exchange a record describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RecordKind {
+    /// A client request and the response to it.
+    Request,
+    /// A client notification (answered by 202 Accepted).
+    Notification,
+    /// A client's answer to a server request (POSTed, answered by 202).
+    Response,
+    /// A request the server sent on a stream (legacy elicitation, sampling, roots).
+    ServerRequest,
+    /// A GET stream the client opened for server messages.
+    Stream,
+    /// A DELETE ending a legacy session.
+    SessionEnd,
+    /// Any other HTTP exchange (`/.well-known/…`, unparsable bodies).
+    Http,
+}
+
+/// Who sent the traffic, as far as the observer can tell.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientId {
+    /// `clientInfo.name` from `initialize` (legacy) or `_meta` (2026-07-28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `clientInfo.version`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The `User-Agent` header, when no `clientInfo` is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_agent: Option<String>,
+}
+
+/// How an MRTR round (2026-07-28 `inputResponses`/`requestState`) relates to its call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MrtrLink {
+    /// 1 for the first retry carrying input responses, 2 for the next, ...
+    pub round: u32,
+    /// The record of the call that first answered `input_required`.
+    pub original_record_id: String,
+}
+
+/// A warning the observer raises about the traffic (not about one response's bytes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProxyWarning {
+    /// Stable identifier, e.g. `unsafeRetry`.
+    pub code: String,
+    /// One sentence for people.
+    pub detail: String,
+}
+
+/// One observed exchange.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    /// Unique within this proxy process, in arrival order.
+    pub record_id: String,
+    /// When the request arrived, RFC 3339 UTC.
+    pub time: String,
+    /// From request arrival to the end of the response, in milliseconds.
+    pub duration_ms: f64,
+    /// What this record describes.
+    pub kind: RecordKind,
+    /// `http` or `stdio`.
+    pub transport: &'static str,
+    /// The HTTP method (HTTP only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_method: Option<String>,
+    /// Path and query as forwarded (HTTP only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The JSON-RPC method.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// The JSON-RPC id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<Value>,
+    /// `params.name` of a `tools/call`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// SHA-256 (hex) of the canonical JSON of `params.arguments` (keys sorted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments_hash: Option<String>,
+    /// Size in bytes of the canonical JSON of `params.arguments`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments_bytes: Option<usize>,
+    /// The arguments themselves, only with `--log-arguments`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+    /// `Mcp-Session-Id` (legacy sessions), unless its header name is redacted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The protocol revision the request names (header or `_meta`) or its session negotiated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// Who sent it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientId>,
+    /// The number of this POST within its legacy session (initialize is 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_post_count: Option<u64>,
+    /// HTTP statuses the client received for this exchange (one: the proxy does not retry).
+    pub http_statuses: Vec<u16>,
+    /// The outcome: a core outcome (`TOOL_SUCCESS`, `HTTP_ERROR`, ...), or `RESULT` for a
+    /// result to a method other than `tools/call`, or `ACCEPTED` for a 2xx to a notification or
+    /// response, or `OBSERVED` for a server request seen on a stream.
+    pub outcome: String,
+    /// The layer of the outcome (`transport`, `protocol`, `interaction`, `application`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layer: Option<String>,
+    /// False when a classification limit stopped the classifier (the bytes were still forwarded).
+    pub classified: bool,
+    /// The core's verdict, when the response was classified.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    /// `client`: the proxy never retries, so every observed retry came from the client.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_origin: Option<&'static str>,
+    /// The record of the failed attempt this call repeats.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_of: Option<String>,
+    /// 1 for a first attempt, 2 for the first retry, ... (tools/call only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// The MRTR round this call is, and the call it continues.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mrtr: Option<MrtrLink>,
+    /// For a server request: the record of the exchange whose stream carried it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via_record_id: Option<String>,
+    /// For a client's answer: the record of the server request it answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_reply_to: Option<String>,
+    /// Bytes of the request body forwarded.
+    pub request_bytes: u64,
+    /// Bytes of the response body forwarded.
+    pub response_bytes: u64,
+    /// True when the client went away before the response ended (the upstream request was closed).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cancelled: bool,
+    /// Observer warnings (`unsafeRetry`, ...).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<ProxyWarning>,
+    /// Request headers (with `--log-headers`), redacted names removed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_headers: Option<Vec<(String, String)>>,
+    /// Response headers (with `--log-headers`), redacted names removed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_headers: Option<Vec<(String, String)>>,
+    /// For a `tools/call`: the same exchange as the core's [`CallRecord`] (the client's record
+    /// model, `docs/record.schema.json`), so one reader handles client and proxy logs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_record: Option<CallRecord>,
+}
+
+impl Record {
+    /// A record with only the identifying fields set.
+    pub fn new(record_id: String, time: String, kind: RecordKind, transport: &'static str) -> Self {
+        Record {
+            record_id,
+            time,
+            duration_ms: 0.0,
+            kind,
+            transport,
+            http_method: None,
+            path: None,
+            method: None,
+            id: None,
+            tool: None,
+            arguments_hash: None,
+            arguments_bytes: None,
+            arguments: None,
+            session_id: None,
+            protocol_version: None,
+            client: None,
+            session_post_count: None,
+            http_statuses: Vec::new(),
+            outcome: String::new(),
+            layer: None,
+            classified: true,
+            verdict: None,
+            retry_origin: None,
+            retry_of: None,
+            attempt: None,
+            mrtr: None,
+            via_record_id: None,
+            in_reply_to: None,
+            request_bytes: 0,
+            response_bytes: 0,
+            cancelled: false,
+            warnings: Vec::new(),
+            request_headers: None,
+            response_headers: None,
+            call_record: None,
+        }
+    }
+
+    /// The [`CallRecord`] of a finished `tools/call` exchange: one attempt (the proxy never
+    /// resends), `retryOrigin` `business_logic` with `retryOf` when the client repeated a failed
+    /// call, observer warnings (`UNSAFE_RETRY`) after the verdict's.
+    pub fn to_call_record(&self) -> Option<CallRecord> {
+        let v = self.verdict.as_ref()?;
+        if self.method.as_deref() != Some("tools/call") {
+            return None;
+        }
+        let client = self
+            .client
+            .as_ref()
+            .and_then(|c| match (&c.name, &c.version, &c.user_agent) {
+                (Some(n), Some(v), _) => Some(format!("{n}@{v}")),
+                (Some(n), None, _) => Some(n.clone()),
+                (None, _, Some(ua)) => Some(ua.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| "unknown".to_string());
+        let transport = if self.transport == "http" {
+            "proxy"
+        } else {
+            self.transport
+        };
+        let mut r = CallRecord::new(client, transport, "tools/call");
+        r.record_id = Some(self.record_id.clone());
+        r.protocol_version = self
+            .protocol_version
+            .clone()
+            .unwrap_or_else(|| "unknown".to_string());
+        r.tool = self.tool.clone();
+        r.post_count = u32::from(self.transport == "http");
+        r.http_statuses = self.http_statuses.clone();
+        r.jsonrpc = JsonRpcInfo {
+            id: self.id.clone().unwrap_or(Value::Null),
+            error_code: v.code,
+        };
+        r.result_type = v.result_type.clone();
+        r.layer = v.outcome.layer();
+        r.outcome = v.outcome;
+        if self.retry_of.is_some() {
+            r.retry_origin = RetryOrigin::BusinessLogic;
+            r.retry_of = self.retry_of.clone();
+        }
+        let duration_ms = self.duration_ms.round() as u64;
+        r.attempts = vec![AttemptRecord {
+            id: self.id.clone().unwrap_or(Value::Null),
+            kind: if self.mrtr.is_some() {
+                "input_round".into()
+            } else {
+                "call".into()
+            },
+            retry_of: None,
+            status: self.http_statuses.first().copied(),
+            content_type: None,
+            stream: v.stream.clone(),
+            verdict: v.clone(),
+            duration_ms,
+            decision: None,
+        }];
+        r.rounds = self.mrtr.as_ref().map_or(0, |m| m.round);
+        r.duration_ms = duration_ms;
+        r.session_id = self.session_id.clone();
+        r.message = v.message.clone();
+        r.warnings = v.warnings.clone();
+        for w in &self.warnings {
+            r.warnings.push(Warning {
+                code: w.code.clone(),
+                detail: w.detail.clone(),
+            });
+        }
+        r.arguments_hash = self.arguments_hash.clone().unwrap_or_default();
+        r.arguments_size = self.arguments_bytes.unwrap_or(0) as u64;
+        r.arguments = self.arguments.clone();
+        Some(r)
+    }
+
+    /// Takes outcome, layer and `classified` from a verdict for `method`.
+    ///
+    /// The core judges `tools/call` results; for any other method a response that answers the
+    /// request with a result is `RESULT` (its result is not a tool result, so the core's
+    /// tool-result rules do not apply), while transport and envelope outcomes stay as judged.
+    pub fn set_verdict(&mut self, method: Option<&str>, v: Verdict) {
+        use Outcome as O;
+        let is_tool_call = method.is_none_or(|m| m == "tools/call");
+        let (outcome, layer) = match v.outcome {
+            O::ToolSuccess | O::ToolError | O::InvalidToolResult if !is_tool_call => {
+                ("RESULT".to_string(), "application".to_string())
+            }
+            o => (o.as_str().to_string(), o.layer().as_str().to_string()),
+        };
+        self.classified = v.outcome != O::LimitExceeded;
+        self.outcome = outcome;
+        self.layer = Some(layer);
+        self.verdict = Some(v);
+    }
+}
+
+/// Milliseconds since the Unix epoch as RFC 3339 UTC with milliseconds.
+pub fn rfc3339(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil-from-days (Howard Hinnant), valid for the proleptic Gregorian calendar.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+/// Now as milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_rfc3339() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(1_785_240_000_123), "2026-07-28T12:00:00.123Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn other_methods_get_result_not_tool_outcomes() {
+        let mut r = Record::new("1".into(), rfc3339(0), RecordKind::Request, "http");
+        r.set_verdict(
+            Some("initialize"),
+            Verdict::new(mcp_triage_core::Outcome::InvalidToolResult),
+        );
+        assert_eq!(r.outcome, "RESULT");
+        r.set_verdict(
+            Some("tools/call"),
+            Verdict::new(mcp_triage_core::Outcome::InvalidToolResult),
+        );
+        assert_eq!(r.outcome, "INVALID_TOOL_RESULT");
+        r.set_verdict(
+            Some("tools/list"),
+            Verdict::new(mcp_triage_core::Outcome::LimitExceeded),
+        );
+        assert!(!r.classified);
+    }
+}

@@ -1,0 +1,485 @@
+//! The HTTP observer against the in-process kitchen: bytes unchanged, one record per request,
+//! verdicts equal to the client's, retries observed, limits, unreachable upstream, drain.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_and_sse_bodies_pass_byte_for_byte() {
+    let rig = Rig::new().await;
+    for (i, mode) in ["json", "sse"].into_iter().enumerate() {
+        let path = format!("/s/baseline/mcp?responseMode={mode}");
+        let p = json!({"name": "test_simple_text", "arguments": {}});
+        let d = modern(rig.direct(), &path, 10 + i as i64, "tools/call", p.clone())
+            .await
+            .unwrap();
+        let v = modern(rig.via(), &path, 10 + i as i64, "tools/call", p)
+            .await
+            .unwrap();
+        assert_eq!(d.status, 200);
+        assert_eq!(
+            (d.status, d.sha()),
+            (v.status, v.sha()),
+            "{mode}: {}",
+            v.text()
+        );
+        assert_eq!(d.header("content-type"), v.header("content-type"));
+        assert_eq!(v.header("x-kitchen-scenario"), Some("baseline"));
+    }
+    // Other paths and methods pass too.
+    let d = send(
+        rig.direct(),
+        "GET",
+        "/.well-known/oauth-protected-resource",
+        &[],
+        None,
+    )
+    .await
+    .unwrap();
+    let v = send(
+        rig.via(),
+        "GET",
+        "/.well-known/oauth-protected-resource",
+        &[],
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!((d.status, d.sha()), (v.status, v.sha()));
+    let records = rig.finish().await;
+    assert_eq!(records.len(), 3, "{records:#?}");
+    for id in [10, 11] {
+        let r = by_id(&records, id);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].outcome, "TOOL_SUCCESS");
+        assert_eq!(r[0].tool.as_deref(), Some("test_simple_text"));
+        assert_eq!(r[0].protocol_version.as_deref(), Some("2026-07-28"));
+        assert_eq!(
+            r[0].client.as_ref().and_then(|c| c.name.as_deref()),
+            Some("proxy-test")
+        );
+        assert!(r[0].response_bytes > 0 && r[0].request_bytes > 0);
+        assert!(r[0].arguments.is_none() && r[0].arguments_hash.is_some());
+    }
+    assert!(records.iter().any(|r| r.path.as_deref()
+        == Some("/.well-known/oauth-protected-resource")
+        && r.outcome == "FORWARDED"));
+}
+
+/// 50 clients × 20 calls through the proxy to `chaos.mix` (the acceptance size, 200 × 50, with
+/// `MCP_TRIAGE_SOAK=full`: about 100 s in a debug build, so `bench/proxy-soak.sh` runs it),
+/// each call also sent directly to a twin instance that draws the same faults: every body is
+/// identical, every request has exactly one record, and the record's verdict is the client's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn soak_chaos_mix_bodies_records_and_verdicts_agree() {
+    let (clients, calls) = match std::env::var("MCP_TRIAGE_SOAK").as_deref() {
+        Ok("full") => (200, 50),
+        Ok("small") => (20, 10),
+        _ => (50, 20),
+    };
+    let rig = Rig::new().await;
+    let (direct, via) = (rig.direct(), rig.via());
+    let mut tasks = Vec::new();
+    for k in 0..clients {
+        tasks.push(tokio::spawn(async move {
+            let mode = if k % 2 == 0 { "json" } else { "sse" };
+            let params = r#"{"seed":KK,"delayMs":2,"rates":{"http_503":0.1,"connection_close":0.05,"malformed_json":0.05,"jsonrpc_error":0.05,"delay":0.1}}"#
+                .replace("KK", &k.to_string());
+            let q = |tag: &str| {
+                format!(
+                    "/s/chaos.mix/mcp?responseMode={mode}&instance={k}-{tag}&params={}",
+                    urlencode(&params)
+                )
+            };
+            let (pd, pv) = (q("d"), q("p"));
+            let mut seen = Vec::new();
+            for i in 0..calls {
+                let id = (k * 1000 + i) as i64;
+                let p = json!({"name": "test_simple_text", "arguments": {"n": i}});
+                let d = modern(direct, &pd, id, "tools/call", p.clone()).await;
+                let v = modern(via, &pv, id, "tools/call", p).await;
+                match (&d, &v) {
+                    (Ok(d), Ok(v)) => {
+                        assert_eq!((d.status, d.sha()), (v.status, v.sha()), "call {id}");
+                        assert_eq!(d.body_error.is_some(), v.body_error.is_some(), "call {id}");
+                    }
+                    (Err(_), Err(_)) => {}
+                    _ => panic!("call {id}: direct {d:?} but via the proxy {v:?}"),
+                }
+                seen.push((id, client_verdict(&v, id)));
+            }
+            seen
+        }));
+    }
+    let mut expected = Vec::new();
+    for t in tasks {
+        expected.extend(t.await.unwrap());
+    }
+    let records = rig.finish().await;
+    assert_eq!(records.len(), expected.len(), "one record per request");
+    let mut by: std::collections::HashMap<i64, &mcp_triage_proxy::Record> = Default::default();
+    for r in &records {
+        let id =
+            r.id.as_ref()
+                .and_then(Value::as_i64)
+                .expect("every record has its id");
+        assert!(by.insert(id, r).is_none(), "two records for id {id}");
+    }
+    let mut outcomes = std::collections::BTreeMap::<String, usize>::new();
+    for (id, verdict) in &expected {
+        let r = by[id];
+        assert_eq!(&r.outcome, verdict, "id {id}: {r:#?}");
+        *outcomes.entry(verdict.clone()).or_default() += 1;
+    }
+    // The mix really mixed.
+    for o in [
+        "TOOL_SUCCESS",
+        "HTTP_ERROR",
+        "CONNECTION_ERROR",
+        "MALFORMED_JSON",
+        "JSONRPC_ERROR",
+    ] {
+        assert!(
+            outcomes.get(o).copied().unwrap_or(0) > 0,
+            "{o} missing: {outcomes:?}"
+        );
+    }
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_after_503_are_observed_and_unsafe_ones_flagged() {
+    let rig = Rig::new().await;
+    for (tool, unsafe_) in [
+        ("increment_counter", true),
+        ("read_counter", false),
+        ("set_value", false),
+    ] {
+        // POST 1 initialize, 2 initialized, 3 tools/list, 4 the call (503), 5 its resend.
+        let path = format!(
+            "/s/errors.http_status_sequence/mcp?instance={tool}&params={}",
+            urlencode(r#"{"statusCodes":[200,200,200,503,200]}"#)
+        );
+        let sid = legacy_session(rig.via(), &path, json!({})).await;
+        let list = post(
+            rig.via(),
+            &path,
+            Some(&sid),
+            &json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(list.status, 200);
+        let args = if tool == "set_value" {
+            json!({"key":"k","value":1})
+        } else {
+            json!({})
+        };
+        let first = post(rig.via(), &path, Some(&sid), &call(3, tool, args.clone()))
+            .await
+            .unwrap();
+        assert_eq!(first.status, 503);
+        let again = post(rig.via(), &path, Some(&sid), &call(4, tool, args))
+            .await
+            .unwrap();
+        assert_eq!(again.status, 200, "{}", again.text());
+        let records = rig.records.0.lock().unwrap().clone();
+        let r3 = records.iter().rfind(|r| r.id == Some(json!(3))).unwrap();
+        let r4 = records.iter().rfind(|r| r.id == Some(json!(4))).unwrap();
+        assert_eq!(r3.outcome, "HTTP_ERROR");
+        assert_eq!(r3.attempt, Some(1));
+        assert_eq!(
+            r4.retry_of.as_deref(),
+            Some(r3.record_id.as_str()),
+            "{tool}"
+        );
+        assert_eq!(r4.attempt, Some(2));
+        assert_eq!(r4.retry_origin, Some("client"));
+        assert_eq!(r4.session_post_count, Some(5));
+        assert_eq!(
+            r4.warnings.iter().any(|w| w.code == "UNSAFE_RETRY"),
+            unsafe_,
+            "{tool}: {:?}",
+            r4.warnings
+        );
+    }
+    rig.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_upstream_gives_502_and_a_connection_error_record() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let records = mcp_triage_proxy::MemoryConsumer::default();
+    let (sink, writer) = mcp_triage_proxy::LogWriter::start(None, vec![Box::new(records.clone())]);
+    let o = mcp_triage_proxy::http::ProxyOptions::new(&format!("http://127.0.0.1:{port}")).unwrap();
+    let proxy = mcp_triage_proxy::http::start("127.0.0.1:0".parse().unwrap(), o, sink)
+        .await
+        .unwrap();
+    let p = json!({"name": "increment_counter", "arguments": {}});
+    let r = modern(proxy.local_addr(), "/mcp", 7, "tools/call", p.clone())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 502);
+    // The call never reached a server: resending it is a retry, but not an unsafe one.
+    modern(proxy.local_addr(), "/mcp", 8, "tools/call", p)
+        .await
+        .unwrap();
+    proxy.shutdown().await;
+    tokio::task::spawn_blocking(move || writer.drain())
+        .await
+        .unwrap();
+    let recs = records.0.lock().unwrap();
+    assert_eq!(recs.len(), 2);
+    assert_eq!(recs[0].outcome, "CONNECTION_ERROR");
+    assert_eq!(recs[0].http_statuses, vec![502]);
+    assert_eq!(recs[0].tool.as_deref(), Some("increment_counter"));
+    assert_eq!(
+        recs[1].retry_of.as_deref(),
+        Some(recs[0].record_id.as_str())
+    );
+    assert!(recs[1].warnings.is_empty(), "{:?}", recs[1].warnings);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_over_the_limit_is_forwarded_whole_and_not_classified() {
+    let rig = Rig::with(|o| {
+        o.observe.limits.max_body_bytes = 64;
+        o.observe.limits.max_stream_bytes = 64;
+    })
+    .await;
+    for (i, mode) in ["json", "sse"].into_iter().enumerate() {
+        let path = format!("/s/baseline/mcp?responseMode={mode}");
+        let p = json!({"name": "test_multiple_content_types", "arguments": {}});
+        let d = modern(rig.direct(), &path, i as i64, "tools/call", p.clone())
+            .await
+            .unwrap();
+        let v = modern(rig.via(), &path, i as i64, "tools/call", p)
+            .await
+            .unwrap();
+        assert!(d.body.len() > 64);
+        assert_eq!(d.sha(), v.sha(), "{mode}");
+    }
+    let records = rig.finish().await;
+    assert_eq!(records.len(), 2);
+    for r in &records {
+        assert!(!r.classified, "{r:#?}");
+        assert_eq!(r.outcome, "LIMIT_EXCEEDED");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_requests_answers_and_mrtr_rounds_are_linked() {
+    let rig = Rig::new().await;
+    // Legacy: elicitation/create arrives on the POST's SSE stream; the client POSTs its answer.
+    let path = "/s/elicitation.approval/mcp?instance=legacy";
+    let sid = legacy_session(rig.via(), path, json!({"elicitation": {}})).await;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let via = rig.via();
+    let sid2 = sid.clone();
+    let pending = tokio::spawn(async move {
+        let r = post(
+            via,
+            path,
+            Some(&sid2),
+            &call(5, "run_configured_test_scenario", json!({})),
+        )
+        .await;
+        let _ = tx.send(());
+        r
+    });
+    // Wait for the server request's record, then answer it.
+    let mut asked = None;
+    for _ in 0..200 {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        asked = rig
+            .records
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|r| r.kind == mcp_triage_proxy::record::RecordKind::ServerRequest)
+            .cloned();
+        if asked.is_some() {
+            break;
+        }
+    }
+    let asked = asked.expect("the elicitation/create was observed");
+    assert_eq!(asked.method.as_deref(), Some("elicitation/create"));
+    let answer = json!({"jsonrpc":"2.0","id": asked.id.clone().unwrap(), "result": {"action":"accept","content":{"approved":true}}});
+    let a = post(rig.via(), path, Some(&sid), &answer).await.unwrap();
+    assert_eq!(a.status, 202);
+    let done = pending.await.unwrap().unwrap();
+    let _ = rx.await;
+    assert_eq!(done.status, 200);
+
+    // Modern: input_required, then the retry with inputResponses is round 1 of the same call.
+    let mpath = "/s/elicitation.approval/mcp?instance=modern";
+    let first = modern(
+        rig.via(),
+        mpath,
+        20,
+        "tools/call",
+        json!({"name":"run_configured_test_scenario","arguments":{}}),
+    )
+    .await
+    .unwrap();
+    let rpc: Value = if first
+        .header("content-type")
+        .is_some_and(|c| c.starts_with("text/event-stream"))
+    {
+        let t = first.text();
+        let data = t
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .next_back()
+            .unwrap()
+            .trim()
+            .to_string();
+        serde_json::from_str(&data).unwrap()
+    } else {
+        serde_json::from_slice(&first.body).unwrap()
+    };
+    assert_eq!(rpc["result"]["resultType"], "input_required", "{rpc}");
+    let mut p = json!({"name":"run_configured_test_scenario","arguments":{},
+        "inputResponses": {"elicitation": {"action":"accept","content":{"approved":true}}}});
+    if let Some(s) = rpc["result"].get("requestState") {
+        p["requestState"] = s.clone();
+    }
+    let second = modern(rig.via(), mpath, 21, "tools/call", p).await.unwrap();
+    assert_eq!(second.status, 200);
+
+    let records = rig.finish().await;
+    let answer_rec = records
+        .iter()
+        .find(|r| r.kind == mcp_triage_proxy::record::RecordKind::Response)
+        .unwrap();
+    assert_eq!(
+        answer_rec.in_reply_to.as_deref(),
+        Some(asked.record_id.as_str())
+    );
+    assert_eq!(answer_rec.outcome, "ACCEPTED");
+    let call5 = by_id(&records, 5);
+    assert_eq!(
+        asked.via_record_id.as_deref(),
+        Some(call5[0].record_id.as_str())
+    );
+    assert_eq!(call5[0].outcome, "TOOL_SUCCESS");
+    let r20 = by_id(&records, 20)[0];
+    let r21 = by_id(&records, 21)[0];
+    assert_eq!(r20.outcome, "INPUT_REQUIRED");
+    let link = r21.mrtr.as_ref().expect("round linked");
+    assert_eq!(
+        (link.round, link.original_record_id.as_str()),
+        (1, r20.record_id.as_str())
+    );
+    assert_eq!(r21.outcome, "TOOL_SUCCESS");
+    // initialize, initialized, call, answer, server request + 2 modern calls.
+    assert_eq!(records.len(), 7, "{records:#?}");
+    let init = records
+        .iter()
+        .find(|r| r.method.as_deref() == Some("initialize"))
+        .unwrap();
+    assert_eq!(init.session_id.as_deref(), Some(sid.as_str()));
+    assert_eq!(init.outcome, "RESULT");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_drains_open_exchanges_into_records() {
+    let rig = Rig::with(|o| o.drain_timeout = std::time::Duration::from_millis(100)).await;
+    let via = rig.via();
+    // A call the server holds for a long time: still open when the proxy stops.
+    let path = "/s/timeout.uncooperative_hang/mcp";
+    let hung = tokio::spawn(async move {
+        modern(
+            via,
+            path,
+            1,
+            "tools/call",
+            json!({"name":"run_configured_test_scenario","arguments":{}}),
+        )
+        .await
+    });
+    for _ in 0..200 {
+        if rig
+            .kitchen
+            .kitchen()
+            .journal()
+            .iter()
+            .any(|e| e["method"] == "tools/call")
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let records = rig.finish().await;
+    assert!(hung.await.unwrap().is_err(), "the held exchange was closed");
+    assert_eq!(records.len(), 1, "{records:#?}");
+    assert!(records[0].cancelled, "{:#?}", records[0]);
+    assert_eq!(records[0].outcome, "CONNECTION_ERROR");
+    assert_eq!(
+        records[0].tool.as_deref(),
+        Some("run_configured_test_scenario")
+    );
+}
+
+/// The `callRecord` of every tools/call record validates against `docs/record.schema.json`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_records_follow_the_record_schema() {
+    let schema_path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/record.schema.json");
+    let schema: Value = serde_json::from_slice(&std::fs::read(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let rig = Rig::new().await;
+    let path = format!(
+        "/s/errors.http_status_sequence/mcp?params={}",
+        urlencode(r#"{"statusCodes":[200,200,503,200]}"#)
+    );
+    let sid = legacy_session(rig.via(), &path, json!({})).await;
+    for id in [3, 4] {
+        post(
+            rig.via(),
+            &path,
+            Some(&sid),
+            &call(id, "increment_counter", json!({"by": 2})),
+        )
+        .await
+        .unwrap();
+    }
+    let records = rig.finish().await;
+    let calls: Vec<_> = records
+        .iter()
+        .filter_map(|r| r.call_record.as_ref())
+        .collect();
+    assert_eq!(calls.len(), 2);
+    for c in &calls {
+        let v = serde_json::to_value(c).unwrap();
+        let errs: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errs.is_empty(), "{errs:?}\n{v:#}");
+        assert_eq!(c.transport, "proxy");
+        assert_eq!(c.client, "proxy-test@1");
+    }
+    assert_eq!(calls[0].outcome, mcp_triage_core::Outcome::HttpError);
+    assert_eq!(calls[1].retry_of, calls[0].record_id);
+    assert_eq!(
+        calls[1].retry_origin,
+        mcp_triage_core::RetryOrigin::BusinessLogic
+    );
+    assert!(calls[1].warnings.iter().any(|w| w.code == "UNSAFE_RETRY"));
+    // Nothing here was sent with credentials, but the JSON line never has a header map unless
+    // asked for.
+    assert!(records.iter().all(|r| r.request_headers.is_none()));
+}

@@ -1,0 +1,237 @@
+//! `mcp-triage proxy` and `mcp-triage wrap`: the observer (crate `mcp-triage-proxy`).
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use mcp_triage_core::Limits;
+use mcp_triage_proxy::http::{start, ProxyOptions};
+use mcp_triage_proxy::stdio::WrapOptions;
+use mcp_triage_proxy::{LogWriter, ObserveOptions};
+
+pub const PROXY_EXAMPLES: &str = "\
+Examples:
+  mcp-triage proxy --listen 127.0.0.1:8766 --upstream http://127.0.0.1:8765 --log calls.jsonl
+  # then point the client at http://127.0.0.1:8766/mcp instead of http://127.0.0.1:8765/mcp
+  mcp-triage proxy --upstream http://127.0.0.1:3000 --redact-header X-Api-Key --log-arguments
+
+Every byte passes unchanged; one JSON line per exchange goes to --log (stdout without it).
+SIGTERM or Ctrl-C stops accepting, lets open exchanges finish (--drain-timeout) and writes
+every record before exiting.";
+
+pub const WRAP_EXAMPLES: &str = "\
+Examples:
+  mcp-triage wrap --log fs.jsonl -- npx -y @modelcontextprotocol/server-filesystem /tmp
+  mcp-triage wrap --install filesystem --config ~/.cursor/mcp.json --log ~/fs.jsonl
+  mcp-triage wrap --uninstall filesystem --config ~/.cursor/mcp.json
+
+stdin and stdout are relayed unchanged line by line; records go only to --log. The exit code
+is the server's.";
+
+/// Options shared by proxy and wrap.
+#[derive(Args)]
+pub struct RecordArgs {
+    /// Append records (JSON Lines) to this file.
+    #[arg(long, value_name = "FILE.jsonl")]
+    log: Option<PathBuf>,
+    /// Put tool arguments into records (otherwise only their SHA-256 and size).
+    #[arg(long)]
+    log_arguments: bool,
+    /// Put request and response headers into records (redacted names left out).
+    #[arg(long)]
+    log_headers: bool,
+    /// A header whose value never reaches a record (repeatable). Authorization, Cookie,
+    /// Set-Cookie and Proxy-Authorization are always redacted.
+    #[arg(long, value_name = "NAME")]
+    redact_header: Vec<String>,
+    /// Largest JSON response body classified; larger ones are forwarded but not classified.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::DEFAULT.max_body_bytes)]
+    max_body_bytes: u64,
+    /// Largest SSE stream classified before its response.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::DEFAULT.max_stream_bytes)]
+    max_stream_bytes: u64,
+    /// Largest request body (or stdio line) read to find its JSON-RPC message.
+    #[arg(long, value_name = "BYTES", default_value_t = 4 << 20)]
+    max_request_bytes: u64,
+}
+
+impl RecordArgs {
+    fn observe(&self) -> ObserveOptions {
+        ObserveOptions {
+            log_arguments: self.log_arguments,
+            log_headers: self.log_headers,
+            redact_headers: self.redact_header.clone(),
+            limits: Limits {
+                max_body_bytes: self.max_body_bytes,
+                max_stream_bytes: self.max_stream_bytes,
+                ..Limits::DEFAULT
+            },
+            max_request_bytes: self.max_request_bytes,
+        }
+    }
+
+    fn writer(&self, stdout_default: bool) -> Result<Option<Box<dyn Write + Send>>, String> {
+        match &self.log {
+            Some(p) => {
+                let f = OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .map_err(|e| format!("cannot open --log {}: {e}", p.display()))?;
+                Ok(Some(Box::new(f)))
+            }
+            None if stdout_default => Ok(Some(Box::new(std::io::stdout()))),
+            None => Ok(None),
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct ProxyArgs {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8766")]
+    listen: SocketAddr,
+    /// The server's origin, http://host:port; path and query come from each request.
+    #[arg(long, value_name = "ORIGIN")]
+    upstream: String,
+    /// On shutdown, seconds open exchanges may still take before they are closed.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    drain_timeout: f64,
+    #[command(flatten)]
+    records: RecordArgs,
+}
+
+#[derive(Args)]
+pub struct WrapArgs {
+    /// Rewrite server NAME of --config to start through this wrapper (a backup is kept).
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["uninstall", "command"], requires = "config")]
+    install: Option<String>,
+    /// Undo --install for server NAME of --config.
+    #[arg(
+        long,
+        value_name = "NAME",
+        conflicts_with = "command",
+        requires = "config"
+    )]
+    uninstall: Option<String>,
+    /// The mcp.json to change (Claude/Cursor `mcpServers` or VS Code `servers`).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    records: RecordArgs,
+    /// The server command and its arguments, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))
+}
+
+pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
+    let mut options = ProxyOptions::new(&args.upstream).map_err(|e| e.to_string())?;
+    if !(args.drain_timeout.is_finite() && args.drain_timeout >= 0.0) {
+        return Err("--drain-timeout must be a number of seconds >= 0".into());
+    }
+    options.drain_timeout = Duration::from_secs_f64(args.drain_timeout);
+    options.observe = args.records.observe();
+    let (sink, writer) = LogWriter::start(args.records.writer(true)?, Vec::new());
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let handle = start(args.listen, options, sink)
+            .await
+            .map_err(|e| e.to_string())?;
+        eprintln!(
+            "mcp-triage proxy: {} -> {}",
+            handle.base_url(),
+            args.upstream.trim_end_matches('/')
+        );
+        shutdown_signal().await;
+        eprintln!("mcp-triage proxy: stopping; draining open exchanges");
+        handle.shutdown().await;
+        Ok::<_, String>(())
+    })?;
+    drop(rt);
+    let stats = writer.drain();
+    eprintln!("mcp-triage proxy: {} record(s) written", stats.records);
+    Ok(if stats.write_errors > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub fn run_wrap(args: WrapArgs) -> Result<ExitCode, String> {
+    if let (Some(name), Some(config)) = (args.install.as_ref(), args.config.as_ref()) {
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+        let log = match &args.records.log {
+            Some(l) => std::path::absolute(l).map_err(|e| e.to_string())?,
+            None => std::path::absolute(config)
+                .map_err(|e| e.to_string())?
+                .with_file_name(format!("mcp-triage-{name}.jsonl")),
+        };
+        mcp_triage_proxy::install::install(config, name, &exe, &log).map_err(|e| e.to_string())?;
+        eprintln!(
+            "mcp-triage wrap: {name} in {} now starts through the wrapper, records to {} (backup: {})",
+            config.display(),
+            log.display(),
+            mcp_triage_proxy::install::backup_path(config).display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let (Some(name), Some(config)) = (args.uninstall.as_ref(), args.config.as_ref()) {
+        mcp_triage_proxy::install::uninstall(config, name).map_err(|e| e.to_string())?;
+        eprintln!("mcp-triage wrap: {name} in {} restored", config.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some((command, rest)) = args.command.split_first() else {
+        return Err(
+            "wrap needs a server command after `--`, or --install/--uninstall NAME --config FILE"
+                .into(),
+        );
+    };
+    let options = WrapOptions {
+        command: command.clone(),
+        args: rest.to_vec(),
+        observe: args.records.observe(),
+    };
+    // Records never go to stdout: it carries the protocol.
+    let (sink, writer) = LogWriter::start(args.records.writer(false)?, Vec::new());
+    let rt = runtime()?;
+    let code = rt.block_on(mcp_triage_proxy::stdio::run(options, sink));
+    // The relay tasks hold no sink once run returns; shut the runtime down so stdin's blocking
+    // reader thread does not keep the process alive.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    let code = code.map_err(|e| e.to_string())?;
+    writer.drain();
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

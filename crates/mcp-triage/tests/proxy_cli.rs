@@ -1,0 +1,293 @@
+//! `mcp-triage wrap` and `mcp-triage proxy` as a host runs them: real processes, real pipes,
+//! real signals, bounded in time.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcp-triage");
+
+fn tmpdir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("mcp-triage-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn records(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each log line is JSON"))
+        .collect()
+}
+
+/// A tiny stdio MCP server in POSIX sh: answers every request line with a tool result that
+/// echoes its id, says goodbye on stderr at EOF and exits 3.
+const SERVER: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  if [ -n "$id" ]; then
+    printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"ok %s"}]}}\n' "$id" "$id"
+  fi
+done
+echo "server: bye" >&2
+exit 3
+"#;
+
+#[test]
+fn wrap_relays_bytes_passes_stderr_returns_the_exit_code_and_logs_each_request() {
+    let dir = tmpdir("wrap");
+    let log = dir.join("wrap.jsonl");
+    let _ = std::fs::remove_file(&log);
+    let mut child = Command::new(BIN)
+        .args(["wrap", "--log"])
+        .arg(&log)
+        .args(["--", "sh", "-c", SERVER])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input = concat!(
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"a\",\"arguments\":{\"x\":\"\u{e9}\"}}}\n",
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n",
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"b\"}}\n",
+    );
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(3), "the server's exit code");
+    assert_eq!(
+        out,
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok 1\"}]}}\n\
+         {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok 2\"}]}}\n"
+    );
+    assert!(
+        err.contains("server: bye"),
+        "stderr passes through: {err:?}"
+    );
+    let recs = records(&log);
+    assert_eq!(recs.len(), 3, "{recs:#?}");
+    let calls: Vec<_> = recs
+        .iter()
+        .filter(|r| r["method"] == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 2);
+    assert!(calls
+        .iter()
+        .all(|r| r["outcome"] == "TOOL_SUCCESS" && r["transport"] == "stdio"));
+    assert!(calls
+        .iter()
+        .all(|r| r.get("arguments").is_none() && r["argumentsHash"].is_string()));
+}
+
+#[test]
+fn wrap_install_and_uninstall_rewrite_the_config() {
+    let dir = tmpdir("install");
+    let cfg = dir.join("mcp.json");
+    let original = r#"{"mcpServers":{"echo":{"command":"sh","args":["-c","cat"]}}}"#;
+    std::fs::write(&cfg, original).unwrap();
+    let ok = Command::new(BIN)
+        .args(["wrap", "--install", "echo", "--config"])
+        .arg(&cfg)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    let e = &doc["mcpServers"]["echo"];
+    assert_eq!(e["args"][0], "wrap");
+    // The rewritten entry really starts the server through the wrapper.
+    let mut child = Command::new(e["command"].as_str().unwrap())
+        .args(
+            e["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap()),
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let line = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(line.as_bytes())
+        .unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(out, line);
+    let ok = Command::new(BIN)
+        .args(["wrap", "--uninstall", "echo", "--config"])
+        .arg(&cfg)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let back: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    assert_eq!(back, serde_json::from_str::<Value>(original).unwrap());
+    let bad = Command::new(BIN)
+        .args(["wrap", "--uninstall", "nope", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no server \"nope\""));
+}
+
+/// Kills the process if the test fails before it stopped.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_sigterm_drains_every_record() {
+    let kitchen = mcp_triage_kitchen::start(
+        "127.0.0.1:0".parse().unwrap(),
+        mcp_triage_kitchen::KitchenOptions::default(),
+    )
+    .await
+    .unwrap();
+    let dir = tmpdir("proxy");
+    let log = dir.join("proxy.jsonl");
+    let _ = std::fs::remove_file(&log);
+    let child = Command::new(BIN)
+        .args([
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            &kitchen.base_url(),
+            "--log",
+        ])
+        .arg(&log)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = KillOnDrop(child);
+    let mut err = BufReader::new(child.0.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("the proxy prints its URL")
+        .to_string();
+    let addr = url.trim_start_matches("http://").to_string();
+    // 40 calls in a row, then 20 that the kitchen holds for 400 ms, in flight when SIGTERM comes.
+    let n = 60;
+    async fn one(addr: String, i: usize, path: &str) -> Vec<u8> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"test_simple_text","arguments":{{}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"cli-test","version":"0"}}}}}}}}"#
+        );
+        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let req = format!(
+            "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: test_simple_text\r\nauthorization: Bearer secret-token\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut resp = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut resp))
+            .await
+            .unwrap()
+            .unwrap();
+        resp
+    }
+    for i in 0..40 {
+        let resp = one(addr.clone(), i, "/mcp").await;
+        assert!(
+            resp.starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&resp)
+        );
+    }
+    let held =
+        "/s/chaos.mix/mcp?params=%7B%22delayMs%22%3A400%2C%22rates%22%3A%7B%22delay%22%3A1.0%7D%7D";
+    let in_flight: Vec<_> = (40..n)
+        .map(|i| tokio::spawn(one(addr.clone(), i, held)))
+        .collect();
+    // Wait until the kitchen has every held call, so SIGTERM finds them open.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let posts = || -> u64 {
+        let c = kitchen.kitchen().counters();
+        c.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|i| i["counters"]["http_request"].as_u64())
+                    .sum()
+            })
+            .unwrap_or(0)
+    };
+    while posts() < n as u64 {
+        assert!(Instant::now() < deadline, "the held calls did not arrive");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the proxy did not stop on SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(status.success());
+    for t in in_flight {
+        let resp = t.await.unwrap();
+        assert!(
+            resp.starts_with(b"HTTP/1.1 200"),
+            "an open exchange was finished, not cut"
+        );
+    }
+    let recs = records(&log);
+    assert_eq!(recs.len(), n, "one record per request, none lost");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !text.contains("secret-token"),
+        "Authorization never reaches the log"
+    );
+    assert!(recs.iter().all(|r| r["outcome"] == "TOOL_SUCCESS"));
+    kitchen.shutdown().await;
+}
