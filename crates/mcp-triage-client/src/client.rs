@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
 
 use crate::options::{CallOptions, ClientOptions, VersionChoice};
+use crate::sse_legacy::SseSession;
 use crate::stdio::{Line, StdioConn};
 use crate::target::Target;
 use crate::wire::{self, Incoming, Sent};
@@ -83,6 +84,7 @@ struct State {
     tools: Option<HashMap<String, ToolInfo>>,
     list_failure: Option<String>,
     scenario: Option<String>,
+    listener: Option<AbortOnDrop>,
 }
 
 enum Transport {
@@ -102,6 +104,8 @@ pub struct Client {
     state: Mutex<State>,
     next_id: AtomicI64,
     rng: std::sync::Mutex<u64>,
+    /// The 2024-11-05 HTTP+SSE session, once the fallback probe found one.
+    legacy_sse: std::sync::Mutex<Option<Arc<SseSession>>>,
 }
 
 /// What a setup step (initialize, tools/list) ended in when it failed.
@@ -158,6 +162,7 @@ impl Client {
             state: Mutex::new(State::default()),
             next_id: AtomicI64::new(1),
             rng: std::sync::Mutex::new(seed | 1),
+            legacy_sse: std::sync::Mutex::new(None),
         })
     }
 
@@ -166,7 +171,30 @@ impl Client {
         &self.opts
     }
 
+    fn sse(&self) -> Option<Arc<SseSession>> {
+        self.legacy_sse.lock().expect("sse lock").clone()
+    }
+
+    /// Opens the 2024-11-05 HTTP+SSE session (GET, `endpoint` event).
+    async fn open_legacy_sse(&self) -> Result<(), String> {
+        let Transport::Http { http, url, headers } = &self.transport else {
+            return Err("HTTP+SSE needs an HTTP target".into());
+        };
+        let s = SseSession::open(
+            http.clone(),
+            url,
+            headers.clone(),
+            Arc::new(self.opts.clone()),
+        )
+        .await?;
+        *self.legacy_sse.lock().expect("sse lock") = Some(Arc::new(s));
+        Ok(())
+    }
+
     fn transport_name(&self) -> &'static str {
+        if self.sse().is_some() {
+            return "http+sse";
+        }
         match self.transport {
             Transport::Http { .. } => "streamable-http",
             Transport::Stdio(_) => "stdio",
@@ -194,7 +222,15 @@ impl Client {
         } else {
             json!({})
         };
-        json!({ "elicitation": elicitation, "sampling": {}, "roots": { "listChanged": false } })
+        let mut caps = json!({ "elicitation": elicitation, "sampling": {}, "roots": { "listChanged": false } });
+        if self.opts.use_tasks {
+            if version.is_modern() {
+                caps["extensions"] = json!({ "io.modelcontextprotocol/tasks": {} });
+            } else {
+                caps["tasks"] = json!({ "requests": { "tools": { "call": {} } } });
+            }
+        }
+        caps
     }
 
     fn client_info(&self) -> Value {
@@ -243,7 +279,21 @@ impl Client {
         want: ProtocolVersion,
     ) -> Result<(), SetupFailure> {
         let mut version = want;
-        for _ in 0..2 {
+        if want == ProtocolVersion::V2024_11_05 && self.sse().is_none() {
+            if let Err(why) = self.open_legacy_sse().await {
+                let sent = Sent::failed(
+                    Verdict::connection_error(why.clone()),
+                    Delivery::NeverSent,
+                    Instant::now(),
+                );
+                return Err(SetupFailure {
+                    kind: "initialize",
+                    sent,
+                    why,
+                });
+            }
+        }
+        for _ in 0..3 {
             let id = self.new_id();
             let msg = json!({ "jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
                 "protocolVersion": version.as_str(),
@@ -259,9 +309,12 @@ impl Client {
             }
             if let Some(result) = sent.result() {
                 let got = result["protocolVersion"].as_str().unwrap_or("");
-                let Some(v) = ProtocolVersion::parse(got)
-                    .filter(|v| v.at_least(ProtocolVersion::V2025_03_26) && !v.is_modern())
-                else {
+                let via_sse = self.sse().is_some();
+                let Some(v) = ProtocolVersion::parse(got).filter(|v| {
+                    (v.at_least(ProtocolVersion::V2025_03_26)
+                        || via_sse && *v == ProtocolVersion::V2024_11_05)
+                        && !v.is_modern()
+                }) else {
                     let why = format!(
                         "the server answered initialize with protocolVersion {:?}, which this client does not speak",
                         mcp_triage_core::sanitize_line(got, 40)
@@ -280,6 +333,28 @@ impl Client {
                 let note = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
                 self.notify(&note, Era::Legacy, v, st.session_id.as_deref())
                     .await;
+                st.listener = None;
+                if let (Transport::Http { http, url, headers }, Some(session), true) =
+                    (&self.transport, &st.session_id, self.opts.listen_standalone)
+                {
+                    // Legacy servers may send requests unrelated to a POST (an elicitation
+                    // from a tool) on the standalone GET stream, which clients open after
+                    // initialization: listen for the whole session.
+                    let (tx, rx) = tokio::sync::oneshot::channel();
+                    let task = tokio::spawn(
+                        Standalone {
+                            http: http.clone(),
+                            url: url.clone(),
+                            headers: headers.clone(),
+                            opts: Arc::new(self.opts.clone()),
+                            version: v,
+                            session: session.clone(),
+                        }
+                        .run(tx),
+                    );
+                    let _ = tokio::time::timeout(Duration::from_secs(2), rx).await;
+                    st.listener = Some(AbortOnDrop(task));
+                }
                 return Ok(());
             }
             // -32602 with data.supported: pick the newest we know and try once more.
@@ -298,6 +373,17 @@ impl Client {
                 version = v;
                 continue;
             }
+            // The spec's fallback probe: a 400, 404 or 405 to the initialize POST may mean an
+            // HTTP+SSE (2024-11-05) server; try its GET stream once.
+            if self.opts.protocol == VersionChoice::Auto
+                && matches!(sent.status, Some(400 | 404 | 405))
+                && self.sse().is_none()
+                && matches!(self.transport, Transport::Http { .. })
+                && self.open_legacy_sse().await.is_ok()
+            {
+                version = ProtocolVersion::V2024_11_05;
+                continue;
+            }
             let why = format!("initialize failed: {}", sent.verdict.to_text_line());
             return Err(SetupFailure {
                 kind: "initialize",
@@ -310,6 +396,10 @@ impl Client {
 
     /// Sends a notification; failures are ignored (a notification has no answer to judge).
     async fn notify(&self, msg: &Value, era: Era, version: ProtocolVersion, session: Option<&str>) {
+        if let Some(sse) = self.sse() {
+            sse.post(msg).await;
+            return;
+        }
         match &self.transport {
             Transport::Http { http, url, headers } => {
                 let req = self.http_request(http, url, headers, msg, era, version, session, &[]);
@@ -392,6 +482,10 @@ impl Client {
         let started = Instant::now();
         let ctx = wire::context(id, version, self.opts.limits, schema);
         match &self.transport {
+            Transport::Http { .. } if self.sse().is_some() => {
+                let sse = self.sse().expect("checked");
+                sse.exchange(msg, &ctx, deadline).await
+            }
             Transport::Http { http, url, headers } => {
                 let extra = tool
                     .map(|t| param_headers(t, &msg["params"]["arguments"]))
@@ -542,6 +636,7 @@ impl Client {
                 let inc = Incoming::Request {
                     id: id.clone(),
                     method: method.to_string(),
+                    params: v.get("params").cloned().unwrap_or(Value::Null),
                 };
                 match self.build_answer(&inc, era, version) {
                     Ok(reply) => {
@@ -549,6 +644,9 @@ impl Client {
                         answered += 1;
                     }
                     Err(why) => {
+                        // Tell the server, so its tool does not wait for an answer.
+                        let err = json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": "no answer configured in mcp-triage" } });
+                        let _ = conn.send(&err).await;
                         let mut s = Sent::failed(
                             Verdict::new(Outcome::InputRequired).with_detail(why.clone()),
                             Delivery::Sent,
@@ -581,40 +679,11 @@ impl Client {
         _era: Era,
         _version: ProtocolVersion,
     ) -> Result<Value, String> {
-        let Incoming::Request { id, method, .. } = inc;
-        let result = match method.as_str() {
-            "ping" => Some(json!({})),
-            m => self.answer_for(None, m),
-        };
-        match result {
-            Some(r) => Ok(json!({ "jsonrpc": "2.0", "id": id, "result": r })),
-            None => Err(format!(
-                "the server asked {method} and no answer was given (--answer {method}=JSON or --input FILE)"
-            )),
-        }
+        build_answer(&self.opts, inc)
     }
 
-    fn answer_for(&self, key: Option<&str>, method: &str) -> Option<Value> {
-        if let Some(a) = self.opts.answers.find(key, method) {
-            return Some(a.clone());
-        }
-        if method == "roots/list" {
-            let roots: Vec<Value> = self
-                .opts
-                .roots
-                .iter()
-                .map(|r| {
-                    let uri = if r.contains("://") {
-                        r.clone()
-                    } else {
-                        format!("file://{r}")
-                    };
-                    json!({ "uri": uri, "name": r })
-                })
-                .collect();
-            return Some(json!({ "roots": roots }));
-        }
-        None
+    fn answer_for(&self, key: Option<&str>, method: &str, params: &Value) -> Option<Value> {
+        answer_from(&self.opts, key, method, params)
     }
 
     /// Answers a legacy server request by POSTing the JSON-RPC response.
@@ -646,6 +715,10 @@ impl Client {
         version: ProtocolVersion,
         session: Option<&str>,
     ) {
+        if let Some(sse) = self.sse() {
+            sse.post(reply).await;
+            return;
+        }
         if let Transport::Http { http, url, headers } = &self.transport {
             let req = self.http_request(http, url, headers, reply, era, version, session, &[]);
             let _ = tokio::time::timeout(self.opts.timeout, async {
@@ -699,6 +772,7 @@ impl Client {
     /// A plain request (not a tool call): era handling, modern fallback, session repair once.
     async fn request(&self, method: &str, params: Value) -> Result<(Sent, Era), SetupFailure> {
         let mut repaired = false;
+        let mut version_retried = false;
         loop {
             let (era, version) = self.ensure_era().await?;
             let era_now = era.unwrap_or(Era::Modern);
@@ -729,6 +803,10 @@ impl Client {
                         continue;
                     }
                 }
+            }
+            if !version_retried && era_now == Era::Modern && modern_version_offered(&sent) {
+                version_retried = true;
+                continue;
             }
             if !repaired && era_now == Era::Legacy && sent.status == Some(404) && session.is_some()
             {
@@ -867,6 +945,7 @@ impl Client {
             rec.arguments = Some(arguments.clone());
         }
         self.run_call(name, arguments, &co, &mut rec).await;
+        rec.transport = self.transport_name().to_string();
         {
             let st = self.state.lock().await;
             rec.protocol_version = st.version.as_str().to_string();
@@ -925,6 +1004,7 @@ impl Client {
             (0u32, 0u32, false, false, false);
         let mut resume: Option<(Value, String)> = None;
         let mut stream_verdict: Option<Verdict> = None;
+        let mut version_retried = false;
         let mut last_call_attempt: usize = 0;
         loop {
             let (era, version) = match self.ensure_era().await {
@@ -949,20 +1029,23 @@ impl Client {
                 (s, id, "resume")
             } else {
                 let id = self.new_id();
-                let msg =
-                    self.build_message("tools/call", &params, &id, era_now, version, Some(co));
-                let s = self
-                    .exchange(
-                        &msg,
-                        &id,
-                        era_now,
-                        version,
-                        session.as_deref(),
-                        schema,
-                        deadline,
-                        tool.as_ref(),
-                    )
-                    .await;
+                let mut send = params.clone();
+                if self.opts.use_tasks && era_now == Era::Legacy {
+                    // 2025-11-25 task augmentation is per request.
+                    send["task"] = json!({ "ttl": 60_000 });
+                }
+                let msg = self.build_message("tools/call", &send, &id, era_now, version, Some(co));
+                let call = self.exchange(
+                    &msg,
+                    &id,
+                    era_now,
+                    version,
+                    session.as_deref(),
+                    schema,
+                    deadline,
+                    tool.as_ref(),
+                );
+                let s = call.await;
                 rec.post_count += 1;
                 let kind = if rec.rounds > 0 {
                     "input_round"
@@ -1093,6 +1176,19 @@ impl Client {
                 return;
             }
 
+            // -32022 naming a revision we speak: the request was refused before it ran, so
+            // sending it again with that revision is safe (once).
+            if !version_retried && era_now == Era::Modern && modern_version_offered(&sent) {
+                version_retried = true;
+                set_decision(
+                    rec,
+                    idx,
+                    "resend",
+                    Some(0),
+                    "-32022 UnsupportedProtocolVersion lists 2026-07-28: the request was refused before it ran; resending with that revision".to_string(),
+                );
+                continue;
+            }
             let legacy_stream = era_now == Era::Legacy && sent.sse;
             let input = RetryInput {
                 verdict: &sent.verdict,
@@ -1110,7 +1206,13 @@ impl Client {
             let d = retry::decide(&input, &policy, &mut || self.random());
             rec.attempts[idx].decision = Some(d.to_record());
             match d.action {
-                RetryAction::Done | RetryAction::GiveUp => return,
+                RetryAction::Done => return,
+                RetryAction::GiveUp => {
+                    if matches!(sent.verdict.status, Some(401 | 403)) {
+                        self.report_auth(&sent.verdict, rec).await;
+                    }
+                    return;
+                }
                 RetryAction::Resend { delay_ms } => {
                     resends += 1;
                     rec.retry_origin = if rec.retry_origin == mcp_triage_core::RetryOrigin::None {
@@ -1142,6 +1244,88 @@ impl Client {
                 }
             }
         }
+    }
+
+    /// After a 401/403: the challenge, and the protected-resource metadata it names (fetched
+    /// only from the target's own origin, bounded), as an `AUTH_REQUIRED` warning.
+    async fn report_auth(&self, v: &Verdict, rec: &mut CallRecord) {
+        let Some(c) = &v.auth_challenge else {
+            rec.warn(
+                "AUTH_REQUIRED",
+                format!(
+                    "HTTP {} without a WWW-Authenticate challenge",
+                    v.status.unwrap_or(0)
+                ),
+            );
+            return;
+        };
+        let mut detail = format!("{} challenge", c.scheme);
+        if let Some(e) = &c.error {
+            detail.push_str(&format!(", error {e}"));
+        }
+        if let Some(s) = &c.scope {
+            detail.push_str(&format!(", scope {s:?}"));
+        }
+        if let (Some(meta), Transport::Http { http, url, .. }) =
+            (&c.resource_metadata, &self.transport)
+        {
+            detail.push_str(&format!(", resource metadata {meta}"));
+            if origin(meta).is_some() && origin(meta) == origin(url) {
+                let fetched = tokio::time::timeout(self.opts.timeout, async {
+                    let resp = http
+                        .get(meta)
+                        .header("Accept", "application/json")
+                        .send()
+                        .await
+                        .ok()?;
+                    if !resp.status().is_success() {
+                        return None;
+                    }
+                    let mut resp = resp;
+                    let mut body = Vec::new();
+                    while let Ok(Some(chunk)) = resp.chunk().await {
+                        body.extend_from_slice(&chunk);
+                        if body.len() > 64 * 1024 {
+                            return None;
+                        }
+                    }
+                    serde_json::from_slice::<Value>(&body).ok()
+                })
+                .await
+                .ok()
+                .flatten();
+                match fetched {
+                    Some(doc) => {
+                        let servers: Vec<String> = doc["authorization_servers"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(Value::as_str)
+                            .map(|s| mcp_triage_core::sanitize_line(s, 200))
+                            .collect();
+                        let scopes: Vec<String> = doc["scopes_supported"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(Value::as_str)
+                            .map(|s| mcp_triage_core::sanitize_line(s, 100))
+                            .collect();
+                        detail.push_str(&format!(
+                            ": authorization servers [{}], scopes [{}]",
+                            servers.join(", "),
+                            scopes.join(", ")
+                        ));
+                    }
+                    None => detail.push_str(" (could not be read)"),
+                }
+            } else {
+                detail.push_str(" (on another origin: not fetched)");
+            }
+        }
+        rec.warn(
+            "AUTH_REQUIRED",
+            mcp_triage_core::sanitize_line(&detail, 600),
+        );
     }
 
     /// GET the legacy stream again with `Last-Event-ID`; its events answer the original id.
@@ -1213,7 +1397,7 @@ impl Client {
         let mut missing = Vec::new();
         for (key, req) in reqs {
             let method = req["method"].as_str().unwrap_or("");
-            match self.answer_for(Some(key), method) {
+            match self.answer_for(Some(key), method, &req["params"]) {
                 Some(a) => {
                     out.insert(key.clone(), a);
                 }
@@ -1370,7 +1554,8 @@ impl Client {
 
     /// Ends a legacy session (DELETE) and stops a stdio server.
     pub async fn close(&self) {
-        let st = self.state.lock().await;
+        let mut st = self.state.lock().await;
+        st.listener = None;
         match &self.transport {
             Transport::Http { http, url, headers } => {
                 if let Some(s) = &st.session_id {
@@ -1395,6 +1580,201 @@ impl Client {
 enum Probe {
     Modern,
     FallBack(ProtocolVersion),
+}
+
+/// The reply to a server request: the answer, or a JSON-RPC error when there is none.
+pub(crate) fn answer_or_error(opts: &ClientOptions, inc: &Incoming) -> Value {
+    build_answer(opts, inc).unwrap_or_else(|_| {
+        let Incoming::Request { id, .. } = inc;
+        json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": "no answer configured in mcp-triage" } })
+    })
+}
+
+/// The JSON-RPC response to a server request, from the configured answers.
+fn build_answer(opts: &ClientOptions, inc: &Incoming) -> Result<Value, String> {
+    let Incoming::Request { id, method, params } = inc;
+    let result = match method.as_str() {
+        "ping" => Some(json!({})),
+        m => answer_from(opts, None, m, params),
+    };
+    match result {
+        Some(r) => Ok(json!({ "jsonrpc": "2.0", "id": id, "result": r })),
+        None => Err(format!(
+            "the server asked {method} and no answer was given (--answer {method}=JSON or --input FILE)"
+        )),
+    }
+}
+
+/// The configured answer for an input request, or the schema defaults, or the roots.
+fn answer_from(
+    opts: &ClientOptions,
+    key: Option<&str>,
+    method: &str,
+    params: &Value,
+) -> Option<Value> {
+    if let Some(a) = opts.answers.find(key, method) {
+        return Some(a.clone());
+    }
+    if method == "elicitation/create" && opts.accept_defaults {
+        return defaults_answer(params);
+    }
+    if method != "roots/list" {
+        if let Some(p) = &opts.prompter {
+            return p.0.answer(method, params);
+        }
+    }
+    if method == "roots/list" {
+        let roots: Vec<Value> = opts
+            .roots
+            .iter()
+            .map(|r| {
+                let uri = if r.contains("://") {
+                    r.clone()
+                } else {
+                    format!("file://{r}")
+                };
+                json!({ "uri": uri, "name": r })
+            })
+            .collect();
+        return Some(json!({ "roots": roots }));
+    }
+    None
+}
+
+/// Where and how a legacy session's standalone GET stream is read and answered.
+struct Standalone {
+    http: reqwest::Client,
+    url: String,
+    headers: Vec<(String, String)>,
+    opts: Arc<ClientOptions>,
+    version: ProtocolVersion,
+    session: String,
+}
+
+impl Standalone {
+    fn request(&self, b: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let mut b = b;
+        for (k, v) in &self.headers {
+            b = b.header(k.as_str(), v.as_str());
+        }
+        if let Some(t) = &self.opts.bearer {
+            b = b.bearer_auth(t);
+        }
+        if self.version.at_least(ProtocolVersion::V2025_06_18) {
+            b = b.header("MCP-Protocol-Version", self.version.as_str());
+        }
+        b.header("Mcp-Session-Id", self.session.as_str())
+    }
+
+    /// Opens the GET stream (signalling `ready` once its head arrived or it failed), answers
+    /// every server request on it by POST, until the stream ends or the task is aborted.
+    async fn run(self, ready: tokio::sync::oneshot::Sender<()>) {
+        let req = self.request(
+            self.http
+                .get(&self.url)
+                .header("Accept", "text/event-stream"),
+        );
+        let resp = req.send().await;
+        let _ = ready.send(());
+        let Ok(mut resp) = resp else { return };
+        let sse = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"));
+        if !resp.status().is_success() || !sse {
+            return;
+        }
+        let mut capture = wire::Capture::new(Value::Null, true, false, &self.opts.limits);
+        while let Ok(Some(chunk)) = resp.chunk().await {
+            capture.feed(&chunk);
+            for inc in std::mem::take(&mut capture.incoming) {
+                let reply = match build_answer(&self.opts, &inc) {
+                    Ok(r) => r,
+                    Err(_) => {
+                        let Incoming::Request { id, .. } = &inc;
+                        json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": "no answer configured in mcp-triage" } })
+                    }
+                };
+                let post = self
+                    .request(self.http.post(&self.url))
+                    .header("Accept", "application/json, text/event-stream")
+                    .header("Content-Type", "application/json")
+                    .body(serde_json::to_vec(&reply).unwrap_or_default());
+                let _ = tokio::time::timeout(self.opts.timeout, async {
+                    if let Ok(r) = post.send().await {
+                        let _ = r.bytes().await;
+                    }
+                })
+                .await;
+            }
+        }
+    }
+}
+
+/// Aborts the task when dropped (a replaced or closed session stops listening).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// An ElicitResult accepting a form with every field's `default` (SEP-1034); `None` when the
+/// request is not a form or a required field has no default.
+fn defaults_answer(params: &Value) -> Option<Value> {
+    if params
+        .get("mode")
+        .and_then(Value::as_str)
+        .is_some_and(|m| m != "form")
+    {
+        return None;
+    }
+    let schema = &params["requestedSchema"];
+    let mut content = Map::new();
+    for (name, prop) in schema["properties"].as_object()? {
+        if let Some(d) = prop.get("default") {
+            content.insert(name.clone(), d.clone());
+        }
+    }
+    let required = schema["required"].as_array().cloned().unwrap_or_default();
+    if required
+        .iter()
+        .filter_map(Value::as_str)
+        .any(|r| !content.contains_key(r))
+    {
+        return None;
+    }
+    Some(json!({ "action": "accept", "content": content }))
+}
+
+/// `scheme://host:port` of a URL, lower-cased (for same-origin checks).
+fn origin(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    Some(format!(
+        "{}://{}",
+        scheme.to_ascii_lowercase(),
+        authority.to_ascii_lowercase()
+    ))
+}
+
+/// A 400 with -32022 whose `supported` list names the modern revision this client speaks.
+fn modern_version_offered(sent: &Sent) -> bool {
+    let code = sent
+        .error()
+        .and_then(|e| e["code"].as_i64())
+        .or(sent.verdict.code);
+    code == Some(-32022)
+        && sent
+            .error()
+            .and_then(|e| e["data"]["supported"].as_array())
+            .is_some_and(|a| {
+                a.iter()
+                    .any(|v| v.as_str() == Some(ProtocolVersion::V2026_07_28.as_str()))
+            })
 }
 
 /// Outcomes that carry the server's answer to the request.
@@ -1609,6 +1989,21 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn defaults_fill_a_form() {
+        let p = json!({ "message": "m", "requestedSchema": { "type": "object", "properties": {
+            "name": { "type": "string", "default": "John Doe" }, "age": { "type": "integer", "default": 30 },
+            "note": { "type": "string" } }, "required": [] } });
+        assert_eq!(
+            defaults_answer(&p).unwrap(),
+            json!({ "action": "accept", "content": { "name": "John Doe", "age": 30 } })
+        );
+        let mut q = p.clone();
+        q["requestedSchema"]["required"] = json!(["note"]);
+        assert!(defaults_answer(&q).is_none());
+        assert!(defaults_answer(&json!({ "mode": "url", "url": "https://x" })).is_none());
+    }
 
     #[test]
     fn header_values_encode_non_ascii() {

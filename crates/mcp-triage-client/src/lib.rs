@@ -27,11 +27,12 @@
 mod client;
 mod options;
 pub mod plan;
+mod sse_legacy;
 mod stdio;
 pub mod target;
 mod wire;
 
 pub use client::{header_value, Client, ConnectError, ToolInfo, IDEMPOTENCY_META};
 pub use mcp_triage_core::{CallRecord, RetryOrigin};
-pub use options::{Answers, CallOptions, ClientOptions, VersionChoice};
+pub use options::{Answers, CallOptions, ClientOptions, Prompter, SharedPrompter, VersionChoice};
 pub use target::{Target, TargetError};

@@ -14,7 +14,8 @@ pub enum VersionChoice {
     /// 400 carries no modern JSON-RPC error (the spec's detection).
     #[default]
     Auto,
-    /// Exactly this revision (modern requests for 2026-07-28, `initialize` otherwise).
+    /// Exactly this revision (modern requests for 2026-07-28, the HTTP+SSE transport for
+    /// 2024-11-05, `initialize` on Streamable HTTP otherwise).
     Fixed(ProtocolVersion),
 }
 
@@ -26,11 +27,8 @@ impl VersionChoice {
         }
         match ProtocolVersion::parse(s) {
             Some(ProtocolVersion::Unknown) | None => Err(format!(
-                "{s:?} is not auto or a known revision (2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28)"
+                "{s:?} is not auto or a known revision (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28)"
             )),
-            Some(ProtocolVersion::V2024_11_05) => Err(
-                "2024-11-05 (HTTP+SSE) is not supported; use 2025-03-26 or later".to_string(),
-            ),
             Some(v) => Ok(VersionChoice::Fixed(v)),
         }
     }
@@ -73,6 +71,23 @@ impl Answers {
     }
 }
 
+/// Asks a person for an input response when no configured answer fits (a terminal prompt in
+/// the CLI). Returning `None` leaves the request unanswered.
+pub trait Prompter: Send + Sync {
+    /// The whole input response (e.g. an ElicitResult) for a request `method` with `params`.
+    fn answer(&self, method: &str, params: &Value) -> Option<Value>;
+}
+
+/// A shared prompter (`Debug` so that the options stay printable).
+#[derive(Clone)]
+pub struct SharedPrompter(pub std::sync::Arc<dyn Prompter>);
+
+impl std::fmt::Debug for SharedPrompter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Prompter")
+    }
+}
+
 /// Options for a [`crate::Client`].
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
@@ -94,6 +109,17 @@ pub struct ClientOptions {
     pub answers: Answers,
     /// Most input rounds per call.
     pub max_rounds: u32,
+    /// Accept a form elicitation that has no configured answer with its schema's defaults,
+    /// when every required field has one (`--accept-defaults`).
+    pub accept_defaults: bool,
+    /// In a legacy HTTP session, listen on the standalone GET stream while a call runs and
+    /// answer the server requests sent there.
+    pub listen_standalone: bool,
+    /// Asked when no configured answer fits (after `accept_defaults`).
+    pub prompter: Option<SharedPrompter>,
+    /// Ask for task-augmented calls (`--task`): 2025-11-25 `params.task`, 2026-07-28 the
+    /// `io.modelcontextprotocol/tasks` extension; a created task is polled to its end.
+    pub use_tasks: bool,
     /// Roots offered for `roots/list` (file URIs or paths).
     pub roots: Vec<String>,
     /// Keep the arguments themselves in records (`--log-arguments`).
@@ -128,6 +154,10 @@ impl Default for ClientOptions {
             jitter_seed: None,
             answers: Answers::default(),
             max_rounds: 8,
+            accept_defaults: false,
+            listen_standalone: true,
+            use_tasks: false,
+            prompter: None,
             roots: Vec::new(),
             log_arguments: false,
             keep_result: false,
@@ -169,7 +199,10 @@ mod tests {
             VersionChoice::parse("2025-06-18"),
             Ok(VersionChoice::Fixed(ProtocolVersion::V2025_06_18))
         );
-        assert!(VersionChoice::parse("2024-11-05").is_err());
+        assert_eq!(
+            VersionChoice::parse("2024-11-05"),
+            Ok(VersionChoice::Fixed(ProtocolVersion::V2024_11_05))
+        );
         assert!(VersionChoice::parse("1.0").is_err());
         let mut a = Answers::default();
         a.add_pair(r#"approval={"action":"accept","content":{"reason":"ok"}}"#)

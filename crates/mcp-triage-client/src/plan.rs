@@ -57,6 +57,8 @@ pub struct PlanRow {
     pub bearer: Option<&'static str>,
     /// `--safe-tool` names.
     pub safe_tools: &'static [&'static str],
+    /// Ask for a task-augmented call and poll it.
+    pub tasks: bool,
     /// Per-attempt timeout in ms (the client default otherwise).
     pub timeout_ms: Option<u64>,
     /// The final outcome the client must report.
@@ -79,6 +81,7 @@ const fn row(scenario: &'static str, era: PlanEra, expect: Outcome, why: &'stati
         answers: &[],
         bearer: None,
         safe_tools: &[],
+        tasks: false,
         timeout_ms: None,
         expect,
         attempts: Some(1),
@@ -456,6 +459,20 @@ pub fn plan() -> Vec<PlanRow> {
         ToolSuccess,
         "without params.task (legacy) or the tasks extension (modern) the call completes synchronously",
     ));
+    for era in [M, L] {
+        p.push(PlanRow {
+            variant: "as a task",
+            query: "completeAfterMs=150&pollIntervalMs=50",
+            tasks: true,
+            attempts: Some(2),
+            ..row(
+                "tasks.deferred",
+                era,
+                ToolSuccess,
+                "a task-augmented call gets a task (working); tasks/get reports completed after completeAfterMs, then the result",
+            )
+        });
+    }
     for (id, query) in [
         ("timeout.uncooperative_hang", "hangDurationMs=1500"),
         ("timeout.cooperative_deadline", "delayMs=1500"),
@@ -563,6 +580,7 @@ pub fn row_options(
     o.list_tools_first = row.list;
     o.bearer = row.bearer.map(str::to_string);
     o.retry.safe_tools = row.safe_tools.iter().map(|s| s.to_string()).collect();
+    o.use_tasks = row.tasks;
     if let Some(ms) = row.timeout_ms {
         o.timeout = std::time::Duration::from_millis(ms);
     }

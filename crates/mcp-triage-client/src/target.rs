@@ -129,11 +129,9 @@ impl Target {
             }
         };
         if let Some(url) = entry.get("url").and_then(Value::as_str) {
-            if kind == Some("sse") {
-                return Err(format!(
-                    "{name} is a legacy HTTP+SSE (2024-11-05) server; only Streamable HTTP is supported"
-                ));
-            }
+            // `type: "sse"` (2024-11-05 HTTP+SSE) needs no flag: `auto` finds it by the spec's
+            // fallback probe.
+            let _ = kind;
             let Target::Http { url, .. } = Target::url(url).map_err(|e| e.to_string())? else {
                 unreachable!("Target::url returns Http")
             };
@@ -317,9 +315,10 @@ mod tests {
             Target::from_config(&vscode, "s"),
             Ok(Target::Http { .. })
         ));
-        assert!(Target::from_config(&vscode, "old")
-            .unwrap_err()
-            .contains("legacy"));
+        assert!(matches!(
+            Target::from_config(&vscode, "old"),
+            Ok(Target::Http { .. })
+        ));
         assert!(Target::from_config(&vscode, "nope")
             .unwrap_err()
             .contains("known: old, s"));

@@ -82,6 +82,8 @@ pub(crate) enum Incoming {
         id: Value,
         /// The method, e.g. `elicitation/create`.
         method: String,
+        /// Its params.
+        params: Value,
     },
 }
 
@@ -163,6 +165,7 @@ impl Capture {
             self.incoming.push(Incoming::Request {
                 id: id.clone(),
                 method: method.to_string(),
+                params: o.get("params").cloned().unwrap_or(Value::Null),
             });
             return;
         }

@@ -93,6 +93,22 @@ async fn every_scenario_matches_its_documented_outcome() {
         .unwrap()
         .reason
         .contains("oauth-protected-resource"));
+    // ... and the metadata document (same origin) was read.
+    let auth = scope
+        .warnings
+        .iter()
+        .find(|w| w.code == "AUTH_REQUIRED")
+        .expect("AUTH_REQUIRED");
+    assert!(
+        auth.detail.contains("insufficient_scope"),
+        "{}",
+        auth.detail
+    );
+    assert!(
+        auth.detail.contains("auth.kitchen.invalid"),
+        "{}",
+        auth.detail
+    );
     // MRTR: a new id per round and the answer went through.
     let mrtr = &find("compat.sdk_v2", PlanEra::Modern, "MRTR round").record;
     assert_ne!(mrtr.attempts[0].id, mrtr.attempts[1].id);

@@ -1,3 +1,5 @@
+//! The shortest path: baseline succeeds in the modern, legacy and auto eras.
+
 mod common;
 use common::*;
 
@@ -6,7 +8,6 @@ async fn baseline_both_eras() {
     let k = kitchen().await;
     for era in [MODERN, LEGACY, None] {
         let r = run(&k.scenario_url("baseline"), fast_options(era)).await;
-        println!("{}", serde_json::to_string_pretty(&r).unwrap());
         assert_eq!(r.outcome, mcp_triage_core::Outcome::ToolSuccess, "{era:?}");
     }
     k.shutdown().await;

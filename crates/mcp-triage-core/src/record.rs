@@ -123,9 +123,11 @@ pub struct CallRecord {
     /// The tool name, for `tools/call`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
-    /// How many POSTs this call sent (seed field; GETs for resumption are not counted).
+    /// How many times the request itself was sent (seed field): first attempt, resends and
+    /// input rounds. Setup requests (initialize, tools/list), answers to server requests and
+    /// resumption GETs are not counted.
     pub post_count: u32,
-    /// The HTTP status of every exchange, in order (empty for stdio).
+    /// The HTTP status of every attempt in `attempts`, in order (empty for stdio).
     pub http_statuses: Vec<u16>,
     /// The final attempt's JSON-RPC id and error code.
     pub jsonrpc: JsonRpcInfo,

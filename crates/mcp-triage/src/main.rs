@@ -26,8 +26,13 @@ enum Command {
     Call(cmd::call::CallArgs),
     /// List a server's tools with their annotations.
     List(cmd::list::ListArgs),
+    /// What a server speaks and offers, and what is wrong with its tools/list.
+    Probe(cmd::probe::ProbeArgs),
     /// Run the client through every kitchen scenario in-process and print the matrix.
     Demo(cmd::demo::DemoArgs),
+    /// Client side of the official conformance suite (reads MCP_CONFORMANCE_SCENARIO).
+    #[command(hide = true)]
+    ConformanceClient(cmd::conformance::ConformanceArgs),
     /// Grade an MCP client's error handling against the kitchen: scenario × check matrix.
     #[command(after_help = cmd::judge::EXAMPLES)]
     Judge(cmd::judge::JudgeArgs),
@@ -57,6 +62,8 @@ fn main() -> ExitCode {
         Command::Call(args) => cmd::call::run(args),
         Command::List(args) => cmd::list::run(args),
         Command::Demo(args) => cmd::demo::run(args),
+        Command::Probe(args) => cmd::probe::run(args),
+        Command::ConformanceClient(args) => cmd::conformance::run(args),
     };
     match result {
         Ok(code) => code,

@@ -150,6 +150,27 @@ fn call_and_list_against_the_kitchen() {
     let o = run(&["list", &url]);
     assert_eq!(code(&o), 0);
     assert!(String::from_utf8_lossy(&o.stdout).contains("read_counter [read-only, idempotent]"));
+    // probe: both eras, the read-only tool called, a clean tool list.
+    let o = run(&["probe", &url, "--call-read-only", "--format", "json"]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stdout));
+    let p: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(p["eras"]["2026-07-28"]["supported"], true);
+    assert_eq!(
+        p["eras"]["legacy (initialize 2025-11-25)"]["negotiated"],
+        "2025-11-25"
+    );
+    let read = p["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "read_counter")
+        .unwrap();
+    assert_eq!(read["call"]["outcome"], "TOOL_SUCCESS");
+    assert!(p["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["problems"].as_array().unwrap().is_empty()));
     rt.block_on(k.shutdown());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -193,7 +193,7 @@ pub fn account(r: &CallRecord) -> String {
         }
     }
     s.push_str(&format!(
-        "result: {} / {}  ({} attempt(s), {} POST(s), {} input round(s), {} ms)\n",
+        "result: {} / {}  ({} attempt(s), {} tools/call sent, {} input round(s), {} ms)\n",
         r.layer,
         r.outcome,
         r.attempts.len(),

@@ -76,6 +76,19 @@ pub struct ConnArgs {
     #[arg(long, value_name = "FILE")]
     pub input: Option<PathBuf>,
 
+    /// Accept a form elicitation without a configured answer with its schema's defaults.
+    #[arg(long)]
+    pub accept_defaults: bool,
+
+    /// Never ask on the terminal for input the server requests (answers only from --answer,
+    /// --input, --accept-defaults). Prompts are used only when stdin is a terminal anyway.
+    #[arg(long)]
+    pub no_prompt: bool,
+
+    /// Ask for a task-augmented call and poll the task to its end (tasks/get).
+    #[arg(long)]
+    pub task: bool,
+
     /// Most input rounds per call.
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub max_rounds: u32,
@@ -144,6 +157,8 @@ impl ConnArgs {
             bearer: self.bearer.clone().filter(|b| !b.is_empty()),
             timeout: seconds("timeout", self.timeout)?,
             max_rounds: self.max_rounds,
+            accept_defaults: self.accept_defaults,
+            use_tasks: self.task,
             roots: self.roots.clone(),
             scenario: self.scenario.clone(),
             list_tools_first: !self.no_list,
@@ -173,6 +188,11 @@ impl ConnArgs {
             answers.add_pair(a)?;
         }
         o.answers = answers;
+        if !self.no_prompt && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            o.prompter = Some(mcp_triage_client::SharedPrompter(std::sync::Arc::new(
+                super::prompt::TerminalPrompter::new(),
+            )));
+        }
         Ok(o)
     }
 }

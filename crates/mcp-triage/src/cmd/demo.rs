@@ -68,13 +68,13 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
     match args.format {
         Format::Json => {
             for r in &results {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string(&r.record).map_err(|e| e.to_string())?
                 );
             }
         }
-        Format::Text => print!("{}", matrix(&results)),
+        Format::Text => outln!("{}", matrix(&results).trim_end()),
     }
     let bad = results.iter().filter(|r| !r.matches).count();
     if bad > 0 {

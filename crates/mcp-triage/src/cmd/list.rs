@@ -58,11 +58,11 @@ pub fn run(args: ListArgs) -> Result<ExitCode, String> {
                 "serverInfo": info,
                 "tools": tools.iter().map(|t| t.definition.clone()).collect::<Vec<Value>>(),
             });
-            println!("{doc}");
+            outln!("{doc}");
         }
         Format::Text => {
             let name = info.map(|i| format!("{} {}", i.name, i.version.unwrap_or_default()));
-            println!(
+            outln!(
                 "{} tool(s), {version}{}",
                 tools.len(),
                 name.map(|n| format!(", {n}")).unwrap_or_default()
@@ -92,7 +92,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, String> {
                 } else {
                     format!(" [{}]", flags.join(", "))
                 };
-                println!(
+                outln!(
                     "  {}{}  {}",
                     t.name,
                     flags,

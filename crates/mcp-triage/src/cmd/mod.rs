@@ -1,11 +1,22 @@
 //! One module per subcommand.
 
+/// `println!` that ignores a closed stdout (`mcp-triage probe | head` must not panic).
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
 pub mod call;
 pub mod classify;
 pub mod client_args;
 pub mod completions;
+pub mod conformance;
 pub mod demo;
 pub mod judge;
 pub mod kitchen;
 pub mod list;
+pub mod probe;
+pub mod prompt;
 pub mod report;

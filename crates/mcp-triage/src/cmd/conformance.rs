@@ -1,0 +1,182 @@
+//! `mcp-triage conformance-client URL`: the client side of the official conformance suite.
+//! The suite starts a scenario server and runs this command with the URL, naming the scenario
+//! in `MCP_CONFORMANCE_SCENARIO`, as it does for its own reference client; we do what that
+//! client does for each scenario, through our client, and print the records (JSON Lines).
+
+use std::process::ExitCode;
+
+use clap::Args;
+use mcp_triage_client::{CallOptions, CallRecord, Client, ClientOptions, Target, VersionChoice};
+use mcp_triage_core::{Outcome, ProtocolVersion};
+use serde_json::{json, Value};
+
+use super::client_args::runtime;
+
+#[derive(Args, Debug)]
+pub struct ConformanceArgs {
+    /// The scenario server's URL (the suite appends it).
+    #[arg(value_name = "URL")]
+    pub url: String,
+
+    /// The scenario; defaults to $MCP_CONFORMANCE_SCENARIO.
+    #[arg(long, env = "MCP_CONFORMANCE_SCENARIO", value_name = "NAME")]
+    pub scenario: String,
+}
+
+/// The era, whether to accept elicitation defaults, and the tools to call with their arguments.
+type Steps = (VersionChoice, bool, Vec<(&'static str, Value)>);
+
+/// What the reference client does per scenario: which tool with which arguments.
+fn steps(scenario: &str) -> Option<Steps> {
+    let legacy = VersionChoice::Fixed(ProtocolVersion::V2025_11_25);
+    Some(match scenario {
+        // Handshake and tools/list only.
+        "initialize" => (legacy, false, vec![]),
+        "tools_call" => (
+            legacy,
+            false,
+            vec![("add_numbers", json!({ "a": 5, "b": 3 }))],
+        ),
+        // Accept the form with the schema's defaults (SEP-1034).
+        "elicitation-sep1034-client-defaults" => (
+            legacy,
+            true,
+            vec![("test_client_elicitation_defaults", json!({}))],
+        ),
+        // The tool's stream closes after a priming event; resume by GET after retry: ms.
+        "sse-retry" => (legacy, false, vec![("test_reconnection", json!({}))]),
+        _ => return None,
+    })
+}
+
+/// Arguments for a tool from its input schema: every required property gets a value of its type.
+fn synthesize(schema: &Value) -> Value {
+    let mut args = serde_json::Map::new();
+    for r in schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        let prop = &schema["properties"][r];
+        let v = if let Some(e) = prop["enum"].as_array().and_then(|e| e.first()) {
+            e.clone()
+        } else {
+            match prop["type"].as_str() {
+                Some("integer") => json!(1),
+                Some("number") => json!(1.5),
+                Some("boolean") => json!(true),
+                Some("object") => json!({}),
+                Some("array") => json!([]),
+                _ => json!("conformance"),
+            }
+        };
+        args.insert(r.to_string(), v);
+    }
+    Value::Object(args)
+}
+
+/// Scenarios without a fixed script (the 2026-07-28 client scenarios): the era by detection,
+/// the tool calls the suite names in MCP_CONFORMANCE_CONTEXT, or else every listed tool whose
+/// definition is valid (tools with an invalid x-mcp-header are excluded, as clients MUST).
+fn run_generic(args: &ConformanceArgs) -> Result<ExitCode, String> {
+    let target = Target::url(&args.url).map_err(|e| e.to_string())?;
+    let opts = ClientOptions {
+        accept_defaults: true,
+        scenario: Some(args.scenario.clone()),
+        ..ClientOptions::default()
+    };
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or(Value::Null);
+    let rt = runtime()?;
+    let result: Result<Vec<CallRecord>, String> = rt.block_on(async {
+        let client = Client::connect(target, opts)
+            .await
+            .map_err(|e| e.to_string())?;
+        let tools = client.list_tools().await?;
+        let mut calls: Vec<(String, Value)> = Vec::new();
+        if let Some(list) = context["toolCalls"].as_array() {
+            for c in list {
+                calls.push((
+                    c["name"].as_str().unwrap_or("").to_string(),
+                    c["arguments"].clone(),
+                ));
+            }
+        } else {
+            for t in &tools {
+                let header_problem = super::probe::tool_problems(t)
+                    .iter()
+                    .any(|p| p.contains("x-mcp-header"));
+                if header_problem {
+                    eprintln!(
+                        "mcp-triage: excluding tool {:?}: invalid x-mcp-header",
+                        t.name
+                    );
+                    continue;
+                }
+                calls.push((t.name.clone(), synthesize(&t.definition["inputSchema"])));
+            }
+        }
+        let mut records = Vec::new();
+        for (name, a) in calls {
+            records.push(client.call_tool(&name, a, CallOptions::default()).await);
+        }
+        client.close().await;
+        Ok(records)
+    });
+    let records = result.map_err(|e| format!("conformance scenario {}: {e}", args.scenario))?;
+    for r in &records {
+        outln!("{}", serde_json::to_string(r).map_err(|e| e.to_string())?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run(args: ConformanceArgs) -> Result<ExitCode, String> {
+    let Some((protocol, accept_defaults, calls)) = steps(&args.scenario) else {
+        return run_generic(&args);
+    };
+    let target = Target::url(&args.url).map_err(|e| e.to_string())?;
+    let opts = ClientOptions {
+        protocol,
+        accept_defaults,
+        scenario: Some(args.scenario.clone()),
+        ..ClientOptions::default()
+    };
+    let rt = runtime()?;
+    let (listed, records): (Result<usize, String>, Vec<CallRecord>) = rt.block_on(async {
+        let client = match Client::connect(target, opts).await {
+            Ok(c) => c,
+            Err(e) => return (Err(e.to_string()), Vec::new()),
+        };
+        let listed = client.list_tools().await.map(|t| t.len());
+        let mut records = Vec::new();
+        for (tool, args) in calls {
+            records.push(client.call_tool(tool, args, CallOptions::default()).await);
+        }
+        client.close().await;
+        (listed, records)
+    });
+    let mut ok = true;
+    if let Err(e) = &listed {
+        eprintln!("mcp-triage: tools/list failed: {e}");
+        ok = false;
+    }
+    for r in &records {
+        outln!("{}", serde_json::to_string(r).map_err(|e| e.to_string())?);
+        if r.outcome != Outcome::ToolSuccess {
+            eprintln!(
+                "mcp-triage: {} ended {}",
+                r.tool.as_deref().unwrap_or("?"),
+                r.outcome
+            );
+            ok = false;
+        }
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

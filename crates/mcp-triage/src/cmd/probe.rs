@@ -1,0 +1,300 @@
+//! `mcp-triage probe`: what a server speaks and offers, and what is wrong with its tool list.
+//! Tools are called only with `--call-read-only` (tools annotated readOnlyHint whose input
+//! schema requires nothing, called with `{}`).
+
+use std::collections::HashSet;
+use std::process::ExitCode;
+
+use clap::Args;
+use mcp_triage_client::{CallOptions, Client, ClientOptions, ToolInfo, VersionChoice};
+use mcp_triage_core::ProtocolVersion;
+use serde_json::{json, Value};
+
+use super::call::Format;
+use super::client_args::{runtime, ConnArgs};
+
+#[derive(Args, Debug)]
+pub struct ProbeArgs {
+    /// The server URL (left out with --stdio or --config).
+    #[arg(value_name = "URL")]
+    pub url: Option<String>,
+
+    #[command(flatten)]
+    pub conn: ConnArgs,
+
+    /// Also call every read-only tool that needs no arguments.
+    #[arg(long)]
+    pub call_read_only: bool,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+/// Problems of one tool definition, as sentences.
+pub fn tool_problems(t: &ToolInfo) -> Vec<String> {
+    let mut p = Vec::new();
+    let d = &t.definition;
+    let name = d["name"].as_str().unwrap_or("");
+    if name.is_empty() || name.len() > 128 {
+        p.push("name must be 1 to 128 characters".to_string());
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+    {
+        p.push("name has characters outside A-Z a-z 0-9 _ - . (SHOULD)".to_string());
+    }
+    match d.get("inputSchema") {
+        None => p.push("inputSchema is missing (MUST be a JSON Schema object)".to_string()),
+        Some(s) if !s.is_object() => p.push("inputSchema is not an object".to_string()),
+        Some(s) => {
+            if s.get("type").and_then(Value::as_str) != Some("object") {
+                p.push("inputSchema.type is not \"object\"".to_string());
+            }
+            let props = s.get("properties").and_then(Value::as_object);
+            for r in s["required"].as_array().into_iter().flatten() {
+                let r = r.as_str().unwrap_or("");
+                if !props.is_some_and(|m| m.contains_key(r)) {
+                    p.push(format!(
+                        "inputSchema.required names {r:?}, which has no property"
+                    ));
+                }
+            }
+            let mut headers = HashSet::new();
+            for (arg, prop) in props.into_iter().flatten() {
+                let Some(h) = prop.get("x-mcp-header") else {
+                    continue;
+                };
+                let Some(h) = h.as_str() else {
+                    p.push(format!("x-mcp-header of {arg:?} is not a string"));
+                    continue;
+                };
+                if h.is_empty() || !h.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+                    p.push(format!(
+                        "x-mcp-header {h:?} of {arg:?} is not a valid header name part"
+                    ));
+                }
+                if !headers.insert(h.to_ascii_lowercase()) {
+                    p.push(format!(
+                        "x-mcp-header {h:?} is used twice (case-insensitive)"
+                    ));
+                }
+                let ty = prop.get("type").and_then(Value::as_str);
+                if !matches!(ty, Some("string" | "integer" | "boolean")) {
+                    p.push(format!(
+                        "x-mcp-header on {arg:?} of type {}: only string, integer and boolean can be headers",
+                        ty.unwrap_or("(none)")
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(s) = d.get("outputSchema") {
+        if t.output_schema.is_none() {
+            p.push("outputSchema does not compile as a JSON Schema".to_string());
+        } else if s.get("type").and_then(Value::as_str) != Some("object") {
+            p.push("outputSchema.type is not \"object\" (required before 2026-07-28)".to_string());
+        }
+    }
+    if let Some(a) = d.get("annotations").and_then(Value::as_object) {
+        for (k, v) in a {
+            if k.ends_with("Hint") && !v.is_boolean() {
+                p.push(format!("annotations.{k} is not a boolean"));
+            }
+        }
+        if a.get("readOnlyHint") == Some(&json!(true))
+            && a.get("destructiveHint") == Some(&json!(true))
+        {
+            p.push("readOnlyHint and destructiveHint are both true".to_string());
+        }
+    }
+    p
+}
+
+async fn era_probe(
+    target: mcp_triage_client::Target,
+    base: &ClientOptions,
+    v: ProtocolVersion,
+) -> Value {
+    let opts = ClientOptions {
+        protocol: VersionChoice::Fixed(v),
+        ..base.clone()
+    };
+    let Ok(c) = Client::connect(target, opts).await else {
+        return json!({ "supported": false, "detail": "could not connect" });
+    };
+    let r = c.list_tools().await;
+    let negotiated = c.protocol_version().await;
+    c.close().await;
+    match r {
+        Ok(_) => json!({ "supported": true, "negotiated": negotiated }),
+        Err(e) => json!({ "supported": false, "detail": e }),
+    }
+}
+
+pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
+    let target = args.conn.target(args.url.as_deref())?;
+    let opts = args.conn.options()?;
+    let rt = runtime()?;
+    let is_http = matches!(target, mcp_triage_client::Target::Http { .. });
+    let report = rt.block_on(async {
+        let client = Client::connect(target.clone(), opts.clone()).await.map_err(|e| e.to_string())?;
+        let tools = client.list_tools().await;
+        let mut report = json!({
+            "target": target.describe(),
+            "protocolVersion": client.protocol_version().await,
+            "serverInfo": client.server_info().await,
+            "capabilities": client.server_capabilities().await,
+        });
+        if is_http && opts.protocol == VersionChoice::Auto {
+            report["eras"] = json!({
+                "2026-07-28": era_probe(target.clone(), &opts, ProtocolVersion::V2026_07_28).await,
+                "legacy (initialize 2025-11-25)": era_probe(target.clone(), &opts, ProtocolVersion::V2025_11_25).await,
+            });
+        }
+        let tools = match tools {
+            Ok(t) => t,
+            Err(e) => {
+                client.close().await;
+                report["toolsError"] = json!(e);
+                return Ok::<_, String>(report);
+            }
+        };
+        let mut names = HashSet::new();
+        let mut list = Vec::new();
+        for t in &tools {
+            let mut problems = tool_problems(t);
+            if !names.insert(t.name.clone()) {
+                problems.push("the name is listed twice".to_string());
+            }
+            let mut entry = json!({ "name": t.name, "annotations": t.annotations, "problems": problems });
+            let no_required = t.definition["inputSchema"]["required"].as_array().is_none_or(|r| r.is_empty());
+            if args.call_read_only && t.hints.read_only == Some(true) && no_required {
+                let r = client.call_tool(&t.name, json!({}), CallOptions::default()).await;
+                entry["call"] = json!({ "layer": r.layer, "outcome": r.outcome, "message": r.message });
+            }
+            list.push(entry);
+        }
+        client.close().await;
+        report["tools"] = json!(list);
+        Ok(report)
+    })?;
+    let problems: usize = report["tools"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|t| t["problems"].as_array().map_or(0, Vec::len))
+                .sum()
+        })
+        .unwrap_or(0);
+    match args.format {
+        Format::Json => outln!("{report}"),
+        Format::Text => {
+            outln!("target: {}", report["target"].as_str().unwrap_or(""));
+            outln!(
+                "protocol: {}",
+                report["protocolVersion"].as_str().unwrap_or("")
+            );
+            if let Some(i) = report["serverInfo"].as_object() {
+                outln!(
+                    "server: {} {}",
+                    i["name"].as_str().unwrap_or(""),
+                    i.get("version").and_then(Value::as_str).unwrap_or("")
+                );
+            }
+            if let Some(e) = report["eras"].as_object() {
+                for (era, r) in e {
+                    outln!(
+                        "era {era}: {}",
+                        if r["supported"] == true {
+                            format!("yes ({})", r["negotiated"].as_str().unwrap_or(""))
+                        } else {
+                            format!("no — {}", r["detail"].as_str().unwrap_or(""))
+                        }
+                    );
+                }
+            }
+            if !report["capabilities"].is_null() {
+                outln!("capabilities: {}", report["capabilities"]);
+            }
+            if let Some(e) = report["toolsError"].as_str() {
+                outln!("tools/list failed: {e}");
+            }
+            for t in report["tools"].as_array().into_iter().flatten() {
+                outln!("tool {}", t["name"].as_str().unwrap_or(""));
+                for p in t["problems"].as_array().into_iter().flatten() {
+                    outln!("  problem: {}", p.as_str().unwrap_or(""));
+                }
+                if let Some(c) = t.get("call") {
+                    outln!(
+                        "  call {{}}: {}/{} {}",
+                        c["layer"].as_str().unwrap_or(""),
+                        c["outcome"].as_str().unwrap_or(""),
+                        c["message"].as_str().unwrap_or("")
+                    );
+                }
+            }
+            outln!("{problems} problem(s) in tools/list");
+        }
+    }
+    if report.get("toolsError").is_some() {
+        return Ok(ExitCode::from(3));
+    }
+    Ok(if problems > 0 {
+        ExitCode::from(4)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(def: Value) -> ToolInfo {
+        ToolInfo {
+            name: def["name"].as_str().unwrap_or("").to_string(),
+            description: None,
+            hints: Default::default(),
+            annotations: def.get("annotations").cloned(),
+            header_params: Vec::new(),
+            output_schema: def
+                .get("outputSchema")
+                .and_then(|s| mcp_triage_core::OutputSchema::compile(s).ok())
+                .map(std::sync::Arc::new),
+            definition: def,
+        }
+    }
+
+    #[test]
+    fn finds_schema_problems() {
+        let good = info(
+            json!({ "name": "read", "inputSchema": { "type": "object", "properties": {
+            "region": { "type": "string", "x-mcp-header": "Region" } }, "required": ["region"] } }),
+        );
+        assert!(
+            tool_problems(&good).is_empty(),
+            "{:?}",
+            tool_problems(&good)
+        );
+        let bad = info(
+            json!({ "name": "bad name!", "inputSchema": { "type": "array", "properties": {
+            "n": { "type": "number", "x-mcp-header": "N" }, "m": { "type": "string", "x-mcp-header": "n" } }, "required": ["x"] },
+            "annotations": { "readOnlyHint": true, "destructiveHint": true, "idempotentHint": "yes" } }),
+        );
+        let p = tool_problems(&bad).join("\n");
+        for needle in [
+            "characters",
+            "type is not",
+            "required names",
+            "only string",
+            "used twice",
+            "both true",
+            "not a boolean",
+        ] {
+            assert!(p.contains(needle), "{needle} missing in:\n{p}");
+        }
+        assert!(tool_problems(&info(json!({ "name": "x" })))[0].contains("missing"));
+    }
+}

@@ -1,0 +1,304 @@
+//! Asking a person on the terminal for input the server requested: form elicitation field by
+//! field from `requestedSchema` (defaults offered, enums as choices, constraints checked), URL
+//! elicitation shows the URL and waits, sampling needs a typed reply. Prompts go to stderr so
+//! that stdout stays the result.
+
+use std::io::{BufRead, Write};
+use std::sync::Mutex;
+
+use mcp_triage_client::Prompter;
+use serde_json::{json, Map, Value};
+
+/// Tries per field before the form is cancelled.
+const MAX_TRIES: usize = 3;
+
+/// Prompts on the process's terminal (stdin/stderr), one request at a time.
+pub struct TerminalPrompter {
+    lock: Mutex<()>,
+}
+
+impl TerminalPrompter {
+    pub fn new() -> TerminalPrompter {
+        TerminalPrompter {
+            lock: Mutex::new(()),
+        }
+    }
+}
+
+impl Prompter for TerminalPrompter {
+    fn answer(&self, method: &str, params: &Value) -> Option<Value> {
+        let _one_at_a_time = self.lock.lock().ok()?;
+        let stdin = std::io::stdin();
+        let mut input = stdin.lock();
+        let mut out = std::io::stderr();
+        ask(method, params, &mut input, &mut out)
+    }
+}
+
+fn line(input: &mut dyn BufRead) -> Option<String> {
+    let mut s = String::new();
+    match input.read_line(&mut s) {
+        Ok(0) | Err(_) => None,
+        Ok(_) => Some(s.trim_end_matches(['\n', '\r']).to_string()),
+    }
+}
+
+/// Asks for the input response to `method` (elicitation/create, sampling/createMessage).
+pub fn ask(
+    method: &str,
+    params: &Value,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> Option<Value> {
+    let message = mcp_triage_core::sanitize_line(params["message"].as_str().unwrap_or(""), 500);
+    match method {
+        "elicitation/create" if params["mode"] == "url" => {
+            let url = mcp_triage_core::sanitize_line(params["url"].as_str().unwrap_or(""), 500);
+            let _ = writeln!(out, "The server asks you to open a URL: {message}\n  {url}");
+            let _ = write!(out, "Press Enter when done, d to decline, c to cancel: ");
+            let _ = out.flush();
+            let action = match line(input)?.trim() {
+                "d" => "decline",
+                "c" => "cancel",
+                _ => "accept",
+            };
+            Some(json!({ "action": action }))
+        }
+        "elicitation/create" => form(&message, &params["requestedSchema"], input, out),
+        "sampling/createMessage" => {
+            let _ = writeln!(out, "The server asks for an LLM completion (sampling):");
+            for m in params["messages"].as_array().into_iter().flatten() {
+                let text = m["content"]["text"]
+                    .as_str()
+                    .unwrap_or("(non-text content)");
+                let _ = writeln!(
+                    out,
+                    "  {}: {}",
+                    m["role"].as_str().unwrap_or("?"),
+                    mcp_triage_core::sanitize_line(text, 500)
+                );
+            }
+            let _ = write!(out, "Type the reply (empty leaves it unanswered): ");
+            let _ = out.flush();
+            let reply = line(input)?;
+            if reply.trim().is_empty() {
+                return None;
+            }
+            Some(
+                json!({ "role": "assistant", "content": { "type": "text", "text": reply },
+                "model": "human-via-mcp-triage", "stopReason": "endTurn" }),
+            )
+        }
+        _ => None,
+    }
+}
+
+fn form(
+    message: &str,
+    schema: &Value,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> Option<Value> {
+    let _ = writeln!(out, "The server asks: {message}");
+    let _ = write!(out, "Answer (a)ccept, (d)ecline or (c)ancel? [a] ");
+    let _ = out.flush();
+    match line(input)?.trim() {
+        "d" | "decline" => return Some(json!({ "action": "decline" })),
+        "c" | "cancel" => return Some(json!({ "action": "cancel" })),
+        _ => {}
+    }
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut content = Map::new();
+    for (name, prop) in schema["properties"].as_object().into_iter().flatten() {
+        let is_required = required.contains(&name.as_str());
+        let mut tries = 0;
+        loop {
+            let label = prop["title"].as_str().unwrap_or(name);
+            let mut hint = Vec::new();
+            if let Some(d) = prop["description"].as_str() {
+                hint.push(mcp_triage_core::sanitize_line(d, 200));
+            }
+            if let Some(choices) = enum_choices(prop) {
+                hint.push(format!("one of: {}", choices.join(", ")));
+            }
+            if let Some(d) = prop.get("default") {
+                hint.push(format!("default {d}"));
+            }
+            if is_required {
+                hint.push("required".into());
+            }
+            let _ = write!(
+                out,
+                "  {label}{}: ",
+                if hint.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", hint.join("; "))
+                }
+            );
+            let _ = out.flush();
+            let raw = line(input)?;
+            if raw.is_empty() {
+                if let Some(d) = prop.get("default") {
+                    content.insert(name.clone(), d.clone());
+                    break;
+                }
+                if !is_required {
+                    break;
+                }
+            }
+            let checked = if raw.is_empty() {
+                Err("required".to_string())
+            } else {
+                check(prop, &raw)
+            };
+            match checked {
+                Ok(v) => {
+                    content.insert(name.clone(), v);
+                    break;
+                }
+                Err(why) => {
+                    tries += 1;
+                    let _ = writeln!(out, "    {why}");
+                    if tries >= MAX_TRIES {
+                        let _ = writeln!(out, "  too many invalid answers: cancelling");
+                        return Some(json!({ "action": "cancel" }));
+                    }
+                }
+            }
+        }
+    }
+    Some(json!({ "action": "accept", "content": content }))
+}
+
+fn enum_choices(prop: &Value) -> Option<Vec<String>> {
+    if let Some(e) = prop["enum"].as_array() {
+        return Some(
+            e.iter()
+                .map(|v| v.as_str().map_or(v.to_string(), str::to_string))
+                .collect(),
+        );
+    }
+    let one_of = prop["oneOf"]
+        .as_array()
+        .or(prop["items"]["anyOf"].as_array())?;
+    Some(
+        one_of
+            .iter()
+            .filter_map(|o| o["const"].as_str().map(str::to_string))
+            .collect(),
+    )
+}
+
+/// Parses and checks one answer against its property schema.
+fn check(prop: &Value, raw: &str) -> Result<Value, String> {
+    let ty = prop["type"].as_str().unwrap_or("string");
+    let v = match ty {
+        "integer" => raw
+            .trim()
+            .parse::<i64>()
+            .map(Value::from)
+            .map_err(|_| "an integer, please".to_string())?,
+        "number" => {
+            let n = raw
+                .trim()
+                .parse::<f64>()
+                .map_err(|_| "a number, please".to_string())?;
+            serde_json::Number::from_f64(n)
+                .map(Value::Number)
+                .ok_or("a finite number, please")?
+        }
+        "boolean" => match raw.trim().to_ascii_lowercase().as_str() {
+            "y" | "yes" | "true" | "1" => Value::Bool(true),
+            "n" | "no" | "false" | "0" => Value::Bool(false),
+            _ => return Err("yes or no, please".into()),
+        },
+        _ => Value::String(raw.to_string()),
+    };
+    if let Some(choices) = enum_choices(prop) {
+        if !choices.is_empty() && !choices.iter().any(|c| Some(c.as_str()) == v.as_str()) {
+            return Err(format!("one of: {}", choices.join(", ")));
+        }
+    }
+    if let Some(s) = v.as_str() {
+        let n = s.chars().count() as u64;
+        if prop["minLength"].as_u64().is_some_and(|m| n < m) {
+            return Err(format!("at least {} characters", prop["minLength"]));
+        }
+        if prop["maxLength"].as_u64().is_some_and(|m| n > m) {
+            return Err(format!("at most {} characters", prop["maxLength"]));
+        }
+    }
+    if let Some(x) = v.as_f64() {
+        if prop["minimum"].as_f64().is_some_and(|m| x < m) {
+            return Err(format!("at least {}", prop["minimum"]));
+        }
+        if prop["maximum"].as_f64().is_some_and(|m| x > m) {
+            return Err(format!("at most {}", prop["maximum"]));
+        }
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(method: &str, params: Value, typed: &str) -> (Option<Value>, String) {
+        let mut input = std::io::Cursor::new(typed.as_bytes().to_vec());
+        let mut out = Vec::new();
+        let v = ask(method, &params, &mut input, &mut out);
+        (v, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn form_fields_defaults_enums_and_constraints() {
+        let params = json!({ "message": "Close the ticket?", "requestedSchema": { "type": "object",
+            "properties": {
+                "reason": { "type": "string", "title": "Reason", "maxLength": 5 },
+                "count": { "type": "integer", "minimum": 1, "default": 2 },
+                "level": { "type": "string", "enum": ["low", "high"] },
+                "ok": { "type": "boolean" }
+            }, "required": ["reason", "level"] } });
+        // Fields come in key order (count, level, ok, reason): accept; count takes its default;
+        // level invalid then valid; ok yes; reason too long then fine.
+        let (v, out) = run(
+            "elicitation/create",
+            params.clone(),
+            "a\n\nmid\nhigh\ny\ntoo long\nshort\n",
+        );
+        assert_eq!(
+            v.unwrap(),
+            json!({ "action": "accept", "content": { "reason": "short", "count": 2, "level": "high", "ok": true } })
+        );
+        assert!(
+            out.contains("at most 5 characters") && out.contains("one of: low, high"),
+            "{out}"
+        );
+        let (v, _) = run("elicitation/create", params.clone(), "d\n");
+        assert_eq!(v.unwrap()["action"], "decline");
+        // Three bad answers cancel; end of input leaves the request unanswered.
+        let (v, _) = run("elicitation/create", params.clone(), "a\n\n\n\n\n");
+        assert_eq!(v.unwrap()["action"], "cancel");
+        assert!(run("elicitation/create", params, "a\n").0.is_none());
+    }
+
+    #[test]
+    fn url_and_sampling() {
+        let (v, out) = run(
+            "elicitation/create",
+            json!({ "mode": "url", "message": "Log in", "url": "https://example.com/x" }),
+            "\n",
+        );
+        assert_eq!(v.unwrap(), json!({ "action": "accept" }));
+        assert!(out.contains("https://example.com/x"));
+        let s = json!({ "messages": [{ "role": "user", "content": { "type": "text", "text": "Capital of France?" } }] });
+        let (v, out) = run("sampling/createMessage", s.clone(), "Paris\n");
+        assert_eq!(v.unwrap()["content"]["text"], "Paris");
+        assert!(out.contains("Capital of France?"));
+        assert!(run("sampling/createMessage", s, "\n").0.is_none());
+    }
+}

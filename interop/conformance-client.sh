@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Run the official MCP conformance suite's client scenarios against our client
+# (`mcp-triage conformance-client`, which reads MCP_CONFORMANCE_SCENARIO as the suite's
+# reference client does). Pinned CLIs: @modelcontextprotocol/conformance 0.1.16 and, for the
+# 2026-07-28 client scenarios, the 0.2.0-alpha (conformance-alpha).
+#   interop/conformance-client.sh                 0.1.16: initialize, tools_call,
+#                                                 elicitation-sep1034-client-defaults, sse-retry;
+#                                                 alpha: request-metadata, sep-2322-client-request-state,
+#                                                 http-standard-headers, http-custom-headers,
+#                                                 http-invalid-tool-headers
+#   interop/conformance-client.sh SCENARIO…       only these (0.1.16 CLI)
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+cd "$here"
+# shellcheck source=interop/npm-deps.sh
+. "$here/npm-deps.sh"
+cli_stable="$here/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+cli_alpha="$here/node_modules/conformance-alpha/dist/index.js"
+
+cargo build -j 2 -q -p mcp-triage --manifest-path "$root/Cargo.toml"
+bin="$root/target/debug/mcp-triage"
+out="$(mktemp -d)"
+rc=0
+# run CLI SCENARIO: one client scenario; its log is shown in full when it fails.
+run() {
+  local cli="$1" s="$2"
+  echo "== conformance client scenario $s ($(basename "$(dirname "$(dirname "$cli")")"))" >&2
+  if ! timeout 120 "$node22" "$cli" client --command "$bin conformance-client" --scenario "$s" \
+    --timeout 30000 -o "$out" >"$out/$s.log" 2>&1; then
+    rc=1
+    cat "$out/$s.log" >&2
+  else
+    grep -E "Passed:|OVERALL" "$out/$s.log" >&2 || true
+  fi
+}
+if [ $# -gt 0 ]; then
+  for s in "$@"; do run "$cli_stable" "$s"; done
+else
+  for s in initialize tools_call elicitation-sep1034-client-defaults sse-retry; do
+    run "$cli_stable" "$s"
+  done
+  for s in request-metadata sep-2322-client-request-state http-standard-headers \
+    http-custom-headers http-invalid-tool-headers; do
+    run "$cli_alpha" "$s"
+  done
+fi
+exit "$rc"
