@@ -1,7 +1,7 @@
 """Check mcp-triage reports with software nobody here wrote.
 
     python check_reports.py junit FILE.xml TESTS FAILURES SKIPPED
-        junitparser (PyPI, pinned in requirements.txt) must read the file, and its counts must
+        junitparser (PyPI, pinned in interop/python/requirements.lock) must read the file, and its counts must
         match; every failure must carry a message and its evidence text.
     python check_reports.py png FILE.png
         a Chromium screenshot must not be blank: decode the PNG (standard library only) and

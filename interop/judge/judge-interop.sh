@@ -20,8 +20,9 @@ record=0
 [ "${1:-}" = "--record" ] && record=1
 # shellcheck source=interop/npm-deps.sh
 . "$here/../npm-deps.sh"
-# shellcheck source=interop/judge/venv.sh
-. "$here/venv.sh"
+# shellcheck source=interop/python-deps.sh
+. "$here/../python-deps.sh"
+judge_python="$venv_python"
 command -v chromium >/dev/null || { echo "chromium is missing (apt-get install chromium)" >&2; exit 1; }
 cargo build -j 2 -q -p mcp-triage --manifest-path "$root/Cargo.toml"
 bin="$root/target/debug/mcp-triage"

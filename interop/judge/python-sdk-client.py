@@ -1,9 +1,9 @@
-"""The official MCP Python SDK client (`mcp`, pinned in interop/judge/requirements.txt) as
+"""The official MCP Python SDK client (`mcp`, pinned in interop/python/requirements.lock) as
 `mcp-triage judge` sees it: connect over Streamable HTTP, make the one tool call the judge
 asks for (MCP_TRIAGE_TOOL / MCP_TRIAGE_ARGS), accept an elicitation, print what came back.
 SDK defaults everywhere: the point is to grade the SDK's own behaviour.
 
-    mcp-triage judge --client 'target/judge-venv/bin/python interop/judge/python-sdk-client.py {url}'
+    mcp-triage judge --client 'interop/.venv/bin/python interop/judge/python-sdk-client.py {url}'
 """
 import asyncio
 import json
