@@ -18,9 +18,12 @@
 //!    `CONNECTION_ERROR`, `TIMEOUT` or `STREAM_INCOMPLETE`;
 //! 7. everything else is given up: tool errors, JSON-RPC errors, invalid responses, other 4xx.
 //!
-//! At most `max_retries` resends; the delay is full-jitter exponential backoff (`base ×
-//! factor^n`, uniformly random below that), unless the server sent `Retry-After`, which takes
-//! precedence. A `Retry-After` beyond `max_wait` gives up rather than wait that long or ignore it.
+//! At most `max_retries` resends; the delay is exponential backoff from `base` with jitter over
+//! the whole doubling step (the n-th resend waits uniformly between `base × factor^n` and
+//! `base × factor^(n+1)`), unless the server sent `Retry-After`, which takes precedence. The
+//! floor matters: "backoff from 200 ms" means no resend sooner than 200 ms (the seed's and
+//! `judge`'s `bounded_resend` check), while the jitter still spreads a herd of clients over
+//! the step. A `Retry-After` beyond `max_wait` gives up rather than wait that long or ignore it.
 
 use crate::verdict::{Outcome, Verdict};
 
@@ -256,16 +259,21 @@ fn unsafe_reason(input: &RetryInput<'_>, opts: &RetryOptions) -> String {
     }
 }
 
-/// Full-jitter exponential backoff: uniform in `[0, base × factor^resends]`, capped.
+/// Exponential backoff with jitter over the doubling step: uniform in
+/// `[base × factor^resends, base × factor^(resends+1)]`, both ends capped by `max_wait`.
 pub fn backoff_ms(opts: &RetryOptions, resends: u32, random: &mut dyn FnMut() -> f64) -> u64 {
     let factor = u64::from(opts.backoff_factor.max(1));
-    let ceiling = factor
-        .checked_pow(resends)
-        .and_then(|f| opts.backoff_base_ms.checked_mul(f))
-        .unwrap_or(u64::MAX)
-        .min(opts.max_wait_ms);
+    let step = |n: u32| {
+        factor
+            .checked_pow(n)
+            .and_then(|f| opts.backoff_base_ms.checked_mul(f))
+            .unwrap_or(u64::MAX)
+            .min(opts.max_wait_ms)
+    };
+    let floor = step(resends);
+    let ceiling = step(resends.saturating_add(1));
     let r = random().clamp(0.0, 1.0);
-    ((ceiling as f64) * r).round() as u64
+    floor + ((ceiling - floor) as f64 * r).round() as u64
 }
 
 /// Decides what follows an attempt. `random` returns numbers in `[0, 1)` for the jitter.
@@ -637,22 +645,25 @@ mod tests {
     }
 
     #[test]
-    fn backoff_is_full_jitter_exponential() {
+    fn backoff_is_exponential_from_base_with_jitter_over_the_step() {
         let opts = RetryOptions::default();
-        assert_eq!(backoff_ms(&opts, 0, &mut || 1.0), 200);
-        assert_eq!(backoff_ms(&opts, 1, &mut || 1.0), 400);
-        assert_eq!(backoff_ms(&opts, 2, &mut || 1.0), 800);
-        assert_eq!(backoff_ms(&opts, 1, &mut || 0.5), 200);
-        assert_eq!(backoff_ms(&opts, 3, &mut || 0.0), 0);
-        // Capped by max-wait, no overflow for huge exponents.
+        // First resend: 200..=400 ms, never sooner than the base.
+        assert_eq!(backoff_ms(&opts, 0, &mut || 0.0), 200);
+        assert_eq!(backoff_ms(&opts, 0, &mut || 1.0), 400);
+        assert_eq!(backoff_ms(&opts, 1, &mut || 0.0), 400);
+        assert_eq!(backoff_ms(&opts, 1, &mut || 0.5), 600);
+        assert_eq!(backoff_ms(&opts, 2, &mut || 1.0), 1_600);
+        // Capped by max-wait at both ends, no overflow for huge exponents.
         assert_eq!(backoff_ms(&opts, 60, &mut || 1.0), 30_000);
+        assert_eq!(backoff_ms(&opts, 60, &mut || 0.0), 30_000);
+        assert_eq!(backoff_ms(&opts, 7, &mut || 1.0), 30_000);
         let v = verdict(Outcome::HttpError, Some(503));
         let mut i = input(&v);
         i.hints = READ_ONLY;
         i.resends = 1;
         assert_eq!(
             decide(&i, &opts, &mut || 0.25).action,
-            RetryAction::Resend { delay_ms: 100 }
+            RetryAction::Resend { delay_ms: 500 }
         );
     }
 

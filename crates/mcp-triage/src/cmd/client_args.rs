@@ -51,7 +51,7 @@ pub struct ConnArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     pub max_wait: f64,
 
-    /// Backoff base in milliseconds (doubles per resend, full jitter).
+    /// Backoff base in milliseconds: the n-th resend waits between base×2^n and base×2^(n+1).
     #[arg(long, value_name = "MS", default_value_t = 200)]
     pub backoff_ms: u64,
 
