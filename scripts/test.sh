@@ -5,8 +5,10 @@
 #                                   and the interop runs against software nobody here wrote
 #   SKIP_INTEROP=1 bash scripts/test.sh   the cargo part only (no npm installs)
 #
-# Needs: the Rust toolchain, python3, node + npm (the interop scripts install their pinned npm
-# packages, Node 22 among them, from interop/package-lock.json). All network tests use 127.0.0.1.
+# Needs: the Rust toolchain, python3 with venv, node + npm (the interop scripts install their pinned
+# npm packages, Node 22 among them, from interop/package-lock.json, and the pinned Python packages
+# from interop/python/requirements.lock into interop/.venv), and Debian's chromium (the HTML report
+# test). All network tests use 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -31,6 +33,10 @@ if [ "${SKIP_INTEROP:-0}" != 1 ]; then
   bash interop/ts-sdk-interop.sh
   step "interop: mcp-triage call against server-everything (stdio, HTTP), the TS SDK example server, the Python SDK"
   bash interop/client-interop.sh
+  step "interop: the official conformance suite's client scenarios (0.1.16 and 0.2.0-alpha) against mcp-triage"
+  bash interop/conformance-client.sh
+  step "interop: judge reports (junitparser, headless Chromium) and the pinned clients, mcp-triage call included"
+  bash interop/judge/judge-interop.sh
 fi
 
 printf '\n== all tests passed in %ss ==\n' "$(( $(date +%s) - start ))"
