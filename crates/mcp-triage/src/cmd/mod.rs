@@ -19,5 +19,5 @@ pub mod kitchen;
 pub mod list;
 pub mod probe;
 pub mod prompt;
-pub mod report;
 pub mod proxy;
+pub mod report;
