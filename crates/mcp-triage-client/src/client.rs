@@ -860,7 +860,11 @@ impl Client {
             return Probe::FallBack(LEGACY_DEFAULT);
         }
         let mut st = self.state.lock().await;
-        if st.era.is_none() && sent.status.is_some() {
+        // Only an answer (2xx) or a modern error proves the era; a 5xx or a dropped
+        // connection says nothing, so the next request probes again.
+        let proves_modern = sent.status.is_some_and(|s| (200..300).contains(&s))
+            || matches!(code, Some(-32022..=-32020));
+        if st.era.is_none() && proves_modern {
             st.era = Some(Era::Modern);
             st.version = ProtocolVersion::V2026_07_28;
         }
