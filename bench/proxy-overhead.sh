@@ -17,8 +17,8 @@ SECONDS_RUN="${BENCH_SECONDS:-5}"
 CONCURRENCY="${CONCURRENCY:-32}"
 SSE_BYTES="${SSE_BYTES:-1073741824}"
 
-cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage \
-  -p mcp-triage-kitchen --example serve --example load
+cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage
+cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage-kitchen --example serve --example load
 cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage-proxy --example big_sse
 bin="$root/target/release"
 out="$(mktemp -d)"

@@ -9,6 +9,8 @@
 //! - [`install`]: rewriting an `mcp.json` entry to go through the wrapper, and back.
 //! - [`observe`]: what both share: message parsing, sessions, tool annotations, retries, MRTR.
 //! - [`log`]: the record writer (drained on shutdown: no record is lost).
+//! - `otel` (feature `otlp`, default): spans and the `mcp.client.operation.duration` histogram
+//!   over OTLP/HTTP.
 //!
 //! The core stays sans-IO; this crate is the I/O around it and depends on it, never the other way.
 
@@ -18,6 +20,8 @@ pub mod http;
 pub mod install;
 pub mod log;
 pub mod observe;
+#[cfg(feature = "otlp")]
+pub mod otel;
 pub mod record;
 pub mod stdio;
 

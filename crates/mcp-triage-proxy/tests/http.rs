@@ -483,3 +483,72 @@ async fn call_records_follow_the_record_schema() {
     // asked for.
     assert!(records.iter().all(|r| r.request_headers.is_none()));
 }
+
+/// The client going away mid-stream closes the upstream connection (2026-07-28 cancellation),
+/// and the record says the exchange was cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_disconnect_closes_the_upstream_request() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let upstream = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", upstream.local_addr().unwrap());
+    let records = mcp_triage_proxy::MemoryConsumer::default();
+    let (sink, writer) = mcp_triage_proxy::LogWriter::start(None, vec![Box::new(records.clone())]);
+    let o = mcp_triage_proxy::http::ProxyOptions::new(&origin).unwrap();
+    let proxy = mcp_triage_proxy::http::start("127.0.0.1:0".parse().unwrap(), o, sink)
+        .await
+        .unwrap();
+    // The server: read the request, start an SSE response with one progress event, then wait
+    // for the proxy to close the connection.
+    let server = tokio::spawn(async move {
+        let (mut s, _) = upstream.accept().await.unwrap();
+        let mut buf = vec![0u8; 8192];
+        let mut got = Vec::new();
+        while !got.windows(4).any(|w| w == b"\r\n\r\n") || !got.ends_with(b"}}") {
+            let n = s.read(&mut buf).await.unwrap();
+            assert!(n > 0, "request arrives");
+            got.extend_from_slice(&buf[..n]);
+        }
+        let event = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\n";
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{event}\r\n",
+            event.len()
+        );
+        s.write_all(head.as_bytes()).await.unwrap();
+        tokio::time::timeout(STEP, s.read(&mut buf))
+            .await
+            .expect("the proxy closes the upstream connection when the client leaves")
+            .map(|n| n == 0)
+            .unwrap_or(true)
+    });
+    let mut c = tokio::net::TcpStream::connect(proxy.local_addr())
+        .await
+        .unwrap();
+    let body =
+        r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"slow","arguments":{}}}"#;
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    c.write_all(req.as_bytes()).await.unwrap();
+    let mut seen = Vec::new();
+    let mut buf = vec![0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("notifications/progress") {
+        let n = tokio::time::timeout(STEP, c.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(n > 0);
+        seen.extend_from_slice(&buf[..n]);
+    }
+    drop(c);
+    assert!(server.await.unwrap(), "upstream saw EOF");
+    proxy.shutdown().await;
+    tokio::task::spawn_blocking(move || writer.drain())
+        .await
+        .unwrap();
+    let recs = records.0.lock().unwrap();
+    assert_eq!(recs.len(), 1, "{recs:#?}");
+    assert!(recs[0].cancelled);
+    assert_eq!(recs[0].tool.as_deref(), Some("slow"));
+    assert_eq!(recs[0].outcome, "STREAM_INCOMPLETE", "{:#?}", recs[0]);
+}

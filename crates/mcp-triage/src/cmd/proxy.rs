@@ -57,6 +57,13 @@ pub struct RecordArgs {
     /// Largest request body (or stdio line) read to find its JSON-RPC message.
     #[arg(long, value_name = "BYTES", default_value_t = 4 << 20)]
     max_request_bytes: u64,
+    /// Export spans and the mcp.client.operation.duration histogram to this OTLP/HTTP collector
+    /// (http://host:4318; /v1/traces and /v1/metrics are appended).
+    #[arg(long, value_name = "URL")]
+    otlp: Option<String>,
+    /// Seconds between metric exports.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    otlp_metrics_interval: f64,
 }
 
 impl RecordArgs {
@@ -72,6 +79,24 @@ impl RecordArgs {
             },
             max_request_bytes: self.max_request_bytes,
         }
+    }
+
+    /// The OpenTelemetry consumer, when --otlp is given. Built before the runtime exists: its
+    /// blocking HTTP client must not live on a runtime thread.
+    fn consumers(
+        &self,
+        peer: mcp_triage_proxy::otel::Peer,
+    ) -> Result<Vec<Box<dyn mcp_triage_proxy::RecordConsumer>>, String> {
+        let Some(url) = &self.otlp else {
+            return Ok(Vec::new());
+        };
+        let secs = self.otlp_metrics_interval;
+        if !(secs.is_finite() && secs > 0.0) {
+            return Err("--otlp-metrics-interval must be a number of seconds > 0".into());
+        }
+        let c = mcp_triage_proxy::otel::OtlpConsumer::new(url, peer, Duration::from_secs_f64(secs))
+            .map_err(|e| e.to_string())?;
+        Ok(vec![Box::new(c)])
     }
 
     fn writer(&self, stdout_default: bool) -> Result<Option<Box<dyn Write + Send>>, String> {
@@ -142,7 +167,12 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
     }
     options.drain_timeout = Duration::from_secs_f64(args.drain_timeout);
     options.observe = args.records.observe();
-    let (sink, writer) = LogWriter::start(args.records.writer(true)?, Vec::new());
+    let peer = mcp_triage_proxy::otel::Peer {
+        address: options.upstream.host().map(str::to_string),
+        port: options.upstream.port_u16().or(Some(80)),
+    };
+    let consumers = args.records.consumers(peer)?;
+    let (sink, writer) = LogWriter::start(args.records.writer(true)?, consumers);
     let rt = runtime()?;
     rt.block_on(async move {
         let handle = start(args.listen, options, sink)
@@ -203,7 +233,10 @@ pub fn run_wrap(args: WrapArgs) -> Result<ExitCode, String> {
         observe: args.records.observe(),
     };
     // Records never go to stdout: it carries the protocol.
-    let (sink, writer) = LogWriter::start(args.records.writer(false)?, Vec::new());
+    let consumers = args
+        .records
+        .consumers(mcp_triage_proxy::otel::Peer::default())?;
+    let (sink, writer) = LogWriter::start(args.records.writer(false)?, consumers);
     let rt = runtime()?;
     let code = rt.block_on(mcp_triage_proxy::stdio::run(options, sink));
     // The relay tasks hold no sink once run returns; shut the runtime down so stdin's blocking
