@@ -138,6 +138,34 @@ pub fn plan() -> Vec<PlanRow> {
         "only resources/list fails; the tool call is unaffected",
     ));
     p.extend(both(
+        "catalog.mutation",
+        ToolSuccess,
+        "no mutations configured: the run tool is listed and succeeds",
+    ));
+    for era in [M, L] {
+        p.push(PlanRow {
+            variant: "extra_tool added at 0 ms",
+            query: r#"mutations=[{"action":"add","toolName":"extra_tool","afterMs":0}]"#,
+            tool: "extra_tool",
+            ..row(
+                "catalog.mutation",
+                era,
+                ToolSuccess,
+                "an add at afterMs 0 lists the stub tool from the start of the timeline; its call succeeds",
+            )
+        });
+        p.push(PlanRow {
+            variant: "run tool removed at 0 ms",
+            query: r#"mutations=[{"action":"remove","toolName":"run_configured_test_scenario","afterMs":0}]"#,
+            ..row(
+                "catalog.mutation",
+                era,
+                JsonrpcError,
+                "a removed tool answers -32602 Unknown tool: a JSON-RPC error, never resent",
+            )
+        });
+    }
+    p.extend(both(
         "catalog.pagination",
         ToolSuccess,
         "the run tool is unaffected by list faults",
