@@ -37,6 +37,8 @@ if [ "${SKIP_INTEROP:-0}" != 1 ]; then
   bash interop/conformance-client.sh
   step "interop: judge reports (junitparser, headless Chromium) and the pinned clients, mcp-triage call included"
   bash interop/judge/judge-interop.sh
+  step "interop: mcp-triage wrap around server-everything over stdio (same bytes both ways)"
+  bash interop/wrap-everything.sh
 fi
 
 printf '\n== all tests passed in %ss ==\n' "$(( $(date +%s) - start ))"
