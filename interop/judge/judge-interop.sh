@@ -117,6 +117,12 @@ if [ "${JUDGE_CALL:-strict}" != skip ] && "$bin" call --help >/dev/null 2>&1; th
   "$bin" judge --name "mcp-triage call" --timeout "$timeout_s" --report "junit:$out/call.xml" \
     --client "$bin call {url} \"\$MCP_TRIAGE_TOOL\" --args \"\$MCP_TRIAGE_ARGS\" --answer '$answer'"
   rc=$?
+  # The same client held to the legacy era: resumption and re-initialisation are graded too.
+  echo "== judge: mcp-triage call --protocol-version 2025-11-25" >&2
+  "$bin" judge --name "mcp-triage call --protocol-version 2025-11-25" --timeout "$timeout_s" \
+    --client "$bin call {url} \"\$MCP_TRIAGE_TOOL\" --args \"\$MCP_TRIAGE_ARGS\" --protocol-version 2025-11-25 --answer '$answer'"
+  rc_legacy=$?
+  [ "$rc" != 0 ] || rc=$rc_legacy
   set -e
   if [ "$rc" != 0 ] && [ "${JUDGE_CALL:-strict}" = strict ]; then
     echo "mcp-triage call did not pass every judge check (exit $rc)" >&2
