@@ -17,9 +17,50 @@ fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
 
+/// `(testcase elements, their <failure> elements, the root's tests= and failures=)` of a JUnit
+/// file, by a real XML parse: a malformed file fails the test.
+fn junit_counts(xml: &str) -> (usize, usize, String, String) {
+    use quick_xml::events::Event;
+    let mut reader = quick_xml::Reader::from_str(xml);
+    let (mut cases, mut failures) = (0, 0);
+    let (mut tests, mut failed) = (String::new(), String::new());
+    loop {
+        match reader.read_event().expect("well-formed JUnit XML") {
+            Event::Start(e) | Event::Empty(e) => match e.name().as_ref() {
+                b"testcase" => cases += 1,
+                b"failure" => failures += 1,
+                b"testsuites" => {
+                    for a in e.attributes() {
+                        let a = a.expect("well-formed attribute");
+                        let v = a.unescape_value().unwrap().into_owned();
+                        match a.key.as_ref() {
+                            b"tests" => tests = v,
+                            b"failures" => failed = v,
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            },
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    (cases, failures, tests, failed)
+}
+
 #[test]
 fn demo_matrix_all_rows_match() {
-    let o = run(&["demo"]);
+    let dir = std::env::temp_dir().join(format!("mcp-triage-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (junit, html) = (dir.join("demo.xml"), dir.join("demo.html"));
+    let o = run(&[
+        "demo",
+        "--report",
+        &format!("junit:{}", junit.display()),
+        "--report",
+        &format!("html:{}", html.display()),
+    ]);
     let err = String::from_utf8_lossy(&o.stderr);
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(code(&o), 0, "{out}\n{err}");
@@ -29,6 +70,19 @@ fn demo_matrix_all_rows_match() {
         "{out}"
     );
     assert!(!out.contains('✗'));
+    // One testcase per scenario × era row of the matrix (its lines minus the header).
+    let rows = out.lines().count() - 1;
+    let (cases, failures, tests, failed) = junit_counts(&std::fs::read_to_string(&junit).unwrap());
+    assert_eq!(cases, rows);
+    assert_eq!(tests, rows.to_string());
+    assert_eq!((failures, failed.as_str()), (0, "0"));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("chaos.mix"), "the HTML names the rows");
+    assert!(
+        page.contains(&format!(">{rows}<")),
+        "the HTML shows the row count {rows}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -151,9 +205,27 @@ fn call_and_list_against_the_kitchen() {
     assert_eq!(code(&o), 0);
     assert!(String::from_utf8_lossy(&o.stdout).contains("read_counter [read-only, idempotent]"));
     // probe: both eras, the read-only tool called, a clean tool list.
-    let o = run(&["probe", &url, "--call-read-only", "--format", "json"]);
+    let probe_xml = dir.join("probe.xml");
+    let o = run(&[
+        "probe",
+        &url,
+        "--call-read-only",
+        "--format",
+        "json",
+        "--report",
+        &format!("junit:{}", probe_xml.display()),
+    ]);
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stdout));
     let p: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The report: a testcase per era, capability and tool, plus one per read-only call; none fails.
+    let xml = std::fs::read_to_string(&probe_xml).unwrap();
+    let (cases, failures, _, _) = junit_counts(&xml);
+    let tools = p["tools"].as_array().unwrap();
+    let called = tools.iter().filter(|t| t.get("call").is_some()).count();
+    let caps = p["capabilities"].as_object().map_or(0, |c| c.len());
+    assert_eq!(cases, 2 + caps + tools.len() + called);
+    assert_eq!(failures, 0);
+    assert!(xml.contains(r#"classname="probe: "#) && xml.contains("tool read_counter"));
     assert_eq!(p["eras"]["2026-07-28"]["supported"], true);
     assert_eq!(
         p["eras"]["legacy (initialize 2025-11-25)"]["negotiated"],
