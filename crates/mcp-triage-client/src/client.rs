@@ -631,13 +631,8 @@ impl Client {
                 ));
                 continue;
             };
-            if let (Some(method), Some(id)) = (v.get("method").and_then(Value::as_str), v.get("id"))
-            {
-                let inc = Incoming::Request {
-                    id: id.clone(),
-                    method: method.to_string(),
-                    params: v.get("params").cloned().unwrap_or(Value::Null),
-                };
+            if let Some(inc) = Incoming::request_in(&v) {
+                let Incoming::Request { id, .. } = &inc;
                 match self.build_answer(&inc, era, version) {
                     Ok(reply) => {
                         let _ = conn.send(&reply).await;
@@ -769,6 +764,36 @@ impl Client {
         Ok(out)
     }
 
+    /// One exchange of a request that is not a tool call (setup requests, task polls): a new
+    /// id, the current session, one attempt deadline, no output schema or tool headers.
+    /// Returns what came back, the id used (the caller's record names it) and the session it
+    /// was sent in (a 404 in that session means it expired).
+    async fn plain_exchange(
+        &self,
+        method: &str,
+        params: &Value,
+        era: Era,
+        version: ProtocolVersion,
+    ) -> (Sent, Value, Option<String>) {
+        let id = self.new_id();
+        let session = self.state.lock().await.session_id.clone();
+        let msg = self.build_message(method, params, &id, era, version, None);
+        let deadline = tokio::time::Instant::now() + self.opts.timeout;
+        let sent = self
+            .exchange(
+                &msg,
+                &id,
+                era,
+                version,
+                session.as_deref(),
+                None,
+                deadline,
+                None,
+            )
+            .await;
+        (sent, id, session)
+    }
+
     /// A plain request (not a tool call): era handling, modern fallback, session repair once.
     async fn request(&self, method: &str, params: Value) -> Result<(Sent, Era), SetupFailure> {
         let mut repaired = false;
@@ -776,22 +801,7 @@ impl Client {
         loop {
             let (era, version) = self.ensure_era().await?;
             let era_now = era.unwrap_or(Era::Modern);
-            let id = self.new_id();
-            let session = self.state.lock().await.session_id.clone();
-            let msg = self.build_message(method, &params, &id, era_now, version, None);
-            let deadline = tokio::time::Instant::now() + self.opts.timeout;
-            let sent = self
-                .exchange(
-                    &msg,
-                    &id,
-                    era_now,
-                    version,
-                    session.as_deref(),
-                    None,
-                    deadline,
-                    None,
-                )
-                .await;
+            let (sent, _, session) = self.plain_exchange(method, &params, era_now, version).await;
             if era.is_none() {
                 match self.after_modern_probe(&sent).await {
                     Probe::Modern => {}
@@ -1429,28 +1439,8 @@ impl Client {
         let mut interval = Duration::from_millis(250);
         for _ in 0..self.opts.max_polls {
             tokio::time::sleep(interval.min(self.opts.max_poll_interval)).await;
-            let session = self.state.lock().await.session_id.clone();
-            let id = self.new_id();
-            let msg = self.build_message(
-                "tasks/get",
-                &json!({ "taskId": task_id }),
-                &id,
-                era,
-                version,
-                None,
-            );
-            let deadline = tokio::time::Instant::now() + self.opts.timeout;
-            let sent = self
-                .exchange(
-                    &msg,
-                    &id,
-                    era,
-                    version,
-                    session.as_deref(),
-                    None,
-                    deadline,
-                    None,
-                )
+            let (sent, id, session) = self
+                .plain_exchange("tasks/get", &json!({ "taskId": task_id }), era, version)
                 .await;
             let Some(task) = sent.result().cloned() else {
                 push_attempt(rec, &sent, &id, "poll");

@@ -290,13 +290,7 @@ async fn read_stream(
             let Ok(v) = serde_json::from_slice::<Value>(&data) else {
                 continue;
             };
-            if let (Some(method), Some(id)) = (v.get("method").and_then(Value::as_str), v.get("id"))
-            {
-                let inc = Incoming::Request {
-                    id: id.clone(),
-                    method: method.to_string(),
-                    params: v.get("params").cloned().unwrap_or(Value::Null),
-                };
+            if let Some(inc) = Incoming::request_in(&v) {
                 let reply = crate::client::answer_or_error(&opts, &inc);
                 if let Some(p) = &post_url {
                     let mut req = http.post(p).header("Content-Type", "application/json");
