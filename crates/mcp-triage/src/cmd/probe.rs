@@ -37,6 +37,46 @@ pub struct ProbeArgs {
     pub reports: Vec<ReportTarget>,
 }
 
+/// The 2026-07-28 `x-mcp-header` rules a tool definition breaks, as sentences naming the
+/// argument: the value must be a string that is a valid header name part (letters, digits,
+/// `-`), unique case-insensitively within the tool, on a property of type string, integer or
+/// boolean (the digest: "primitive types only (no `number`)"). A client MUST NOT call such a
+/// tool, so `conformance-client` leaves it out and `call` refuses it; `probe` lists them.
+pub fn header_problems(definition: &Value) -> Vec<String> {
+    let mut p = Vec::new();
+    let props = definition["inputSchema"]
+        .get("properties")
+        .and_then(Value::as_object);
+    let mut headers = HashSet::new();
+    for (arg, prop) in props.into_iter().flatten() {
+        let Some(h) = prop.get("x-mcp-header") else {
+            continue;
+        };
+        let Some(h) = h.as_str() else {
+            p.push(format!("x-mcp-header of {arg:?} is not a string"));
+            continue;
+        };
+        if h.is_empty() || !h.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+            p.push(format!(
+                "x-mcp-header {h:?} of {arg:?} is not a valid header name part"
+            ));
+        }
+        if !headers.insert(h.to_ascii_lowercase()) {
+            p.push(format!(
+                "x-mcp-header {h:?} is used twice (case-insensitive)"
+            ));
+        }
+        let ty = prop.get("type").and_then(Value::as_str);
+        if !matches!(ty, Some("string" | "integer" | "boolean")) {
+            p.push(format!(
+                "x-mcp-header on {arg:?} of type {}: only string, integer and boolean can be headers",
+                ty.unwrap_or("(none)")
+            ));
+        }
+    }
+    p
+}
+
 /// Problems of one tool definition, as sentences.
 pub fn tool_problems(t: &ToolInfo) -> Vec<String> {
     let mut p = Vec::new();
@@ -67,33 +107,7 @@ pub fn tool_problems(t: &ToolInfo) -> Vec<String> {
                     ));
                 }
             }
-            let mut headers = HashSet::new();
-            for (arg, prop) in props.into_iter().flatten() {
-                let Some(h) = prop.get("x-mcp-header") else {
-                    continue;
-                };
-                let Some(h) = h.as_str() else {
-                    p.push(format!("x-mcp-header of {arg:?} is not a string"));
-                    continue;
-                };
-                if h.is_empty() || !h.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-                    p.push(format!(
-                        "x-mcp-header {h:?} of {arg:?} is not a valid header name part"
-                    ));
-                }
-                if !headers.insert(h.to_ascii_lowercase()) {
-                    p.push(format!(
-                        "x-mcp-header {h:?} is used twice (case-insensitive)"
-                    ));
-                }
-                let ty = prop.get("type").and_then(Value::as_str);
-                if !matches!(ty, Some("string" | "integer" | "boolean")) {
-                    p.push(format!(
-                        "x-mcp-header on {arg:?} of type {}: only string, integer and boolean can be headers",
-                        ty.unwrap_or("(none)")
-                    ));
-                }
-            }
+            p.extend(header_problems(d));
         }
     }
     if let Some(s) = d.get("outputSchema") {
