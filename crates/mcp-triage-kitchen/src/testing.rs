@@ -241,16 +241,29 @@ pub fn meta_as(client: Value) -> Value {
             "io.modelcontextprotocol/clientInfo": client })
 }
 
-/// A modern (2026-07-28) request with correct headers. `params` gets `_meta` added.
+/// A modern (2026-07-28) request with correct headers from [`default_client`]. `params` gets
+/// `_meta` added unless it has one.
 pub async fn modern(
     addr: SocketAddr,
     path: &str,
     id: i64,
     method: &str,
+    params: Value,
+) -> Result<Resp, String> {
+    modern_as(addr, path, id, method, params, default_client()).await
+}
+
+/// [`modern`] from `client` (a `clientInfo` object, put in the added `_meta`).
+pub async fn modern_as(
+    addr: SocketAddr,
+    path: &str,
+    id: i64,
+    method: &str,
     mut params: Value,
+    client: Value,
 ) -> Result<Resp, String> {
     if params.get("_meta").is_none() {
-        params["_meta"] = meta();
+        params["_meta"] = meta_as(client);
     }
     let name = params
         .get("name")

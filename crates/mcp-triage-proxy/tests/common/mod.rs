@@ -92,22 +92,15 @@ fn modern_client() -> Value {
     json!({ "name": "proxy-test", "version": "0" })
 }
 
-pub fn meta() -> Value {
-    testing::meta_as(modern_client())
-}
-
 /// A modern (2026-07-28) request from `proxy-test`, with the headers it needs.
 pub async fn modern(
     addr: SocketAddr,
     path: &str,
     id: i64,
     method: &str,
-    mut params: Value,
+    params: Value,
 ) -> Result<Resp, String> {
-    if params.get("_meta").is_none() {
-        params["_meta"] = meta();
-    }
-    testing::modern(addr, path, id, method, params).await
+    testing::modern_as(addr, path, id, method, params, modern_client()).await
 }
 
 /// initialize + notifications/initialized as `proxy-test@1`; returns the session id.
