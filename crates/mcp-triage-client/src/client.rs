@@ -358,18 +358,11 @@ impl Client {
                 return Ok(());
             }
             // -32602 with data.supported: pick the newest we know and try once more.
-            let supported: Vec<ProtocolVersion> = sent
-                .error()
-                .and_then(|e| e["data"]["supported"].as_array())
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .filter_map(ProtocolVersion::parse)
-                        .filter(|v| v.at_least(ProtocolVersion::V2025_03_26) && !v.is_modern())
-                        .collect()
-                })
-                .unwrap_or_default();
-            if let Some(v) = supported.into_iter().max().filter(|v| *v != version) {
+            let newest = supported_versions(&sent)
+                .into_iter()
+                .filter(|v| v.at_least(ProtocolVersion::V2025_03_26) && !v.is_modern())
+                .max();
+            if let Some(v) = newest.filter(|v| *v != version) {
                 version = v;
                 continue;
             }
@@ -432,12 +425,7 @@ impl Client {
             .post(url)
             .header("Accept", "application/json, text/event-stream")
             .header("Content-Type", "application/json");
-        for (k, v) in headers {
-            req = req.header(k.as_str(), v.as_str());
-        }
-        if let Some(t) = &self.opts.bearer {
-            req = req.bearer_auth(t);
-        }
+        req = with_auth(req, headers, self.opts.bearer.as_deref());
         let is_init = msg["method"] == "initialize";
         if era == Era::Modern || (!is_init && version.at_least(ProtocolVersion::V2025_06_18)) {
             req = req.header("MCP-Protocol-Version", version.as_str());
@@ -840,16 +828,7 @@ impl Client {
             Some(400) => match code {
                 Some(-32020 | -32021) => false,
                 Some(-32022) => {
-                    let supported: Vec<ProtocolVersion> = sent
-                        .error()
-                        .and_then(|e| e["data"]["supported"].as_array())
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(Value::as_str)
-                                .filter_map(ProtocolVersion::parse)
-                                .collect()
-                        })
-                        .unwrap_or_default();
+                    let supported = supported_versions(sent);
                     if supported.iter().any(|v| v.is_modern()) {
                         false
                     } else {
@@ -1364,12 +1343,7 @@ impl Client {
             .get(url)
             .header("Accept", "text/event-stream")
             .header("Last-Event-ID", last_event_id);
-        for (k, v) in headers {
-            req = req.header(k.as_str(), v.as_str());
-        }
-        if let Some(t) = &self.opts.bearer {
-            req = req.bearer_auth(t);
-        }
+        req = with_auth(req, headers, self.opts.bearer.as_deref());
         if version.at_least(ProtocolVersion::V2025_06_18) {
             req = req.header("MCP-Protocol-Version", version.as_str());
         }
@@ -1554,12 +1528,7 @@ impl Client {
             Transport::Http { http, url, headers } => {
                 if let Some(s) = &st.session_id {
                     let mut req = http.delete(url).header("Mcp-Session-Id", s);
-                    for (k, v) in headers {
-                        req = req.header(k.as_str(), v.as_str());
-                    }
-                    if let Some(t) = &self.opts.bearer {
-                        req = req.bearer_auth(t);
-                    }
+                    req = with_auth(req, headers, self.opts.bearer.as_deref());
                     let _ = tokio::time::timeout(Duration::from_secs(2), req.send()).await;
                 }
             }
@@ -1647,13 +1616,7 @@ struct Standalone {
 
 impl Standalone {
     fn request(&self, b: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        let mut b = b;
-        for (k, v) in &self.headers {
-            b = b.header(k.as_str(), v.as_str());
-        }
-        if let Some(t) = &self.opts.bearer {
-            b = b.bearer_auth(t);
-        }
+        let mut b = with_auth(b, &self.headers, self.opts.bearer.as_deref());
         if self.version.at_least(ProtocolVersion::V2025_06_18) {
             b = b.header("MCP-Protocol-Version", self.version.as_str());
         }
@@ -1926,6 +1889,35 @@ fn tool_info(t: &Value) -> ToolInfo {
         header_params,
         output_schema,
         definition: t.clone(),
+    }
+}
+
+/// The versions a protocol-version error lists in `error.data.supported` (legacy `initialize`
+/// -32602 and modern -32022 both use it), the ones this client knows; empty when absent.
+fn supported_versions(sent: &Sent) -> Vec<ProtocolVersion> {
+    sent.error()
+        .and_then(|e| e["data"]["supported"].as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter_map(ProtocolVersion::parse)
+        .collect()
+}
+
+/// The user's extra headers (`--header`) and bearer token on a request: every HTTP request
+/// the client sends carries both (POST, resumption GET, standalone GET, DELETE, and the legacy
+/// HTTP+SSE transport's GET and POSTs), so a server behind auth sees them on each.
+pub(crate) fn with_auth(
+    mut req: reqwest::RequestBuilder,
+    headers: &[(String, String)],
+    bearer: Option<&str>,
+) -> reqwest::RequestBuilder {
+    for (k, v) in headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    match bearer {
+        Some(t) => req.bearer_auth(t),
+        None => req,
     }
 }
 
