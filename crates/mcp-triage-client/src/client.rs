@@ -1289,20 +1289,8 @@ impl Client {
                 .flatten();
                 match fetched {
                     Some(doc) => {
-                        let servers: Vec<String> = doc["authorization_servers"]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .filter_map(Value::as_str)
-                            .map(|s| mcp_triage_core::sanitize_line(s, 200))
-                            .collect();
-                        let scopes: Vec<String> = doc["scopes_supported"]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .filter_map(Value::as_str)
-                            .map(|s| mcp_triage_core::sanitize_line(s, 100))
-                            .collect();
+                        let servers = sanitized_strings(&doc["authorization_servers"], 200);
+                        let scopes = sanitized_strings(&doc["scopes_supported"], 100);
                         detail.push_str(&format!(
                             ": authorization servers [{}], scopes [{}]",
                             servers.join(", "),
@@ -1634,12 +1622,7 @@ impl Standalone {
         let resp = req.send().await;
         let _ = ready.send(());
         let Ok(mut resp) = resp else { return };
-        let sse = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"));
-        if !resp.status().is_success() || !sse {
+        if !is_event_stream(&resp) {
             return;
         }
         let mut capture = wire::Capture::new(Value::Null, true, false, &self.opts.limits);
@@ -1890,6 +1873,27 @@ fn tool_info(t: &Value) -> ToolInfo {
         output_schema,
         definition: t.clone(),
     }
+}
+
+/// A 2xx `text/event-stream` response: what a GET stream must be before the client reads it.
+pub(crate) fn is_event_stream(resp: &reqwest::Response) -> bool {
+    let sse = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"));
+    resp.status().is_success() && sse
+}
+
+/// The strings of a JSON array from the server, each sanitised to one line of at most `max`
+/// characters (they end up in messages a person reads); anything else gives none.
+fn sanitized_strings(v: &Value, max: usize) -> Vec<String> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|s| mcp_triage_core::sanitize_line(s, max))
+        .collect()
 }
 
 /// The versions a protocol-version error lists in `error.data.supported` (legacy `initialize`

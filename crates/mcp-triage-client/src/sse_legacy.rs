@@ -88,12 +88,7 @@ impl SseSession {
                     wire::error_chain(&e)
                 )
             })?;
-        let sse = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"));
-        if !resp.status().is_success() || !sse {
+        if !crate::client::is_event_stream(&resp) {
             return Err(format!(
                 "GET answered {} {}: not an HTTP+SSE (2024-11-05) server",
                 resp.status().as_u16(),
