@@ -358,18 +358,11 @@ impl Client {
                 return Ok(());
             }
             // -32602 with data.supported: pick the newest we know and try once more.
-            let supported: Vec<ProtocolVersion> = sent
-                .error()
-                .and_then(|e| e["data"]["supported"].as_array())
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .filter_map(ProtocolVersion::parse)
-                        .filter(|v| v.at_least(ProtocolVersion::V2025_03_26) && !v.is_modern())
-                        .collect()
-                })
-                .unwrap_or_default();
-            if let Some(v) = supported.into_iter().max().filter(|v| *v != version) {
+            let newest = supported_versions(&sent)
+                .into_iter()
+                .filter(|v| v.at_least(ProtocolVersion::V2025_03_26) && !v.is_modern())
+                .max();
+            if let Some(v) = newest.filter(|v| *v != version) {
                 version = v;
                 continue;
             }
@@ -432,12 +425,7 @@ impl Client {
             .post(url)
             .header("Accept", "application/json, text/event-stream")
             .header("Content-Type", "application/json");
-        for (k, v) in headers {
-            req = req.header(k.as_str(), v.as_str());
-        }
-        if let Some(t) = &self.opts.bearer {
-            req = req.bearer_auth(t);
-        }
+        req = with_auth(req, headers, self.opts.bearer.as_deref());
         let is_init = msg["method"] == "initialize";
         if era == Era::Modern || (!is_init && version.at_least(ProtocolVersion::V2025_06_18)) {
             req = req.header("MCP-Protocol-Version", version.as_str());
@@ -631,13 +619,8 @@ impl Client {
                 ));
                 continue;
             };
-            if let (Some(method), Some(id)) = (v.get("method").and_then(Value::as_str), v.get("id"))
-            {
-                let inc = Incoming::Request {
-                    id: id.clone(),
-                    method: method.to_string(),
-                    params: v.get("params").cloned().unwrap_or(Value::Null),
-                };
+            if let Some(inc) = Incoming::request_in(&v) {
+                let Incoming::Request { id, .. } = &inc;
                 match self.build_answer(&inc, era, version) {
                     Ok(reply) => {
                         let _ = conn.send(&reply).await;
@@ -769,6 +752,36 @@ impl Client {
         Ok(out)
     }
 
+    /// One exchange of a request that is not a tool call (setup requests, task polls): a new
+    /// id, the current session, one attempt deadline, no output schema or tool headers.
+    /// Returns what came back, the id used (the caller's record names it) and the session it
+    /// was sent in (a 404 in that session means it expired).
+    async fn plain_exchange(
+        &self,
+        method: &str,
+        params: &Value,
+        era: Era,
+        version: ProtocolVersion,
+    ) -> (Sent, Value, Option<String>) {
+        let id = self.new_id();
+        let session = self.state.lock().await.session_id.clone();
+        let msg = self.build_message(method, params, &id, era, version, None);
+        let deadline = tokio::time::Instant::now() + self.opts.timeout;
+        let sent = self
+            .exchange(
+                &msg,
+                &id,
+                era,
+                version,
+                session.as_deref(),
+                None,
+                deadline,
+                None,
+            )
+            .await;
+        (sent, id, session)
+    }
+
     /// A plain request (not a tool call): era handling, modern fallback, session repair once.
     async fn request(&self, method: &str, params: Value) -> Result<(Sent, Era), SetupFailure> {
         let mut repaired = false;
@@ -776,22 +789,7 @@ impl Client {
         loop {
             let (era, version) = self.ensure_era().await?;
             let era_now = era.unwrap_or(Era::Modern);
-            let id = self.new_id();
-            let session = self.state.lock().await.session_id.clone();
-            let msg = self.build_message(method, &params, &id, era_now, version, None);
-            let deadline = tokio::time::Instant::now() + self.opts.timeout;
-            let sent = self
-                .exchange(
-                    &msg,
-                    &id,
-                    era_now,
-                    version,
-                    session.as_deref(),
-                    None,
-                    deadline,
-                    None,
-                )
-                .await;
+            let (sent, _, session) = self.plain_exchange(method, &params, era_now, version).await;
             if era.is_none() {
                 match self.after_modern_probe(&sent).await {
                     Probe::Modern => {}
@@ -830,16 +828,7 @@ impl Client {
             Some(400) => match code {
                 Some(-32020 | -32021) => false,
                 Some(-32022) => {
-                    let supported: Vec<ProtocolVersion> = sent
-                        .error()
-                        .and_then(|e| e["data"]["supported"].as_array())
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(Value::as_str)
-                                .filter_map(ProtocolVersion::parse)
-                                .collect()
-                        })
-                        .unwrap_or_default();
+                    let supported = supported_versions(sent);
                     if supported.iter().any(|v| v.is_modern()) {
                         false
                     } else {
@@ -1300,20 +1289,8 @@ impl Client {
                 .flatten();
                 match fetched {
                     Some(doc) => {
-                        let servers: Vec<String> = doc["authorization_servers"]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .filter_map(Value::as_str)
-                            .map(|s| mcp_triage_core::sanitize_line(s, 200))
-                            .collect();
-                        let scopes: Vec<String> = doc["scopes_supported"]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .filter_map(Value::as_str)
-                            .map(|s| mcp_triage_core::sanitize_line(s, 100))
-                            .collect();
+                        let servers = sanitized_strings(&doc["authorization_servers"], 200);
+                        let scopes = sanitized_strings(&doc["scopes_supported"], 100);
                         detail.push_str(&format!(
                             ": authorization servers [{}], scopes [{}]",
                             servers.join(", "),
@@ -1354,12 +1331,7 @@ impl Client {
             .get(url)
             .header("Accept", "text/event-stream")
             .header("Last-Event-ID", last_event_id);
-        for (k, v) in headers {
-            req = req.header(k.as_str(), v.as_str());
-        }
-        if let Some(t) = &self.opts.bearer {
-            req = req.bearer_auth(t);
-        }
+        req = with_auth(req, headers, self.opts.bearer.as_deref());
         if version.at_least(ProtocolVersion::V2025_06_18) {
             req = req.header("MCP-Protocol-Version", version.as_str());
         }
@@ -1429,28 +1401,8 @@ impl Client {
         let mut interval = Duration::from_millis(250);
         for _ in 0..self.opts.max_polls {
             tokio::time::sleep(interval.min(self.opts.max_poll_interval)).await;
-            let session = self.state.lock().await.session_id.clone();
-            let id = self.new_id();
-            let msg = self.build_message(
-                "tasks/get",
-                &json!({ "taskId": task_id }),
-                &id,
-                era,
-                version,
-                None,
-            );
-            let deadline = tokio::time::Instant::now() + self.opts.timeout;
-            let sent = self
-                .exchange(
-                    &msg,
-                    &id,
-                    era,
-                    version,
-                    session.as_deref(),
-                    None,
-                    deadline,
-                    None,
-                )
+            let (sent, id, session) = self
+                .plain_exchange("tasks/get", &json!({ "taskId": task_id }), era, version)
                 .await;
             let Some(task) = sent.result().cloned() else {
                 push_attempt(rec, &sent, &id, "poll");
@@ -1564,12 +1516,7 @@ impl Client {
             Transport::Http { http, url, headers } => {
                 if let Some(s) = &st.session_id {
                     let mut req = http.delete(url).header("Mcp-Session-Id", s);
-                    for (k, v) in headers {
-                        req = req.header(k.as_str(), v.as_str());
-                    }
-                    if let Some(t) = &self.opts.bearer {
-                        req = req.bearer_auth(t);
-                    }
+                    req = with_auth(req, headers, self.opts.bearer.as_deref());
                     let _ = tokio::time::timeout(Duration::from_secs(2), req.send()).await;
                 }
             }
@@ -1657,13 +1604,7 @@ struct Standalone {
 
 impl Standalone {
     fn request(&self, b: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        let mut b = b;
-        for (k, v) in &self.headers {
-            b = b.header(k.as_str(), v.as_str());
-        }
-        if let Some(t) = &self.opts.bearer {
-            b = b.bearer_auth(t);
-        }
+        let mut b = with_auth(b, &self.headers, self.opts.bearer.as_deref());
         if self.version.at_least(ProtocolVersion::V2025_06_18) {
             b = b.header("MCP-Protocol-Version", self.version.as_str());
         }
@@ -1681,12 +1622,7 @@ impl Standalone {
         let resp = req.send().await;
         let _ = ready.send(());
         let Ok(mut resp) = resp else { return };
-        let sse = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"));
-        if !resp.status().is_success() || !sse {
+        if !is_event_stream(&resp) {
             return;
         }
         let mut capture = wire::Capture::new(Value::Null, true, false, &self.opts.limits);
@@ -1936,6 +1872,56 @@ fn tool_info(t: &Value) -> ToolInfo {
         header_params,
         output_schema,
         definition: t.clone(),
+    }
+}
+
+/// A 2xx `text/event-stream` response: what a GET stream must be before the client reads it.
+pub(crate) fn is_event_stream(resp: &reqwest::Response) -> bool {
+    let sse = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"));
+    resp.status().is_success() && sse
+}
+
+/// The strings of a JSON array from the server, each sanitised to one line of at most `max`
+/// characters (they end up in messages a person reads); anything else gives none.
+fn sanitized_strings(v: &Value, max: usize) -> Vec<String> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|s| mcp_triage_core::sanitize_line(s, max))
+        .collect()
+}
+
+/// The versions a protocol-version error lists in `error.data.supported` (legacy `initialize`
+/// -32602 and modern -32022 both use it), the ones this client knows; empty when absent.
+fn supported_versions(sent: &Sent) -> Vec<ProtocolVersion> {
+    sent.error()
+        .and_then(|e| e["data"]["supported"].as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter_map(ProtocolVersion::parse)
+        .collect()
+}
+
+/// The user's extra headers (`--header`) and bearer token on a request: every HTTP request
+/// the client sends carries both (POST, resumption GET, standalone GET, DELETE, and the legacy
+/// HTTP+SSE transport's GET and POSTs), so a server behind auth sees them on each.
+pub(crate) fn with_auth(
+    mut req: reqwest::RequestBuilder,
+    headers: &[(String, String)],
+    bearer: Option<&str>,
+) -> reqwest::RequestBuilder {
+    for (k, v) in headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    match bearer {
+        Some(t) => req.bearer_auth(t),
+        None => req,
     }
 }
 

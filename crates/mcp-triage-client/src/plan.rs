@@ -91,6 +91,23 @@ const fn row(scenario: &'static str, era: PlanEra, expect: Outcome, why: &'stati
 
 use PlanEra::{Legacy as L, Modern as M};
 
+/// A row whose tool asks for input once and gets `answers`: two attempts in the 2026-07-28
+/// era (the MRTR resend carries the answer), one in legacy (the answer goes back on the
+/// same request's stream).
+fn answered(
+    scenario: &'static str,
+    era: PlanEra,
+    answers: &'static [&'static str],
+    expect: Outcome,
+    why: &'static str,
+) -> PlanRow {
+    PlanRow {
+        answers,
+        attempts: Some(if era == M { 2 } else { 1 }),
+        ..row(scenario, era, expect, why)
+    }
+}
+
 /// Both eras with the same expectation.
 fn both(scenario: &'static str, expect: Outcome, why: &'static str) -> [PlanRow; 2] {
     [row(scenario, M, expect, why), row(scenario, L, expect, why)]
@@ -104,6 +121,11 @@ pub fn plan() -> Vec<PlanRow> {
         "baseline",
         ToolSuccess,
         "a well-behaved server: the tool succeeds",
+    ));
+    p.extend(both(
+        "catalog.mutation",
+        ToolSuccess,
+        "no mutations configured: the initial list has run_configured_test_scenario, which answers",
     ));
     p.extend(both(
         "auth.insufficient_scope",
@@ -249,11 +271,10 @@ pub fn plan() -> Vec<PlanRow> {
     for era in [M, L] {
         p.push(PlanRow {
             variant: "answered",
-            answers: ACCEPT,
-            attempts: Some(if era == M { 2 } else { 1 }),
-            ..row(
+            ..answered(
                 "elicitation.approval",
                 era,
+                ACCEPT,
                 ToolSuccess,
                 "accept → success with elicitationOutcome accepted",
             )
@@ -267,26 +288,20 @@ pub fn plan() -> Vec<PlanRow> {
                 "the tool asks for approval; without an answer the interaction is left open",
             )
         });
-        p.push(PlanRow {
-            answers: &[r#"elicitation/create={"action":"decline"}"#],
-            attempts: Some(if era == M { 2 } else { 1 }),
-            ..row(
-                "elicitation.decline",
-                era,
-                ToolError,
-                "decline → isError with the outcome",
-            )
-        });
-        p.push(PlanRow {
-            answers: &[r#"elicitation/create={"action":"accept"}"#],
-            attempts: Some(if era == M { 2 } else { 1 }),
-            ..row(
-                "elicitation.url_mode",
-                era,
-                ToolSuccess,
-                "URL mode, accepted → success",
-            )
-        });
+        p.push(answered(
+            "elicitation.decline",
+            era,
+            &[r#"elicitation/create={"action":"decline"}"#],
+            ToolError,
+            "decline → isError with the outcome",
+        ));
+        p.push(answered(
+            "elicitation.url_mode",
+            era,
+            &[r#"elicitation/create={"action":"accept"}"#],
+            ToolSuccess,
+            "URL mode, accepted → success",
+        ));
     }
     p.extend(both(
         "errors.accepted_for_request",
@@ -471,16 +486,13 @@ pub fn plan() -> Vec<PlanRow> {
         "comment lines before the response are ignored",
     ));
     for era in [M, L] {
-        p.push(PlanRow {
-            answers: ACCEPT,
-            attempts: Some(if era == M { 2 } else { 1 }),
-            ..row(
-                "sse.server_request",
-                era,
-                ToolSuccess,
-                "legacy: elicitation/create on the stream, answered by POST; modern: the MRTR equivalent",
-            )
-        });
+        p.push(answered(
+            "sse.server_request",
+            era,
+            ACCEPT,
+            ToolSuccess,
+            "legacy: elicitation/create on the stream, answered by POST; modern: the MRTR equivalent",
+        ));
     }
     p.extend(both(
         "tasks.deferred",

@@ -66,14 +66,7 @@ fn origin(url: &str) -> Option<String> {
 
 impl SseSession {
     fn request(&self, b: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        let mut b = b;
-        for (k, v) in &self.headers {
-            b = b.header(k.as_str(), v.as_str());
-        }
-        if let Some(t) = &self.opts.bearer {
-            b = b.bearer_auth(t);
-        }
-        b
+        crate::client::with_auth(b, &self.headers, self.opts.bearer.as_deref())
     }
 
     /// GETs `url` and waits for the `endpoint` event. `Err` says why the server is not an
@@ -85,12 +78,7 @@ impl SseSession {
         opts: Arc<ClientOptions>,
     ) -> Result<SseSession, String> {
         let mut req = http.get(url).header("Accept", "text/event-stream");
-        for (k, v) in &headers {
-            req = req.header(k.as_str(), v.as_str());
-        }
-        if let Some(t) = &opts.bearer {
-            req = req.bearer_auth(t);
-        }
+        req = crate::client::with_auth(req, &headers, opts.bearer.as_deref());
         let resp = tokio::time::timeout(opts.timeout, req.send())
             .await
             .map_err(|_| "the GET for an HTTP+SSE stream timed out".to_string())?
@@ -100,12 +88,7 @@ impl SseSession {
                     wire::error_chain(&e)
                 )
             })?;
-        let sse = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"));
-        if !resp.status().is_success() || !sse {
+        if !crate::client::is_event_stream(&resp) {
             return Err(format!(
                 "GET answered {} {}: not an HTTP+SSE (2024-11-05) server",
                 resp.status().as_u16(),
@@ -290,22 +273,11 @@ async fn read_stream(
             let Ok(v) = serde_json::from_slice::<Value>(&data) else {
                 continue;
             };
-            if let (Some(method), Some(id)) = (v.get("method").and_then(Value::as_str), v.get("id"))
-            {
-                let inc = Incoming::Request {
-                    id: id.clone(),
-                    method: method.to_string(),
-                    params: v.get("params").cloned().unwrap_or(Value::Null),
-                };
+            if let Some(inc) = Incoming::request_in(&v) {
                 let reply = crate::client::answer_or_error(&opts, &inc);
                 if let Some(p) = &post_url {
                     let mut req = http.post(p).header("Content-Type", "application/json");
-                    for (k, val) in &headers {
-                        req = req.header(k.as_str(), val.as_str());
-                    }
-                    if let Some(t) = &opts.bearer {
-                        req = req.bearer_auth(t);
-                    }
+                    req = crate::client::with_auth(req, &headers, opts.bearer.as_deref());
                     let req = req.body(serde_json::to_vec(&reply).unwrap_or_default());
                     let _ = tokio::time::timeout(opts.timeout, req.send()).await;
                 }

@@ -87,6 +87,20 @@ pub(crate) enum Incoming {
     },
 }
 
+impl Incoming {
+    /// The server→client request in a JSON-RPC message: one with a string `method` and an
+    /// `id` (a notification has no id, a response no method). One rule for every transport
+    /// (Streamable HTTP, legacy HTTP+SSE, stdio), so they cannot disagree on what to answer.
+    pub(crate) fn request_in(m: &Value) -> Option<Incoming> {
+        let method = m.get("method").and_then(Value::as_str)?;
+        Some(Incoming::Request {
+            id: m.get("id")?.clone(),
+            method: method.to_string(),
+            params: m.get("params").cloned().unwrap_or(Value::Null),
+        })
+    }
+}
+
 /// Keeps the response for our id out of a body, bounded, alongside the classifier.
 pub(crate) struct Capture {
     expected: Value,
@@ -161,12 +175,8 @@ impl Capture {
 
     fn take_message(&mut self, m: Value) {
         let Some(o) = m.as_object() else { return };
-        if let (Some(method), Some(id)) = (o.get("method").and_then(Value::as_str), o.get("id")) {
-            self.incoming.push(Incoming::Request {
-                id: id.clone(),
-                method: method.to_string(),
-                params: o.get("params").cloned().unwrap_or(Value::Null),
-            });
+        if let Some(inc) = Incoming::request_in(&m) {
+            self.incoming.push(inc);
             return;
         }
         if o.get("id") == Some(&self.expected)

@@ -61,6 +61,8 @@ pub mod server;
 pub mod session;
 pub mod sse;
 pub mod state;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 use std::sync::Arc;
 

@@ -1,7 +1,19 @@
-//! The client commands as a user runs them: `call`, `list` and `demo` in a real process
-//! against an in-process kitchen, exit codes, JSON output, `--log`, `--config` and `--stdio`.
+//! The client commands as a user runs them: `call`, `list`, `probe` and `demo` in a real
+//! process against an in-process kitchen, exit codes, JSON output, reports, `--log`,
+//! `--config` and `--stdio`; and `call`'s refusal of a tool whose inputSchema breaks the
+//! 2026-07-28 `x-mcp-header` rules, against a tiny axum server that lists such a tool and
+//! counts the calls it gets (so a refusal is told from a call that happened).
 
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{json, Value};
 
 use mcp_triage_kitchen::{start, KitchenOptions};
 
@@ -17,9 +29,50 @@ fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
 
+/// `(testcase elements, their <failure> elements, the root's tests= and failures=)` of a JUnit
+/// file, by a real XML parse: a malformed file fails the test.
+fn junit_counts(xml: &str) -> (usize, usize, String, String) {
+    use quick_xml::events::Event;
+    let mut reader = quick_xml::Reader::from_str(xml);
+    let (mut cases, mut failures) = (0, 0);
+    let (mut tests, mut failed) = (String::new(), String::new());
+    loop {
+        match reader.read_event().expect("well-formed JUnit XML") {
+            Event::Start(e) | Event::Empty(e) => match e.name().as_ref() {
+                b"testcase" => cases += 1,
+                b"failure" => failures += 1,
+                b"testsuites" => {
+                    for a in e.attributes() {
+                        let a = a.expect("well-formed attribute");
+                        let v = a.unescape_value().unwrap().into_owned();
+                        match a.key.as_ref() {
+                            b"tests" => tests = v,
+                            b"failures" => failed = v,
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            },
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    (cases, failures, tests, failed)
+}
+
 #[test]
 fn demo_matrix_all_rows_match() {
-    let o = run(&["demo"]);
+    let dir = std::env::temp_dir().join(format!("mcp-triage-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (junit, html) = (dir.join("demo.xml"), dir.join("demo.html"));
+    let o = run(&[
+        "demo",
+        "--report",
+        &format!("junit:{}", junit.display()),
+        "--report",
+        &format!("html:{}", html.display()),
+    ]);
     let err = String::from_utf8_lossy(&o.stderr);
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(code(&o), 0, "{out}\n{err}");
@@ -29,6 +82,19 @@ fn demo_matrix_all_rows_match() {
         "{out}"
     );
     assert!(!out.contains('✗'));
+    // One testcase per scenario × era row of the matrix (its lines minus the header).
+    let rows = out.lines().count() - 1;
+    let (cases, failures, tests, failed) = junit_counts(&std::fs::read_to_string(&junit).unwrap());
+    assert_eq!(cases, rows);
+    assert_eq!(tests, rows.to_string());
+    assert_eq!((failures, failed.as_str()), (0, "0"));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("chaos.mix"), "the HTML names the rows");
+    assert!(
+        page.contains(&format!(">{rows}<")),
+        "the HTML shows the row count {rows}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -151,9 +217,27 @@ fn call_and_list_against_the_kitchen() {
     assert_eq!(code(&o), 0);
     assert!(String::from_utf8_lossy(&o.stdout).contains("read_counter [read-only, idempotent]"));
     // probe: both eras, the read-only tool called, a clean tool list.
-    let o = run(&["probe", &url, "--call-read-only", "--format", "json"]);
+    let probe_xml = dir.join("probe.xml");
+    let o = run(&[
+        "probe",
+        &url,
+        "--call-read-only",
+        "--format",
+        "json",
+        "--report",
+        &format!("junit:{}", probe_xml.display()),
+    ]);
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stdout));
     let p: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The report: a testcase per era, capability and tool, plus one per read-only call; none fails.
+    let xml = std::fs::read_to_string(&probe_xml).unwrap();
+    let (cases, failures, _, _) = junit_counts(&xml);
+    let tools = p["tools"].as_array().unwrap();
+    let called = tools.iter().filter(|t| t.get("call").is_some()).count();
+    let caps = p["capabilities"].as_object().map_or(0, |c| c.len());
+    assert_eq!(cases, 2 + caps + tools.len() + called);
+    assert_eq!(failures, 0);
+    assert!(xml.contains(r#"classname="probe: "#) && xml.contains("tool read_counter"));
     assert_eq!(p["eras"]["2026-07-28"]["supported"], true);
     assert_eq!(
         p["eras"]["legacy (initialize 2025-11-25)"]["negotiated"],
@@ -225,4 +309,78 @@ fn stdio_and_usage_errors() {
         "--no-list",
     ]);
     assert_eq!(code(&o), 3, "{}", String::from_utf8_lossy(&o.stdout));
+}
+
+/// Answers `tools/list` with one good and one bad tool, `tools/call` with a text result
+/// (counted), `initialize` at 2025-11-25, any other request with `{}`, notifications with 202.
+async fn mcp(State(calls): State<Arc<AtomicUsize>>, Json(msg): Json<Value>) -> Response {
+    let Some(id) = msg.get("id").cloned() else {
+        return StatusCode::ACCEPTED.into_response();
+    };
+    let result = match msg["method"].as_str().unwrap_or("") {
+        "initialize" => json!({ "protocolVersion": "2025-11-25", "capabilities": { "tools": {} },
+            "serverInfo": { "name": "bad-headers", "version": "0" } }),
+        "tools/list" => json!({ "tools": [
+            { "name": "good", "inputSchema": { "type": "object", "properties": {
+                "region": { "type": "string", "x-mcp-header": "Region" } } } },
+            { "name": "bad", "inputSchema": { "type": "object", "properties": {
+                "amount": { "type": "number", "x-mcp-header": "Amount" } } } }
+        ] }),
+        "tools/call" => {
+            calls.fetch_add(1, Ordering::SeqCst);
+            json!({ "content": [{ "type": "text", "text": "ran" }] })
+        }
+        _ => json!({}),
+    };
+    Json(json!({ "jsonrpc": "2.0", "id": id, "result": result })).into_response()
+}
+
+#[test]
+fn call_refuses_a_tool_with_an_invalid_x_mcp_header() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let app = Router::new()
+        .route("/mcp", post(mcp))
+        .with_state(calls.clone());
+    let server = rt.spawn(async move { axum::serve(listener, app).await });
+
+    // Refused: exit 2, the tool and the broken rule named, nothing called.
+    let o = run(&["call", &url, "bad", "--arg", "amount=1.5"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("\"bad\"") && err.contains("x-mcp-header"),
+        "{err}"
+    );
+    assert!(
+        err.contains("only string, integer and boolean can be headers"),
+        "{err}"
+    );
+    assert!(err.contains("--allow-invalid-tool"), "{err}");
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+
+    // Called: a valid tool; the bad one with --allow-invalid-tool; the bad one at 2025-11-25,
+    // where x-mcp-header means nothing. Each call reaches the server exactly once.
+    let called: [&[&str]; 3] = [
+        &["good", "--arg", "region=eu"],
+        &["bad", "--arg", "amount=1.5", "--allow-invalid-tool"],
+        &[
+            "bad",
+            "--arg",
+            "amount=1.5",
+            "--protocol-version",
+            "2025-11-25",
+        ],
+    ];
+    for (n, extra) in called.into_iter().enumerate() {
+        let o = run(&[&["call", url.as_str()], extra].concat());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{extra:?}: {err}");
+        assert_eq!(calls.load(Ordering::SeqCst), n + 1, "{extra:?}");
+    }
+    server.abort();
 }

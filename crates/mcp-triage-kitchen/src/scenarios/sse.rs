@@ -27,7 +27,12 @@ static CUT_BEFORE: ScenarioInfo = ScenarioInfo {
     id: "sse.cut_before_response",
     summary: "The tools/call SSE stream carries N notifications, then ends without the response.",
     docs: "Always SSE. Notifications are `notifications/progress` when the call has a progress token, else `notifications/message`. \
-           The stream then ends cleanly (terminating chunk) without a JSON-RPC response and without event ids, so it cannot be resumed.",
+           The stream then ends cleanly (terminating chunk) without a JSON-RPC response, and the response never comes. \
+           What is sent per era: 2026-07-28: `event: message` + `data:` per notification, no event ids (not resumable). \
+           Legacy sessions: every notification event carries `id: <stream>-<n>` (n from 1), and at 2025-11-25 the stream starts \
+           with a priming event `id: <stream>-0` and empty `data:` (no `retry:`). So a legacy client may try to resume: a GET with \
+           `Last-Event-ID` replays the events after that id (the notifications it missed, or none) and ends again without the \
+           response.",
     params: &[ParamSpec { name: "notifications", kind: ParamKind::Integer, default: "2", choices: &[], doc: "Notifications before the end." }],
     outcome: Outcome::StreamIncomplete,
     origin: Origin::Kitchen,
@@ -93,9 +98,12 @@ pub struct PrimingThenClose;
 static PRIMING: ScenarioInfo = ScenarioInfo {
     id: "sse.priming_then_close",
     summary: "2025-11-25 polling: priming event with id and retry, the POST stream closes, the response comes on GET + Last-Event-ID.",
-    docs: "Legacy sessions at 2025-11-25: the tools/call stream sends `id: <stream>-0`, `retry: <ms>`, empty `data:`, then closes. \
-           The result (after `delayMs`) is served to `GET` with `Last-Event-ID: <stream>-0`. Earlier versions have no priming and get a normal \
-           stream; modern requests (no resumption in 2026-07-28) get a stream that ends without the response.",
+    docs: "Legacy sessions at 2025-11-25: the tools/call stream sends `id: <stream>-0`, `retry: <ms>` (`KitchenOptions::sse_retry_ms`, \
+           500), empty `data:`, then closes. The result (after `delayMs`) is served to `GET` with `Last-Event-ID: <stream>-0` as event \
+           `id: <stream>-1`. Earlier legacy versions have no priming and get a normal stream with the result (`id: <stream>-1`). \
+           2026-07-28 requests (no priming, no resumption) get `200 text/event-stream` with an empty body: no event at all, so the \
+           client's verdict is MISSING_RESPONSE (an empty 2xx body, rule 2), not STREAM_INCOMPLETE; the documented outcome \
+           (TOOL_SUCCESS) is the legacy one.",
     params: &[ParamSpec { name: "delayMs", kind: ParamKind::Integer, default: "100", choices: &[], doc: "Delay before the result is ready." }],
     outcome: Outcome::ToolSuccess,
     origin: Origin::Kitchen,

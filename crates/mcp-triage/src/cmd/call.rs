@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use mcp_triage_client::{CallOptions, CallRecord, Client, RetryOrigin};
-use mcp_triage_core::Outcome;
+use mcp_triage_core::{Outcome, ProtocolVersion};
 use serde_json::{Map, Value};
 
 use super::client_args::{runtime, ConnArgs};
@@ -69,6 +69,26 @@ pub struct CallArgs {
     /// This call repeats the record with this id by hand (retryOrigin manual).
     #[arg(long, value_name = "RECORD_ID")]
     pub retry_of: Option<String>,
+
+    /// Call the tool even when its inputSchema breaks the 2026-07-28 `x-mcp-header` rules
+    /// (a 2026-07-28 client MUST NOT call such a tool; by default `call` refuses with exit 2).
+    #[arg(long)]
+    pub allow_invalid_tool: bool,
+}
+
+/// The usage error for a listed tool whose `x-mcp-header`s break the 2026-07-28 rules, or
+/// None when the tool is fine or not listed (an unlisted tool is the server's to answer).
+fn invalid_tool(tools: &[mcp_triage_client::ToolInfo], name: &str) -> Option<String> {
+    let t = tools.iter().find(|t| t.name == name)?;
+    let problems = super::probe::header_problems(&t.definition);
+    if problems.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "tool {name:?} has an invalid x-mcp-header in its inputSchema, so a 2026-07-28 client \
+         must not call it: {}; pass --allow-invalid-tool to call it anyway",
+        problems.join("; ")
+    ))
 }
 
 fn arguments(args: &CallArgs) -> Result<Value, String> {
@@ -115,16 +135,32 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
         idempotency_key: args.idempotency_key.clone(),
         ..CallOptions::default()
     };
+    let check_tool = !args.allow_invalid_tool && opts.list_tools_first;
     let rt = runtime()?;
     let record = rt.block_on(async {
         let client = match Client::connect(target, opts).await {
             Ok(c) => c,
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Ok(Err(e.to_string())),
         };
+        // The list the call would fetch first anyway (it is cached). When it fails, the call
+        // goes ahead and its record says why the list failed. The rules are 2026-07-28's:
+        // an older server's x-mcp-header means nothing and no Mcp-Param header is sent.
+        if check_tool {
+            let tools = client.list_tools().await;
+            let modern = client.protocol_version().await == ProtocolVersion::V2026_07_28.as_str();
+            if let Some(usage) = tools
+                .ok()
+                .filter(|_| modern)
+                .and_then(|tools| invalid_tool(&tools, &tool))
+            {
+                client.close().await;
+                return Err(usage);
+            }
+        }
         let r = client.call_tool(&tool, arguments, co).await;
         client.close().await;
-        Ok(r)
-    });
+        Ok(Ok(r))
+    })?;
     let record = match record {
         Ok(r) => r,
         Err(e) => {

@@ -106,13 +106,12 @@ fn run_generic(args: &ConformanceArgs) -> Result<ExitCode, String> {
             }
         } else {
             for t in &tools {
-                let header_problem = super::probe::tool_problems(t)
-                    .iter()
-                    .any(|p| p.contains("x-mcp-header"));
-                if header_problem {
+                let header_problems = super::probe::header_problems(&t.definition);
+                if !header_problems.is_empty() {
                     eprintln!(
-                        "mcp-triage: excluding tool {:?}: invalid x-mcp-header",
-                        t.name
+                        "mcp-triage: excluding tool {:?}: {}",
+                        t.name,
+                        header_problems.join("; ")
                     );
                     continue;
                 }

@@ -8,7 +8,8 @@ use std::time::Duration;
 use clap::Args;
 use mcp_triage_client::plan::{plan, run_row, RowResult};
 use mcp_triage_client::ClientOptions;
-use mcp_triage_kitchen::{start, KitchenOptions};
+use mcp_triage_kitchen::{journal, start, KitchenOptions};
+use mcp_triage_report::{Case, Check, Report, ReportTarget, Status, Suite};
 
 use super::call::Format;
 use super::client_args::runtime;
@@ -26,10 +27,17 @@ pub struct DemoArgs {
     /// Calls run at the same time.
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub concurrency: usize,
+
+    /// Write a report: junit:FILE, html:FILE, json:FILE or tap:FILE (`-` = stdout; repeatable).
+    /// One case per scenario × era row, with one check: `outcome`.
+    #[arg(long = "report", value_name = "FORMAT:FILE")]
+    pub reports: Vec<ReportTarget>,
 }
 
 pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
     let rt = runtime()?;
+    let started = journal::rfc3339(journal::now_ms());
+    let t0 = std::time::Instant::now();
     let results = rt.block_on(async {
         let k = start(
             "127.0.0.1:0".parse().expect("loopback address"),
@@ -76,6 +84,12 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
         }
         Format::Text => outln!("{}", matrix(&results).trim_end()),
     }
+    if !args.reports.is_empty() {
+        let mut report = report(&results);
+        report.started = Some(started);
+        report.suites[0].duration_ms = Some(t0.elapsed().as_millis() as u64);
+        mcp_triage_report::write_all(&args.reports, &report)?;
+    }
     let bad = results.iter().filter(|r| !r.matches).count();
     if bad > 0 {
         eprintln!(
@@ -86,6 +100,83 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
     }
     eprintln!("all {} rows match", results.len());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The row's name as the matrix and the reports show it: the scenario, and the variant when
+/// one scenario has several rows in the same era.
+fn row_name(r: &RowResult) -> String {
+    if r.row.variant.is_empty() {
+        r.row.scenario.to_string()
+    } else {
+        format!("{} ({})", r.row.scenario, r.row.variant)
+    }
+}
+
+/// What the row was expected to end in: the outcome, and the attempt count when the row fixes one.
+fn expected(r: &RowResult) -> String {
+    match r.row.attempts {
+        Some(n) => format!("{} in {n}", r.row.expect),
+        None => r.row.expect.to_string(),
+    }
+}
+
+/// The demo as a report: one case per scenario × era row with one check, `outcome`, whose
+/// evidence is every attempt (kind, status, verdict, decision), so a failing row in CI says
+/// what the client saw and did without re-running it.
+fn report(results: &[RowResult]) -> Report {
+    let cases = results
+        .iter()
+        .map(|r| {
+            let got = format!("{} in {}", r.record.outcome, r.record.attempts.len());
+            let mut message = format!("expected {}, got {got}", expected(r));
+            if let Some(m) = r.record.message.as_deref().filter(|m| !m.is_empty()) {
+                message.push_str(&format!(": {m}"));
+            }
+            let evidence = r.record.attempts.iter().enumerate().map(|(i, a)| {
+                let status = a.status.map_or("-".into(), |s| s.to_string());
+                let decision = a
+                    .decision
+                    .as_ref()
+                    .map_or("-".into(), |d| match d.delay_ms {
+                        Some(ms) => format!("{} after {ms} ms ({})", d.action, d.reason),
+                        None => format!("{} ({})", d.action, d.reason),
+                    });
+                format!(
+                    "attempt {} {}: status {status}, {}/{}, decision {decision}",
+                    i + 1,
+                    a.kind,
+                    a.verdict.layer,
+                    a.verdict.outcome
+                )
+            });
+            let status = if r.matches {
+                Status::Pass
+            } else {
+                Status::Fail
+            };
+            Case {
+                name: format!("{} [{}]", row_name(r), r.row.era.as_str()),
+                checks: vec![Check::new("outcome", status, message)
+                    .with_evidence(evidence)
+                    .with_references([format!(
+                        "kitchen scenario {}: {}",
+                        r.row.scenario, r.row.why
+                    )])],
+                duration_ms: Some(r.record.duration_ms),
+                output: String::new(),
+            }
+        })
+        .collect();
+    Report {
+        title: "mcp-triage demo".into(),
+        suites: vec![Suite {
+            name: "demo".into(),
+            cases,
+            properties: vec![("mcp-triage".into(), env!("CARGO_PKG_VERSION").into())],
+            ..Suite::default()
+        }],
+        ..Report::default()
+    }
 }
 
 fn matrix(results: &[RowResult]) -> String {
@@ -100,11 +191,7 @@ fn matrix(results: &[RowResult]) -> String {
         "ok".into(),
     ]];
     for r in results {
-        let name = if r.row.variant.is_empty() {
-            r.row.scenario.to_string()
-        } else {
-            format!("{} ({})", r.row.scenario, r.row.variant)
-        };
+        let name = row_name(r);
         let statuses: Vec<String> = r
             .record
             .attempts
@@ -117,10 +204,7 @@ fn matrix(results: &[RowResult]) -> String {
             .iter()
             .map(|a| a.decision.as_ref().map_or("-".into(), |d| d.action.clone()))
             .collect();
-        let expected = match r.row.attempts {
-            Some(n) => format!("{} in {n}", r.row.expect),
-            None => r.row.expect.to_string(),
-        };
+        let expected = expected(r);
         rows.push([
             name,
             r.row.era.as_str().into(),

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::Args;
 use mcp_triage_client::{CallOptions, Client, ClientOptions, ToolInfo, VersionChoice};
 use mcp_triage_core::ProtocolVersion;
+use mcp_triage_report::{Case, Check, Report, ReportTarget, Status, Suite};
 use serde_json::{json, Value};
 
 use super::call::Format;
@@ -29,6 +30,51 @@ pub struct ProbeArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+
+    /// Write a report: junit:FILE, html:FILE, json:FILE or tap:FILE (`-` = stdout; repeatable).
+    /// One case per era, per capability and per tool.
+    #[arg(long = "report", value_name = "FORMAT:FILE")]
+    pub reports: Vec<ReportTarget>,
+}
+
+/// The 2026-07-28 `x-mcp-header` rules a tool definition breaks, as sentences naming the
+/// argument: the value must be a string that is a valid header name part (letters, digits,
+/// `-`), unique case-insensitively within the tool, on a property of type string, integer or
+/// boolean (the digest: "primitive types only (no `number`)"). A client MUST NOT call such a
+/// tool, so `conformance-client` leaves it out and `call` refuses it; `probe` lists them.
+pub fn header_problems(definition: &Value) -> Vec<String> {
+    let mut p = Vec::new();
+    let props = definition["inputSchema"]
+        .get("properties")
+        .and_then(Value::as_object);
+    let mut headers = HashSet::new();
+    for (arg, prop) in props.into_iter().flatten() {
+        let Some(h) = prop.get("x-mcp-header") else {
+            continue;
+        };
+        let Some(h) = h.as_str() else {
+            p.push(format!("x-mcp-header of {arg:?} is not a string"));
+            continue;
+        };
+        if h.is_empty() || !h.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+            p.push(format!(
+                "x-mcp-header {h:?} of {arg:?} is not a valid header name part"
+            ));
+        }
+        if !headers.insert(h.to_ascii_lowercase()) {
+            p.push(format!(
+                "x-mcp-header {h:?} is used twice (case-insensitive)"
+            ));
+        }
+        let ty = prop.get("type").and_then(Value::as_str);
+        if !matches!(ty, Some("string" | "integer" | "boolean")) {
+            p.push(format!(
+                "x-mcp-header on {arg:?} of type {}: only string, integer and boolean can be headers",
+                ty.unwrap_or("(none)")
+            ));
+        }
+    }
+    p
 }
 
 /// Problems of one tool definition, as sentences.
@@ -61,33 +107,7 @@ pub fn tool_problems(t: &ToolInfo) -> Vec<String> {
                     ));
                 }
             }
-            let mut headers = HashSet::new();
-            for (arg, prop) in props.into_iter().flatten() {
-                let Some(h) = prop.get("x-mcp-header") else {
-                    continue;
-                };
-                let Some(h) = h.as_str() else {
-                    p.push(format!("x-mcp-header of {arg:?} is not a string"));
-                    continue;
-                };
-                if h.is_empty() || !h.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-                    p.push(format!(
-                        "x-mcp-header {h:?} of {arg:?} is not a valid header name part"
-                    ));
-                }
-                if !headers.insert(h.to_ascii_lowercase()) {
-                    p.push(format!(
-                        "x-mcp-header {h:?} is used twice (case-insensitive)"
-                    ));
-                }
-                let ty = prop.get("type").and_then(Value::as_str);
-                if !matches!(ty, Some("string" | "integer" | "boolean")) {
-                    p.push(format!(
-                        "x-mcp-header on {arg:?} of type {}: only string, integer and boolean can be headers",
-                        ty.unwrap_or("(none)")
-                    ));
-                }
-            }
+            p.extend(header_problems(d));
         }
     }
     if let Some(s) = d.get("outputSchema") {
@@ -137,6 +157,8 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
     let target = args.conn.target(args.url.as_deref())?;
     let opts = args.conn.options()?;
     let rt = runtime()?;
+    let started = mcp_triage_kitchen::journal::rfc3339(mcp_triage_kitchen::journal::now_ms());
+    let t0 = std::time::Instant::now();
     let is_http = matches!(target, mcp_triage_client::Target::Http { .. });
     let report = rt.block_on(async {
         let client = Client::connect(target.clone(), opts.clone()).await.map_err(|e| e.to_string())?;
@@ -238,6 +260,12 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
             outln!("{problems} problem(s) in tools/list");
         }
     }
+    if !args.reports.is_empty() {
+        let mut r = probe_report(&report);
+        r.started = Some(started);
+        r.suites[0].duration_ms = Some(t0.elapsed().as_millis() as u64);
+        mcp_triage_report::write_all(&args.reports, &r)?;
+    }
     if report.get("toolsError").is_some() {
         return Ok(ExitCode::from(3));
     }
@@ -246,6 +274,115 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The probe's findings (the JSON that `--format json` prints) as a report: one case per
+/// era (`supported`; an era the server does not speak is skipped, not failed, because a server
+/// need not speak both), one per capability the server declared (`declared`, its JSON as
+/// evidence), `tools/list` when it failed, and one per tool (`definition`: fails with one
+/// evidence line per problem; `call` when `--call-read-only` called it: fails unless the
+/// tool succeeded). So the report fails exactly when the probe found something wrong.
+fn probe_report(p: &Value) -> Report {
+    let mut cases = Vec::new();
+    for (era, r) in p["eras"].as_object().into_iter().flatten() {
+        let check = if r["supported"] == true {
+            Check::new(
+                "supported",
+                Status::Pass,
+                format!("negotiated {}", r["negotiated"].as_str().unwrap_or("?")),
+            )
+        } else {
+            Check::new(
+                "supported",
+                Status::Skip,
+                format!("not spoken: {}", r["detail"].as_str().unwrap_or("")),
+            )
+        };
+        cases.push(Case {
+            name: format!("era {era}"),
+            checks: vec![check],
+            ..Case::default()
+        });
+    }
+    for (cap, v) in p["capabilities"].as_object().into_iter().flatten() {
+        cases.push(Case {
+            name: format!("capability {cap}"),
+            checks: vec![
+                Check::new("declared", Status::Pass, "declared by the server")
+                    .with_evidence([v.to_string()]),
+            ],
+            ..Case::default()
+        });
+    }
+    if let Some(e) = p["toolsError"].as_str() {
+        cases.push(Case {
+            name: "tools/list".into(),
+            checks: vec![Check::new("listed", Status::Fail, e)],
+            ..Case::default()
+        });
+    }
+    for t in p["tools"].as_array().into_iter().flatten() {
+        let problems: Vec<&str> = t["problems"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let mut checks = vec![if problems.is_empty() {
+            Check::new("definition", Status::Pass, "no problem found")
+        } else {
+            Check::new(
+                "definition",
+                Status::Fail,
+                format!("{} problem(s) in the definition", problems.len()),
+            )
+            .with_evidence(problems)
+            .with_references(["spec: server/tools (Tool definition, inputSchema, x-mcp-header)"])
+        }];
+        if let Some(c) = t.get("call") {
+            let ok = c["outcome"] == "TOOL_SUCCESS";
+            checks.push(Check::new(
+                "call",
+                if ok { Status::Pass } else { Status::Fail },
+                format!(
+                    "called with {{}}: {}/{} {}",
+                    c["layer"].as_str().unwrap_or(""),
+                    c["outcome"].as_str().unwrap_or(""),
+                    c["message"].as_str().unwrap_or("")
+                )
+                .trim_end()
+                .to_string(),
+            ));
+        }
+        cases.push(Case {
+            name: format!("tool {}", t["name"].as_str().unwrap_or("")),
+            checks,
+            ..Case::default()
+        });
+    }
+    let mut properties = vec![(
+        "target".to_string(),
+        p["target"].as_str().unwrap_or("").to_string(),
+    )];
+    if let Some(v) = p["protocolVersion"].as_str() {
+        properties.push(("protocol".into(), v.into()));
+    }
+    if let Some(i) = p["serverInfo"].as_object() {
+        let name = i.get("name").and_then(Value::as_str).unwrap_or("");
+        let version = i.get("version").and_then(Value::as_str).unwrap_or("");
+        properties.push(("server".into(), format!("{name} {version}").trim().into()));
+    }
+    properties.push(("mcp-triage".into(), env!("CARGO_PKG_VERSION").into()));
+    Report {
+        title: "mcp-triage probe".into(),
+        suites: vec![Suite {
+            name: format!("probe: {}", p["target"].as_str().unwrap_or("")),
+            cases,
+            properties,
+            ..Suite::default()
+        }],
+        ..Report::default()
+    }
 }
 
 #[cfg(test)]
@@ -296,5 +433,41 @@ mod tests {
             assert!(p.contains(needle), "{needle} missing in:\n{p}");
         }
         assert!(tool_problems(&info(json!({ "name": "x" })))[0].contains("missing"));
+    }
+
+    #[test]
+    fn report_has_a_case_per_era_capability_and_tool() {
+        let p = json!({
+            "target": "http://127.0.0.1:1/mcp",
+            "protocolVersion": "2026-07-28",
+            "serverInfo": { "name": "k", "version": "1" },
+            "capabilities": { "tools": {}, "logging": {} },
+            "eras": {
+                "2026-07-28": { "supported": true, "negotiated": "2026-07-28" },
+                "legacy": { "supported": false, "detail": "400" }
+            },
+            "tools": [
+                { "name": "ok", "problems": [], "call": { "layer": "application", "outcome": "TOOL_SUCCESS", "message": "" } },
+                { "name": "bad", "problems": ["one", "two"] }
+            ]
+        });
+        let r = probe_report(&p);
+        let names: Vec<&str> = r.suites[0].cases.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "era 2026-07-28",
+                "era legacy",
+                "capability logging",
+                "capability tools",
+                "tool ok",
+                "tool bad"
+            ]
+        );
+        let c = r.counts();
+        assert_eq!((c.pass, c.fail, c.skip), (5, 1, 1));
+        let bad = &r.suites[0].cases[5].checks[0];
+        assert_eq!(bad.evidence, ["one", "two"]);
+        assert!(!r.passed());
     }
 }

@@ -126,8 +126,10 @@ pub fn all() -> Vec<CaseDef> {
         checks,
         retry_after_ms: 0,
     };
+    // Most cases: the scenario's own id, its run_configured_test_scenario tool, one message.
+    let scenario = |id, params: Value, checks| case(id, id, params, run, msg.clone(), checks);
     vec![
-        case("baseline", "baseline", json!({}), run, msg.clone(), &[]),
+        scenario("baseline", json!({}), &[]),
         // errors.http_status_per_method rather than http_status_sequence: the sequence counts
         // every POST (initialize, notifications), so which request meets the 503 would depend
         // on how many requests a client sends first; per method, the tools/call always does.
@@ -149,69 +151,21 @@ pub fn all() -> Vec<CaseDef> {
         ),
         CaseDef {
             retry_after_ms: 1000,
-            ..case(
-                "errors.rate_limited",
+            ..scenario(
                 "errors.rate_limited",
                 json!({ "retryAfter": "1", "onInvocation": 1 }),
-                run,
-                msg.clone(),
                 &[RetryAfter],
             )
         },
-        case(
-            "errors.tool_error",
-            "errors.tool_error",
-            json!({}),
-            run,
-            msg.clone(),
-            &[NoAutoResend],
-        ),
-        case(
-            "errors.jsonrpc_error",
-            "errors.jsonrpc_error",
-            json!({}),
-            run,
-            msg.clone(),
-            &[NoAutoResend],
-        ),
-        case(
-            "elicitation.approval",
-            "elicitation.approval",
-            json!({}),
-            run,
-            msg.clone(),
-            &[MrtrRetry],
-        ),
-        case(
-            "sse.cut_before_response",
-            "sse.cut_before_response",
-            json!({}),
-            run,
-            msg.clone(),
-            &[ReissueNewId],
-        ),
-        case(
-            "sse.cut_mid_event",
-            "sse.cut_mid_event",
-            json!({}),
-            run,
-            msg.clone(),
-            &[ReissueNewId],
-        ),
-        case(
-            "sse.priming_then_close",
-            "sse.priming_then_close",
-            json!({}),
-            run,
-            msg.clone(),
-            &[ResumeGet],
-        ),
-        case(
-            "session.expire",
+        scenario("errors.tool_error", json!({}), &[NoAutoResend]),
+        scenario("errors.jsonrpc_error", json!({}), &[NoAutoResend]),
+        scenario("elicitation.approval", json!({}), &[MrtrRetry]),
+        scenario("sse.cut_before_response", json!({}), &[ReissueNewId]),
+        scenario("sse.cut_mid_event", json!({}), &[ReissueNewId]),
+        scenario("sse.priming_then_close", json!({}), &[ResumeGet]),
+        scenario(
             "session.expire",
             json!({ "afterRequests": 1 }),
-            run,
-            msg,
             &[Reinitialize],
         ),
     ]
