@@ -123,11 +123,6 @@ pub fn plan() -> Vec<PlanRow> {
         "a well-behaved server: the tool succeeds",
     ));
     p.extend(both(
-        "catalog.mutation",
-        ToolSuccess,
-        "no mutations configured: the initial list has run_configured_test_scenario, which answers",
-    ));
-    p.extend(both(
         "auth.insufficient_scope",
         HttpError,
         "tools/call gets 403 with a Bearer insufficient_scope challenge; 403 is never resent",
