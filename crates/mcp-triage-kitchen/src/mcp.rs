@@ -1604,12 +1604,15 @@ fn input_round(
     })
 }
 
+/// What a cleanly ended chaos `sse_cut` stream carries before it ends.
+pub const CUT_STREAM_PREFIX: &str = ": keepalive\n\n";
+
 /// Key of the chaos input round in `inputRequests` / `inputResponses`.
 pub const CHAOS_INPUT_KEY: &str = "chaos_confirm";
 
 /// [`ToolFault::CutAfterExecution`]: the tool has run; lose its response. `mid_event` sends
 /// the first half of the response event and breaks the connection; otherwise the stream ends
-/// cleanly without the response.
+/// cleanly after a keepalive comment, without the response.
 async fn deliver_cut(
     tx: mpsc::UnboundedSender<Out>,
     out: Out,
@@ -1627,6 +1630,9 @@ async fn deliver_cut(
         }
         Out::Final(..) => {
             trace.note("tool executed; stream ended without response (chaos sse_cut)");
+            // The stream has begun (a keepalive comment, as servers send while a tool runs):
+            // a 200 with an empty body would be a missing response, not a cut stream.
+            let _ = tx.send(Out::Raw(Bytes::from_static(CUT_STREAM_PREFIX.as_bytes())));
             let _ = tx.send(Out::End);
         }
         // Already a cut of the tool's own making.

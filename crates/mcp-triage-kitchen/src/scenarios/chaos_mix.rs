@@ -29,9 +29,9 @@ static INFO: ScenarioInfo = ScenarioInfo {
     summary: "Each request (except initialize) draws a fault at the given rates from a PRNG seeded by (seed, POST number).",
     docs: "Faults: `http_503` (empty 503), `connection_close` (no response), `malformed_json` (200 `{ not valid json`), `jsonrpc_error` \
            (200 JSON-RPC -32603), `delay` (`delayMs`, then normal), `sse_cut` (a `tools/call` — any tool, `increment_counter` too — is \
-           EXECUTED, journaled with `executed: true`, and then its response is lost: always SSE, the stream either ends cleanly without \
-           the response or breaks after half of the response event, chosen by a second seeded bit; the client cannot know whether the \
-           tool ran; other requests get `200 text/event-stream` with no event), `input_required` (one input round before a `tools/call` \
+           EXECUTED, journaled with `executed: true`, and then its response is lost: always SSE, the stream either ends cleanly after a `: keepalive` \
+           comment without the response or breaks after half of the response event, chosen by a second seeded bit; the client cannot know whether the \
+           tool ran; other requests get `200 text/event-stream` with only that comment), `input_required` (one input round before a `tools/call` \
            runs: in 2026-07-28 an `input_required` result with a signed `requestState` and an `elicitation/create` form request under \
            the key `chaos_confirm`, whose retry carrying `inputResponses.chaos_confirm` runs the tool — whatever the draw of the retry's \
            POST; in legacy eras an `elicitation/create` request on the POST's SSE stream, the tool runs once the client answers; \
@@ -120,7 +120,7 @@ impl Scenario for ChaosMix {
                 status: 200,
                 content_type: "text/event-stream",
                 headers: Vec::new(),
-                body: bytes::Bytes::new(),
+                body: bytes::Bytes::from_static(crate::mcp::CUT_STREAM_PREFIX.as_bytes()),
             },
             Some("connection_close") => Wire::Close,
             Some("malformed_json") => Wire::Body {
