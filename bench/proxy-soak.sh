@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The proxy's acceptance soak at full size: 200 concurrent clients × 50 tools/call each through
-# `mcp-triage proxy` to the kitchen's chaos.mix (JSON and SSE responses, cuts, 503s, malformed
-# bodies, JSON-RPC errors, delays), every call also sent directly to a twin instance that draws
-# the same faults. Checks: every body the clients receive through the proxy is identical (SHA-256)
-# to the direct one, one record per request, and each record's outcome equals the client's
-# verdict on the bytes it received. (The test suite runs the same test at 50 × 20.) ~100 s.
+# `mcp-triage proxy` to the kitchen's chaos.mix (JSON and SSE responses, connection resets, 503s,
+# malformed bodies, JSON-RPC errors, delays, SSE streams cut after the tool ran — clean end or
+# mid-event break — and input rounds, answered by the clients), every call also sent directly to
+# a twin instance that draws the same faults. Checks: every body the clients receive through the
+# proxy is identical (SHA-256) to the direct one (an input_required body with its instance-bound
+# requestState masked; the answered retries byte for byte), one record per request, and each
+# record's outcome equals the client's verdict on the bytes it received. (The test suite runs the
+# same test at 50 × 20.) ~100 s.
 #
 #   bench/proxy-soak.sh
 set -euo pipefail

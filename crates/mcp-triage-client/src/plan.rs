@@ -201,6 +201,51 @@ pub fn plan() -> Vec<PlanRow> {
                 "every request but initialize gets 503; a safe tool is resent twice (max-retries 2), then given up",
             )
         });
+        p.push(PlanRow {
+            variant: "increment_counter, all sse_cut",
+            query: r#"rates={"sse_cut":1.0}"#,
+            tool: "increment_counter",
+            args: r#"{"by":1}"#,
+            // Legacy streams open with a priming event id: one GET resumption (not a resend),
+            // which carries nothing, since the response was never written.
+            attempts: Some(if matches!(era, M) { 1 } else { 2 }),
+            ..row(
+                "chaos.mix",
+                era,
+                StreamIncomplete,
+                "sse_cut runs the tool, then the SSE stream ends (or breaks) without the response: it may have run and is not idempotent, so it is never resent",
+            )
+        });
+        p.push(PlanRow {
+            variant: "read_counter, all sse_cut",
+            query: r#"rates={"sse_cut":1.0}"#,
+            tool: "read_counter",
+            safe_tools: &["read_counter"],
+            // Legacy: each of the 3 calls is followed by one empty GET resumption.
+            attempts: Some(if matches!(era, M) { 3 } else { 6 }),
+            ..row(
+                "chaos.mix",
+                era,
+                StreamIncomplete,
+                "every stream is cut after the tool ran; a read-only tool is resent twice (max-retries 2), then given up",
+            )
+        });
+        p.push(PlanRow {
+            variant: "increment_counter, all input_required",
+            query: r#"rates={"input_required":1.0}"#,
+            tool: "increment_counter",
+            args: r#"{"by":1}"#,
+            answers: &[r#"elicitation/create={"action":"accept","content":{"confirm":true}}"#],
+            // Modern: the input_required round, then the retry carrying the answer runs the
+            // tool. Legacy: elicitation/create on the POST's stream, answered by POST.
+            attempts: Some(if matches!(era, M) { 2 } else { 1 }),
+            ..row(
+                "chaos.mix",
+                era,
+                ToolSuccess,
+                "input_required asks once (MRTR round, or elicitation/create on the legacy stream); answered, the call runs",
+            )
+        });
     }
     p.extend(both(
         "compat.legacy_result",

@@ -1,5 +1,6 @@
 //! What a scenario sees of a request: [`WireCx`] at the wire, [`ToolCx`] inside a tool.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ use crate::state::Shared;
 pub struct Trace {
     notes: Mutex<Vec<String>>,
     issued: Mutex<Option<Value>>,
+    executed: AtomicBool,
 }
 
 impl Trace {
@@ -39,6 +41,15 @@ impl Trace {
     /// The MRTR round issued, if any.
     pub fn issued(&self) -> Option<Value> {
         self.issued.lock().expect("trace lock").clone()
+    }
+    /// Record that the tool body of this `tools/call` started (its side effect may have
+    /// happened, whatever the client ends up seeing).
+    pub fn mark_executed(&self) {
+        self.executed.store(true, Ordering::SeqCst);
+    }
+    /// Whether the tool body started.
+    pub fn executed(&self) -> bool {
+        self.executed.load(Ordering::SeqCst)
     }
     /// Everything recorded, joined.
     pub fn joined(&self) -> Option<String> {
@@ -65,6 +76,9 @@ pub struct WireCx<'a> {
     pub headers: &'a HeaderMap,
     /// The instance (counters already incremented for this request).
     pub instance: &'a Instance,
+    /// 1-based number of this POST on the instance (its `httpRequest` count when it was
+    /// received; unlike [`WireCx::count`] not moved by concurrent requests).
+    pub post: u64,
     /// Era of the request.
     pub era: Era,
     /// Legacy session, if any.

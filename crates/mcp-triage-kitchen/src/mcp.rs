@@ -16,11 +16,11 @@ use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
 use crate::catalogue;
-use crate::context::{Emitter, Out, ToolCx, Trace, WireCx};
+use crate::context::{Asked, Emitter, Out, ToolCx, Trace, WireCx};
 use crate::instance::{self, CatalogClock, ChangeKind, ChangeScope, Instance};
 use crate::journal;
 use crate::protocol::{self, Era};
-use crate::scenarios::{MethodReply, ToolReply, Wire};
+use crate::scenarios::{MethodReply, ToolFault, ToolReply, Wire};
 use crate::session::Session;
 use crate::sse::{self, SsePlan};
 use crate::state::{ResponseMode, Shared};
@@ -261,6 +261,7 @@ pub async fn handle(
         "contentType": if ctype.is_empty() { Value::Null } else { json!(ctype) },
         "retry": rec.retry,
         "issued": trace.issued(),
+        "executed": if rec.tool.is_some() { json!(trace.executed()) } else { Value::Null },
     }));
     resp
 }
@@ -420,7 +421,7 @@ async fn handle_inner(
         }
         Ok(Ok(b)) => b,
     };
-    instance.bump(instance::HTTP_REQUEST);
+    let post = instance.bump(instance::HTTP_REQUEST);
     if let Some(s) = &session {
         s.requests.fetch_add(1, Ordering::SeqCst);
     }
@@ -493,6 +494,7 @@ async fn handle_inner(
             tool: tool.as_deref(),
             headers,
             instance: &instance,
+            post,
             era,
             session: session.as_deref(),
             endpoint_url: &endpoint_url,
@@ -517,6 +519,7 @@ async fn handle_inner(
     };
     let req = Req {
         clock,
+        post,
         shared: shared.clone(),
         instance: instance.clone(),
         session,
@@ -624,6 +627,8 @@ struct Req {
     /// Catalogue time of this request (a legacy session's timeline, or the instance's 2026
     /// timeline).
     clock: CatalogClock,
+    /// 1-based number of this POST on the instance.
+    post: u64,
 }
 
 impl Req {
@@ -635,6 +640,7 @@ impl Req {
             tool: self.tool.as_deref(),
             headers: &self.headers,
             instance: &self.instance,
+            post: self.post,
             era: self.era,
             session: self.session.as_deref(),
             endpoint_url: &self.endpoint_url,
@@ -1440,7 +1446,16 @@ async fn tools_call(req: Req) -> Response<Body> {
         && (name == "test_reconnection"
             || (name == "run_configured_test_scenario"
                 && req.instance.scenario.close_after_priming()));
-    let mode = if close_after_priming {
+    let fault = req
+        .instance
+        .scenario
+        .tool_fault(&req.instance.params, req.post);
+    // A cut after execution is a fault of the SSE stream, and a legacy input round is a
+    // server request on it: both need a stream whatever the response mode.
+    let mode = if close_after_priming
+        || matches!(fault, ToolFault::CutAfterExecution { .. })
+        || (fault == ToolFault::InputRound && req.era == Era::Legacy)
+    {
         ResponseMode::Sse
     } else {
         mode
@@ -1471,7 +1486,8 @@ async fn tools_call(req: Req) -> Response<Body> {
         invocation,
         trace: req.trace.clone(),
     };
-    let Some(fut) = catalogue::call(&name, cx) else {
+    let ask_cx = (fault == ToolFault::InputRound).then(|| cx.clone());
+    let Some(body) = catalogue::call(&name, cx) else {
         return rpc_error(
             200,
             Some(&id),
@@ -1479,6 +1495,17 @@ async fn tools_call(req: Req) -> Response<Body> {
             &format!("Unknown tool: {name}"),
             None,
         );
+    };
+    let fut = match ask_cx {
+        Some(acx) => input_round(acx, body),
+        None => {
+            req.trace.mark_executed();
+            body
+        }
+    };
+    let cut = match fault {
+        ToolFault::CutAfterExecution { mid_event } => Some(mid_event),
+        _ => None,
     };
     let era = req.era;
     let plan_session = if era == Era::Legacy {
@@ -1494,15 +1521,27 @@ async fn tools_call(req: Req) -> Response<Body> {
     // `Emitter::closed()`, as before.
     let mut fut = fut;
     let first = std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await;
-    match first {
-        std::task::Poll::Ready(reply) => {
+    match (first, cut) {
+        (std::task::Poll::Ready(reply), None) => {
             let _ = tx.send(tool_out(reply, &finish_req, &id, &binding));
         }
-        std::task::Poll::Pending => {
+        (std::task::Poll::Ready(reply), Some(mid_event)) => {
+            let out = tool_out(reply, &finish_req, &id, &binding);
+            tokio::spawn(deliver_cut(tx, out, mid_event, finish_req.trace.clone()));
+        }
+        (std::task::Poll::Pending, cut) => {
             let id = id.clone();
             tokio::spawn(async move {
                 let reply = fut.await;
-                let _ = tx.send(tool_out(reply, &finish_req, &id, &binding));
+                let out = tool_out(reply, &finish_req, &id, &binding);
+                match cut {
+                    None => {
+                        let _ = tx.send(out);
+                    }
+                    Some(mid_event) => {
+                        deliver_cut(tx, out, mid_event, finish_req.trace.clone()).await
+                    }
+                }
             });
         }
     }
@@ -1514,6 +1553,93 @@ async fn tools_call(req: Req) -> Response<Body> {
         retry_ms,
     };
     sse::render(rx, mode, plan).await
+}
+
+/// [`ToolFault::InputRound`]: ask for a confirmation (MRTR round in 2026-07-28, an
+/// `elicitation/create` on the stream in legacy), then run `body`. Clients without the
+/// `elicitation` capability, or legacy requests without a session, get the plain call: the
+/// fault is skipped (and noted) rather than turned into an error the client could not avoid.
+fn input_round(
+    cx: ToolCx,
+    body: futures_util::future::BoxFuture<'static, ToolReply>,
+) -> futures_util::future::BoxFuture<'static, ToolReply> {
+    Box::pin(async move {
+        let possible =
+            cx.has_capability("elicitation") && (cx.era == Era::Modern || cx.session.is_some());
+        if !possible {
+            cx.trace
+                .note("chaos input round skipped: no elicitation capability or session");
+            cx.trace.mark_executed();
+            return body.await;
+        }
+        let params = json!({
+            "mode": "form",
+            "message": format!("chaos.mix input round: confirm the call of {}", cx.tool),
+            "requestedSchema": { "type": "object", "properties": {
+                "confirm": { "type": "boolean", "default": true } } },
+        });
+        let state = json!({ "chaos": "input_required" });
+        match cx
+            .ask(
+                CHAOS_INPUT_KEY,
+                "elicitation/create",
+                params,
+                "elicitation",
+                state,
+            )
+            .await
+        {
+            Asked::Answer(a) => {
+                let action = a["action"].as_str().unwrap_or("?");
+                cx.trace
+                    .note(format!("chaos input round answered ({action})"));
+                cx.trace.mark_executed();
+                body.await
+            }
+            Asked::Pending(reply) => reply,
+            Asked::Failed(e) => ToolReply::error_text(format!(
+                "chaos.mix input round failed, the tool did not run: {e}"
+            )),
+        }
+    })
+}
+
+/// What a cleanly ended chaos `sse_cut` stream carries before it ends.
+pub const CUT_STREAM_PREFIX: &str = ": keepalive\n\n";
+
+/// Key of the chaos input round in `inputRequests` / `inputResponses`.
+pub const CHAOS_INPUT_KEY: &str = "chaos_confirm";
+
+/// [`ToolFault::CutAfterExecution`]: the tool has run; lose its response. `mid_event` sends
+/// the first half of the response event and breaks the connection; otherwise the stream ends
+/// cleanly after a keepalive comment, without the response.
+async fn deliver_cut(
+    tx: mpsc::UnboundedSender<Out>,
+    out: Out,
+    mid_event: bool,
+    trace: std::sync::Arc<Trace>,
+) {
+    match out {
+        Out::Final(_, msg) if mid_event => {
+            trace.note("tool executed; connection cut mid-response (chaos sse_cut)");
+            let full = sse::event(None, &msg);
+            let _ = tx.send(Out::Raw(full.slice(..full.len() / 2)));
+            // Let the partial bytes reach the socket before the cut.
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            let _ = tx.send(Out::Abort);
+        }
+        Out::Final(..) => {
+            trace.note("tool executed; stream ended without response (chaos sse_cut)");
+            // The stream has begun (a keepalive comment, as servers send while a tool runs):
+            // a 200 with an empty body would be a missing response, not a cut stream.
+            let _ = tx.send(Out::Raw(Bytes::from_static(CUT_STREAM_PREFIX.as_bytes())));
+            let _ = tx.send(Out::End);
+        }
+        // Already a cut of the tool's own making.
+        other => {
+            let _ = tx.send(other);
+        }
+    }
 }
 
 /// The response message for a tool body's reply.

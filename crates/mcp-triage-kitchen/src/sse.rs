@@ -173,6 +173,9 @@ pub fn sse_headers(mut r: Response<Body>) -> Response<Body> {
     r
 }
 
+/// How long a body waits between its last bytes and a scenario's cut (see [`reader`]).
+pub const ABORT_FLUSH_GRACE: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// A body that reads `log` from chunk `start`. A POST reader stops at a
 /// [`Chunk::Detach`]; a resuming reader (`resumed`) skips it.
 pub fn reader(
@@ -194,10 +197,16 @@ pub fn reader(
                         return Some((Ok::<Bytes, std::io::Error>(b), (log, i + 1, guard, false)))
                     }
                     Chunk::Abort => {
+                        // Pending once before the error, so that hyper flushes the bytes it
+                        // already took from this body: otherwise, when the partial event and
+                        // the cut are both ready in one poll (a loaded machine), the
+                        // connection is dropped with them still in its write buffer and the
+                        // client sees no partial event at all.
+                        tokio::time::sleep(ABORT_FLUSH_GRACE).await;
                         return Some((
                             Err(std::io::Error::other("stream cut by scenario")),
                             (log, i + 1, guard, true),
-                        ))
+                        ));
                     }
                     Chunk::Detach if resumed => i += 1,
                     Chunk::Detach => return None,

@@ -1016,6 +1016,192 @@ async fn chaos_mix_is_seeded() {
     k.shutdown().await;
 }
 
+/// `state.counter` of the chaos.mix instance tagged `tag`.
+fn chaos_counter(k: &mcp_triage_kitchen::KitchenHandle, tag: &str) -> i64 {
+    k.kitchen()
+        .counters()
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["instance"].as_str().is_some_and(|s| s.contains(tag)))
+        .map(|i| i["state"]["counter"].as_i64().unwrap_or(0))
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn chaos_mix_sse_cut_executes_then_loses_the_response() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    // JSON response mode: the cut forces SSE anyway.
+    let p = format!(
+        "/s/chaos.mix/mcp?seed=5&responseMode=json&rates={}&instance=cut",
+        urlencode(r#"{"sse_cut":1.0}"#)
+    );
+    let (mut clean, mut broken) = (0, 0);
+    for i in 1..=12 {
+        let r = modern(
+            a,
+            &p,
+            i,
+            "tools/call",
+            json!({"name":"increment_counter","arguments":{"by":1}}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            (r.status, r.header("content-type")),
+            (200, Some("text/event-stream"))
+        );
+        // Never a complete response: the client cannot tell whether the increment ran.
+        assert!(r.sse_messages().is_empty(), "{}", r.text());
+        if r.body_error.is_some() {
+            broken += 1;
+            assert!(
+                r.text().starts_with("event: message\ndata: {"),
+                "half an event: {}",
+                r.text()
+            );
+        } else {
+            clean += 1;
+            assert_eq!(r.text(), ": keepalive\n\n", "clean end without any event");
+        }
+    }
+    assert!(
+        clean > 0 && broken > 0,
+        "both kinds of cut ({clean} clean, {broken} broken)"
+    );
+    // Every call really ran, and the journal says so.
+    assert_eq!(chaos_counter(&k, "cut"), 12);
+    let calls: Vec<Value> = k
+        .kitchen()
+        .journal()
+        .into_iter()
+        .filter(|e| e["tool"] == "increment_counter")
+        .collect();
+    assert_eq!(calls.len(), 12);
+    assert!(calls.iter().all(|e| e["executed"] == true), "{calls:?}");
+    assert!(calls
+        .iter()
+        .all(|e| e["injected"].as_str().unwrap_or("").contains("sse_cut")));
+    // A request that is not a tool call gets a stream with no event (nothing executes).
+    let r = modern(a, &p, 20, "tools/list", json!({})).await.unwrap();
+    assert_eq!(
+        (r.status, r.header("content-type"), r.text()),
+        (
+            200,
+            Some("text/event-stream"),
+            ": keepalive\n\n".to_string()
+        )
+    );
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn chaos_mix_input_required_modern_round_then_the_call_runs() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = format!(
+        "/s/chaos.mix/mcp?rates={}&instance=round",
+        urlencode(r#"{"input_required":1.0}"#)
+    );
+    let call = json!({"name":"increment_counter","arguments":{"by":2}});
+    let r = modern(a, &p, 1, "tools/call", call.clone())
+        .await
+        .unwrap()
+        .json();
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+    let ask = &r["result"]["inputRequests"]["chaos_confirm"];
+    assert_eq!(ask["method"], "elicitation/create");
+    assert_eq!(ask["params"]["mode"], "form");
+    let state = r["result"]["requestState"].as_str().unwrap().to_string();
+    assert_eq!(
+        chaos_counter(&k, "round"),
+        0,
+        "not executed before the answer"
+    );
+    // The retry's own POST also draws input_required; carrying the answer, it runs.
+    let mut retry = call.clone();
+    retry["requestState"] = json!(state);
+    retry["inputResponses"] =
+        json!({"chaos_confirm": {"action":"accept","content":{"confirm":true}}});
+    let ok = modern(a, &p, 2, "tools/call", retry).await.unwrap().json();
+    assert_eq!(ok["result"]["resultType"], "complete", "{ok}");
+    assert_eq!(ok["result"]["structuredContent"]["counter"], 2);
+    // A tampered state is refused before anything runs.
+    let mut bad = call.clone();
+    bad["requestState"] = json!(format!("{state}x"));
+    bad["inputResponses"] = json!({"chaos_confirm": {"action":"accept"}});
+    let r = modern(a, &p, 3, "tools/call", bad).await.unwrap().json();
+    assert_eq!(r["error"]["code"], -32602);
+    // Without the elicitation capability the round is skipped: the call runs at once.
+    let mut plain = call.clone();
+    plain["_meta"] = meta();
+    plain["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    let r = modern(a, &p, 4, "tools/call", plain).await.unwrap().json();
+    assert_eq!(r["result"]["structuredContent"]["counter"], 4, "{r}");
+    let executed: Vec<Value> = k
+        .kitchen()
+        .journal()
+        .into_iter()
+        .filter(|e| e["tool"] == "increment_counter")
+        .map(|e| e["executed"].clone())
+        .collect();
+    assert_eq!(
+        executed,
+        vec![json!(false), json!(true), json!(false), json!(true)]
+    );
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn chaos_mix_input_required_legacy_server_request() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = format!(
+        "/s/chaos.mix/mcp?rates={}&instance=legacy",
+        urlencode(r#"{"input_required":1.0}"#)
+    );
+    let sid = legacy_session(a, &p, json!({"elicitation": {}})).await;
+    let (sid2, p2) = (sid.clone(), p.clone());
+    let call = tokio::spawn(async move {
+        post(
+            a,
+            &p2,
+            Some(&sid2),
+            &call_msg(2, "increment_counter", json!({})),
+        )
+        .await
+        .unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(chaos_counter(&k, "legacy"), 0, "waits for the answer");
+    let ans = post(
+        a,
+        &p,
+        Some(&sid),
+        &json!({"jsonrpc":"2.0","id":"kitchen-1","result":{"action":"accept","content":{"confirm":true}}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ans.status, 202);
+    let r = tokio::time::timeout(STEP, call).await.unwrap().unwrap();
+    assert_eq!(r.sse_messages()[0]["method"], "elicitation/create");
+    assert_eq!(r.rpc()["result"]["structuredContent"]["counter"], 1);
+    // No capability: the round is skipped.
+    let sid = legacy_session(a, &p, json!({})).await;
+    let r = post(
+        a,
+        &p,
+        Some(&sid),
+        &call_msg(3, "increment_counter", json!({})),
+    )
+    .await
+    .unwrap()
+    .rpc();
+    assert_eq!(r["result"]["structuredContent"]["counter"], 2);
+    k.shutdown().await;
+}
+
 #[tokio::test]
 async fn tasks_deferred_legacy_task_augmented_call_and_2026_extension() {
     let k = kitchen().await;

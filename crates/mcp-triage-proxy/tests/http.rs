@@ -72,6 +72,12 @@ async fn json_and_sse_bodies_pass_byte_for_byte() {
 /// `MCP_TRIAGE_SOAK=full`: about 100 s in a debug build, so `bench/proxy-soak.sh` runs it),
 /// each call also sent directly to a twin instance that draws the same faults: every body is
 /// identical, every request has exactly one record, and the record's verdict is the client's.
+/// Half the clients get JSON responses, half SSE; the faults are 503s, resets, malformed
+/// bodies, JSON-RPC errors, delays, SSE streams cut after the tool ran (`sse_cut`: clean end or
+/// mid-event break) and input rounds (`input_required`), which the client answers — the retry
+/// carrying the answer is compared and recorded like any call. An `input_required` body is
+/// compared with its `requestState` masked: the token is an HMAC bound to its instance, so the
+/// twin's differs by design; everything else, and the retries, must match byte for byte.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn soak_chaos_mix_bodies_records_and_verdicts_agree() {
     let (clients, calls) = match std::env::var("MCP_TRIAGE_SOAK").as_deref() {
@@ -85,7 +91,7 @@ async fn soak_chaos_mix_bodies_records_and_verdicts_agree() {
     for k in 0..clients {
         tasks.push(tokio::spawn(async move {
             let mode = if k % 2 == 0 { "json" } else { "sse" };
-            let params = r#"{"seed":KK,"delayMs":2,"rates":{"http_503":0.1,"connection_close":0.05,"malformed_json":0.05,"jsonrpc_error":0.05,"delay":0.1}}"#
+            let params = r#"{"seed":KK,"delayMs":2,"rates":{"http_503":0.1,"connection_close":0.05,"malformed_json":0.05,"jsonrpc_error":0.05,"delay":0.1,"sse_cut":0.1,"input_required":0.1}}"#
                 .replace("KK", &k.to_string());
             let q = |tag: &str| {
                 format!(
@@ -99,16 +105,26 @@ async fn soak_chaos_mix_bodies_records_and_verdicts_agree() {
                 let id = (k * 1000 + i) as i64;
                 let p = json!({"name": "test_simple_text", "arguments": {"n": i}});
                 let d = modern(direct, &pd, id, "tools/call", p.clone()).await;
-                let v = modern(via, &pv, id, "tools/call", p).await;
-                match (&d, &v) {
-                    (Ok(d), Ok(v)) => {
-                        assert_eq!((d.status, d.sha()), (v.status, v.sha()), "call {id}");
-                        assert_eq!(d.body_error.is_some(), v.body_error.is_some(), "call {id}");
-                    }
-                    (Err(_), Err(_)) => {}
-                    _ => panic!("call {id}: direct {d:?} but via the proxy {v:?}"),
+                let v = modern(via, &pv, id, "tools/call", p.clone()).await;
+                same_bodies(&d, &v, id);
+                let verdict = client_verdict(&v, id);
+                let round = verdict == "INPUT_REQUIRED";
+                seen.push((id, verdict));
+                if round {
+                    // Answer the round on both paths, each with its own requestState.
+                    let retry = |r: &Result<Resp, String>| {
+                        let mut q = p.clone();
+                        q["requestState"] = json!(request_state(r).expect("requestState"));
+                        q["inputResponses"] = json!({"chaos_confirm":
+                            {"action": "accept", "content": {"confirm": true}}});
+                        q
+                    };
+                    let rid = id + 500;
+                    let d2 = modern(direct, &pd, rid, "tools/call", retry(&d)).await;
+                    let v2 = modern(via, &pv, rid, "tools/call", retry(&v)).await;
+                    same_bodies(&d2, &v2, rid);
+                    seen.push((rid, client_verdict(&v2, rid)));
                 }
-                seen.push((id, client_verdict(&v, id)));
             }
             seen
         }));
@@ -133,6 +149,7 @@ async fn soak_chaos_mix_bodies_records_and_verdicts_agree() {
         assert_eq!(&r.outcome, verdict, "id {id}: {r:#?}");
         *outcomes.entry(verdict.clone()).or_default() += 1;
     }
+    eprintln!("soak: {} requests, outcomes {outcomes:?}", expected.len());
     // The mix really mixed.
     for o in [
         "TOOL_SUCCESS",
@@ -140,11 +157,51 @@ async fn soak_chaos_mix_bodies_records_and_verdicts_agree() {
         "CONNECTION_ERROR",
         "MALFORMED_JSON",
         "JSONRPC_ERROR",
+        "STREAM_INCOMPLETE",
+        "INPUT_REQUIRED",
     ] {
         assert!(
             outcomes.get(o).copied().unwrap_or(0) > 0,
             "{o} missing: {outcomes:?}"
         );
+    }
+}
+
+/// The `requestState` token in a response body (JSON or SSE), if any.
+fn request_state(r: &Result<Resp, String>) -> Option<String> {
+    let text = r.as_ref().ok()?.text();
+    let start = text.find(r#""requestState":""#)? + r#""requestState":""#.len();
+    let len = text[start..].find('"')?;
+    Some(text[start..start + len].to_string())
+}
+
+/// The direct and the proxied answer are the same bytes (an `input_required` body with its
+/// instance-bound `requestState` masked), and both or neither ended with a broken body.
+fn same_bodies(d: &Result<Resp, String>, v: &Result<Resp, String>, id: i64) {
+    match (d, v) {
+        (Ok(dr), Ok(vr)) => {
+            match (request_state(d), request_state(v)) {
+                (Some(ds), Some(vs)) => {
+                    assert_eq!(dr.status, vr.status, "call {id}");
+                    assert_eq!(
+                        dr.text().replace(&ds, "<requestState>"),
+                        vr.text().replace(&vs, "<requestState>"),
+                        "call {id}"
+                    );
+                }
+                (None, None) => {
+                    assert_eq!((dr.status, dr.sha()), (vr.status, vr.sha()), "call {id}")
+                }
+                _ => panic!("call {id}: only one side carries a requestState"),
+            }
+            assert_eq!(
+                dr.body_error.is_some(),
+                vr.body_error.is_some(),
+                "call {id}"
+            );
+        }
+        (Err(_), Err(_)) => {}
+        _ => panic!("call {id}: direct {d:?} but via the proxy {v:?}"),
     }
 }
 

@@ -3,29 +3,41 @@
 use std::time::Duration;
 
 use super::errors_malformed_payload;
-use super::{Origin, Outcome, ParamKind, ParamSpec, Params, Scenario, ScenarioInfo, Wire};
+use super::{
+    Origin, Outcome, ParamKind, ParamSpec, Params, Scenario, ScenarioInfo, ToolFault, Wire,
+};
 use crate::context::WireCx;
-use crate::instance::HTTP_REQUEST;
 use crate::protocol;
 
 /// `chaos.mix`.
 pub struct ChaosMix;
 
-/// Fault names in the order their rates are applied.
+/// Fault names in the order their rates are applied. New faults go at the end, so that a
+/// configuration that does not name them draws exactly as before.
 pub const FAULTS: &[&str] = &[
     "http_503",
     "connection_close",
     "malformed_json",
     "jsonrpc_error",
     "delay",
+    "sse_cut",
+    "input_required",
 ];
 
 static INFO: ScenarioInfo = ScenarioInfo {
     id: "chaos.mix",
     summary: "Each request (except initialize) draws a fault at the given rates from a PRNG seeded by (seed, POST number).",
     docs: "Faults: `http_503` (empty 503), `connection_close` (no response), `malformed_json` (200 `{ not valid json`), `jsonrpc_error` \
-           (200 JSON-RPC -32603), `delay` (`delayMs`, then normal). The draw for POST number N depends only on `seed` and N, so a run is \
-           reproducible. Rates add up to at most 1; the rest passes. `initialize` and notifications always pass so sessions can form.",
+           (200 JSON-RPC -32603), `delay` (`delayMs`, then normal), `sse_cut` (a `tools/call` — any tool, `increment_counter` too — is \
+           EXECUTED, journaled with `executed: true`, and then its response is lost: always SSE, the stream either ends cleanly after a `: keepalive` \
+           comment without the response or breaks after half of the response event, chosen by a second seeded bit; the client cannot know whether the \
+           tool ran; other requests get `200 text/event-stream` with only that comment), `input_required` (one input round before a `tools/call` \
+           runs: in 2026-07-28 an `input_required` result with a signed `requestState` and an `elicitation/create` form request under \
+           the key `chaos_confirm`, whose retry carrying `inputResponses.chaos_confirm` runs the tool — whatever the draw of the retry's \
+           POST; in legacy eras an `elicitation/create` request on the POST's SSE stream, the tool runs once the client answers; \
+           skipped when the client lacks the `elicitation` capability, and other requests pass). The draw for POST number N depends only \
+           on `seed` and N, so a run is reproducible. Rates add up to at most 1; the rest passes; `sse_cut` and `input_required` are \
+           0 unless named. `initialize` and notifications always pass so sessions can form.",
     params: &[
         ParamSpec { name: "seed", kind: ParamKind::Integer, default: "1", choices: &[], doc: "PRNG seed." },
         ParamSpec {
@@ -47,6 +59,12 @@ fn splitmix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// For an `sse_cut` at POST `n`: whether the stream breaks inside the response event
+/// (true) or ends cleanly without it (false). A second seeded bit, independent of the draw.
+pub fn cut_mid_event(p: &Params, n: u64) -> bool {
+    splitmix(splitmix(p.u64("seed") ^ 0x5EED_C075) ^ n) & 1 == 1
 }
 
 /// The fault drawn for POST number `n` (None: pass).
@@ -95,8 +113,15 @@ impl Scenario for ChaosMix {
         if !cx.is_request() || cx.method == Some("initialize") {
             return Wire::Continue;
         }
-        match draw(cx.p(), cx.count(HTTP_REQUEST)) {
+        match draw(cx.p(), cx.post) {
             Some("http_503") => Wire::Status(503),
+            // Not a tool call: nothing executes, the stream simply carries no response.
+            Some("sse_cut") if cx.method != Some("tools/call") => Wire::Body {
+                status: 200,
+                content_type: "text/event-stream",
+                headers: Vec::new(),
+                body: bytes::Bytes::from_static(crate::mcp::CUT_STREAM_PREFIX.as_bytes()),
+            },
             Some("connection_close") => Wire::Close,
             Some("malformed_json") => Wire::Body {
                 status: 200,
@@ -117,7 +142,18 @@ impl Scenario for ChaosMix {
                 duration: Duration::from_millis(cx.p().u64("delayMs")),
                 honor_cancellation: true,
             },
+            // `sse_cut` and `input_required` of a tools/call act around the tool body
+            // (`tool_fault`).
             _ => Wire::Continue,
+        }
+    }
+    fn tool_fault(&self, p: &Params, post: u64) -> ToolFault {
+        match draw(p, post) {
+            Some("sse_cut") => ToolFault::CutAfterExecution {
+                mid_event: cut_mid_event(p, post),
+            },
+            Some("input_required") => ToolFault::InputRound,
+            _ => ToolFault::None,
         }
     }
 }
@@ -140,5 +176,71 @@ mod tests {
         );
         let none = Params::resolve(&INFO, &json!({ "rates": {} }));
         assert!((1..=50).all(|n| draw(&none, n).is_none()));
+    }
+
+    #[test]
+    fn new_faults_default_to_zero_and_old_draws_are_unchanged() {
+        // The defaults never draw the faults added after Cakewalk's set.
+        let d = Params::resolve(&INFO, &json!({}));
+        assert!((1..=2000).all(|n| !matches!(draw(&d, n), Some("sse_cut" | "input_required"))));
+        // Naming a new fault at rate 0 changes no draw of the old ones.
+        let with = Params::resolve(
+            &INFO,
+            &json!({ "rates": { "http_503": 0.3, "sse_cut": 0.0, "input_required": 0.0 } }),
+        );
+        let without = Params::resolve(&INFO, &json!({ "rates": { "http_503": 0.3 } }));
+        assert!((1..=500).all(|n| draw(&with, n) == draw(&without, n)));
+    }
+
+    #[test]
+    fn sse_cut_and_input_required_act_around_the_tool() {
+        let p = Params::resolve(
+            &INFO,
+            &json!({ "seed": 3, "rates": { "sse_cut": 0.5, "input_required": 0.5 } }),
+        );
+        let faults: Vec<ToolFault> = (1..=400).map(|n| ChaosMix.tool_fault(&p, n)).collect();
+        let cuts = faults
+            .iter()
+            .filter(|f| matches!(f, ToolFault::CutAfterExecution { .. }))
+            .count();
+        let mid = faults
+            .iter()
+            .filter(|f| matches!(f, ToolFault::CutAfterExecution { mid_event: true }))
+            .count();
+        let rounds = faults
+            .iter()
+            .filter(|f| **f == ToolFault::InputRound)
+            .count();
+        assert_eq!(cuts + rounds, 400, "rates add up to 1: every POST faults");
+        assert!((140..=260).contains(&cuts), "about half are cuts: {cuts}");
+        assert!(
+            mid > cuts / 4 && mid < cuts * 3 / 4,
+            "both kinds of cut occur ({mid} of {cuts} mid-event)"
+        );
+        // The old faults are wire faults, never tool faults.
+        let old = Params::resolve(&INFO, &json!({ "rates": { "http_503": 1.0 } }));
+        assert!((1..=50).all(|n| ChaosMix.tool_fault(&old, n) == ToolFault::None));
+    }
+
+    #[test]
+    fn validation_knows_the_new_faults() {
+        let ok = Params::resolve(
+            &INFO,
+            &json!({ "rates": { "sse_cut": 0.2, "input_required": 0.1, "http_503": 0.7 } }),
+        );
+        assert!(ChaosMix.validate(&ok).is_ok());
+        let over = Params::resolve(
+            &INFO,
+            &json!({ "rates": { "sse_cut": 0.6, "input_required": 0.5 } }),
+        );
+        assert!(ChaosMix
+            .validate(&over)
+            .unwrap_err()
+            .contains("more than 1"));
+        let typo = Params::resolve(&INFO, &json!({ "rates": { "sse_cutt": 0.1 } }));
+        assert!(ChaosMix
+            .validate(&typo)
+            .unwrap_err()
+            .contains("unknown fault"));
     }
 }

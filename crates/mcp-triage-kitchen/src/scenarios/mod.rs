@@ -403,6 +403,28 @@ impl ToolReply {
     }
 }
 
+/// A fault a scenario wraps around the execution of one `tools/call` (any tool, the
+/// catalogue's `increment_counter` and `read_counter` included), decided per POST.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolFault {
+    /// Run the call normally.
+    None,
+    /// Run the tool (its side effect happens and is journaled as executed), then lose the
+    /// response: the SSE stream ends cleanly without it (`mid_event: false`) or breaks after
+    /// part of the response event (`mid_event: true`). The client cannot know whether the
+    /// tool ran — the realistic case exactly-once policies must survive.
+    CutAfterExecution {
+        /// Break inside the response event instead of ending the stream cleanly.
+        mid_event: bool,
+    },
+    /// One input round before the tool runs: 2026-07-28 answers `input_required` with an
+    /// elicitation input request and a signed `requestState`, and the retry carrying the
+    /// answer runs the tool; legacy sends `elicitation/create` on the POST's SSE stream and
+    /// runs the tool once it is answered. Skipped when the client lacks the `elicitation`
+    /// capability.
+    InputRound,
+}
+
 /// A method answered by a scenario instead of the catalogue.
 pub enum MethodReply {
     /// A JSON-RPC result.
@@ -425,6 +447,12 @@ pub trait Scenario: Send + Sync + 'static {
     /// this request.
     fn on_request(&self, _cx: &WireCx<'_>) -> Wire {
         Wire::Continue
+    }
+
+    /// A fault around the execution of a `tools/call` (see [`ToolFault`]); `post` is the
+    /// 1-based number of this POST on the instance, as in [`WireCx::post`].
+    fn tool_fault(&self, _params: &Params, _post: u64) -> ToolFault {
+        ToolFault::None
     }
 
     /// Body of `run_configured_test_scenario`. The default is Cakewalk's success result.
