@@ -24,16 +24,9 @@ IDLE="${IDLE:-10000}"
 cargo build -j 2 -q --release -p mcp-triage-kitchen --example serve --example load --manifest-path "$root/Cargo.toml"
 serve="$root/target/release/examples/serve"
 load="$root/target/release/examples/load"
-out="$(mktemp -d)"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$out"
-}
-trap cleanup EXIT
+# shellcheck source=interop/procs.sh
+. "$interop/procs.sh"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 "$serve" --listen 127.0.0.1:0 >"$out/kitchen.url" 2>"$out/kitchen.log" &
 kitchen_pid=$!

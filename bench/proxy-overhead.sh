@@ -21,19 +21,9 @@ cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage
 cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage-kitchen --example serve --example load
 cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage-proxy --example big_sse
 bin="$root/target/release"
-out="$(mktemp -d)"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$out"
-}
-trap cleanup EXIT
+# shellcheck source=interop/procs.sh
+. "$root/interop/procs.sh"
 
-wait_for() { # file pattern
-  for _ in $(seq 1 200); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
-  echo "timed out waiting for $2 in $1" >&2; cat "$1" >&2; exit 1
-}
 
 "$bin/examples/serve" --listen 127.0.0.1:0 >"$out/kitchen.url" 2>"$out/kitchen.log" &
 pids+=("$!")

@@ -22,23 +22,9 @@ cd "$here"
 cargo build -j 2 -q -p mcp-triage --manifest-path "$root/Cargo.toml"
 triage="${CARGO_TARGET_DIR:-$root/target}/debug/mcp-triage"
 preload="$here/loopback-only.cjs"
-out="$(mktemp -d)"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$out"
-}
-trap cleanup EXIT
+# shellcheck source=interop/procs.sh
+. "$here/procs.sh"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-wait_port() { # port name log
-  for _ in $(seq 1 150); do
-    if python3 -c "import socket,sys; s=socket.socket(); s.settimeout(0.2); sys.exit(s.connect_ex(('127.0.0.1',$1)))" 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  echo "$2 did not start on 127.0.0.1:$1; log:" >&2; cat "$3" >&2; exit 1
-}
 
 failures=0
 runs=0
