@@ -25,10 +25,13 @@ enum Command {
     #[command(after_help = cmd::call::EXAMPLES)]
     Call(cmd::call::CallArgs),
     /// List a server's tools with their annotations.
+    #[command(after_help = cmd::list::EXAMPLES)]
     List(cmd::list::ListArgs),
     /// What a server speaks and offers, and what is wrong with its tools/list.
+    #[command(after_help = cmd::probe::EXAMPLES)]
     Probe(cmd::probe::ProbeArgs),
     /// Run the client through every kitchen scenario in-process and print the matrix.
+    #[command(after_help = cmd::demo::EXAMPLES)]
     Demo(cmd::demo::DemoArgs),
     /// Client side of the official conformance suite (reads MCP_CONFORMANCE_SCENARIO).
     #[command(hide = true)]

@@ -12,7 +12,16 @@ use mcp_triage_kitchen::{journal, start, KitchenOptions};
 use mcp_triage_report::{Case, Check, Report, ReportTarget, Status, Suite};
 
 use super::call::Format;
+use std::io::IsTerminal;
+
 use super::client_args::runtime;
+
+pub const EXAMPLES: &str = "\
+Examples:
+  mcp-triage demo                                   # every scenario, both eras; exit 0 when all match
+  mcp-triage demo --only errors.                    # only scenarios whose id contains the text
+  mcp-triage demo --format json | head -1           # one call record per row
+  mcp-triage demo --report junit:demo.xml --report html:demo.html";
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
@@ -66,9 +75,18 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
                 run_row(&base, &row, &format!("demo{i}"), &opts).await
             }));
         }
+        // Progress on a terminal only (none when piped): rows finished so far, on stderr.
+        let progress = std::io::stderr().is_terminal();
+        let total = tasks.len();
         let mut out = Vec::new();
         for t in tasks {
             out.push(t.await.map_err(|e| format!("a demo call panicked: {e}"))?);
+            if progress {
+                eprint!("\r  {}/{total} rows", out.len());
+            }
+        }
+        if progress {
+            eprint!("\r{:width$}\r", "", width = 24);
         }
         k.shutdown().await;
         Ok::<_, String>(out)

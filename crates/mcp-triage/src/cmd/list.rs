@@ -9,6 +9,12 @@ use serde_json::{json, Value};
 use super::call::Format;
 use super::client_args::{runtime, ConnArgs};
 
+pub const EXAMPLES: &str = "\
+Examples:
+  mcp-triage list http://127.0.0.1:8765/mcp
+  mcp-triage list --stdio 'npx -y @modelcontextprotocol/server-everything'
+  mcp-triage list --config ~/.cursor/mcp.json --server github --format json";
+
 #[derive(Args, Debug)]
 pub struct ListArgs {
     /// The server URL (left out with --stdio or --config).

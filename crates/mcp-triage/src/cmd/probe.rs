@@ -14,6 +14,12 @@ use serde_json::{json, Value};
 use super::call::Format;
 use super::client_args::{runtime, ConnArgs};
 
+pub const EXAMPLES: &str = "\
+Examples:
+  mcp-triage probe http://127.0.0.1:8765/mcp                  # eras, versions, capabilities, tools/list problems
+  mcp-triage probe http://127.0.0.1:8765/mcp --call-read-only # also call every read-only tool
+  mcp-triage probe --stdio 'python server.py' --report junit:probe.xml";
+
 #[derive(Args, Debug)]
 pub struct ProbeArgs {
     /// The server URL (left out with --stdio or --config).
