@@ -7,7 +7,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use mcp_triage_kitchen::testing;
-pub use mcp_triage_kitchen::testing::{call_msg as call, post, send, Resp};
+// Each test binary uses a different part of these (otlp.rs needs no `send`).
+#[allow(unused_imports)]
+pub use mcp_triage_kitchen::testing::{call_msg as call, post, send, Resp, STEP};
 use mcp_triage_kitchen::{start, KitchenHandle, KitchenOptions};
 use mcp_triage_proxy::http::{ProxyHandle, ProxyOptions};
 use mcp_triage_proxy::{LogWriter, MemoryConsumer, Record};
