@@ -13,24 +13,24 @@
 //! accepted the request and closed without a response gets the client's connection closed the
 //! same way, so the client sees what it would have seen without the proxy.
 
+use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use http::uri::{Authority, Scheme};
+use http::uri::Authority;
 use http::{Method, Request, Response, StatusCode, Uri};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use hyper::client::conn::http1 as client_http1;
 use hyper::server::conn::http1;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use mcp_triage_core::sse::{Flow, SseItem, SseParser};
 use mcp_triage_core::{
@@ -38,8 +38,8 @@ use mcp_triage_core::{
     ResponseHead, StreamEvent, Verdict,
 };
 use serde_json::Value;
-use tokio::net::TcpListener;
-use tokio::sync::{oneshot, watch};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
 use crate::observe::{parse_messages, Call, Message, ObserveOptions, Observer, Origin};
@@ -122,9 +122,9 @@ fn parse_origin(s: &str) -> Result<Uri, ProxyError> {
 
 struct Shared {
     observer: Observer,
-    client: Client<HttpConnector, RequestTap>,
-    scheme: Scheme,
     authority: Authority,
+    /// `host:port` to connect to (port 80 when the origin has none).
+    connect_to: String,
     host: HeaderValue,
 }
 
@@ -166,13 +166,6 @@ pub async fn start(
     let addr = listener
         .local_addr()
         .map_err(|e| ProxyError::Listen(listen, e))?;
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    connector.enforce_http(true);
-    let client = Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(4))
-        .pool_timer(TokioTimer::new())
-        .build(connector);
     let authority = options
         .upstream
         .authority()
@@ -180,8 +173,11 @@ pub async fn start(
         .expect("parse_origin checked the authority");
     let shared = Arc::new(Shared {
         observer: Observer::new(options.observe.clone(), sink, "http"),
-        client,
-        scheme: Scheme::HTTP,
+        connect_to: format!(
+            "{}:{}",
+            authority.host(),
+            authority.port_u16().unwrap_or(80)
+        ),
         host: HeaderValue::from_str(authority.as_str()).expect("an authority is a header value"),
         authority,
     });
@@ -209,14 +205,21 @@ async fn accept_loop(
                 };
                 let _ = stream.set_nodelay(true);
                 let sh = shared.clone();
-                let service = hyper::service::service_fn(move |req| handle(sh.clone(), peer.ip(), req));
+                let (upstream, upstream_conns) = Upstream::new();
+                let service = hyper::service::service_fn(move |req| {
+                    handle(sh.clone(), upstream.clone(), peer.ip(), req)
+                });
                 let conn = http1::Builder::new()
                     .timer(TokioTimer::new())
                     .header_read_timeout(options.header_read_timeout)
                     .serve_connection(TokioIo::new(stream), service);
                 let conn = graceful.watch(conn);
-                conns.spawn(async move {
-                    let _ = conn.await;
+                conns.spawn(Paired {
+                    server: Box::pin(async move {
+                        let _ = conn.await;
+                    }),
+                    upstream_conns,
+                    driving: Vec::new(),
                 });
             }
             _ = stop.changed() => break,
@@ -227,6 +230,148 @@ async fn accept_loop(
     // Exchanges still open are closed now: dropping them emits their records (cancelled).
     conns.abort_all();
     while conns.join_next().await.is_some() {}
+}
+
+type UpstreamConn = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The upstream side of one client connection: at most one HTTP/1.1 connection to the upstream,
+/// opened on the first request and again whenever the upstream closed it.
+///
+/// Why not a pool: a pooled client runs each upstream connection in a task of its own, so every
+/// exchange crossed tasks (and, on a multi-threaded runtime, usually threads) four times —
+/// request out, response head back, each body chunk, the end. Those wakeups were most of the
+/// proxy's added latency. HTTP/1.1 carries one exchange at a time, so a client connection never
+/// needs more than one upstream connection, and [`Paired`] drives both in the same task.
+#[derive(Clone)]
+struct Upstream {
+    sender: Arc<Mutex<Option<client_http1::SendRequest<RequestTap>>>>,
+    /// New upstream connections for [`Paired`] to drive.
+    conns: mpsc::UnboundedSender<UpstreamConn>,
+}
+
+/// The upstream could not be reached (connect or handshake failed).
+struct ConnectFailed(String);
+
+/// What sending a request upstream came to.
+enum Sent {
+    Response(Response<Incoming>),
+    ConnectFailed(String),
+    /// The upstream took the request and failed before a response head.
+    Failed(hyper::Error),
+}
+
+impl Upstream {
+    fn new() -> (Upstream, mpsc::UnboundedReceiver<UpstreamConn>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (
+            Upstream {
+                sender: Arc::new(Mutex::new(None)),
+                conns: tx,
+            },
+            rx,
+        )
+    }
+
+    fn take(&self) -> Option<client_http1::SendRequest<RequestTap>> {
+        self.sender.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    fn put(&self, s: client_http1::SendRequest<RequestTap>) {
+        *self.sender.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
+    }
+
+    async fn connect(
+        &self,
+        sh: &Shared,
+    ) -> Result<client_http1::SendRequest<RequestTap>, ConnectFailed> {
+        let stream = TcpStream::connect(sh.connect_to.as_str())
+            .await
+            .map_err(|e| ConnectFailed(e.to_string()))?;
+        let _ = stream.set_nodelay(true);
+        let (sender, conn) = client_http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| ConnectFailed(error_chain(&e)))?;
+        // The client connection's task drives it; if that task is gone, so is the exchange.
+        let _ = self.conns.send(Box::pin(async move {
+            let _ = conn.await;
+        }));
+        Ok(sender)
+    }
+
+    /// Sends `req` on the open connection if it is still usable, else on a new one. A request
+    /// that a reused connection refused unsent (the upstream closed it while idle) is sent once
+    /// more on a new connection, as a pooled client would.
+    async fn send(&self, sh: &Shared, mut req: Request<RequestTap>) -> Sent {
+        let mut reused = self.take();
+        loop {
+            let mut open = reused.take();
+            if let Some(s) = open.as_mut() {
+                if s.ready().await.is_err() {
+                    open = None;
+                }
+            }
+            let fresh = open.is_none();
+            let mut sender = match open {
+                Some(s) => s,
+                None => match self.connect(sh).await {
+                    Ok(mut s) => {
+                        if let Err(e) = s.ready().await {
+                            return Sent::ConnectFailed(error_chain(&e));
+                        }
+                        s
+                    }
+                    Err(ConnectFailed(why)) => return Sent::ConnectFailed(why),
+                },
+            };
+            let result = sender.try_send_request(req).await;
+            match result {
+                Ok(resp) => {
+                    self.put(sender);
+                    return Sent::Response(resp);
+                }
+                Err(mut e) => match e.take_message() {
+                    Some(unsent) if !fresh => req = unsent,
+                    _ => return Sent::Failed(e.into_error()),
+                },
+            }
+        }
+    }
+}
+
+/// One client connection and its upstream connections, polled by one task: a wakeup from
+/// either side is a wakeup of this task, never a hand-off to another thread.
+struct Paired {
+    server: UpstreamConn,
+    upstream_conns: mpsc::UnboundedReceiver<UpstreamConn>,
+    driving: Vec<UpstreamConn>,
+}
+
+impl Future for Paired {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        while let Poll::Ready(Some(c)) = this.upstream_conns.poll_recv(cx) {
+            this.driving.push(c);
+        }
+        this.driving
+            .retain_mut(|c| c.as_mut().poll(cx).is_pending());
+        // The server side last: it may have opened a connection (or queued work for one) just now.
+        let done = this.server.as_mut().poll(cx).is_ready();
+        while let Poll::Ready(Some(c)) = this.upstream_conns.poll_recv(cx) {
+            let mut c = c;
+            if c.as_mut().poll(cx).is_pending() {
+                this.driving.push(c);
+            }
+        }
+        if done {
+            // The client is gone: dropping the upstream connections closes them.
+            return Poll::Ready(());
+        }
+        this.driving
+            .retain_mut(|c| c.as_mut().poll(cx).is_pending());
+        Poll::Pending
+    }
 }
 
 /// The upstream accepted the request and closed without answering: close the client's
@@ -277,6 +422,7 @@ struct Exchange {
 
 async fn handle(
     sh: Arc<Shared>,
+    upstream: Upstream,
     peer: IpAddr,
     req: Request<Incoming>,
 ) -> Result<Response<ResponseTap>, Cut> {
@@ -303,12 +449,11 @@ async fn handle(
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "/".to_string());
     let (tap, request) = RequestTap::new(body, observer.options().max_request_bytes);
+    // Origin form (RFC 9112 §3.2.1): the upstream is reached directly, `Host` names it.
     let uri = Uri::builder()
-        .scheme(sh.scheme.clone())
-        .authority(sh.authority.clone())
         .path_and_query(path.as_str())
         .build()
-        .expect("origin plus a request's path-and-query is a URI");
+        .expect("a request's path-and-query is a URI");
     strip_hop_by_hop(&mut parts.headers);
     parts.headers.insert(header::HOST, sh.host.clone());
     // RFC 9110 §7.6.3: a gateway sends Via in each request it forwards.
@@ -331,10 +476,10 @@ async fn handle(
         sh: sh.clone(),
         ex: Some(ex),
     };
-    let result = sh.client.request(Request::from_parts(parts, tap)).await;
+    let result = upstream.send(&sh, Request::from_parts(parts, tap)).await;
     let ex = guard.ex.take().expect("the guard is disarmed only here");
     match result {
-        Ok(resp) => {
+        Sent::Response(resp) => {
             let (mut parts, body) = resp.into_parts();
             let head = ResponseHead {
                 status: parts.status.as_u16(),
@@ -379,9 +524,12 @@ async fn handle(
                 },
             ))
         }
-        Err(e) => {
-            let connect = e.is_connect();
-            let why = error_chain(&e);
+        failed => {
+            let (connect, why) = match failed {
+                Sent::ConnectFailed(why) => (true, why),
+                Sent::Failed(e) => (false, error_chain(&e)),
+                Sent::Response(_) => unreachable!("matched above"),
+            };
             let detail = if connect {
                 format!(
                     "the proxy could not connect to the upstream {}: {why}",

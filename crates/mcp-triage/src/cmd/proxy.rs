@@ -126,6 +126,12 @@ pub struct ProxyArgs {
     /// On shutdown, seconds open exchanges may still take before they are closed.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     drain_timeout: f64,
+    /// Threads that forward traffic. One is the default: each client connection and its upstream
+    /// connection run as one task, so a second thread only helps when one core is saturated
+    /// (many busy connections); next to a server on a small machine it mostly adds wakeups
+    /// between threads (measured in bench/proxy-overhead.sh).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: u16,
     #[command(flatten)]
     records: RecordArgs,
 }
@@ -173,7 +179,11 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
     };
     let consumers = args.records.consumers(peer)?;
     let (sink, writer) = LogWriter::start(args.records.writer(true)?, consumers);
-    let rt = runtime()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(usize::from(args.threads))
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
     rt.block_on(async move {
         let handle = start(args.listen, options, sink)
             .await
