@@ -1047,28 +1047,17 @@ impl Client {
                 };
                 (s, id, kind)
             };
-            if let Some(s) = sent.status {
-                rec.http_statuses.push(s);
-            }
             if st_scenario_missing(rec) {
                 rec.scenario = sent.scenario.clone();
             }
             let idx = rec.attempts.len();
-            rec.attempts.push(AttemptRecord {
-                id: id.clone(),
-                kind: kind.to_string(),
-                retry_of: if idx > 0 {
-                    Some(last_call_attempt)
-                } else {
-                    None
-                },
-                status: sent.status,
-                content_type: sent.content_type.clone(),
-                stream: sent.stream().cloned(),
-                verdict: sent.verdict.clone(),
-                duration_ms: sent.duration_ms(),
-                decision: None,
-            });
+            push_attempt(
+                rec,
+                &sent,
+                &id,
+                kind,
+                (idx > 0).then_some(last_call_attempt),
+            );
             if kind != "resume" {
                 last_call_attempt = idx;
             }
@@ -1405,7 +1394,7 @@ impl Client {
                 .plain_exchange("tasks/get", &json!({ "taskId": task_id }), era, version)
                 .await;
             let Some(task) = sent.result().cloned() else {
-                push_attempt(rec, &sent, &id, "poll");
+                push_attempt(rec, &sent, &id, "poll", None);
                 finish_from(rec, &sent, &id, self.opts.keep_result);
                 return;
             };
@@ -1451,7 +1440,7 @@ impl Client {
                         None,
                     )
                     .await;
-                push_attempt(rec, &s, &rid, "task_result");
+                push_attempt(rec, &s, &rid, "task_result", None);
                 finish_from(rec, &s, &rid, self.opts.keep_result);
                 return;
             } else {
@@ -1469,11 +1458,11 @@ impl Client {
                 let mut s = sent;
                 s.verdict = v;
                 s.response = response;
-                push_attempt(rec, &s, &id, "poll");
+                push_attempt(rec, &s, &id, "poll", None);
                 finish_from(rec, &s, &id, self.opts.keep_result);
                 return;
             }
-            push_attempt(rec, &sent, &id, "poll");
+            push_attempt(rec, &sent, &id, "poll", None);
             rec.outcome = Outcome::ToolError;
             rec.layer = Outcome::ToolError.layer();
             rec.message = Some(format!("task ended {status}"));
@@ -1749,14 +1738,21 @@ fn set_decision(
     });
 }
 
-fn push_attempt(rec: &mut CallRecord, sent: &Sent, id: &Value, kind: &str) {
+/// Records one exchange as an attempt; `retry_of` is the attempt it repeats or continues.
+fn push_attempt(
+    rec: &mut CallRecord,
+    sent: &Sent,
+    id: &Value,
+    kind: &str,
+    retry_of: Option<usize>,
+) {
     if let Some(s) = sent.status {
         rec.http_statuses.push(s);
     }
     rec.attempts.push(AttemptRecord {
         id: id.clone(),
         kind: kind.to_string(),
-        retry_of: None,
+        retry_of,
         status: sent.status,
         content_type: sent.content_type.clone(),
         stream: sent.stream().cloned(),
@@ -1798,7 +1794,7 @@ fn finish_setup_failure(rec: &mut CallRecord, f: SetupFailure) {
         .as_ref()
         .and_then(|r| r.get("id").cloned())
         .unwrap_or(Value::Null);
-    push_attempt(rec, &f.sent, &id, f.kind);
+    push_attempt(rec, &f.sent, &id, f.kind, None);
     finish_from(rec, &f.sent, &id, false);
     if f.sent.verdict.is_success() || matches!(f.sent.verdict.outcome, Outcome::InvalidToolResult) {
         // initialize answered, but unusable (e.g. an unknown version): a protocol failure.
