@@ -244,6 +244,8 @@ async fn retries_after_503_are_observed_and_unsafe_ones_flagged() {
         } else {
             json!({})
         };
+        // Ids repeat across the loop: look only at the records this iteration adds.
+        let base = rig.records.0.lock().unwrap().len();
         let first = post(rig.via(), &path, Some(&sid), &call(3, tool, args.clone()))
             .await
             .unwrap();
@@ -252,7 +254,14 @@ async fn retries_after_503_are_observed_and_unsafe_ones_flagged() {
             .await
             .unwrap();
         assert_eq!(again.status, 200, "{}", again.text());
-        let records = rig.records.0.lock().unwrap().clone();
+        let records = rig
+            .records_when(|rs| {
+                [3, 4]
+                    .iter()
+                    .all(|id| rs[base..].iter().any(|r| r.id == Some(json!(id))))
+            })
+            .await;
+        let records = &records[base..];
         let r3 = records.iter().rfind(|r| r.id == Some(json!(3))).unwrap();
         let r4 = records.iter().rfind(|r| r.id == Some(json!(4))).unwrap();
         assert_eq!(r3.outcome, "HTTP_ERROR");

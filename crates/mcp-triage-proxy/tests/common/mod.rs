@@ -56,6 +56,20 @@ impl Rig {
         self.proxy.local_addr()
     }
 
+    /// The records so far, once `ready` holds for them (polled; at most [`STEP`]). A record is
+    /// written after its response has gone to the client, so a test that reads records while
+    /// the proxy runs must wait for them rather than read at once.
+    pub async fn records_when(&self, ready: impl Fn(&[Record]) -> bool) -> Vec<Record> {
+        let deadline = tokio::time::Instant::now() + STEP;
+        loop {
+            let v = self.records.0.lock().unwrap().clone();
+            if ready(&v) || tokio::time::Instant::now() >= deadline {
+                return v;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     /// Stops the proxy, drains the writer and returns every record.
     pub async fn finish(self) -> Vec<Record> {
         self.proxy.shutdown().await;
