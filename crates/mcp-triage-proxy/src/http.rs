@@ -7,6 +7,13 @@
 //! Neither tap can hold a frame back or change it, and a classification limit only stops the
 //! classifier, never the stream.
 //!
+//! Upstreams: `http://` or `https://`. An https upstream is reached over TLS (rustls, TLS 1.2
+//! and 1.3, ALPN `http/1.1`), its certificate checked against Mozilla's roots (webpki-roots,
+//! so the machine's certificate store plays no part) plus any `--upstream-ca` certificates;
+//! a certificate that does not verify is a connection error (`502`, `CONNECTION_ERROR` naming
+//! the reason), never a silent fallback. The client side stays plain HTTP: run the proxy next to
+//! the client, or put it behind a TLS terminator.
+//!
 //! Connections: the client's disconnect drops the response body, which drops the upstream body
 //! and so closes the upstream connection (HTTP/1 cannot reuse it mid-response) — the 2026-07-28
 //! way to cancel a request. An upstream that cannot be reached gets the client a `502`; one that
@@ -41,6 +48,10 @@ use serde_json::Value;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
+use tokio_rustls::rustls::{self, RootCertStore};
+use tokio_rustls::TlsConnector;
 
 use crate::observe::{parse_messages, Call, Message, ObserveOptions, Observer, Origin};
 use crate::record::{Record, RecordKind};
@@ -64,8 +75,11 @@ const REQUEST_DRAIN: Duration = Duration::from_secs(5);
 /// Proxy settings.
 #[derive(Debug, Clone)]
 pub struct ProxyOptions {
-    /// The upstream origin, `http://host:port`.
+    /// The upstream origin, `http://host:port` or `https://host:port`.
     pub upstream: Uri,
+    /// Certificates trusted for an https upstream besides Mozilla's roots (a private CA, or a
+    /// self-signed server certificate); see [`ProxyOptions::add_upstream_ca_pem`].
+    pub upstream_ca: Vec<CertificateDer<'static>>,
     /// Record options.
     pub observe: ObserveOptions,
     /// On shutdown, how long open exchanges may still finish before they are closed.
@@ -79,10 +93,35 @@ impl ProxyOptions {
     pub fn new(upstream: &str) -> Result<ProxyOptions, ProxyError> {
         Ok(ProxyOptions {
             upstream: parse_origin(upstream)?,
+            upstream_ca: Vec::new(),
             observe: ObserveOptions::default(),
             drain_timeout: Duration::from_secs(10),
             header_read_timeout: Duration::from_secs(30),
         })
+    }
+
+    /// Trusts the certificates of a PEM file (`source` names it in errors) for an https
+    /// upstream; returns how many were read. A file without a certificate, or with one that
+    /// does not parse, is an error naming the file.
+    pub fn add_upstream_ca_pem(&mut self, pem: &[u8], source: &str) -> Result<usize, ProxyError> {
+        let bad = |why: String| ProxyError::Tls(format!("--upstream-ca {source}: {why}"));
+        let mut n = 0;
+        for cert in CertificateDer::pem_slice_iter(pem) {
+            let cert = cert.map_err(|e| bad(format!("not a PEM certificate ({e})")))?;
+            let mut probe = RootCertStore::empty();
+            probe.add(cert.clone()).map_err(|e| {
+                bad(format!(
+                    "certificate {} is not usable as a root ({e})",
+                    n + 1
+                ))
+            })?;
+            self.upstream_ca.push(cert);
+            n += 1;
+        }
+        if n == 0 {
+            return Err(bad("no CERTIFICATE block found".into()));
+        }
+        Ok(n)
     }
 }
 
@@ -95,22 +134,22 @@ pub enum ProxyError {
     /// Binding the listen address failed.
     #[error("cannot listen on {0}: {1}")]
     Listen(SocketAddr, io::Error),
+    /// The TLS settings for an https upstream are unusable.
+    #[error("{0}")]
+    Tls(String),
 }
 
 fn parse_origin(s: &str) -> Result<Uri, ProxyError> {
     let bad = |why: &str| ProxyError::Upstream(s.to_string(), why.to_string());
     let uri: Uri = s.parse().map_err(|e| bad(&format!("not a URL ({e})")))?;
     match uri.scheme_str() {
-        Some("http") => {}
-        Some("https") => {
-            return Err(bad(
-                "https upstreams are not supported yet (no TLS client is built in); put the proxy next to the server or terminate TLS in front of it",
-            ))
-        }
-        _ => return Err(bad("the scheme must be http")),
+        Some("http") | Some("https") => {}
+        _ => return Err(bad("the scheme must be http or https")),
     }
     if uri.authority().is_none() {
-        return Err(bad("it needs a host (http://host:port)"));
+        return Err(bad(
+            "it needs a host (http://host:port or https://host:port)",
+        ));
     }
     if uri.path_and_query().is_some_and(|p| p.as_str() != "/") {
         return Err(bad(
@@ -123,9 +162,46 @@ fn parse_origin(s: &str) -> Result<Uri, ProxyError> {
 struct Shared {
     observer: Observer,
     authority: Authority,
-    /// `host:port` to connect to (port 80 when the origin has none).
+    /// `host:port` to connect to (port 80, or 443 for https, when the origin has none).
     connect_to: String,
     host: HeaderValue,
+    /// For an https upstream: the connector and the name its certificate must carry.
+    tls: Option<(TlsConnector, ServerName<'static>)>,
+}
+
+/// The TLS client for an https upstream: rustls with ring, Mozilla's roots plus `extra`, ALPN
+/// `http/1.1` (the proxy speaks HTTP/1.1 to the upstream).
+fn tls_connector(
+    authority: &Authority,
+    extra: &[CertificateDer<'static>],
+) -> Result<(TlsConnector, ServerName<'static>), ProxyError> {
+    let mut roots = RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    for c in extra {
+        roots
+            .add(c.clone())
+            .map_err(|e| ProxyError::Tls(format!("--upstream-ca: {e}")))?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| ProxyError::Tls(format!("TLS settings: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let host = authority.host();
+    // An IPv6 literal comes bracketed in the authority; a certificate names the bare address.
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    let name = ServerName::try_from(bare.to_string()).map_err(|e| {
+        ProxyError::Upstream(
+            authority.to_string(),
+            format!("{bare:?} is not a name a certificate can carry ({e})"),
+        )
+    })?;
+    Ok((TlsConnector::from(Arc::new(config)), name))
 }
 
 /// A running proxy.
@@ -171,15 +247,22 @@ pub async fn start(
         .authority()
         .cloned()
         .expect("parse_origin checked the authority");
+    let https = options.upstream.scheme_str() == Some("https");
+    let tls = if https {
+        Some(tls_connector(&authority, &options.upstream_ca)?)
+    } else {
+        None
+    };
     let shared = Arc::new(Shared {
         observer: Observer::new(options.observe.clone(), sink, "http"),
         connect_to: format!(
             "{}:{}",
             authority.host(),
-            authority.port_u16().unwrap_or(80)
+            authority.port_u16().unwrap_or(if https { 443 } else { 80 })
         ),
         host: HeaderValue::from_str(authority.as_str()).expect("an authority is a header value"),
         authority,
+        tls,
     });
     let (stop, stop_rx) = watch::channel(false);
     let task = tokio::spawn(accept_loop(listener, shared, stop_rx, options));
@@ -206,6 +289,7 @@ async fn accept_loop(
                 let _ = stream.set_nodelay(true);
                 let sh = shared.clone();
                 let (upstream, upstream_conns) = Upstream::new();
+                let deferred = upstream.deferred.clone();
                 let service = hyper::service::service_fn(move |req| {
                     handle(sh.clone(), upstream.clone(), peer.ip(), req)
                 });
@@ -220,6 +304,7 @@ async fn accept_loop(
                     }),
                     upstream_conns,
                     driving: Vec::new(),
+                    deferred,
                 });
             }
             _ = stop.changed() => break,
@@ -247,6 +332,8 @@ struct Upstream {
     sender: Arc<Mutex<Option<client_http1::SendRequest<RequestTap>>>>,
     /// New upstream connections for [`Paired`] to drive.
     conns: mpsc::UnboundedSender<UpstreamConn>,
+    /// Observer work of this connection's responses, run after their bytes were written.
+    deferred: Arc<Deferred>,
 }
 
 /// The upstream could not be reached (connect or handshake failed).
@@ -267,6 +354,7 @@ impl Upstream {
             Upstream {
                 sender: Arc::new(Mutex::new(None)),
                 conns: tx,
+                deferred: Arc::new(Deferred::default()),
             },
             rx,
         )
@@ -288,13 +376,27 @@ impl Upstream {
             .await
             .map_err(|e| ConnectFailed(e.to_string()))?;
         let _ = stream.set_nodelay(true);
-        let (sender, conn) = client_http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| ConnectFailed(error_chain(&e)))?;
+        let handshake_failed = |e: hyper::Error| ConnectFailed(error_chain(&e));
+        let (sender, conn): (_, UpstreamConn) = match &sh.tls {
+            None => {
+                let (sender, conn) = client_http1::handshake(TokioIo::new(stream))
+                    .await
+                    .map_err(handshake_failed)?;
+                (sender, Box::pin(async move { drop(conn.await) }))
+            }
+            Some((connector, name)) => {
+                let tls = connector
+                    .connect(name.clone(), stream)
+                    .await
+                    .map_err(|e| ConnectFailed(format!("TLS handshake: {}", error_chain(&e))))?;
+                let (sender, conn) = client_http1::handshake(TokioIo::new(tls))
+                    .await
+                    .map_err(handshake_failed)?;
+                (sender, Box::pin(async move { drop(conn.await) }))
+            }
+        };
         // The client connection's task drives it; if that task is gone, so is the exchange.
-        let _ = self.conns.send(Box::pin(async move {
-            let _ = conn.await;
-        }));
+        let _ = self.conns.send(conn);
         Ok(sender)
     }
 
@@ -344,6 +446,7 @@ struct Paired {
     server: UpstreamConn,
     upstream_conns: mpsc::UnboundedReceiver<UpstreamConn>,
     driving: Vec<UpstreamConn>,
+    deferred: Arc<Deferred>,
 }
 
 impl Future for Paired {
@@ -366,11 +469,86 @@ impl Future for Paired {
         }
         if done {
             // The client is gone: dropping the upstream connections closes them.
+            this.driving.clear();
+            this.deferred.run();
             return Poll::Ready(());
         }
         this.driving
             .retain_mut(|c| c.as_mut().poll(cx).is_pending());
+        // Every byte this poll moved has been handed to the sockets: now observe it.
+        this.deferred.run();
         Poll::Pending
+    }
+}
+
+/// The observer's share of one response: chunks that passed and how the body ended, waiting
+/// for [`Deferred::run`].
+#[derive(Default)]
+struct TapState {
+    obs: Option<Box<ResponseObserver>>,
+    passed: Vec<Bytes>,
+    end: Option<End>,
+    /// Already in the connection's [`Deferred`] list.
+    queued: bool,
+}
+
+impl TapState {
+    fn observe(&mut self) {
+        let Some(o) = self.obs.as_mut() else {
+            self.passed.clear();
+            return;
+        };
+        for c in self.passed.drain(..) {
+            o.feed(&c);
+        }
+        if let Some(end) = self.end.take() {
+            if let Some(o) = self.obs.take() {
+                o.end(end);
+            }
+        }
+    }
+}
+
+/// Observer work of one client connection, run by [`Paired`] after each poll.
+///
+/// Why: a response tap sees a chunk *before* hyper writes it to the client (and the end of a
+/// body before the last write is flushed). Classifying the chunk, reading the request, building
+/// records and handing them to the writer there would put all of it between the upstream's bytes
+/// and the client's. So the tap only notes what passed (a reference-counted `Bytes`, no copy) and
+/// queues itself here; [`Paired`] runs the queue once the server and upstream connections have
+/// written what they could, and dropping the queue (the connection's task ends or is aborted)
+/// runs what is left, so no record is lost.
+#[derive(Default)]
+struct Deferred {
+    queue: Mutex<Vec<Arc<Mutex<TapState>>>>,
+}
+
+impl Deferred {
+    fn push(&self, tap: &Arc<Mutex<TapState>>) {
+        self.queue
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(tap.clone());
+    }
+
+    fn run(&self) {
+        loop {
+            let batch = std::mem::take(&mut *self.queue.lock().unwrap_or_else(|e| e.into_inner()));
+            if batch.is_empty() {
+                return;
+            }
+            for tap in batch {
+                let mut st = tap.lock().unwrap_or_else(|e| e.into_inner());
+                st.queued = false;
+                st.observe();
+            }
+        }
+    }
+}
+
+impl Drop for Deferred {
+    fn drop(&mut self) {
+        self.run();
     }
 }
 
@@ -520,7 +698,11 @@ async fn handle(
                 parts,
                 ResponseTap {
                     inner: TapInner::Upstream(body),
-                    obs: Some(Box::new(obs)),
+                    state: Some(Arc::new(Mutex::new(TapState {
+                        obs: Some(Box::new(obs)),
+                        ..TapState::default()
+                    }))),
+                    deferred: Some(upstream.deferred.clone()),
                 },
             ))
         }
@@ -1316,7 +1498,9 @@ fn tools_of(data: &[u8]) -> Option<Vec<Value>> {
 /// The upstream's response body on its way to the client, fed to the observer as it passes.
 pub struct ResponseTap {
     inner: TapInner,
-    obs: Option<Box<ResponseObserver>>,
+    /// What the observer has yet to see; `None` for the proxy's own responses.
+    state: Option<Arc<Mutex<TapState>>>,
+    deferred: Option<Arc<Deferred>>,
 }
 
 enum TapInner {
@@ -1328,8 +1512,36 @@ impl ResponseTap {
     fn fixed(b: Bytes) -> ResponseTap {
         ResponseTap {
             inner: TapInner::Fixed(Some(b)),
-            obs: None,
+            state: None,
+            deferred: None,
         }
+    }
+
+    /// Notes a chunk and/or the end for the observer, and queues the work (see [`Deferred`]).
+    fn note(&mut self, chunk: Option<&Bytes>, end: Option<End>) {
+        let (Some(state), Some(deferred)) = (self.state.as_ref(), self.deferred.as_ref()) else {
+            return;
+        };
+        let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.obs.is_none() {
+            return;
+        }
+        if let Some(c) = chunk {
+            st.passed.push(c.clone());
+        }
+        if end.is_some() && st.end.is_none() {
+            st.end = end;
+        }
+        if !st.queued {
+            st.queued = true;
+            deferred.push(state);
+        }
+    }
+
+    fn ended(&mut self, end: End) {
+        self.note(None, Some(end));
+        // Nothing more will pass: later calls (Drop) must not record a second end.
+        self.state = None;
     }
 }
 
@@ -1349,23 +1561,15 @@ impl Body for ResponseTap {
         let r = Pin::new(inner).poll_frame(cx);
         match &r {
             Poll::Ready(Some(Ok(frame))) => {
-                if let (Some(d), Some(o)) = (frame.data_ref(), this.obs.as_mut()) {
-                    o.feed(d);
+                if let Some(d) = frame.data_ref() {
+                    this.note(Some(d), None);
                 }
             }
-            Poll::Ready(Some(Err(e))) => {
-                if let Some(o) = this.obs.take() {
-                    o.end(End::Broken(format!(
-                        "the upstream connection broke: {}",
-                        error_chain(e)
-                    )));
-                }
-            }
-            Poll::Ready(None) => {
-                if let Some(o) = this.obs.take() {
-                    o.end(End::Finished);
-                }
-            }
+            Poll::Ready(Some(Err(e))) => this.ended(End::Broken(format!(
+                "the upstream connection broke: {}",
+                error_chain(e)
+            ))),
+            Poll::Ready(None) => this.ended(End::Finished),
             Poll::Pending => {}
         }
         r
@@ -1389,10 +1593,10 @@ impl Body for ResponseTap {
 
 impl Drop for ResponseTap {
     fn drop(&mut self) {
-        if let Some(o) = self.obs.take() {
+        if self.state.is_some() {
             // hyper may drop a body that is already at its end without polling it again.
             let done = matches!(&self.inner, TapInner::Upstream(i) if i.is_end_stream());
-            o.end(if done { End::Finished } else { End::Cancelled });
+            self.ended(if done { End::Finished } else { End::Cancelled });
         }
     }
 }
@@ -1417,10 +1621,17 @@ mod tests {
     }
 
     #[test]
-    fn upstreams_must_be_http_origins() {
+    fn upstreams_must_be_http_or_https_origins() {
         assert!(parse_origin("http://127.0.0.1:8080").is_ok());
         assert!(parse_origin("http://127.0.0.1:8080/").is_ok());
-        for bad in ["127.0.0.1:80", "ftp://x", "http://h/mcp", "https://h", "::"] {
+        assert!(parse_origin("https://mcp.example.com").is_ok());
+        for bad in [
+            "127.0.0.1:80",
+            "ftp://x",
+            "http://h/mcp",
+            "https://h/mcp",
+            "::",
+        ] {
             assert!(parse_origin(bad).is_err(), "{bad}");
         }
     }
