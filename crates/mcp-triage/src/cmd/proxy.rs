@@ -120,9 +120,14 @@ pub struct ProxyArgs {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8766")]
     listen: SocketAddr,
-    /// The server's origin, http://host:port; path and query come from each request.
+    /// The server's origin, http://host:port or https://host:port; path and query come from
+    /// each request.
     #[arg(long, value_name = "ORIGIN")]
     upstream: String,
+    /// PEM file of certificates to trust for an https upstream, besides Mozilla's roots (a
+    /// private CA or a self-signed server certificate). Repeatable.
+    #[arg(long, value_name = "FILE")]
+    upstream_ca: Vec<PathBuf>,
     /// On shutdown, seconds open exchanges may still take before they are closed.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     drain_timeout: f64,
@@ -168,6 +173,16 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 
 pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
     let mut options = ProxyOptions::new(&args.upstream).map_err(|e| e.to_string())?;
+    for path in &args.upstream_ca {
+        let pem =
+            std::fs::read(path).map_err(|e| format!("--upstream-ca {}: {e}", path.display()))?;
+        options
+            .add_upstream_ca_pem(&pem, &path.display().to_string())
+            .map_err(|e| e.to_string())?;
+    }
+    if !args.upstream_ca.is_empty() && options.upstream.scheme_str() != Some("https") {
+        return Err("--upstream-ca applies to an https:// --upstream only".into());
+    }
     if !(args.drain_timeout.is_finite() && args.drain_timeout >= 0.0) {
         return Err("--drain-timeout must be a number of seconds >= 0".into());
     }
@@ -175,15 +190,27 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
     options.observe = args.records.observe();
     let peer = mcp_triage_proxy::otel::Peer {
         address: options.upstream.host().map(str::to_string),
-        port: options.upstream.port_u16().or(Some(80)),
+        port: options.upstream.port_u16().or(Some(
+            if options.upstream.scheme_str() == Some("https") {
+                443
+            } else {
+                80
+            },
+        )),
     };
     let consumers = args.records.consumers(peer)?;
     let (sink, writer) = LogWriter::start(args.records.writer(true)?, consumers);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(usize::from(args.threads))
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let rt = if args.threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(usize::from(args.threads))
+            .enable_all()
+            .build()
+    }
+    .map_err(|e| format!("cannot start the runtime: {e}"))?;
     rt.block_on(async move {
         let handle = start(args.listen, options, sink)
             .await

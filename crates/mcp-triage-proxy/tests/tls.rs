@@ -1,0 +1,222 @@
+//! https upstreams: the proxy reaches the kitchen through a TLS terminator on 127.0.0.1 whose
+//! certificate is signed by a certificate authority made here (rcgen). With that CA trusted
+//! (`--upstream-ca`) bodies pass byte for byte and records are classified as over plain HTTP;
+//! without it the certificate does not verify, and the client gets a 502 and a
+//! `CONNECTION_ERROR` record naming the TLS failure.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use mcp_triage_kitchen::{start, KitchenOptions};
+use mcp_triage_proxy::http::ProxyOptions;
+use mcp_triage_proxy::{LogWriter, MemoryConsumer, Record};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use serde_json::json;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::rustls::{self, pki_types::PrivateKeyDer};
+use tokio_rustls::TlsAcceptor;
+
+/// A CA, and a server certificate for 127.0.0.1 that it signed: (CA PEM, chain, key).
+fn certificates() -> (
+    String,
+    Vec<rustls::pki_types::CertificateDer<'static>>,
+    PrivateKeyDer<'static>,
+) {
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "mcp-triage test CA");
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let server = CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .signed_by(&key, &ca)
+        .unwrap();
+    let key = PrivateKeyDer::try_from(key.serialize_der()).unwrap();
+    (ca.pem(), vec![server.der().clone(), ca.der().clone()], key)
+}
+
+/// Terminates TLS on 127.0.0.1:0 and relays each connection's plain bytes to `backend`.
+async fn tls_terminator(
+    chain: Vec<rustls::pki_types::CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    backend: SocketAddr,
+) -> SocketAddr {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let acceptor = TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                // A client that rejects the certificate ends the handshake: nothing to relay.
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                assert_eq!(
+                    tls.get_ref().1.alpn_protocol(),
+                    Some(&b"http/1.1"[..]),
+                    "the proxy offers http/1.1"
+                );
+                let mut plain = TcpStream::connect(backend).await.unwrap();
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+            });
+        }
+    });
+    addr
+}
+
+struct TlsRig {
+    kitchen: mcp_triage_kitchen::KitchenHandle,
+    proxy: mcp_triage_proxy::http::ProxyHandle,
+    records: MemoryConsumer,
+    writer: LogWriter,
+}
+
+async fn rig(trust_ca: bool) -> TlsRig {
+    let kitchen = start("127.0.0.1:0".parse().unwrap(), KitchenOptions::default())
+        .await
+        .unwrap();
+    let (ca_pem, chain, key) = certificates();
+    let tls = tls_terminator(chain, key, kitchen.local_addr()).await;
+    let mut o = ProxyOptions::new(&format!("https://{tls}")).unwrap();
+    o.drain_timeout = Duration::from_secs(2);
+    if trust_ca {
+        assert_eq!(
+            o.add_upstream_ca_pem(ca_pem.as_bytes(), "test-ca.pem")
+                .unwrap(),
+            1
+        );
+    }
+    let records = MemoryConsumer::default();
+    let (sink, writer) = LogWriter::start(None, vec![Box::new(records.clone())]);
+    let proxy = mcp_triage_proxy::http::start("127.0.0.1:0".parse().unwrap(), o, sink)
+        .await
+        .unwrap();
+    TlsRig {
+        kitchen,
+        proxy,
+        records,
+        writer,
+    }
+}
+
+impl TlsRig {
+    async fn finish(self) -> Vec<Record> {
+        self.proxy.shutdown().await;
+        let records = self.records.clone();
+        tokio::task::spawn_blocking(move || self.writer.drain())
+            .await
+            .unwrap();
+        self.kitchen.shutdown().await;
+        let v = records.0.lock().unwrap().clone();
+        v
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_upstream_bodies_pass_byte_for_byte() {
+    let rig = rig(true).await;
+    for (i, mode) in ["json", "sse"].into_iter().enumerate() {
+        let path = format!("/s/baseline/mcp?responseMode={mode}");
+        let id = 20 + i as i64;
+        let p = json!({"name": "test_simple_text", "arguments": {}});
+        let direct = modern(rig.kitchen.local_addr(), &path, id, "tools/call", p.clone())
+            .await
+            .unwrap();
+        let via = modern(rig.proxy.local_addr(), &path, id, "tools/call", p)
+            .await
+            .unwrap();
+        assert_eq!(direct.status, 200);
+        assert_eq!(
+            (direct.status, direct.sha()),
+            (via.status, via.sha()),
+            "{mode}: {}",
+            via.text()
+        );
+        assert_eq!(direct.header("content-type"), via.header("content-type"));
+    }
+    // A tool error is classified as such over TLS too.
+    let p = json!({"name": "test_error_handling", "arguments": {}});
+    let via = modern(
+        rig.proxy.local_addr(),
+        "/s/baseline/mcp",
+        30,
+        "tools/call",
+        p,
+    )
+    .await
+    .unwrap();
+    assert_eq!(via.status, 200);
+    let records = rig.finish().await;
+    assert_eq!(records.len(), 3, "{records:#?}");
+    for id in [20, 21] {
+        let r = by_id(&records, id);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].outcome, "TOOL_SUCCESS", "{:#?}", r[0]);
+        assert!(r[0].response_bytes > 0);
+    }
+    assert_eq!(by_id(&records, 30)[0].outcome, "TOOL_ERROR");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untrusted_upstream_certificate_is_a_502_and_a_connection_error() {
+    let rig = rig(false).await;
+    let p = json!({"name": "test_simple_text", "arguments": {}});
+    let via = modern(
+        rig.proxy.local_addr(),
+        "/s/baseline/mcp",
+        40,
+        "tools/call",
+        p,
+    )
+    .await
+    .unwrap();
+    assert_eq!(via.status, 502, "{}", via.text());
+    assert!(via.text().contains("TLS handshake"), "{}", via.text());
+    let records = rig.finish().await;
+    let r = by_id(&records, 40);
+    assert_eq!(r.len(), 1, "{records:#?}");
+    assert_eq!(r[0].outcome, "CONNECTION_ERROR");
+    let detail = r[0]
+        .verdict
+        .as_ref()
+        .and_then(|v| v.detail.clone())
+        .unwrap_or_default();
+    assert!(
+        detail.contains("TLS handshake") && detail.contains("certificate"),
+        "{detail}"
+    );
+}
+
+#[test]
+fn upstream_ca_files_must_hold_certificates() {
+    let mut o = ProxyOptions::new("https://127.0.0.1:1").unwrap();
+    let e = o
+        .add_upstream_ca_pem(b"not a certificate", "x.pem")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("x.pem") && e.contains("no CERTIFICATE"), "{e}");
+    let e = o
+        .add_upstream_ca_pem(
+            b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+            "y.pem",
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("y.pem"), "{e}");
+    assert!(o.upstream_ca.is_empty());
+}
