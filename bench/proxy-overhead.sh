@@ -2,18 +2,30 @@
 # Proxy overhead: the same load, direct to the kitchen and through `mcp-triage proxy`, in one
 # run, for JSON and SSE responses; then a 1 GiB SSE response through the proxy and its peak RSS.
 #
-#   bench/proxy-overhead.sh     (env: BENCH_SECONDS=5 CONCURRENCY=32 SSE_BYTES=1073741824)
+#   bench/proxy-overhead.sh     (env: ROUNDS=5 BENCH_SECONDS=2 CONCURRENCY=32 SSE_BYTES=1073741824
+#                                     PROXY_BIN=path/to/another/mcp-triage for a before/after run)
 #
-# Load generator: crates/mcp-triage-kitchen/examples/load.rs (one legacy session over
-# keep-alive HTTP/1.1 connections, tools/call test_simple_text back to back). Latency is measured
-# with one connection (no queueing, so the difference is the proxy's own cost per exchange);
-# throughput with CONCURRENCY connections. Generator, proxy and kitchen share the machine's cores.
-# The proxy writes its records to a file, as in production. 127.0.0.1 only; every process started
-# here is stopped on exit.
+# Load generator: crates/mcp-triage-kitchen/examples/load.rs (one legacy session over keep-alive
+# HTTP/1.1 connections, tools/call test_simple_text back to back). Every figure is the median of
+# ROUNDS rounds, and each round runs direct and proxied back to back, so both see the same
+# machine state (single runs on a small shared machine vary by ±30%).
+#
+# - Latency: 1 connection (no queueing: the difference is the proxy's own cost per exchange);
+#   generator, kitchen and proxy placed by the scheduler on all cores.
+# - Throughput: CONCURRENCY connections, in two placements:
+#   * shared: all three processes on all cores. With the cores saturated this measures CPU: the
+#     proxy's CPU per exchange against the generator's and kitchen's together.
+#   * dedicated: generator and kitchen pinned to CPU 0, the proxy to CPU 1 (taskset), as a
+#     gateway or sidecar with a core of its own; the direct runs use the same CPU 0 (CPU 1 idle).
+#     This measures whether the proxy keeps up with the server. Needs 2 or more CPUs.
+#   The proxy's CPU per exchange (utime + stime from /proc) is printed for each placement.
+# The proxy writes its records to a file, as in production. 127.0.0.1 only; every process
+# started here is stopped on exit.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
-SECONDS_RUN="${BENCH_SECONDS:-5}"
+SECONDS_RUN="${BENCH_SECONDS:-2}"
+ROUNDS="${ROUNDS:-5}"
 CONCURRENCY="${CONCURRENCY:-32}"
 SSE_BYTES="${SSE_BYTES:-1073741824}"
 
@@ -21,41 +33,62 @@ cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage
 cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage-kitchen --example serve --example load
 cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage-proxy --example big_sse
 bin="$root/target/release"
+proxy_bin="${PROXY_BIN:-$bin/mcp-triage}"
 # shellcheck source=interop/procs.sh
 . "$root/interop/procs.sh"
-
+cpus="$(nproc)"
 
 "$bin/examples/serve" --listen 127.0.0.1:0 >"$out/kitchen.url" 2>"$out/kitchen.log" &
-pids+=("$!")
+kitchen=$!
+pids+=("$kitchen")
 wait_for "$out/kitchen.url" "http://"
 kitchen_url="$(head -n1 "$out/kitchen.url")"
 origin="${kitchen_url%/mcp}"
-"$bin/mcp-triage" proxy --listen 127.0.0.1:0 --upstream "$origin" --log "$out/records.jsonl" 2>"$out/proxy.log" &
-pids+=("$!")
+"$proxy_bin" proxy --listen 127.0.0.1:0 --upstream "$origin" --log "$out/records.jsonl" 2>"$out/proxy.log" &
+proxy=$!
+pids+=("$proxy")
 wait_for "$out/proxy.log" "http://"
 proxy_origin="$(grep -o 'http://[0-9.:]*' "$out/proxy.log" | head -n1)"
 
-run() { # url concurrency
-  timeout $((SECONDS_RUN + 60)) "$bin/examples/load" --url "$1" --concurrency "$2" --seconds "$SECONDS_RUN" --tool test_simple_text
+# pin CPULIST PID: every thread of PID to CPULIST.
+pin() { taskset -a -p -c "$1" "$2" >/dev/null; }
+# cpu_ticks PID: utime + stime of PID (all threads), in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# run URL CONCURRENCY [CPULIST]: one load run, one JSON line (plus proxy CPU ticks as "ticks").
+run() {
+  local t0 t1 line
+  t0="$(cpu_ticks "$proxy")"
+  if [ -n "${3:-}" ]; then
+    line="$(timeout $((SECONDS_RUN + 60)) taskset -c "$3" "$bin/examples/load" --url "$1" --concurrency "$2" --seconds "$SECONDS_RUN" --tool test_simple_text)"
+  else
+    line="$(timeout $((SECONDS_RUN + 60)) "$bin/examples/load" --url "$1" --concurrency "$2" --seconds "$SECONDS_RUN" --tool test_simple_text)"
+  fi
+  t1="$(cpu_ticks "$proxy")"
+  echo "${line%\}},\"ticks\":$((t1 - t0))}"
 }
 
-results="$out/results.txt"
-for mode in json sse; do
-  path="/s/baseline/mcp?responseMode=$mode"
-  # Alternate direct and proxied runs so both see the same machine state.
-  lat_d="$(run "$origin$path" 1)"
-  lat_p="$(run "$proxy_origin$path" 1)"
-  thr_d="$(run "$origin$path" "$CONCURRENCY")"
-  thr_p="$(run "$proxy_origin$path" "$CONCURRENCY")"
-  echo "$mode $lat_d $lat_p $thr_d $thr_p" >>"$results"
+results="$out/results.jsonl"
+for round in $(seq 1 "$ROUNDS"); do
+  for mode in json sse; do
+    path="/s/baseline/mcp?responseMode=$mode"
+    pin "0-$((cpus - 1))" "$kitchen"; pin "0-$((cpus - 1))" "$proxy"
+    echo "{\"round\":$round,\"mode\":\"$mode\",\"what\":\"latency\",\"direct\":$(run "$origin$path" 1),\"proxy\":$(run "$proxy_origin$path" 1)}" >>"$results"
+    echo "{\"round\":$round,\"mode\":\"$mode\",\"what\":\"shared\",\"direct\":$(run "$origin$path" "$CONCURRENCY"),\"proxy\":$(run "$proxy_origin$path" "$CONCURRENCY")}" >>"$results"
+    if [ "$cpus" -ge 2 ]; then
+      pin 0 "$kitchen"; pin 1 "$proxy"
+      echo "{\"round\":$round,\"mode\":\"$mode\",\"what\":\"dedicated\",\"direct\":$(run "$origin$path" "$CONCURRENCY" 0),\"proxy\":$(run "$proxy_origin$path" "$CONCURRENCY" 0)}" >>"$results"
+    fi
+  done
+  echo "round $round of $ROUNDS done" >&2
 done
+pin "0-$((cpus - 1))" "$kitchen"; pin "0-$((cpus - 1))" "$proxy"
 
 # 1 GiB of SSE through a fresh proxy; its peak RSS (VmHWM) afterwards.
 "$bin/examples/big_sse" serve --listen 127.0.0.1:0 --bytes "$SSE_BYTES" >"$out/big.url" &
 pids+=("$!")
 wait_for "$out/big.url" "http://"
 big_origin="$(head -n1 "$out/big.url")"; big_origin="${big_origin%/mcp}"
-"$bin/mcp-triage" proxy --listen 127.0.0.1:0 --upstream "$big_origin" --log "$out/big-records.jsonl" 2>"$out/proxy2.log" &
+"$proxy_bin" proxy --listen 127.0.0.1:0 --upstream "$big_origin" --log "$out/big-records.jsonl" 2>"$out/proxy2.log" &
 proxy2=$!
 pids+=("$proxy2")
 wait_for "$out/proxy2.log" "http://"
@@ -65,25 +98,50 @@ hwm_kb="$(awk '/VmHWM/ {print $2}' "/proc/$proxy2/status")"
 kill -TERM "$proxy2"; wait "$proxy2" 2>/dev/null || true
 big_outcome="$(python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; print(len(r), r[0]["outcome"], r[0]["responseBytes"])' "$out/big-records.jsonl")"
 
-python3 - "$results" "$big" "$hwm_kb" "$big_outcome" "$CONCURRENCY" <<'PY'
-import json, sys
-rows = [l.split(" ", 1) for l in open(sys.argv[1]).read().splitlines()]
-print(f"{'mode':5} {'direct p50':>11} {'proxy p50':>10} {'added p50':>10} {'direct p99':>11} {'proxy p99':>10} {'direct rps':>11} {'proxy rps':>10} {'ratio':>6}")
+python3 - "$results" "$big" "$hwm_kb" "$big_outcome" "$CONCURRENCY" "$(getconf CLK_TCK)" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+tck = int(sys.argv[6])
+med = statistics.median
 ok = True
-for mode, rest in rows:
-    dec = json.JSONDecoder(); objs = []; s = rest.strip()
-    while s:
-        o, i = dec.raw_decode(s); objs.append(o); s = s[i:].strip()
-    ld, lp, td, tp = objs
-    added_us = (lp["p50_ms"] - ld["p50_ms"]) * 1000
-    ratio = tp["rps"] / td["rps"]
-    print(f"{mode:5} {ld['p50_ms']*1000:9.0f}µs {lp['p50_ms']*1000:8.0f}µs {added_us:8.0f}µs {ld['p99_ms']*1000:9.0f}µs {lp['p99_ms']*1000:8.0f}µs {td['rps']:11.0f} {tp['rps']:10.0f} {ratio:6.1%}")
-    for o in objs:
-        if o.get("errors"):
-            print(f"  errors in a run: {o}"); ok = False
-    ok &= ratio >= 0.9 and added_us <= 100
+def errors(r):
+    global ok
+    for side in ("direct", "proxy"):
+        if r[side].get("errors"):
+            print(f"  errors in round {r['round']} {r['mode']} {r['what']} {side}: {r[side]}"); ok = False
+
+print(f"median of {len({r['round'] for r in rows})} alternating rounds; latency with 1 connection, throughput with {sys.argv[5]}")
+print(f"{'mode':5} {'direct p50':>11} {'proxy p50':>10} {'added p50':>10} {'direct p99':>11} {'proxy p99':>10}")
+lat_ok = True
+for mode in ("json", "sse"):
+    rs = [r for r in rows if r["mode"] == mode and r["what"] == "latency"]
+    for r in rs: errors(r)
+    d50 = med(r["direct"]["p50_ms"] for r in rs) * 1000
+    p50 = med(r["proxy"]["p50_ms"] for r in rs) * 1000
+    added = med((r["proxy"]["p50_ms"] - r["direct"]["p50_ms"]) * 1000 for r in rs)
+    d99 = med(r["direct"]["p99_ms"] for r in rs) * 1000
+    p99 = med(r["proxy"]["p99_ms"] for r in rs) * 1000
+    lat_ok &= added <= 100
+    print(f"{mode:5} {d50:9.0f}µs {p50:8.0f}µs {added:8.0f}µs {d99:9.0f}µs {p99:8.0f}µs")
+thr_ok = {}
+print(f"{'placement':10} {'mode':5} {'direct rps':>11} {'proxy rps':>10} {'ratio':>6} {'proxy CPU/exchange':>19}")
+for what in ("shared", "dedicated"):
+    for mode in ("json", "sse"):
+        rs = [r for r in rows if r["mode"] == mode and r["what"] == what]
+        if not rs:
+            continue
+        for r in rs: errors(r)
+        d = med(r["direct"]["rps"] for r in rs)
+        p = med(r["proxy"]["rps"] for r in rs)
+        ratio = med(r["proxy"]["rps"] / r["direct"]["rps"] for r in rs)
+        cpu_us = med(r["proxy"]["ticks"] / tck / max(r["proxy"]["requests"], 1) * 1e6 for r in rs)
+        thr_ok[what] = thr_ok.get(what, True) and ratio >= 0.9
+        print(f"{what:10} {mode:5} {d:11.0f} {p:10.0f} {ratio:6.1%} {cpu_us:16.0f} µs")
 big = json.loads(sys.argv[2]); hwm_mb = int(sys.argv[3]) / 1024
 n, outcome, rbytes = sys.argv[4].split()
 print(f"1 GiB SSE through the proxy: {big['bytes']} bytes in {big['seconds']} s ({big['mib_per_s']} MiB/s), proxy peak RSS {hwm_mb:.1f} MB, record: {outcome}, responseBytes {rbytes}")
-print(f"targets (throughput >= 90%, added p50 <= 100 µs, RSS < 64 MB): {'met' if ok and hwm_mb < 64 else 'NOT met'}")
+say = lambda b: "met" if b else "NOT met"
+print(f"targets: added p50 <= 100 µs: {say(lat_ok)}; throughput >= 90% of direct: "
+      + ", ".join(f"{w} {say(v)}" for w, v in thr_ok.items())
+      + f"; RSS < 64 MB: {say(hwm_mb < 64)}" + ("" if ok else "; ERRORS in some runs"))
 PY

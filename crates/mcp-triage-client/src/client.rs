@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
+use mcp_triage_core::record::hex;
 use mcp_triage_core::retry::{self, Delivery, RetryAction, RetryInput, ToolHints};
 use mcp_triage_core::{
     AttemptRecord, CallRecord, Decision, JsonRpcInfo, Outcome, OutputSchema, ProtocolVersion,
@@ -1966,10 +1967,6 @@ fn record_id() -> String {
         b = t.to_le_bytes();
     }
     hex(&b)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -24,8 +24,9 @@ use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -45,6 +46,8 @@ use mcp_triage_core::{
     ResponseHead, StreamEvent, Verdict,
 };
 use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
@@ -287,6 +290,12 @@ async fn accept_loop(
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
+                let (read, write) = stream.into_split();
+                let cork = Arc::new(Mutex::new(Cork::new(write)));
+                let stream = CorkedStream {
+                    read,
+                    cork: cork.clone(),
+                };
                 let sh = shared.clone();
                 let (upstream, upstream_conns) = Upstream::new();
                 let deferred = upstream.deferred.clone();
@@ -298,14 +307,14 @@ async fn accept_loop(
                     .header_read_timeout(options.header_read_timeout)
                     .serve_connection(TokioIo::new(stream), service);
                 let conn = graceful.watch(conn);
-                conns.spawn(Paired {
-                    server: Box::pin(async move {
+                conns.spawn(Paired::new(
+                    Box::pin(async move {
                         let _ = conn.await;
                     }),
                     upstream_conns,
-                    driving: Vec::new(),
                     deferred,
-                });
+                    cork,
+                ));
             }
             _ = stop.changed() => break,
         }
@@ -442,11 +451,93 @@ impl Upstream {
 
 /// One client connection and its upstream connections, polled by one task: a wakeup from
 /// either side is a wakeup of this task, never a hand-off to another thread.
+///
+/// One poll runs until neither side has anything more to do right now (at most
+/// [`ROUNDS_PER_POLL`] rounds): the upstream connection hands the response head, each body chunk
+/// and the body's end to the server side one at a time (hyper's body channel holds one chunk),
+/// and each hand-off wakes this same task. Going round again at once, with the client's writes
+/// held in the [`Cork`] until the end of the poll, sends what arrived together in one write: an
+/// SSE response that came from the upstream in one segment (head, event, end of body) goes to
+/// the client in one segment too, instead of three writes that each wake the client.
 struct Paired {
     server: UpstreamConn,
     upstream_conns: mpsc::UnboundedReceiver<UpstreamConn>,
     driving: Vec<UpstreamConn>,
     deferred: Arc<Deferred>,
+    cork: Arc<Mutex<Cork>>,
+    wake: Arc<TaskWake>,
+}
+
+/// Rounds of one [`Paired`] poll before it yields to other tasks.
+const ROUNDS_PER_POLL: usize = 8;
+
+/// The waker a [`Paired`] polls its parts with: it notes wakeups that happen during the poll
+/// (the parts waking each other) instead of rescheduling the task, and passes the others on.
+#[derive(Default)]
+struct TaskWake {
+    woken: AtomicBool,
+    polling: AtomicBool,
+    outer: Mutex<Option<Waker>>,
+}
+
+impl Wake for TaskWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::SeqCst);
+        if !self.polling.load(Ordering::SeqCst) {
+            if let Some(w) = self
+                .outer
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+            {
+                w.wake_by_ref();
+            }
+        }
+    }
+}
+
+impl Paired {
+    fn new(
+        server: UpstreamConn,
+        upstream_conns: mpsc::UnboundedReceiver<UpstreamConn>,
+        deferred: Arc<Deferred>,
+        cork: Arc<Mutex<Cork>>,
+    ) -> Paired {
+        Paired {
+            server,
+            upstream_conns,
+            driving: Vec::new(),
+            deferred,
+            cork,
+            wake: Arc::new(TaskWake::default()),
+        }
+    }
+
+    /// One round: the upstream connections, then the server side (it may open a connection or
+    /// queue work for one), then the upstream connections again. True when the client is gone.
+    fn round(&mut self, cx: &mut Context<'_>) -> bool {
+        while let Poll::Ready(Some(c)) = self.upstream_conns.poll_recv(cx) {
+            self.driving.push(c);
+        }
+        self.driving
+            .retain_mut(|c| c.as_mut().poll(cx).is_pending());
+        let done = self.server.as_mut().poll(cx).is_ready();
+        while let Poll::Ready(Some(c)) = self.upstream_conns.poll_recv(cx) {
+            let mut c = c;
+            if c.as_mut().poll(cx).is_pending() {
+                self.driving.push(c);
+            }
+        }
+        if !done {
+            self.driving
+                .retain_mut(|c| c.as_mut().poll(cx).is_pending());
+        }
+        done
+    }
 }
 
 impl Future for Paired {
@@ -454,30 +545,183 @@ impl Future for Paired {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
-        while let Poll::Ready(Some(c)) = this.upstream_conns.poll_recv(cx) {
-            this.driving.push(c);
-        }
-        this.driving
-            .retain_mut(|c| c.as_mut().poll(cx).is_pending());
-        // The server side last: it may have opened a connection (or queued work for one) just now.
-        let done = this.server.as_mut().poll(cx).is_ready();
-        while let Poll::Ready(Some(c)) = this.upstream_conns.poll_recv(cx) {
-            let mut c = c;
-            if c.as_mut().poll(cx).is_pending() {
-                this.driving.push(c);
+        {
+            let mut outer = this.wake.outer.lock().unwrap_or_else(|e| e.into_inner());
+            if !outer.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *outer = Some(cx.waker().clone());
             }
         }
+        this.wake.polling.store(true, Ordering::SeqCst);
+        let waker = Waker::from(this.wake.clone());
+        let mut inner = Context::from_waker(&waker);
+        let mut done = false;
+        for _ in 0..ROUNDS_PER_POLL {
+            this.wake.woken.store(false, Ordering::SeqCst);
+            done = this.round(&mut inner);
+            if done || !this.wake.woken.load(Ordering::SeqCst) {
+                break;
+            }
+        }
+        // What the rounds wrote to the client goes out now, in one write where it fits.
+        let flushed = this
+            .cork
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(&mut inner);
+        if !done && matches!(flushed, Poll::Ready(Err(_))) {
+            // The client is gone: let the server side see it (its next read fails) and close.
+            done = this.round(&mut inner);
+        }
+        this.wake.polling.store(false, Ordering::SeqCst);
         if done {
             // The client is gone: dropping the upstream connections closes them.
             this.driving.clear();
             this.deferred.run();
             return Poll::Ready(());
         }
-        this.driving
-            .retain_mut(|c| c.as_mut().poll(cx).is_pending());
+        if this.wake.woken.load(Ordering::SeqCst) {
+            // Still work after the last round: come back after other tasks had their turn.
+            cx.waker().wake_by_ref();
+        }
         // Every byte this poll moved has been handed to the sockets: now observe it.
         this.deferred.run();
         Poll::Pending
+    }
+}
+
+/// Bytes for the client held until the end of the connection task's poll (see [`Paired`]):
+/// hyper flushes after each step, the cork turns the steps of one poll into one write. At most
+/// [`CORK_LIMIT`] bytes wait; past that a write waits for the socket, as it would without the
+/// cork, so a stream the client reads slowly still holds the proxy back (no unbounded buffer).
+struct Cork {
+    half: OwnedWriteHalf,
+    buf: Vec<u8>,
+    /// A write to the client failed: every later read and write fails the same way.
+    failed: Option<(io::ErrorKind, String)>,
+}
+
+/// How many bytes the [`Cork`] holds before a write waits for the socket.
+const CORK_LIMIT: usize = 64 << 10;
+
+impl Cork {
+    fn new(half: OwnedWriteHalf) -> Cork {
+        Cork {
+            half,
+            buf: Vec::new(),
+            failed: None,
+        }
+    }
+
+    fn check(&self) -> io::Result<()> {
+        match &self.failed {
+            Some((kind, why)) => Err(io::Error::new(*kind, why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes what is held; Pending (the waker registered) when the socket is full.
+    fn drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.check()?;
+        let mut at = 0;
+        let result = loop {
+            if at == self.buf.len() {
+                break Poll::Ready(Ok(()));
+            }
+            match Pin::new(&mut self.half).poll_write(cx, &self.buf[at..]) {
+                Poll::Ready(Ok(0)) => {
+                    break Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        "the client connection took no bytes",
+                    )))
+                }
+                Poll::Ready(Ok(n)) => at += n,
+                Poll::Ready(Err(e)) => break Poll::Ready(Err(e)),
+                Poll::Pending => break Poll::Pending,
+            }
+        };
+        self.buf.drain(..at);
+        if let Poll::Ready(Err(e)) = &result {
+            self.failed = Some((e.kind(), e.to_string()));
+            self.buf = Vec::new();
+        }
+        result
+    }
+
+    fn hold(&mut self, cx: &mut Context<'_>, parts: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+        self.check()?;
+        if self.buf.len() >= CORK_LIMIT {
+            // Full: try the socket; still full, wait for it (the waker is registered).
+            if let Poll::Ready(Err(e)) = self.drain(cx) {
+                return Poll::Ready(Err(e));
+            }
+            if self.buf.len() >= CORK_LIMIT {
+                return Poll::Pending;
+            }
+        }
+        let mut n = 0;
+        for p in parts {
+            self.buf.extend_from_slice(p);
+            n += p.len();
+        }
+        Poll::Ready(Ok(n))
+    }
+}
+
+/// The client connection as hyper's server sees it: reads straight from the socket, writes into
+/// the connection's [`Cork`].
+struct CorkedStream {
+    read: OwnedReadHalf,
+    cork: Arc<Mutex<Cork>>,
+}
+
+impl CorkedStream {
+    fn cork(&self) -> std::sync::MutexGuard<'_, Cork> {
+        self.cork.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl AsyncRead for CorkedStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        this.cork().check()?;
+        Pin::new(&mut this.read).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for CorkedStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.cork().hold(cx, &[io::IoSlice::new(data)])
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        parts: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.cork().hold(cx, parts)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // The connection's task writes at the end of its poll (see `Paired`).
+        Poll::Ready(self.cork().check())
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let mut cork = self.cork();
+        std::task::ready!(cork.drain(cx))?;
+        Pin::new(&mut cork.half).poll_shutdown(cx)
     }
 }
 

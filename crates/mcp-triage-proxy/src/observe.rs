@@ -123,10 +123,7 @@ fn message(v: Value) -> Option<Message> {
 pub fn arguments_hash(arguments: &Value) -> (String, usize) {
     let text = serde_json::to_string(arguments).expect("a JSON value serialises");
     let digest = Sha256::digest(text.as_bytes());
-    (
-        digest.iter().map(|b| format!("{b:02x}")).collect(),
-        text.len(),
-    )
+    (mcp_triage_core::record::hex(&digest), text.len())
 }
 
 /// Where a message came from, besides its body.
