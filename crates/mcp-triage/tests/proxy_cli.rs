@@ -162,6 +162,66 @@ fn wrap_install_and_uninstall_rewrite_the_config() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no server \"nope\""));
 }
 
+/// `--upstream-ca` problems stop the proxy before it listens, with exit 2 and the reason: a
+/// missing file, a file without a certificate, and a CA for a plain-http upstream.
+#[test]
+fn proxy_refuses_unusable_upstream_ca_files() {
+    let dir = tmpdir("upstream-ca");
+    let junk = dir.join("junk.pem");
+    std::fs::write(&junk, "not a certificate\n").unwrap();
+    let missing = dir.join("missing.pem");
+    let cases: [(&str, &std::path::Path, &str); 3] = [
+        ("https://127.0.0.1:9", &missing, "missing.pem"),
+        ("https://127.0.0.1:9", &junk, "no CERTIFICATE block"),
+        ("http://127.0.0.1:9", &junk, "no CERTIFICATE block"),
+    ];
+    for (upstream, ca, says) in cases {
+        let out = Command::new(BIN)
+            .args([
+                "proxy",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                upstream,
+                "--upstream-ca",
+            ])
+            .arg(ca)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{upstream} {}: {err}",
+            ca.display()
+        );
+        assert!(err.contains(says), "{err}");
+    }
+    let pem = dir.join("ca.pem");
+    std::fs::write(
+        &pem,
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()])
+            .unwrap()
+            .cert
+            .pem(),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--upstream-ca",
+        ])
+        .arg(&pem)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("https:// --upstream only"));
+}
+
 /// Kills the process if the test fails before it stopped.
 struct KillOnDrop(std::process::Child);
 
