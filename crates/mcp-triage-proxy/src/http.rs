@@ -170,6 +170,14 @@ struct Shared {
     host: HeaderValue,
     /// For an https upstream: the connector and the name its certificate must carry.
     tls: Option<(TlsConnector, ServerName<'static>)>,
+    /// Observe a response after its bytes went to the client (see [`Deferred`]), not before.
+    ///
+    /// Only on a current-thread runtime: there the connection tasks run one at a time, so
+    /// nothing a client does after seeing a response — a resend on another connection, above
+    /// all — can be observed before that response's record has updated the retry state. With
+    /// several forwarding threads another connection's task could, so there each response is
+    /// observed before it is written, as an observer that must link retries needs.
+    observe_after_write: bool,
 }
 
 /// The TLS client for an https upstream: rustls with ring, Mozilla's roots plus `extra`, ALPN
@@ -266,6 +274,8 @@ pub async fn start(
         host: HeaderValue::from_str(authority.as_str()).expect("an authority is a header value"),
         authority,
         tls,
+        observe_after_write: tokio::runtime::Handle::current().runtime_flavor()
+            == tokio::runtime::RuntimeFlavor::CurrentThread,
     });
     let (stop, stop_rx) = watch::channel(false);
     let task = tokio::spawn(accept_loop(listener, shared, stop_rx, options));
@@ -314,6 +324,7 @@ async fn accept_loop(
                     upstream_conns,
                     deferred,
                     cork,
+                    shared.observe_after_write,
                 ));
             }
             _ = stop.changed() => break,
@@ -466,6 +477,8 @@ struct Paired {
     deferred: Arc<Deferred>,
     cork: Arc<Mutex<Cork>>,
     wake: Arc<TaskWake>,
+    /// See [`Shared::observe_after_write`].
+    observe_after_write: bool,
 }
 
 /// Rounds of one [`Paired`] poll before it yields to other tasks.
@@ -506,6 +519,7 @@ impl Paired {
         upstream_conns: mpsc::UnboundedReceiver<UpstreamConn>,
         deferred: Arc<Deferred>,
         cork: Arc<Mutex<Cork>>,
+        observe_after_write: bool,
     ) -> Paired {
         Paired {
             server,
@@ -514,6 +528,7 @@ impl Paired {
             deferred,
             cork,
             wake: Arc::new(TaskWake::default()),
+            observe_after_write,
         }
     }
 
@@ -562,12 +577,21 @@ impl Future for Paired {
                 break;
             }
         }
+        if !this.observe_after_write {
+            // Several forwarding threads: observe before the client can see the response.
+            this.deferred.run();
+        }
         // What the rounds wrote to the client goes out now, in one write where it fits.
-        let flushed = this
-            .cork
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain(&mut inner);
+        let (flushed, was_full) = {
+            let mut cork = this.cork.lock().unwrap_or_else(|e| e.into_inner());
+            let was_full = cork.buf.len() >= CORK_LIMIT;
+            (cork.drain(&mut inner), was_full)
+        };
+        if was_full && matches!(flushed, Poll::Ready(Ok(()))) {
+            // A write that waited for room may go on now, and the socket, writable, will not
+            // wake anyone: come back for it.
+            this.wake.woken.store(true, Ordering::SeqCst);
+        }
         if !done && matches!(flushed, Poll::Ready(Err(_))) {
             // The client is gone: let the server side see it (its next read fails) and close.
             done = this.round(&mut inner);
@@ -753,15 +777,16 @@ impl TapState {
     }
 }
 
-/// Observer work of one client connection, run by [`Paired`] after each poll.
+/// Observer work of one client connection, run by [`Paired`] in each poll.
 ///
 /// Why: a response tap sees a chunk *before* hyper writes it to the client (and the end of a
 /// body before the last write is flushed). Classifying the chunk, reading the request, building
 /// records and handing them to the writer there would put all of it between the upstream's bytes
 /// and the client's. So the tap only notes what passed (a reference-counted `Bytes`, no copy) and
-/// queues itself here; [`Paired`] runs the queue once the server and upstream connections have
-/// written what they could, and dropping the queue (the connection's task ends or is aborted)
-/// runs what is left, so no record is lost.
+/// queues itself here; [`Paired`] runs the queue once the client's bytes are written (with one
+/// forwarding thread; with several, just before they are written: see
+/// [`Shared::observe_after_write`]), and dropping the queue (the connection's task ends or is
+/// aborted) runs what is left, so no record is lost.
 #[derive(Default)]
 struct Deferred {
     queue: Mutex<Vec<Arc<Mutex<TapState>>>>,

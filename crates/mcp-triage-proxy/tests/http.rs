@@ -216,8 +216,20 @@ fn urlencode(s: &str) -> String {
         .collect()
 }
 
+/// Several forwarding threads: each response is observed before it is written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retries_after_503_are_observed_and_unsafe_ones_flagged() {
+    retries_after_503().await;
+}
+
+/// One forwarding thread (the CLI's default): responses are observed after they are written,
+/// and the resend still finds the failed attempt recorded.
+#[tokio::test(flavor = "current_thread")]
+async fn retries_after_503_are_observed_on_one_forwarding_thread() {
+    retries_after_503().await;
+}
+
+async fn retries_after_503() {
     let rig = Rig::new().await;
     for (tool, unsafe_) in [
         ("increment_counter", true),

@@ -134,7 +134,9 @@ pub struct ProxyArgs {
     /// Threads that forward traffic. One is the default: each client connection and its upstream
     /// connection run as one task, so a second thread only helps when one core is saturated
     /// (many busy connections); next to a server on a small machine it mostly adds wakeups
-    /// between threads (measured in bench/proxy-overhead.sh).
+    /// between threads (measured in bench/proxy-overhead.sh). With one thread a response is
+    /// observed after it was written to the client; with several, before (so a resend on
+    /// another connection can never overtake the record of the attempt it repeats).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: u16,
     #[command(flatten)]
