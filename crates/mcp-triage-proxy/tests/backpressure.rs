@@ -84,7 +84,7 @@ async fn a_slow_reader_gets_every_byte_of_a_large_response() {
                     assert!(n > 0, "the proxy closed after {} bytes", body.len());
                     body.extend_from_slice(&buf[..n]);
                     reads += 1;
-                    if reads % 64 == 0 {
+                    if reads.is_multiple_of(64) {
                         tokio::time::sleep(Duration::from_millis(2)).await;
                     }
                 }
