@@ -229,6 +229,28 @@ async fn retries_after_503_are_observed_on_one_forwarding_thread() {
     retries_after_503().await;
 }
 
+/// `spin`: the forwarding thread polls for a while after traffic instead of sleeping. Bodies
+/// still pass unchanged, records are written, and the spinner stops with the proxy.
+#[tokio::test(flavor = "current_thread")]
+async fn a_spinning_forwarding_thread_forwards_and_stops() {
+    let rig = Rig::with(|o| o.spin = std::time::Duration::from_micros(200)).await;
+    for (i, mode) in ["json", "sse", "json", "sse"].into_iter().enumerate() {
+        let path = format!("/s/baseline/mcp?responseMode={mode}");
+        let p = json!({"name": "test_simple_text", "arguments": {}});
+        let id = 50 + i as i64;
+        let d = modern(rig.direct(), &path, id, "tools/call", p.clone())
+            .await
+            .unwrap();
+        let v = modern(rig.via(), &path, id, "tools/call", p).await.unwrap();
+        assert_eq!((d.status, d.sha()), (v.status, v.sha()), "{mode}");
+    }
+    let records = tokio::time::timeout(STEP, rig.finish())
+        .await
+        .expect("the proxy, spinner included, stops");
+    assert_eq!(records.len(), 4, "{records:#?}");
+    assert!(records.iter().all(|r| r.outcome == "TOOL_SUCCESS"));
+}
+
 async fn retries_after_503() {
     let rig = Rig::new().await;
     for (tool, unsafe_) in [

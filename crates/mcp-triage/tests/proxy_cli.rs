@@ -222,6 +222,42 @@ fn proxy_refuses_unusable_upstream_ca_files() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("https:// --upstream only"));
 }
 
+/// `--spin-us` polls on the one forwarding thread; with more threads it is refused, not ignored.
+#[test]
+fn proxy_refuses_spin_with_several_threads() {
+    let out = Command::new(BIN)
+        .args([
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "http://127.0.0.1:9",
+        ])
+        .args(["--threads", "2", "--spin-us", "200"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--spin-us works with one forwarding thread")
+    );
+    let out = Command::new(BIN)
+        .args([
+            "proxy",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--spin-us",
+            "20000",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Kills the process if the test fails before it stopped.
 struct KillOnDrop(std::process::Child);
 
