@@ -52,7 +52,7 @@ impl OtlpConsumer {
         let uri: http::Uri = base.parse().map_err(|e| bad(&e))?;
         if uri.scheme_str() != Some("http") || uri.authority().is_none() {
             return Err(bad(
-                &"give the collector's http://host:port (OTLP/HTTP, no TLS client is built in)",
+                &"give the collector's http://host:port (OTLP/HTTP; the exporter is built without TLS)",
             ));
         }
         let base = base.trim_end_matches('/');
