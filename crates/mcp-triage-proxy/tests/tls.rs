@@ -8,12 +8,10 @@ mod common;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use common::*;
 use mcp_triage_kitchen::{start, KitchenOptions};
 use mcp_triage_proxy::http::ProxyOptions;
-use mcp_triage_proxy::{LogWriter, MemoryConsumer, Record};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
@@ -79,52 +77,19 @@ async fn tls_terminator(
     addr
 }
 
-struct TlsRig {
-    kitchen: mcp_triage_kitchen::KitchenHandle,
-    proxy: mcp_triage_proxy::http::ProxyHandle,
-    records: MemoryConsumer,
-    writer: LogWriter,
-}
-
-async fn rig(trust_ca: bool) -> TlsRig {
+async fn rig(trust_ca: bool) -> Rig {
     let kitchen = start("127.0.0.1:0".parse().unwrap(), KitchenOptions::default())
         .await
         .unwrap();
     let (ca_pem, chain, key) = certificates();
     let tls = tls_terminator(chain, key, kitchen.local_addr()).await;
-    let mut o = ProxyOptions::new(&format!("https://{tls}")).unwrap();
-    o.drain_timeout = Duration::from_secs(2);
-    if trust_ca {
-        assert_eq!(
-            o.add_upstream_ca_pem(ca_pem.as_bytes(), "test-ca.pem")
-                .unwrap(),
-            1
-        );
-    }
-    let records = MemoryConsumer::default();
-    let (sink, writer) = LogWriter::start(None, vec![Box::new(records.clone())]);
-    let proxy = mcp_triage_proxy::http::start("127.0.0.1:0".parse().unwrap(), o, sink)
-        .await
-        .unwrap();
-    TlsRig {
-        kitchen,
-        proxy,
-        records,
-        writer,
-    }
-}
-
-impl TlsRig {
-    async fn finish(self) -> Vec<Record> {
-        self.proxy.shutdown().await;
-        let records = self.records.clone();
-        tokio::task::spawn_blocking(move || self.writer.drain())
-            .await
-            .unwrap();
-        self.kitchen.shutdown().await;
-        let v = records.0.lock().unwrap().clone();
-        v
-    }
+    Rig::around(kitchen, &format!("https://{tls}"), |o| {
+        if trust_ca {
+            let n = o.add_upstream_ca_pem(ca_pem.as_bytes(), "test-ca.pem");
+            assert_eq!(n.unwrap(), 1);
+        }
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -134,12 +99,10 @@ async fn https_upstream_bodies_pass_byte_for_byte() {
         let path = format!("/s/baseline/mcp?responseMode={mode}");
         let id = 20 + i as i64;
         let p = json!({"name": "test_simple_text", "arguments": {}});
-        let direct = modern(rig.kitchen.local_addr(), &path, id, "tools/call", p.clone())
+        let direct = modern(rig.direct(), &path, id, "tools/call", p.clone())
             .await
             .unwrap();
-        let via = modern(rig.proxy.local_addr(), &path, id, "tools/call", p)
-            .await
-            .unwrap();
+        let via = modern(rig.via(), &path, id, "tools/call", p).await.unwrap();
         assert_eq!(direct.status, 200);
         assert_eq!(
             (direct.status, direct.sha()),
@@ -151,15 +114,9 @@ async fn https_upstream_bodies_pass_byte_for_byte() {
     }
     // A tool error is classified as such over TLS too.
     let p = json!({"name": "test_error_handling", "arguments": {}});
-    let via = modern(
-        rig.proxy.local_addr(),
-        "/s/baseline/mcp",
-        30,
-        "tools/call",
-        p,
-    )
-    .await
-    .unwrap();
+    let via = modern(rig.via(), "/s/baseline/mcp", 30, "tools/call", p)
+        .await
+        .unwrap();
     assert_eq!(via.status, 200);
     let records = rig.finish().await;
     assert_eq!(records.len(), 3, "{records:#?}");
@@ -176,15 +133,9 @@ async fn https_upstream_bodies_pass_byte_for_byte() {
 async fn an_untrusted_upstream_certificate_is_a_502_and_a_connection_error() {
     let rig = rig(false).await;
     let p = json!({"name": "test_simple_text", "arguments": {}});
-    let via = modern(
-        rig.proxy.local_addr(),
-        "/s/baseline/mcp",
-        40,
-        "tools/call",
-        p,
-    )
-    .await
-    .unwrap();
+    let via = modern(rig.via(), "/s/baseline/mcp", 40, "tools/call", p)
+        .await
+        .unwrap();
     assert_eq!(via.status, 502, "{}", via.text());
     assert!(via.text().contains("TLS handshake"), "{}", via.text());
     let records = rig.finish().await;

@@ -162,6 +162,19 @@ fn wrap_install_and_uninstall_rewrite_the_config() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no server \"nope\""));
 }
 
+/// Runs `mcp-triage proxy ARGS` (on a free port, upstream never contacted) and checks that it
+/// refuses to start: exit 2, `says` on stderr.
+fn proxy_refuses(args: &[&std::ffi::OsStr], says: &str) {
+    let out = Command::new(BIN)
+        .args(["proxy", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(says), "{args:?}: {err}");
+}
+
 /// `--upstream-ca` problems stop the proxy before it listens, with exit 2 and the reason: a
 /// missing file, a file without a certificate, and a CA for a plain-http upstream.
 #[test]
@@ -170,33 +183,6 @@ fn proxy_refuses_unusable_upstream_ca_files() {
     let junk = dir.join("junk.pem");
     std::fs::write(&junk, "not a certificate\n").unwrap();
     let missing = dir.join("missing.pem");
-    let cases: [(&str, &std::path::Path, &str); 3] = [
-        ("https://127.0.0.1:9", &missing, "missing.pem"),
-        ("https://127.0.0.1:9", &junk, "no CERTIFICATE block"),
-        ("http://127.0.0.1:9", &junk, "no CERTIFICATE block"),
-    ];
-    for (upstream, ca, says) in cases {
-        let out = Command::new(BIN)
-            .args([
-                "proxy",
-                "--listen",
-                "127.0.0.1:0",
-                "--upstream",
-                upstream,
-                "--upstream-ca",
-            ])
-            .arg(ca)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{upstream} {}: {err}",
-            ca.display()
-        );
-        assert!(err.contains(says), "{err}");
-    }
     let pem = dir.join("ca.pem");
     std::fs::write(
         &pem,
@@ -206,56 +192,34 @@ fn proxy_refuses_unusable_upstream_ca_files() {
             .pem(),
     )
     .unwrap();
-    let out = Command::new(BIN)
-        .args([
-            "proxy",
-            "--listen",
-            "127.0.0.1:0",
-            "--upstream",
-            "http://127.0.0.1:9",
-            "--upstream-ca",
-        ])
-        .arg(&pem)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("https:// --upstream only"));
+    let cases: [(&str, &std::path::Path, &str); 4] = [
+        ("https://127.0.0.1:9", &missing, "missing.pem"),
+        ("https://127.0.0.1:9", &junk, "no CERTIFICATE block"),
+        ("http://127.0.0.1:9", &junk, "no CERTIFICATE block"),
+        ("http://127.0.0.1:9", &pem, "https:// --upstream only"),
+    ];
+    for (upstream, ca, says) in cases {
+        let args = ["--upstream", upstream, "--upstream-ca"].map(std::ffi::OsStr::new);
+        proxy_refuses(&[&args[..], &[ca.as_os_str()]].concat(), says);
+    }
 }
 
-/// `--spin-us` polls on the one forwarding thread; with more threads it is refused, not ignored.
+/// `--spin-us` polls on the one forwarding thread; with more threads it is refused, not ignored,
+/// and so is a window over its bound.
 #[test]
 fn proxy_refuses_spin_with_several_threads() {
-    let out = Command::new(BIN)
-        .args([
-            "proxy",
-            "--listen",
-            "127.0.0.1:0",
-            "--upstream",
-            "http://127.0.0.1:9",
-        ])
-        .args(["--threads", "2", "--spin-us", "200"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("--spin-us works with one forwarding thread")
-    );
-    let out = Command::new(BIN)
-        .args([
-            "proxy",
-            "--upstream",
-            "http://127.0.0.1:9",
-            "--spin-us",
-            "20000",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let args = [
+        "--upstream",
+        "http://127.0.0.1:9",
+        "--threads",
+        "2",
+        "--spin-us",
+        "200",
+    ]
+    .map(std::ffi::OsStr::new);
+    proxy_refuses(&args, "--spin-us works with one forwarding thread");
+    let args = ["--upstream", "http://127.0.0.1:9", "--spin-us", "20000"].map(std::ffi::OsStr::new);
+    proxy_refuses(&args, "--spin-us");
 }
 
 /// Kills the process if the test fails before it stopped.

@@ -32,7 +32,17 @@ impl Rig {
         let kitchen = start("127.0.0.1:0".parse().unwrap(), KitchenOptions::default())
             .await
             .expect("kitchen starts");
-        let mut o = ProxyOptions::new(&kitchen.base_url()).unwrap();
+        let upstream = kitchen.base_url();
+        Rig::around(kitchen, &upstream, f).await
+    }
+
+    /// A proxy to `upstream`, which reaches `kitchen` some way (a TLS terminator, say).
+    pub async fn around(
+        kitchen: KitchenHandle,
+        upstream: &str,
+        f: impl FnOnce(&mut ProxyOptions),
+    ) -> Rig {
+        let mut o = ProxyOptions::new(upstream).unwrap();
         o.drain_timeout = Duration::from_secs(2);
         f(&mut o);
         let records = MemoryConsumer::default();
