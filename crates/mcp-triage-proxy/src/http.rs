@@ -89,6 +89,9 @@ pub struct ProxyOptions {
     pub drain_timeout: Duration,
     /// How long a client connection may take to send request headers (and may stay idle).
     pub header_read_timeout: Duration,
+    /// How long reaching the upstream may take: TCP connect and, for https, the TLS handshake.
+    /// Past it the client gets a `502` and the record a `CONNECTION_ERROR` naming this limit.
+    pub connect_timeout: Duration,
     /// After traffic, how long the forwarding thread keeps polling its sockets before it sleeps
     /// (one forwarding thread only; zero: sleep at once). See [`Spin`].
     pub spin: Duration,
@@ -103,6 +106,7 @@ impl ProxyOptions {
             observe: ObserveOptions::default(),
             drain_timeout: Duration::from_secs(10),
             header_read_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
             spin: Duration::ZERO,
         })
     }
@@ -174,6 +178,8 @@ struct Shared {
     host: HeaderValue,
     /// For an https upstream: the connector and the name its certificate must carry.
     tls: Option<(TlsConnector, ServerName<'static>)>,
+    /// See [`ProxyOptions::connect_timeout`].
+    connect_timeout: Duration,
     /// Set when the proxy spins (see [`Spin`]).
     spin: Option<Arc<Spin>>,
     /// Observe a response after its bytes went to the client (see [`Deferred`]), not before.
@@ -282,6 +288,7 @@ pub async fn start(
         host: HeaderValue::from_str(authority.as_str()).expect("an authority is a header value"),
         authority,
         tls,
+        connect_timeout: options.connect_timeout,
         observe_after_write: one_thread,
         spin: (one_thread && !options.spin.is_zero()).then(|| Arc::new(Spin::new())),
     });
@@ -459,6 +466,21 @@ impl Upstream {
     }
 
     async fn connect(
+        &self,
+        sh: &Shared,
+    ) -> Result<client_http1::SendRequest<RequestTap>, ConnectFailed> {
+        let limit = sh.connect_timeout;
+        tokio::time::timeout(limit, self.connect_unbounded(sh))
+            .await
+            .unwrap_or_else(|_| {
+                Err(ConnectFailed(format!(
+                    "no connection within {} ms (connect timeout)",
+                    limit.as_millis()
+                )))
+            })
+    }
+
+    async fn connect_unbounded(
         &self,
         sh: &Shared,
     ) -> Result<client_http1::SendRequest<RequestTap>, ConnectFailed> {

@@ -1,4 +1,4 @@
-//! https upstreams: the proxy reaches the kitchen through a TLS terminator on 127.0.0.1 whose
+//! https upstreams (and the connect timeout): the proxy reaches the kitchen through a TLS terminator on 127.0.0.1 whose
 //! certificate is signed by a certificate authority made here (rcgen). With that CA trusted
 //! (`--upstream-ca`) bodies pass byte for byte and records are classified as over plain HTTP;
 //! without it the certificate does not verify, and the client gets a 502 and a
@@ -170,4 +170,38 @@ fn upstream_ca_files_must_hold_certificates() {
         .to_string();
     assert!(e.contains("y.pem"), "{e}");
     assert!(o.upstream_ca.is_empty());
+}
+
+/// An upstream that accepts the connection and never answers the TLS handshake: after the
+/// connect timeout the client gets a 502 and the record says which limit ended it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_tls_upstream_hits_the_connect_timeout() {
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = silent.local_addr().unwrap();
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((s, _)) = silent.accept().await {
+            open.push(s);
+        }
+    });
+    let kitchen = start("127.0.0.1:0".parse().unwrap(), KitchenOptions::default())
+        .await
+        .unwrap();
+    let rig = Rig::around(kitchen, &format!("https://{addr}"), |o| {
+        o.connect_timeout = std::time::Duration::from_millis(300);
+    })
+    .await;
+    let started = std::time::Instant::now();
+    let p = json!({"name": "test_simple_text", "arguments": {}});
+    let via = modern(rig.via(), "/mcp", 60, "tools/call", p)
+        .await
+        .unwrap();
+    assert_eq!(via.status, 502, "{}", via.text());
+    assert!(via.text().contains("connect timeout"), "{}", via.text());
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let records = rig.finish().await;
+    let r = by_id(&records, 60);
+    assert_eq!(r.len(), 1, "{records:#?}");
+    assert_eq!(r[0].outcome, "CONNECTION_ERROR");
+    held.abort();
 }

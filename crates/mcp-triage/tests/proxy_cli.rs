@@ -222,6 +222,15 @@ fn proxy_refuses_spin_with_several_threads() {
     proxy_refuses(&args, "--spin-us");
 }
 
+#[test]
+fn proxy_refuses_a_connect_timeout_out_of_range() {
+    for bad in ["0", "-1", "nan", "7200"] {
+        let flag = format!("--connect-timeout={bad}");
+        let args = ["--upstream", "http://127.0.0.1:9", flag.as_str()].map(std::ffi::OsStr::new);
+        proxy_refuses(&args, "--connect-timeout");
+    }
+}
+
 /// Kills the process if the test fails before it stopped.
 struct KillOnDrop(std::process::Child);
 

@@ -131,6 +131,10 @@ pub struct ProxyArgs {
     /// On shutdown, seconds open exchanges may still take before they are closed.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     drain_timeout: f64,
+    /// Seconds reaching the upstream may take (TCP connect, and the TLS handshake for https);
+    /// past it the client gets a 502 and the record a CONNECTION_ERROR.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    connect_timeout: f64,
     /// Threads that forward traffic. One is the default: each client connection and its upstream
     /// connection run as one task, so a second thread only helps when one core is saturated
     /// (many busy connections); next to a server on a small machine it mostly adds wakeups
@@ -197,6 +201,15 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
         return Err("--drain-timeout must be a number of seconds >= 0".into());
     }
     options.drain_timeout = Duration::from_secs_f64(args.drain_timeout);
+    if !(args.connect_timeout.is_finite()
+        && args.connect_timeout > 0.0
+        && args.connect_timeout <= 3600.0)
+    {
+        return Err(
+            "--connect-timeout must be a number of seconds above 0 and at most 3600".into(),
+        );
+    }
+    options.connect_timeout = Duration::from_secs_f64(args.connect_timeout);
     if args.spin_us > 0 && args.threads > 1 {
         return Err(
             "--spin-us works with one forwarding thread: leave out --threads or use --threads 1"
