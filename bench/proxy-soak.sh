@@ -6,8 +6,9 @@
 # a twin instance that draws the same faults. Checks: every body the clients receive through the
 # proxy is identical (SHA-256) to the direct one (an input_required body with its instance-bound
 # requestState masked; the answered retries byte for byte), one record per request, and each
-# record's outcome equals the client's verdict on the bytes it received. (The test suite runs the
-# same test at 50 × 20.) ~100 s.
+# record's outcome equals the client's verdict on the bytes it received. It runs twice: with two
+# forwarding threads and with one (the CLI's default, where responses are observed after they
+# were written). (The test suite runs the same tests at 50 × 20.) ~200 s.
 #
 #   bench/proxy-soak.sh
 set -euo pipefail

@@ -78,8 +78,20 @@ async fn json_and_sse_bodies_pass_byte_for_byte() {
 /// carrying the answer is compared and recorded like any call. An `input_required` body is
 /// compared with its `requestState` masked: the token is an HMAC bound to its instance, so the
 /// twin's differs by design; everything else, and the retries, must match byte for byte.
+///
+/// It runs twice: on two threads (responses observed before they are written) and on one (the
+/// CLI's default: observed after).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn soak_chaos_mix_bodies_records_and_verdicts_agree() {
+    soak_chaos_mix().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn soak_chaos_mix_on_one_forwarding_thread() {
+    soak_chaos_mix().await;
+}
+
+async fn soak_chaos_mix() {
     let (clients, calls) = match std::env::var("MCP_TRIAGE_SOAK").as_deref() {
         Ok("full") => (200, 50),
         Ok("small") => (20, 10),
