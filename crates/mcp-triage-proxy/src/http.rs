@@ -111,6 +111,17 @@ impl ProxyOptions {
         })
     }
 
+    /// The upstream's port: the origin's, else 443 for https and 80 for http.
+    pub fn upstream_port(&self) -> u16 {
+        self.upstream
+            .port_u16()
+            .unwrap_or(if self.upstream.scheme_str() == Some("https") {
+                443
+            } else {
+                80
+            })
+    }
+
     /// Trusts the certificates of a PEM file (`source` names it in errors) for an https
     /// upstream; returns how many were read. A file without a certificate, or with one that
     /// does not parse, is an error naming the file.
@@ -280,11 +291,7 @@ pub async fn start(
     };
     let shared = Arc::new(Shared {
         observer: Observer::new(options.observe.clone(), sink, "http"),
-        connect_to: format!(
-            "{}:{}",
-            authority.host(),
-            authority.port_u16().unwrap_or(if https { 443 } else { 80 })
-        ),
+        connect_to: format!("{}:{}", authority.host(), options.upstream_port()),
         host: HeaderValue::from_str(authority.as_str()).expect("an authority is a header value"),
         authority,
         tls,
@@ -780,10 +787,18 @@ impl Cork {
                 return Poll::Pending;
             }
         }
+        // Take what fits (a partial write, which hyper continues), so the cork never holds more
+        // than its limit.
+        let mut room = CORK_LIMIT - self.buf.len();
         let mut n = 0;
         for p in parts {
-            self.buf.extend_from_slice(p);
-            n += p.len();
+            let take = p.len().min(room);
+            self.buf.extend_from_slice(&p[..take]);
+            n += take;
+            room -= take;
+            if room == 0 {
+                break;
+            }
         }
         Poll::Ready(Ok(n))
     }
@@ -1065,11 +1080,13 @@ async fn handle(
                 parts,
                 ResponseTap {
                     inner: TapInner::Upstream(body),
-                    state: Some(Arc::new(Mutex::new(TapState {
-                        obs: Some(Box::new(obs)),
-                        ..TapState::default()
-                    }))),
-                    deferred: Some(upstream.deferred.clone()),
+                    observed: Some((
+                        Arc::new(Mutex::new(TapState {
+                            obs: Some(Box::new(obs)),
+                            ..TapState::default()
+                        })),
+                        upstream.deferred.clone(),
+                    )),
                 },
             ))
         }
@@ -1865,9 +1882,9 @@ fn tools_of(data: &[u8]) -> Option<Vec<Value>> {
 /// The upstream's response body on its way to the client, fed to the observer as it passes.
 pub struct ResponseTap {
     inner: TapInner,
-    /// What the observer has yet to see; `None` for the proxy's own responses.
-    state: Option<Arc<Mutex<TapState>>>,
-    deferred: Option<Arc<Deferred>>,
+    /// What the observer has yet to see and the connection's queue it waits in; `None` for
+    /// the proxy's own responses and once the body ended.
+    observed: Option<(Arc<Mutex<TapState>>, Arc<Deferred>)>,
 }
 
 enum TapInner {
@@ -1879,24 +1896,20 @@ impl ResponseTap {
     fn fixed(b: Bytes) -> ResponseTap {
         ResponseTap {
             inner: TapInner::Fixed(Some(b)),
-            state: None,
-            deferred: None,
+            observed: None,
         }
     }
 
     /// Notes a chunk and/or the end for the observer, and queues the work (see [`Deferred`]).
     fn note(&mut self, chunk: Option<&Bytes>, end: Option<End>) {
-        let (Some(state), Some(deferred)) = (self.state.as_ref(), self.deferred.as_ref()) else {
+        let Some((state, deferred)) = self.observed.as_ref() else {
             return;
         };
         let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
-        if st.obs.is_none() {
-            return;
-        }
         if let Some(c) = chunk {
             st.passed.push(c.clone());
         }
-        if end.is_some() && st.end.is_none() {
+        if end.is_some() {
             st.end = end;
         }
         if !st.queued {
@@ -1908,7 +1921,7 @@ impl ResponseTap {
     fn ended(&mut self, end: End) {
         self.note(None, Some(end));
         // Nothing more will pass: later calls (Drop) must not record a second end.
-        self.state = None;
+        self.observed = None;
     }
 }
 
@@ -1960,7 +1973,7 @@ impl Body for ResponseTap {
 
 impl Drop for ResponseTap {
     fn drop(&mut self) {
-        if self.state.is_some() {
+        if self.observed.is_some() {
             // hyper may drop a body that is already at its end without polling it again.
             let done = matches!(&self.inner, TapInner::Upstream(i) if i.is_end_stream());
             self.ended(if done { End::Finished } else { End::Cancelled });

@@ -5,7 +5,7 @@
 //! Why the writer lingers: waking a parked thread costs a futex call on the forwarding thread and
 //! two context switches, and on a small machine that was the proxy's largest single cost (a
 //! `perf` profile at 15k exchanges/s spent about 40% of the proxy's CPU in the scheduler). So
-//! after writing a batch the writer sleeps [`DEFAULT_LINGER`] and looks again before it parks:
+//! after writing a batch the writer sleeps [`LINGER`] and looks again before it parks:
 //! while records keep coming it wakes once per linger, not once per record, and a sender only
 //! pays a wake when the writer is parked. A record reaches the file at most one linger later.
 
@@ -50,7 +50,7 @@ pub struct WriterStats {
 }
 
 /// How long the writer waits for more records after a batch before it parks (see the module doc).
-pub const DEFAULT_LINGER: Duration = Duration::from_millis(1);
+pub const LINGER: Duration = Duration::from_millis(1);
 
 /// The writer thread; [`LogWriter::drain`] waits until every queued record is written.
 pub struct LogWriter {
@@ -59,25 +59,15 @@ pub struct LogWriter {
 
 impl LogWriter {
     /// Starts the writer on `out` (None: records only go to the consumers), lingering
-    /// [`DEFAULT_LINGER`] between batches.
+    /// [`LINGER`] between batches.
     pub fn start(
         out: Option<Box<dyn Write + Send>>,
         consumers: Vec<Box<dyn RecordConsumer>>,
     ) -> (RecordSink, LogWriter) {
-        Self::start_with_linger(out, consumers, DEFAULT_LINGER)
-    }
-
-    /// As [`LogWriter::start`], with another linger (zero: park as soon as the queue is empty,
-    /// one wake per record).
-    pub fn start_with_linger(
-        out: Option<Box<dyn Write + Send>>,
-        consumers: Vec<Box<dyn RecordConsumer>>,
-        linger: Duration,
-    ) -> (RecordSink, LogWriter) {
         let (tx, rx) = unbounded_channel();
         let thread = std::thread::Builder::new()
             .name("mcp-triage-log".into())
-            .spawn(move || write_loop(rx, out, consumers, linger))
+            .spawn(move || write_loop(rx, out, consumers))
             .expect("spawning the log writer thread");
         (
             RecordSink { tx },
@@ -101,7 +91,6 @@ fn write_loop(
     mut rx: UnboundedReceiver<Record>,
     out: Option<Box<dyn Write + Send>>,
     mut consumers: Vec<Box<dyn RecordConsumer>>,
-    linger: Duration,
 ) -> WriterStats {
     let mut out = out.map(|o| BufWriter::with_capacity(64 << 10, o));
     let mut stats = WriterStats::default();
@@ -134,10 +123,7 @@ fn write_loop(
                     stats.write_errors += 1;
                 }
             }
-            if linger.is_zero() {
-                continue 'parked;
-            }
-            std::thread::sleep(linger);
+            std::thread::sleep(LINGER);
             match rx.try_recv() {
                 Ok(r) => next = Some(r),
                 Err(TryRecvError::Empty) => continue 'parked,

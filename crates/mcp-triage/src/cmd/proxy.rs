@@ -220,13 +220,7 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
     options.observe = args.records.observe();
     let peer = mcp_triage_proxy::otel::Peer {
         address: options.upstream.host().map(str::to_string),
-        port: options.upstream.port_u16().or(Some(
-            if options.upstream.scheme_str() == Some("https") {
-                443
-            } else {
-                80
-            },
-        )),
+        port: Some(options.upstream_port()),
     };
     let consumers = args.records.consumers(peer)?;
     let (sink, writer) = LogWriter::start(args.records.writer(true)?, consumers);
