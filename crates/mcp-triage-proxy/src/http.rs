@@ -408,7 +408,11 @@ async fn spin_loop(spin: Arc<Spin>, window: Duration, mut stop: watch::Receiver<
     let window = u64::try_from(window.as_nanos()).unwrap_or(u64::MAX);
     loop {
         if spin.now().saturating_sub(spin.last.load(Ordering::Relaxed)) < window {
-            // Lets the runtime poll its sockets without blocking, then comes back.
+            // Gives the core to any other runnable thread first (sched_yield): on cores shared
+            // with the client or the server, spinning must never delay them, only fill time
+            // the core would otherwise spend idle. Then lets the runtime poll its sockets
+            // without blocking, and comes back.
+            std::thread::yield_now();
             tokio::task::yield_now().await;
             continue;
         }
