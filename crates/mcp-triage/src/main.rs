@@ -6,13 +6,6 @@ mod cmd;
 
 use std::process::ExitCode;
 
-/// mimalloc instead of glibc's malloc: the proxy allocates and frees small buffers (HTTP heads,
-/// body chunks, records) on its forwarding thread while the log writer frees them on another;
-/// under load glibc spent about 12% of the proxy's CPU in malloc, free, arena locks and
-/// consolidation (perf, `bench/proxy-overhead.sh`).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use clap::{CommandFactory, Parser, Subcommand};
 
 /// On which layer did this MCP tool call fail, and may it be sent again?
