@@ -144,7 +144,8 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: u16,
     /// After traffic, keep the forwarding thread polling its sockets for this many microseconds
-    /// before it sleeps (0: sleep at once). Trades CPU for latency: on a virtual machine a
+    /// before it sleeps (0: sleep at once), yielding the core to any other runnable thread at
+    /// each turn. Trades CPU for latency: on a virtual machine a
     /// sleeping thread takes tens of microseconds to wake, twice per exchange; 200 removed
     /// nearly all of the proxy's added latency at one exchange at a time in
     /// bench/proxy-overhead.sh, at the cost of up to 2 x N µs of spinning per quiet exchange.
