@@ -2,11 +2,16 @@
 //! together; what a command does lives in the crate it calls (the classifier in
 //! `mcp-triage-core`, the fault-injection server in `mcp-triage-kitchen`, the client in `mcp-triage-client`). See `mcp-triage --help`.
 
+mod allocator;
 mod cmd;
 
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
+
+/// mimalloc for `proxy`, the system allocator for every other command (see [`allocator`]).
+#[global_allocator]
+static ALLOCATOR: allocator::PerCommand = allocator::PerCommand;
 
 /// On which layer did this MCP tool call fail, and may it be sent again?
 #[derive(Parser)]

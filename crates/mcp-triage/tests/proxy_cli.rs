@@ -271,6 +271,10 @@ async fn proxy_sigterm_drains_every_record() {
     let mut err = BufReader::new(child.0.stderr.take().unwrap());
     let mut first = String::new();
     err.read_line(&mut first).unwrap();
+    // The proxy runs on mimalloc, chosen before `main` from its arguments (src/allocator.rs).
+    if cfg!(all(target_os = "linux", target_env = "gnu")) {
+        assert!(first.contains("(allocator: mimalloc)"), "{first}");
+    }
     let url = first
         .split_whitespace()
         .find(|w| w.starts_with("http://"))

@@ -241,9 +241,10 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
             .await
             .map_err(|e| e.to_string())?;
         eprintln!(
-            "mcp-triage proxy: {} -> {}",
+            "mcp-triage proxy: {} -> {} (allocator: {})",
             handle.base_url(),
-            args.upstream.trim_end_matches('/')
+            args.upstream.trim_end_matches('/'),
+            crate::allocator::name()
         );
         shutdown_signal().await;
         eprintln!("mcp-triage proxy: stopping; draining open exchanges");
