@@ -11,17 +11,24 @@
 
 use tokio::net::{TcpListener, TcpStream};
 
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
-}
+const USAGE: &str = "usage: tcp_relay --listen ADDR --upstream HOST:PORT";
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (Some(listen), Some(upstream)) = (arg(&args, "--listen"), arg(&args, "--upstream")) else {
-        eprintln!("usage: tcp_relay --listen ADDR --upstream HOST:PORT");
+    let (mut listen, mut upstream) = (None, None);
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        match flag.as_str() {
+            "--listen" => listen = args.next(),
+            "--upstream" => upstream = args.next(),
+            other => {
+                eprintln!("tcp_relay: unknown argument {other:?}; {USAGE}");
+                std::process::exit(2);
+            }
+        }
+    }
+    let (Some(listen), Some(upstream)) = (listen, upstream) else {
+        eprintln!("{USAGE}");
         std::process::exit(2);
     };
     let listener = match TcpListener::bind(&listen).await {
