@@ -10,14 +10,15 @@
 //! Why before `main`: a block must be freed by the allocator that gave it, so the choice is
 //! made once, before the first Rust allocation, and never changes. With glibc, the functions in
 //! `.init_array` run before `main` and receive `(argc, argv, envp)`; no Rust code allocates
-//! before them. Elsewhere (musl passes no arguments there; other systems) every command uses
+//! before them (the binary's other entries are the C runtime's, mimalloc's own initialiser and
+//! std's, which only stores argv; checked with `readelf -x .init_array`). Elsewhere (musl passes no arguments there; other systems) every command uses
 //! the system allocator.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Set once, before `main`, by [`choose`]; read by every allocation after it. Threads started
-/// later see it through the happens-before of their spawn.
+/// Set once, before `main`, by the `.init_array` hook below; read by every allocation after
+/// it. Threads started later see it through the happens-before of their spawn.
 static MIMALLOC: AtomicBool = AtomicBool::new(false);
 
 /// The commands that run on mimalloc.
@@ -68,43 +69,37 @@ mod before_main {
     }
 }
 
-/// The process's allocator: mimalloc or the system's, as [`choose`](self) decided before `main`.
+/// The process's allocator: mimalloc or the system's, as decided before `main`.
 pub struct PerCommand;
+
+/// The allocator this process uses; the same one on every call (see [`MIMALLOC`]).
+#[inline]
+fn chosen() -> &'static dyn GlobalAlloc {
+    if MIMALLOC.load(Ordering::Relaxed) {
+        &mimalloc::MiMalloc
+    } else {
+        &System
+    }
+}
 
 // SAFETY: every call goes to one of two sound allocators, and always the same one for the life
 // of the process (the flag is set before the first allocation and never changes), so a block
 // is always freed or resized by the allocator that gave it.
 unsafe impl GlobalAlloc for PerCommand {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if MIMALLOC.load(Ordering::Relaxed) {
-            unsafe { mimalloc::MiMalloc.alloc(layout) }
-        } else {
-            unsafe { System.alloc(layout) }
-        }
+        unsafe { chosen().alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if MIMALLOC.load(Ordering::Relaxed) {
-            unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
-        } else {
-            unsafe { System.alloc_zeroed(layout) }
-        }
+        unsafe { chosen().alloc_zeroed(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if MIMALLOC.load(Ordering::Relaxed) {
-            unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
-        } else {
-            unsafe { System.dealloc(ptr, layout) }
-        }
+        unsafe { chosen().dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if MIMALLOC.load(Ordering::Relaxed) {
-            unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
-        } else {
-            unsafe { System.realloc(ptr, layout, new_size) }
-        }
+        unsafe { chosen().realloc(ptr, layout, new_size) }
     }
 }
 
