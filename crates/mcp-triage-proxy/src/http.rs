@@ -75,6 +75,9 @@ const HOP_BY_HOP: [&str; 7] = [
 /// How long a request body that the upstream never read is still read for its record.
 const REQUEST_DRAIN: Duration = Duration::from_secs(5);
 
+/// The default ceiling of the adaptive spin (see [`Spin`]): `cpuidle-haltpoll`'s default.
+pub const DEFAULT_SPIN: Duration = Duration::from_micros(200);
+
 /// Proxy settings.
 #[derive(Debug, Clone)]
 pub struct ProxyOptions {
@@ -92,8 +95,9 @@ pub struct ProxyOptions {
     /// How long reaching the upstream may take: TCP connect and, for https, the TLS handshake.
     /// Past it the client gets a `502` and the record a `CONNECTION_ERROR` naming this limit.
     pub connect_timeout: Duration,
-    /// After traffic, how long the forwarding thread keeps polling its sockets before it sleeps
-    /// (one forwarding thread only; zero: sleep at once). See [`Spin`].
+    /// After traffic, how long at most the forwarding thread keeps polling its sockets before it
+    /// sleeps (one forwarding thread only; zero: sleep at once). The window adapts below this
+    /// ceiling to how soon traffic usually comes back; see [`Spin`].
     pub spin: Duration,
 }
 
@@ -107,7 +111,7 @@ impl ProxyOptions {
             drain_timeout: Duration::from_secs(10),
             header_read_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
-            spin: Duration::ZERO,
+            spin: DEFAULT_SPIN,
         })
     }
 
@@ -368,11 +372,16 @@ async fn accept_loop(
 /// Why: on a virtual machine, putting an idle thread to sleep and waking it when a socket has
 /// data costs tens of microseconds of latency and of CPU (at one exchange at a time the proxy
 /// spent about 40% of its CPU switching in and out, `perf`). A proxy sleeps twice per exchange:
-/// waiting for the upstream's answer and for the client's next request. With `--spin-us`, the
+/// waiting for the upstream's answer and for the client's next request. While it spins, the
 /// forwarding thread keeps asking the kernel for ready sockets (a zero-timeout `epoll_wait`,
-/// through tokio's `yield_now`) for that long after the last activity, so an answer that comes
-/// within the window is picked up without a sleep. Busy traffic never spins (there is always
-/// work); idle traffic spins at most the window after each burst.
+/// through tokio's `yield_now`) after the last activity, so an answer that comes within the
+/// window is picked up without a sleep. Busy traffic never spins (there is always work).
+///
+/// How long it spins adapts as Linux's guest halt-polling does (`cpuidle-haltpoll`, whose
+/// default ceiling is also 200 µs; on this project's machines the guest kernel's own polling is
+/// switched off): see [`SpinWindow`]. Quiet periods that a spin of the ceiling would have caught
+/// grow the window, quiet periods longer than the ceiling shrink it, so a server whose answers
+/// take milliseconds, or a client that sends now and then, costs no spinning at all.
 struct Spin {
     epoch: Instant,
     /// Nanoseconds after `epoch` of the last connection activity.
@@ -404,10 +413,47 @@ impl Spin {
     }
 }
 
-async fn spin_loop(spin: Arc<Spin>, window: Duration, mut stop: watch::Receiver<bool>) {
-    let window = u64::try_from(window.as_nanos()).unwrap_or(u64::MAX);
+/// The adaptive spin window, `cpuidle-haltpoll`'s rule (drivers/cpuidle/governors/haltpoll.c)
+/// with the same factors: after each quiet period that ended in a sleep, a period no longer
+/// than the ceiling doubles the window (from at least [`SpinWindow::GROW_START_NS`]), one longer
+/// than the ceiling halves it. A quiet period the spin caught leaves it as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SpinWindow {
+    /// How long to spin now, in nanoseconds.
+    limit_ns: u64,
+    /// The ceiling (`--spin-us`).
+    max_ns: u64,
+}
+
+impl SpinWindow {
+    /// haltpoll's `guest_halt_poll_grow_start`: the first window after it had shrunk to nothing.
+    const GROW_START_NS: u64 = 50_000;
+
+    /// Starts closed: the first short quiet periods open it.
+    fn new(max: Duration) -> SpinWindow {
+        SpinWindow {
+            limit_ns: 0,
+            max_ns: u64::try_from(max.as_nanos()).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// A quiet period of `idle_ns` ended (activity after the thread had gone to sleep).
+    fn quiet_period_ended(&mut self, idle_ns: u64) {
+        if idle_ns > self.limit_ns && idle_ns <= self.max_ns {
+            self.limit_ns = (self.limit_ns * 2)
+                .max(Self::GROW_START_NS)
+                .min(self.max_ns);
+        } else if idle_ns > self.max_ns {
+            self.limit_ns /= 2;
+        }
+    }
+}
+
+async fn spin_loop(spin: Arc<Spin>, ceiling: Duration, mut stop: watch::Receiver<bool>) {
+    let mut window = SpinWindow::new(ceiling);
     loop {
-        if spin.now().saturating_sub(spin.last.load(Ordering::Relaxed)) < window {
+        let quiet_since = spin.last.load(Ordering::Relaxed);
+        if spin.now().saturating_sub(quiet_since) < window.limit_ns {
             // Gives the core to any other runnable thread first (sched_yield): on cores shared
             // with the client or the server, spinning must never delay them, only fill time
             // the core would otherwise spend idle. Then lets the runtime poll its sockets
@@ -422,6 +468,10 @@ async fn spin_loop(spin: Arc<Spin>, window: Duration, mut stop: watch::Receiver<
             _ = stop.changed() => return,
         }
         spin.parked.store(false, Ordering::Relaxed);
+        // The activity that woke this task set `last`: the quiet period is the time between
+        // the activity before the sleep and that one.
+        let woke_at = spin.last.load(Ordering::Relaxed);
+        window.quiet_period_ended(woke_at.saturating_sub(quiet_since));
     }
 }
 
@@ -1988,6 +2038,47 @@ impl Drop for ResponseTap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The haltpoll rule: short quiet periods open the window up to the ceiling, long ones
+    /// close it again; a period the spin already caught changes nothing.
+    #[test]
+    fn the_spin_window_follows_how_soon_traffic_comes_back() {
+        let us = |n: u64| n * 1_000;
+        let mut w = SpinWindow::new(Duration::from_micros(200));
+        assert_eq!(w.limit_ns, 0, "starts closed");
+        // Answers after 100 µs: 0 -> 50 (grow start) -> 100 -> 200, never past the ceiling.
+        w.quiet_period_ended(us(100));
+        assert_eq!(w.limit_ns, us(50));
+        w.quiet_period_ended(us(100));
+        assert_eq!(w.limit_ns, us(100));
+        w.quiet_period_ended(us(150));
+        assert_eq!(w.limit_ns, us(200));
+        w.quiet_period_ended(us(190));
+        assert_eq!(w.limit_ns, us(200), "the ceiling holds");
+        // A period inside the window (the spin caught it) leaves it alone.
+        w.quiet_period_ended(us(20));
+        assert_eq!(w.limit_ns, us(200));
+        // Milliseconds between exchanges: halved each time, down to nothing.
+        for expected in [100, 50, 25, 12] {
+            w.quiet_period_ended(us(5_000));
+            assert_eq!(
+                w.limit_ns,
+                us(expected) + if expected == 12 { 500 } else { 0 }
+            );
+        }
+        for _ in 0..20 {
+            w.quiet_period_ended(us(5_000));
+        }
+        assert_eq!(w.limit_ns, 0, "a slow server costs no spinning");
+        // A ceiling below the grow start is still a ceiling; zero never opens.
+        let mut small = SpinWindow::new(Duration::from_micros(30));
+        small.quiet_period_ended(us(10));
+        assert_eq!(small.limit_ns, us(30));
+        let mut off = SpinWindow::new(Duration::ZERO);
+        off.quiet_period_ended(0);
+        off.quiet_period_ended(us(10));
+        assert_eq!(off.limit_ns, 0);
+    }
 
     #[test]
     fn hop_by_hop_headers_go() {

@@ -143,15 +143,17 @@ pub struct ProxyArgs {
     /// another connection can never overtake the record of the attempt it repeats).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: u16,
-    /// After traffic, keep the forwarding thread polling its sockets for this many microseconds
-    /// before it sleeps (0: sleep at once), yielding the core to any other runnable thread at
-    /// each turn. Trades CPU for latency: on a virtual machine a
-    /// sleeping thread takes tens of microseconds to wake, twice per exchange; 200 removed
-    /// nearly all of the proxy's added latency at one exchange at a time in
-    /// bench/proxy-overhead.sh, at the cost of up to 2 x N µs of spinning per quiet exchange.
-    /// Only with --threads 1.
-    #[arg(long, value_name = "MICROS", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000))]
-    spin_us: u64,
+    /// After traffic, keep the forwarding thread polling its sockets for up to this many
+    /// microseconds before it sleeps, yielding the core to any other runnable thread at each
+    /// turn; 0: sleep at once. On a virtual machine a sleeping thread takes tens of microseconds
+    /// to wake, twice per exchange; polling removed nearly all of the proxy's added latency at
+    /// one exchange at a time in bench/proxy-overhead.sh. The window adapts below this ceiling
+    /// as Linux's guest halt-polling does: quiet periods the ceiling would have caught open it,
+    /// longer ones close it, so a slow server or a client that calls now and then costs no
+    /// polling. Default 200 with one forwarding thread; with --threads above 1 only 0 is
+    /// accepted.
+    #[arg(long, value_name = "MICROS", value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    spin_us: Option<u64>,
     #[command(flatten)]
     records: RecordArgs,
 }
@@ -211,13 +213,15 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
         );
     }
     options.connect_timeout = Duration::from_secs_f64(args.connect_timeout);
-    if args.spin_us > 0 && args.threads > 1 {
-        return Err(
+    options.spin = match args.spin_us {
+        Some(us) if us > 0 && args.threads > 1 => return Err(
             "--spin-us works with one forwarding thread: leave out --threads or use --threads 1"
                 .into(),
-        );
-    }
-    options.spin = Duration::from_micros(args.spin_us);
+        ),
+        Some(us) => Duration::from_micros(us),
+        None if args.threads > 1 => Duration::ZERO,
+        None => mcp_triage_proxy::http::DEFAULT_SPIN,
+    };
     options.observe = args.records.observe();
     let peer = mcp_triage_proxy::otel::Peer {
         address: options.upstream.host().map(str::to_string),
@@ -236,12 +240,18 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
             .build()
     }
     .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let spin = options.spin;
     rt.block_on(async move {
         let handle = start(args.listen, options, sink)
             .await
             .map_err(|e| e.to_string())?;
+        let spin = if spin.is_zero() {
+            "off".to_string()
+        } else {
+            format!("adaptive, up to {} µs", spin.as_micros())
+        };
         eprintln!(
-            "mcp-triage proxy: {} -> {} (allocator: {})",
+            "mcp-triage proxy: {} -> {} (allocator: {}, spin: {spin})",
             handle.base_url(),
             args.upstream.trim_end_matches('/'),
             crate::allocator::name()
