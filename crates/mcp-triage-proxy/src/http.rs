@@ -51,9 +51,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
-use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
-use tokio_rustls::rustls::{self, RootCertStore};
 use tokio_rustls::TlsConnector;
 
 use crate::observe::{parse_messages, Call, Message, ObserveOptions, Observer, Origin};
@@ -130,23 +128,10 @@ impl ProxyOptions {
     /// upstream; returns how many were read. A file without a certificate, or with one that
     /// does not parse, is an error naming the file.
     pub fn add_upstream_ca_pem(&mut self, pem: &[u8], source: &str) -> Result<usize, ProxyError> {
-        let bad = |why: String| ProxyError::Tls(format!("--upstream-ca {source}: {why}"));
-        let mut n = 0;
-        for cert in CertificateDer::pem_slice_iter(pem) {
-            let cert = cert.map_err(|e| bad(format!("not a PEM certificate ({e})")))?;
-            let mut probe = RootCertStore::empty();
-            probe.add(cert.clone()).map_err(|e| {
-                bad(format!(
-                    "certificate {} is not usable as a root ({e})",
-                    n + 1
-                ))
-            })?;
-            self.upstream_ca.push(cert);
-            n += 1;
-        }
-        if n == 0 {
-            return Err(bad("no CERTIFICATE block found".into()));
-        }
+        let certs = crate::tls::certificates_from_pem(pem, source)
+            .map_err(|e| ProxyError::Tls(format!("--upstream-ca {e}")))?;
+        let n = certs.len();
+        self.upstream_ca.extend(certs);
         Ok(n)
     }
 }
@@ -213,20 +198,8 @@ fn tls_connector(
     authority: &Authority,
     extra: &[CertificateDer<'static>],
 ) -> Result<(TlsConnector, ServerName<'static>), ProxyError> {
-    let mut roots = RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    for c in extra {
-        roots
-            .add(c.clone())
-            .map_err(|e| ProxyError::Tls(format!("--upstream-ca: {e}")))?;
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| ProxyError::Tls(format!("TLS settings: {e}")))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let config = crate::tls::client_config(extra, &[b"http/1.1"])
+        .map_err(|e| ProxyError::Tls(format!("--upstream-ca: {e}")))?;
     let host = authority.host();
     // An IPv6 literal comes bracketed in the authority; a certificate names the bare address.
     let bare = host

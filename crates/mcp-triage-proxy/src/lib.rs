@@ -10,7 +10,8 @@
 //! - [`observe`]: what both share: message parsing, sessions, tool annotations, retries, MRTR.
 //! - [`log`]: the record writer (drained on shutdown: no record is lost).
 //! - `otel` (feature `otlp`, default): spans and the `mcp.client.operation.duration` histogram
-//!   over OTLP/HTTP.
+//!   over OTLP/HTTP (http or https collectors).
+//! - [`tls`]: the rustls client settings shared by https upstreams and https collectors.
 //!
 //! The core stays sans-IO; this crate is the I/O around it and depends on it, never the other way.
 
@@ -24,6 +25,7 @@ pub mod observe;
 pub mod otel;
 pub mod record;
 pub mod stdio;
+pub mod tls;
 
 pub use log::{LogWriter, MemoryConsumer, RecordConsumer, RecordSink, WriterStats};
 pub use observe::{ObserveOptions, Observer};

@@ -12,13 +12,30 @@ use std::time::{Duration, SystemTime};
 use opentelemetry::metrics::{Histogram, MeterProvider as _};
 use opentelemetry::trace::{Span as _, SpanKind, Status, Tracer as _, TracerProvider as _};
 use opentelemetry::KeyValue;
-use opentelemetry_otlp::{Protocol, WithExportConfig};
+use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
 
+use tokio_rustls::rustls::pki_types::CertificateDer;
+
 use crate::log::RecordConsumer;
 use crate::record::{Record, RecordKind};
+
+/// How long one export to the collector may take.
+const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// An error with its causes (reqwest's own message leaves out why TLS failed).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
 
 /// Where the upstream is, for `server.address` / `server.port`.
 #[derive(Debug, Clone, Default)]
@@ -44,30 +61,50 @@ pub struct OtlpConsumer {
 pub struct OtlpError(String, String);
 
 impl OtlpConsumer {
-    /// Exporters to `base` (e.g. `http://127.0.0.1:4318`; `/v1/traces` and `/v1/metrics` are
-    /// appended), metrics every `interval`. Call it outside an async context (the blocking HTTP
-    /// client must not be created or dropped on a runtime thread).
-    pub fn new(base: &str, peer: Peer, interval: Duration) -> Result<OtlpConsumer, OtlpError> {
+    /// Exporters to `base` (`http://host:4318` or `https://host:4318`; `/v1/traces` and
+    /// `/v1/metrics` are appended), metrics every `interval`. An https collector is verified
+    /// against Mozilla's roots plus `extra_ca`. Headers a collector wants (an API key) come from
+    /// the standard `OTEL_EXPORTER_OTLP_HEADERS` variable (`key=value,key=value`). Call it outside
+    /// an async context (the blocking HTTP client must not be created or dropped on a runtime
+    /// thread).
+    pub fn new(
+        base: &str,
+        peer: Peer,
+        interval: Duration,
+        extra_ca: &[CertificateDer<'static>],
+    ) -> Result<OtlpConsumer, OtlpError> {
         let bad = |e: &dyn std::fmt::Display| OtlpError(base.to_string(), e.to_string());
         let uri: http::Uri = base.parse().map_err(|e| bad(&e))?;
-        if uri.scheme_str() != Some("http") || uri.authority().is_none() {
+        if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.authority().is_none() {
             return Err(bad(
-                &"give the collector's http://host:port (OTLP/HTTP; the exporter is built without TLS)",
+                &"give the collector's origin, http://host:port or https://host:port (OTLP/HTTP)",
             ));
         }
+        // Built here rather than by the exporter, so that https collectors get the proxy's TLS
+        // settings (this reqwest has no crypto provider of its own: it is always handed one,
+        // also for http, where it stays unused); one client serves both exporters.
+        let tls = crate::tls::client_config(extra_ca, &[b"http/1.1"])
+            .map_err(|e| bad(&format!("--otlp-ca: {e}")))?;
+        let client = reqwest_otlp::blocking::Client::builder()
+            .timeout(EXPORT_TIMEOUT)
+            .tls_backend_preconfigured(tls)
+            .build()
+            .map_err(|e| bad(&error_chain(&e)))?;
         let base = base.trim_end_matches('/');
         let spans = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
+            .with_http_client(client.clone())
             .with_protocol(Protocol::HttpBinary)
             .with_endpoint(format!("{base}/v1/traces"))
-            .with_timeout(Duration::from_secs(5))
+            .with_timeout(EXPORT_TIMEOUT)
             .build()
             .map_err(|e| bad(&e))?;
         let metrics = opentelemetry_otlp::MetricExporter::builder()
             .with_http()
+            .with_http_client(client)
             .with_protocol(Protocol::HttpBinary)
             .with_endpoint(format!("{base}/v1/metrics"))
-            .with_timeout(Duration::from_secs(5))
+            .with_timeout(EXPORT_TIMEOUT)
             .build()
             .map_err(|e| bad(&e))?;
         let resource = Resource::builder()

@@ -26,6 +26,21 @@ type Received = Arc<Mutex<Vec<(String, Bytes)>>>;
 async fn receiver(got: Received) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
+    serve(listener, got);
+    url
+}
+
+/// The same receiver behind TLS, with a certificate of a CA made here: (its https URL, the CA).
+async fn https_receiver(got: Received) -> (String, Vec<u8>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let plain = listener.local_addr().unwrap();
+    serve(listener, got);
+    let (ca_pem, chain, key) = common::tls::certificates();
+    let tls = common::tls::tls_terminator(chain, key, plain).await;
+    (format!("https://{tls}"), ca_pem.into_bytes())
+}
+
+fn serve(listener: tokio::net::TcpListener, got: Received) {
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
@@ -55,7 +70,6 @@ async fn receiver(got: Received) -> String {
             });
         }
     });
-    url
 }
 
 fn attrs(kv: &[KeyValue]) -> HashMap<String, String> {
@@ -99,6 +113,7 @@ fn spans_and_duration_histogram_reach_an_otlp_http_receiver() {
             port: Some(kport),
         },
         Duration::from_millis(200),
+        &[],
     )
     .unwrap();
     let mem = MemoryConsumer::default();
@@ -210,4 +225,91 @@ fn spans_and_duration_histogram_reach_an_otlp_http_receiver() {
     // initialize, notifications/initialized and three calls.
     assert_eq!(mem.0.lock().unwrap().len(), 5);
     rt.block_on(kitchen.shutdown());
+}
+
+/// An https collector: spans arrive when its CA is given (`--otlp-ca`), and nothing does when it
+/// is not (the certificate does not verify, so no export reaches the receiver).
+#[test]
+fn spans_reach_an_https_collector_only_when_its_certificate_verifies() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let kitchen = rt.block_on(async {
+        mcp_triage_kitchen::start(
+            "127.0.0.1:0".parse().unwrap(),
+            mcp_triage_kitchen::KitchenOptions::default(),
+        )
+        .await
+        .unwrap()
+    });
+    for trusted in [true, false] {
+        let got: Received = Arc::default();
+        let (url, ca_pem) = rt.block_on(https_receiver(got.clone()));
+        let ca = if trusted {
+            mcp_triage_proxy::tls::certificates_from_pem(&ca_pem, "test-ca.pem").unwrap()
+        } else {
+            Vec::new()
+        };
+        let otlp =
+            OtlpConsumer::new(&url, Peer::default(), Duration::from_millis(100), &ca).unwrap();
+        let (sink, writer) = LogWriter::start(None, vec![Box::new(otlp)]);
+        rt.block_on(async {
+            let o = mcp_triage_proxy::http::ProxyOptions::new(&kitchen.base_url()).unwrap();
+            let proxy = mcp_triage_proxy::http::start("127.0.0.1:0".parse().unwrap(), o, sink)
+                .await
+                .unwrap();
+            let ok = modern(
+                proxy.local_addr(),
+                "/mcp",
+                7,
+                "tools/call",
+                json!({"name":"test_simple_text","arguments":{}}),
+            )
+            .await
+            .unwrap();
+            assert_eq!(ok.status, 200);
+            proxy.shutdown().await;
+        });
+        // Draining shuts the exporters down, which flushes them.
+        writer.drain();
+        let received = got.lock().unwrap().clone();
+        let spans: Vec<_> = received
+            .iter()
+            .filter(|(p, _)| p == "/v1/traces")
+            .flat_map(|(_, body)| {
+                ExportTraceServiceRequest::decode(body.as_ref())
+                    .expect("OTLP traces decode")
+                    .resource_spans
+            })
+            .flat_map(|rs| rs.scope_spans)
+            .flat_map(|ss| ss.spans)
+            .map(|s| s.name)
+            .collect();
+        if trusted {
+            assert_eq!(spans, ["tools/call test_simple_text"], "over https");
+        } else {
+            assert!(
+                received.is_empty(),
+                "an unverified collector got {received:?}"
+            );
+        }
+    }
+    rt.block_on(kitchen.shutdown());
+}
+
+/// Collector URLs that are not an http or https origin are refused up front, naming the flag's value.
+#[test]
+fn a_collector_url_must_be_an_http_or_https_origin() {
+    for bad in ["ftp://127.0.0.1:4318", "127.0.0.1:4318", "https://"] {
+        let e = OtlpConsumer::new(bad, Peer::default(), Duration::from_secs(1), &[])
+            .err()
+            .unwrap_or_else(|| panic!("{bad} accepted"))
+            .to_string();
+        assert!(e.starts_with(&format!("--otlp {bad:?}: ")), "{e}");
+        if bad != "https://" {
+            assert!(e.contains("http://host:port or https://host:port"), "{e}");
+        }
+    }
 }

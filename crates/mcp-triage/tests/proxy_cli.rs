@@ -204,6 +204,32 @@ fn proxy_refuses_unusable_upstream_ca_files() {
     }
 }
 
+/// `--otlp-ca` problems stop the proxy before it listens too: a missing file, a file without a
+/// certificate, and the flag without `--otlp`.
+#[test]
+fn proxy_refuses_unusable_otlp_ca_files() {
+    let dir = tmpdir("otlp-ca");
+    let junk = dir.join("junk.pem");
+    std::fs::write(&junk, "not a certificate\n").unwrap();
+    let missing = dir.join("missing.pem");
+    for (file, says) in [
+        (&missing, "cannot read --otlp-ca"),
+        (&junk, "no CERTIFICATE block"),
+    ] {
+        let args = [
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--otlp",
+            "https://127.0.0.1:9",
+            "--otlp-ca",
+        ]
+        .map(std::ffi::OsStr::new);
+        proxy_refuses(&[&args[..], &[file.as_os_str()]].concat(), says);
+    }
+    let args = ["--upstream", "http://127.0.0.1:9", "--otlp-ca"].map(std::ffi::OsStr::new);
+    proxy_refuses(&[&args[..], &[junk.as_os_str()]].concat(), "--otlp");
+}
+
 /// `--spin-us` polls on the one forwarding thread; with more threads it is refused, not ignored,
 /// and so is a window over its bound.
 #[test]

@@ -3,6 +3,8 @@
 //! feature `testing`), here with this suite's client name.
 #![allow(dead_code)]
 
+pub mod tls;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 

@@ -58,9 +58,14 @@ pub struct RecordArgs {
     #[arg(long, value_name = "BYTES", default_value_t = 4 << 20)]
     max_request_bytes: u64,
     /// Export spans and the mcp.client.operation.duration histogram to this OTLP/HTTP collector
-    /// (http://host:4318; /v1/traces and /v1/metrics are appended).
+    /// (http://host:4318 or https://host:4318; /v1/traces and /v1/metrics are appended). Headers
+    /// the collector wants (an API key) come from OTEL_EXPORTER_OTLP_HEADERS (key=value,...).
     #[arg(long, value_name = "URL")]
     otlp: Option<String>,
+    /// PEM file of certificates to trust for an https --otlp collector, besides Mozilla's roots.
+    /// Repeatable.
+    #[arg(long, value_name = "FILE", requires = "otlp")]
+    otlp_ca: Vec<PathBuf>,
     /// Seconds between metric exports.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     otlp_metrics_interval: f64,
@@ -94,8 +99,20 @@ impl RecordArgs {
         if !(secs.is_finite() && secs > 0.0) {
             return Err("--otlp-metrics-interval must be a number of seconds > 0".into());
         }
-        let c = mcp_triage_proxy::otel::OtlpConsumer::new(url, peer, Duration::from_secs_f64(secs))
-            .map_err(|e| e.to_string())?;
+        let mut ca = Vec::new();
+        for path in &self.otlp_ca {
+            let pem = std::fs::read(path)
+                .map_err(|e| format!("cannot read --otlp-ca {}: {e}", path.display()))?;
+            let source = format!("--otlp-ca {}", path.display());
+            ca.extend(mcp_triage_proxy::tls::certificates_from_pem(&pem, &source)?);
+        }
+        let c = mcp_triage_proxy::otel::OtlpConsumer::new(
+            url,
+            peer,
+            Duration::from_secs_f64(secs),
+            &ca,
+        )
+        .map_err(|e| e.to_string())?;
         Ok(vec![Box::new(c)])
     }
 
