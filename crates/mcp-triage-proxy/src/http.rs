@@ -1203,7 +1203,9 @@ fn plan_without_response(sh: &Arc<Shared>, ex: &Exchange, copy: RequestCopy) -> 
     obs.plan(ex, copy)
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
+/// An error with its causes, `: `-separated (hyper's and reqwest's own messages leave out why a
+/// connection or a TLS handshake failed).
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {

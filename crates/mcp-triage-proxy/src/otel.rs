@@ -25,18 +25,6 @@ use crate::record::{Record, RecordKind};
 /// How long one export to the collector may take.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// An error with its causes (reqwest's own message leaves out why TLS failed).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
-
 /// Where the upstream is, for `server.address` / `server.port`.
 #[derive(Debug, Clone, Default)]
 pub struct Peer {
@@ -89,7 +77,7 @@ impl OtlpConsumer {
             .timeout(EXPORT_TIMEOUT)
             .tls_backend_preconfigured(tls)
             .build()
-            .map_err(|e| bad(&error_chain(&e)))?;
+            .map_err(|e| bad(&crate::http::error_chain(&e)))?;
         let base = base.trim_end_matches('/');
         let spans = opentelemetry_otlp::SpanExporter::builder()
             .with_http()

@@ -72,6 +72,25 @@ fn serve(listener: tokio::net::TcpListener, got: Received) {
     });
 }
 
+/// A runtime the test drives from outside (the exporters' blocking client must not live on it)
+/// and a kitchen on it.
+fn runtime_and_kitchen() -> (tokio::runtime::Runtime, mcp_triage_kitchen::KitchenHandle) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let kitchen = rt.block_on(async {
+        mcp_triage_kitchen::start(
+            "127.0.0.1:0".parse().unwrap(),
+            mcp_triage_kitchen::KitchenOptions::default(),
+        )
+        .await
+        .unwrap()
+    });
+    (rt, kitchen)
+}
+
 fn attrs(kv: &[KeyValue]) -> HashMap<String, String> {
     kv.iter()
         .map(|k| {
@@ -89,21 +108,9 @@ fn attrs(kv: &[KeyValue]) -> HashMap<String, String> {
 
 #[test]
 fn spans_and_duration_histogram_reach_an_otlp_http_receiver() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let (rt, kitchen) = runtime_and_kitchen();
     let got: Received = Arc::default();
     let url = rt.block_on(receiver(got.clone()));
-    let kitchen = rt.block_on(async {
-        mcp_triage_kitchen::start(
-            "127.0.0.1:0".parse().unwrap(),
-            mcp_triage_kitchen::KitchenOptions::default(),
-        )
-        .await
-        .unwrap()
-    });
     let kport = kitchen.local_addr().port();
     // Built outside the runtime: the exporter's blocking HTTP client must not live on it.
     let otlp = OtlpConsumer::new(
@@ -231,19 +238,7 @@ fn spans_and_duration_histogram_reach_an_otlp_http_receiver() {
 /// is not (the certificate does not verify, so no export reaches the receiver).
 #[test]
 fn spans_reach_an_https_collector_only_when_its_certificate_verifies() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let kitchen = rt.block_on(async {
-        mcp_triage_kitchen::start(
-            "127.0.0.1:0".parse().unwrap(),
-            mcp_triage_kitchen::KitchenOptions::default(),
-        )
-        .await
-        .unwrap()
-    });
+    let (rt, kitchen) = runtime_and_kitchen();
     for trusted in [true, false] {
         let got: Received = Arc::default();
         let (url, ca_pem) = rt.block_on(https_receiver(got.clone()));
