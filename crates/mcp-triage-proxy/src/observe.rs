@@ -408,12 +408,12 @@ impl Observer {
         if method == "tools/call" {
             let tool = params.get("name").and_then(Value::as_str).unwrap_or("");
             record.tool = Some(tool.to_string());
-            let args = params.get("arguments").cloned().unwrap_or(Value::Null);
-            let (hash, bytes) = arguments_hash(&args);
+            let args = params.get("arguments").unwrap_or(&Value::Null);
+            let (hash, bytes) = arguments_hash(args);
             record.arguments_hash = Some(hash.clone());
             record.arguments_bytes = Some(bytes);
             if self.options.log_arguments {
-                record.arguments = Some(args);
+                record.arguments = Some(args.clone());
             }
             let has_key = params
                 .get("_meta")
