@@ -248,6 +248,38 @@ fn proxy_refuses_spin_with_several_threads() {
     proxy_refuses(&args, "--spin-us");
 }
 
+/// Polling is the default with one forwarding thread only: with several it is off unless asked
+/// for (and then refused, above), and `--spin-us 0` turns it off with one. The start line says so.
+#[test]
+fn proxy_start_line_names_the_spin_setting() {
+    let cases: [(&[&str], &str); 4] = [
+        (&[], "spin: adaptive, up to 200 µs)"),
+        (&["--spin-us", "50"], "spin: adaptive, up to 50 µs)"),
+        (&["--spin-us", "0"], "spin: off)"),
+        (&["--threads", "2"], "spin: off)"),
+    ];
+    for (extra, says) in cases {
+        let child = Command::new(BIN)
+            .args([
+                "proxy",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                "http://127.0.0.1:9",
+            ])
+            .args(extra)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut child = KillOnDrop(child);
+        let mut first = String::new();
+        BufReader::new(child.0.stderr.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        assert!(first.contains(says), "{extra:?}: {first}");
+    }
+}
+
 #[test]
 fn proxy_refuses_a_connect_timeout_out_of_range() {
     for bad in ["0", "-1", "nan", "7200"] {
