@@ -175,14 +175,20 @@ fn proxy_refuses(args: &[&std::ffi::OsStr], says: &str) {
     assert!(err.contains(says), "{args:?}: {err}");
 }
 
+/// A scratch folder, a file in it that is not a certificate, and the name of one that does not exist.
+fn unusable_pem_files(name: &str) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    let dir = tmpdir(name);
+    let junk = dir.join("junk.pem");
+    std::fs::write(&junk, "not a certificate\n").unwrap();
+    let missing = dir.join("missing.pem");
+    (dir, junk, missing)
+}
+
 /// `--upstream-ca` problems stop the proxy before it listens, with exit 2 and the reason: a
 /// missing file, a file without a certificate, and a CA for a plain-http upstream.
 #[test]
 fn proxy_refuses_unusable_upstream_ca_files() {
-    let dir = tmpdir("upstream-ca");
-    let junk = dir.join("junk.pem");
-    std::fs::write(&junk, "not a certificate\n").unwrap();
-    let missing = dir.join("missing.pem");
+    let (dir, junk, missing) = unusable_pem_files("upstream-ca");
     let pem = dir.join("ca.pem");
     std::fs::write(
         &pem,
@@ -208,10 +214,7 @@ fn proxy_refuses_unusable_upstream_ca_files() {
 /// certificate, and the flag without `--otlp`.
 #[test]
 fn proxy_refuses_unusable_otlp_ca_files() {
-    let dir = tmpdir("otlp-ca");
-    let junk = dir.join("junk.pem");
-    std::fs::write(&junk, "not a certificate\n").unwrap();
-    let missing = dir.join("missing.pem");
+    let (_, junk, missing) = unusable_pem_files("otlp-ca");
     for (file, says) in [
         (&missing, "cannot read --otlp-ca"),
         (&junk, "no CERTIFICATE block"),
@@ -259,13 +262,12 @@ fn proxy_start_line_names_the_spin_setting() {
         (&["--threads", "2"], "spin: off)"),
     ];
     for (extra, says) in cases {
+        // Nothing is sent, so nothing needs to listen upstream.
         let child = Command::new(BIN)
             .args([
                 "proxy",
-                "--listen",
-                "127.0.0.1:0",
-                "--upstream",
-                "http://127.0.0.1:9",
+                "--upstream=http://127.0.0.1:9",
+                "--listen=127.0.0.1:0",
             ])
             .args(extra)
             .stderr(Stdio::piped())
