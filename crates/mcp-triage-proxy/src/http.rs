@@ -2044,12 +2044,9 @@ mod tests {
         w.quiet_period_ended(us(20));
         assert_eq!(w.limit_ns, us(200));
         // Milliseconds between exchanges: halved each time, down to nothing.
-        for expected in [100, 50, 25, 12] {
+        for expected_ns in [100_000, 50_000, 25_000, 12_500] {
             w.quiet_period_ended(us(5_000));
-            assert_eq!(
-                w.limit_ns,
-                us(expected) + if expected == 12 { 500 } else { 0 }
-            );
+            assert_eq!(w.limit_ns, expected_ns);
         }
         for _ in 0..20 {
             w.quiet_period_ended(us(5_000));

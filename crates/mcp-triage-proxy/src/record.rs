@@ -323,27 +323,13 @@ pub fn rfc3339(ms: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = if m <= 2 { y + 1 } else { y };
-    let (h, min, s, milli) = (rem / 3600, rem % 3600 / 60, rem % 60, ms % 1000);
-    if !(0..=9999).contains(&y) {
-        return format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{milli:03}Z");
-    }
-    // Digits written in place: this runs once per record, and the formatting machinery was
-    // about 1% of the proxy's CPU.
-    let mut b = *b"0000-00-00T00:00:00.000Z";
-    let mut put = |at: usize, width: usize, mut v: u64| {
-        for i in (at..at + width).rev() {
-            b[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
-    };
-    put(0, 4, y as u64);
-    put(5, 2, m as u64);
-    put(8, 2, d as u64);
-    put(11, 2, h);
-    put(14, 2, min);
-    put(17, 2, s);
-    put(20, 3, milli);
-    String::from_utf8(b.to_vec()).expect("ASCII digits")
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
 }
 
 /// Now as milliseconds since the Unix epoch.
