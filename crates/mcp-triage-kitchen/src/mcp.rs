@@ -1724,6 +1724,13 @@ fn get_stream(
     });
     let mut r = match resume.and_then(|(stream, seq)| session.stream(stream).map(|log| (log, seq)))
     {
+        Some((log, seq)) if log.is_gone_after(seq) => rpc_error(
+            410,
+            None,
+            protocol::INVALID_REQUEST,
+            "Stream gone: it ended without its response, which will not come (re-issue the request)",
+            None,
+        ),
         Some((log, seq)) => {
             let start = log.position_after(seq);
             sse::sse_headers(Response::new(sse::reader(log, start, true, None)))

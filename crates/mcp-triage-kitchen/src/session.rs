@@ -18,9 +18,12 @@ use crate::instance::Instance;
 /// One chunk of an SSE response.
 #[derive(Clone, Debug)]
 pub enum Chunk {
-    /// Bytes to write.
+    /// Bytes to write: a whole SSE event.
     Data(Bytes),
-    /// Break the connection here.
+    /// Bytes that are not a whole event (a scenario's partial event, a comment): written to
+    /// the reader on the original connection only; a resumption replays whole events.
+    Fragment(Bytes),
+    /// Break the connection here (the original connection's; a resumption skips it).
     Abort,
     /// The reader on the original POST stops here (the stream is not finished: the rest is
     /// served on resumption).
@@ -33,6 +36,7 @@ pub struct StreamLog {
     pub id: u64,
     chunks: Mutex<Vec<(u64, Chunk)>>,
     done: AtomicBool,
+    answered: AtomicBool,
     notify: Notify,
 }
 
@@ -43,8 +47,29 @@ impl StreamLog {
             id,
             chunks: Mutex::new(Vec::new()),
             done: AtomicBool::new(false),
+            answered: AtomicBool::new(false),
             notify: Notify::new(),
         }
+    }
+
+    /// The JSON-RPC response is in the log (a resumption can still deliver it).
+    pub fn mark_answered(&self) {
+        self.answered.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a resumption after event `seq` has nothing left to give: the stream is
+    /// finished, its response was never written, and no event follows `seq`. Such a stream
+    /// is gone, and the kitchen says so rather than ending the resumption cleanly again,
+    /// which a 2025-11-25 client may take for polling and retry forever.
+    pub fn is_gone_after(&self, seq: u64) -> bool {
+        if !self.done.load(Ordering::SeqCst) || self.answered.load(Ordering::SeqCst) {
+            return false;
+        }
+        let start = self.position_after(seq);
+        let chunks = self.chunks.lock().expect("stream lock");
+        !chunks[start.min(chunks.len())..]
+            .iter()
+            .any(|(_, c)| matches!(c, Chunk::Data(_)))
     }
 
     /// Append a chunk. `seq` is the SSE event sequence number (0 for chunks without id).

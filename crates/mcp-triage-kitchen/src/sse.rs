@@ -144,14 +144,19 @@ fn sse_response(
                     let id = resumable.then(|| format!("{stream_id}-{seq}"));
                     pump_log.push(seq, Chunk::Data(event(id.as_deref(), &v)));
                     if is_final {
+                        pump_log.mark_answered();
                         break;
                     }
                 }
-                Out::Raw(b) => pump_log.push(0, Chunk::Data(b)),
+                Out::Raw(b) => pump_log.push(0, Chunk::Fragment(b)),
                 Out::End => break,
                 Out::Abort => {
                     pump_log.push(0, Chunk::Abort);
-                    break;
+                    // The cut is the connection's; a resumable stream goes on in its log, so
+                    // what the scenario sends after the cut is served to a resumption.
+                    if !resumable {
+                        break;
+                    }
                 }
             }
         }
@@ -177,7 +182,8 @@ pub fn sse_headers(mut r: Response<Body>) -> Response<Body> {
 pub const ABORT_FLUSH_GRACE: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// A body that reads `log` from chunk `start`. A POST reader stops at a
-/// [`Chunk::Detach`]; a resuming reader (`resumed`) skips it.
+/// [`Chunk::Detach`] and breaks its connection at a [`Chunk::Abort`]; a resuming reader
+/// (`resumed`) skips both, and the [`Chunk::Fragment`]s, so it sends whole events only.
 pub fn reader(
     log: Arc<StreamLog>,
     start: usize,
@@ -194,6 +200,12 @@ pub fn reader(
             loop {
                 match log.next(i).await? {
                     Chunk::Data(b) => {
+                        return Some((Ok::<Bytes, std::io::Error>(b), (log, i + 1, guard, false)))
+                    }
+                    // A resumption replays whole events only: a partial event written before
+                    // a cut would reach the client again, cut again and without an id.
+                    Chunk::Fragment(_) | Chunk::Abort if resumed => i += 1,
+                    Chunk::Fragment(b) => {
                         return Some((Ok::<Bytes, std::io::Error>(b), (log, i + 1, guard, false)))
                     }
                     Chunk::Abort => {

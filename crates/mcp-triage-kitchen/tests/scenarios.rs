@@ -720,6 +720,69 @@ async fn sse_cut_before_response_and_mid_event() {
     k.shutdown().await;
 }
 
+/// `GET` + `Last-Event-ID` on the legacy session `sid`.
+async fn resume(a: std::net::SocketAddr, p: &str, sid: &str, last: &str) -> Resp {
+    send(
+        a,
+        "GET",
+        p,
+        &[
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", sid),
+            ("last-event-id", last),
+        ],
+        None,
+    )
+    .await
+    .unwrap()
+}
+
+/// Issue 16 item 2: resuming a 2025-11-25 stream cut mid-event replays whole events only and
+/// then delivers the response (it used to replay the same id-less fragment and cut again).
+#[tokio::test]
+async fn sse_cut_mid_event_resumption_delivers_the_whole_response() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/sse.cut_mid_event/mcp?cutAfterBytes=30";
+    let sid = legacy_session(a, p, json!({})).await;
+    let r = post(a, p, Some(&sid), &run(2)).await.unwrap();
+    assert_eq!(r.text(), "id: 1-0\ndata: \n\nevent: message\ndata: {\"id\":2,\"");
+    assert!(r.body_error.is_some(), "connection broken inside the event");
+    let g = resume(a, p, &sid, "1-0").await;
+    assert_eq!(g.status, 200);
+    assert!(g.body_error.is_none(), "the resumption ends cleanly: {g:?}");
+    assert!(g.text().starts_with("id: 1-1\nevent: message\ndata: {"), "{}", g.text());
+    let fin = g.rpc();
+    assert_eq!(fin["id"], 2);
+    assert_eq!(tool_text(&fin)["scenarioId"], "sse.cut_mid_event");
+    k.shutdown().await;
+}
+
+/// Issue 16 item 3: a resumption of a 2025-11-25 stream that ended without its response
+/// replays the events missed, and one with nothing left is told the stream is gone (410)
+/// instead of ending cleanly again like a poll that may be retried forever.
+#[tokio::test]
+async fn sse_cut_before_response_resumption_says_the_stream_is_gone() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/sse.cut_before_response/mcp?notifications=2";
+    let sid = legacy_session(a, p, json!({})).await;
+    let r = post(a, p, Some(&sid), &run(2)).await.unwrap();
+    assert!(r.text().starts_with("id: 1-0\ndata: \n\nid: 1-1\n"), "{}", r.text());
+    assert_eq!(r.sse_messages().len(), 2);
+    assert!(r.body_error.is_none(), "clean end");
+    let missed = resume(a, p, &sid, "1-1").await;
+    assert_eq!(missed.status, 200);
+    assert_eq!(missed.sse_messages().len(), 1, "{}", missed.text());
+    let gone = resume(a, p, &sid, "1-2").await;
+    assert_eq!(gone.status, 410);
+    assert!(gone.rpc()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Stream gone"));
+    k.shutdown().await;
+}
+
 #[tokio::test]
 async fn sse_priming_then_close_resumes_on_get() {
     let k = kitchen().await;
@@ -889,6 +952,27 @@ async fn session_expire_after_n_requests() {
     assert_eq!(post(a, p, Some(&sid), &run(4)).await.unwrap().status, 404);
     let fresh = legacy_session(a, p, json!({})).await;
     assert_eq!(post(a, p, Some(&fresh), &run(5)).await.unwrap().status, 200);
+    k.shutdown().await;
+}
+
+/// Issue 16 item 4: with `countMethod` the 404 lands on the first request of that method
+/// (not on `notifications/initialized` or a `tools/list` sent first), and `sessions` lets the
+/// re-initialized session finish its call.
+#[tokio::test]
+async fn session_expire_counts_one_method_and_bounds_the_sessions() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/session.expire/mcp?params=%7B%22afterRequests%22%3A0%2C%22countMethod%22%3A%22tools%2Fcall%22%2C%22sessions%22%3A1%7D";
+    let sid = legacy_session(a, p, json!({})).await; // notifications/initialized: not counted
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    assert_eq!(post(a, p, Some(&sid), &list).await.unwrap().status, 200);
+    let r = post(a, p, Some(&sid), &run(3)).await.unwrap(); // the first tools/call → expired
+    assert_eq!(r.status, 404);
+    assert_eq!(r.rpc()["error"]["code"], -32001);
+    assert_eq!(post(a, p, Some(&sid), &list).await.unwrap().status, 404);
+    // One session expires per instance here: the new session's call goes through.
+    let fresh = legacy_session(a, p, json!({})).await;
+    assert_eq!(post(a, p, Some(&fresh), &run(4)).await.unwrap().status, 200);
     k.shutdown().await;
 }
 

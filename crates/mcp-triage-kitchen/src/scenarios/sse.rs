@@ -31,8 +31,10 @@ static CUT_BEFORE: ScenarioInfo = ScenarioInfo {
            What is sent per era: 2026-07-28: `event: message` + `data:` per notification, no event ids (not resumable). \
            Legacy sessions: every notification event carries `id: <stream>-<n>` (n from 1), and at 2025-11-25 the stream starts \
            with a priming event `id: <stream>-0` and empty `data:` (no `retry:`). So a legacy client may try to resume: a GET with \
-           `Last-Event-ID` replays the events after that id (the notifications it missed, or none) and ends again without the \
-           response.",
+           `Last-Event-ID` replays the events after that id (the notifications it missed) and ends again without the response; \
+           a resumption with nothing left to replay (the id of the last event) is answered `410 Gone` with a JSON-RPC error \
+           (\"Stream gone\"): the stream ended without its response, which will not come. So a client that keeps polling is \
+           told so, unambiguously, and must re-issue the call or report the failure.",
     params: &[ParamSpec { name: "notifications", kind: ParamKind::Integer, default: "2", choices: &[], doc: "Notifications before the end." }],
     outcome: Outcome::StreamIncomplete,
     origin: Origin::Kitchen,
@@ -62,8 +64,11 @@ pub struct CutMidEvent;
 static CUT_MID: ScenarioInfo = ScenarioInfo {
     id: "sse.cut_mid_event",
     summary: "The connection drops in the middle of the response event.",
-    docs: "Always SSE. The body carries the first `cutAfterBytes` bytes of the response event, then the connection is broken \
-           (no terminating chunk).",
+    docs: "Always SSE. The body carries the first `cutAfterBytes` bytes of the response event (no event id), then the connection \
+           is broken (no terminating chunk). Legacy sessions at 2025-11-25 start the stream with the priming event \
+           `id: <stream>-0`, so a client may resume: a GET with `Last-Event-ID` replays only whole events after that id \
+           (never the cut fragment) and then delivers the response as a whole event `id: <stream>-<n>`, after which the \
+           stream ends. 2026-07-28 streams are not resumable: the response is lost and the call must be re-issued.",
     params: &[ParamSpec { name: "cutAfterBytes", kind: ParamKind::Integer, default: "40", choices: &[], doc: "Bytes of the event sent before the cut." }],
     outcome: Outcome::StreamIncomplete,
     origin: Origin::Kitchen,
@@ -78,16 +83,27 @@ impl Scenario for CutMidEvent {
     }
     fn run_tool(&self, cx: ToolCx) -> BoxFuture<'static, ToolReply> {
         Box::pin(async move {
-            let result = json!({ "content": [{ "type": "text", "text": cx.scenario_result(None).to_string() }] });
+            let result = cx.scenario_result(None);
+            let text = json!({ "content": [{ "type": "text", "text": result.to_string() }] });
             let full = crate::sse::event(
                 None,
-                &crate::protocol::result_response(&cx.request_id, result),
+                &crate::protocol::result_response(&cx.request_id, text),
             );
             let n = (cx.p().u64("cutAfterBytes") as usize).min(full.len().saturating_sub(1));
             cx.raw(full.slice(..n));
             // Let the partial bytes reach the socket before the cut.
             cx.sleep(Duration::from_millis(20)).await;
-            ToolReply::Abort
+            if cx.era == Era::Modern || cx.session.is_none() {
+                return ToolReply::Abort;
+            }
+            // A legacy stream is kept for resumption: the cut breaks this connection only,
+            // and the response goes into the stream's log as a whole event for a GET with
+            // Last-Event-ID (without a priming event before 2025-11-25 the client has no id
+            // to resume from, and the response stays lost).
+            cx.trace
+                .note("connection cut mid-response; a resumption gets the response");
+            cx.out.send(crate::context::Out::Abort);
+            ToolReply::json_text(&result, false)
         })
     }
 }
@@ -122,8 +138,8 @@ impl Scenario for PrimingThenClose {
     fn run_tool(&self, cx: ToolCx) -> BoxFuture<'static, ToolReply> {
         Box::pin(async move {
             if cx.era == Era::Modern {
-                cx.trace
-                    .note("modern streams are not resumable: stream ended without response");
+                // tool_out notes "stream ended without response" for the EndStream itself.
+                cx.trace.note("modern streams are not resumable");
                 return ToolReply::EndStream;
             }
             cx.sleep(Duration::from_millis(cx.p().u64("delayMs"))).await;
