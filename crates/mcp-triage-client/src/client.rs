@@ -1173,8 +1173,21 @@ impl Client {
                 continue;
             }
             let legacy_stream = era_now == Era::Legacy && sent.sse;
+            // A resumption the server refused (the kitchen's `410 Stream gone`: the stream
+            // ended without its response) leaves the call where the broken stream left it:
+            // decide as for that stream, minus the resumption (resend if safe, else give up),
+            // not as for an HTTP error of its own.
+            let refused_resume = (kind == "resume" && !sent.sse && !has_answer(sent.verdict.outcome))
+                .then(|| stream_verdict.clone())
+                .flatten()
+                .map(|mut v| {
+                    if let Some(s) = v.stream.as_mut() {
+                        s.last_event_id = None;
+                    }
+                    v
+                });
             let input = RetryInput {
-                verdict: &sent.verdict,
+                verdict: refused_resume.as_ref().unwrap_or(&sent.verdict),
                 tool: name,
                 hints,
                 delivery: sent.delivery,
