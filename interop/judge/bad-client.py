@@ -7,6 +7,10 @@ no idempotency key, no resumption, no re-initialize. The judge must fail it on e
 that grades resends, each with its journal line (crates/mcp-triage/tests/judge.rs).
 
     python3 bad-client.py URL        (MCP_TRIAGE_TOOL / MCP_TRIAGE_ARGS name the call)
+    python3 bad-client.py URL --silent-exit N
+        sends the call once, then exits N without a word, whatever came back: a client
+        that ends without an outcome (as Node does with exit 13 when a top-level await
+        never settles), which must fail `reported_outcome` and collect no resend check.
 
 Standard library only; talks to 127.0.0.1 only because the judge gives it a loopback URL.
 """
@@ -18,6 +22,7 @@ import urllib.error
 import urllib.request
 
 URL = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MCP_TRIAGE_URL", "")
+SILENT_EXIT = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[2] == "--silent-exit" else None
 if not URL.startswith("http://127.0.0.1:"):
     sys.exit("usage: bad-client.py http://127.0.0.1:PORT/...  (loopback only)")
 TOOL = os.environ.get("MCP_TRIAGE_TOOL", "run_configured_test_scenario")
@@ -51,6 +56,9 @@ status, session, _ = post({
 post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
 
 call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": TOOL, "arguments": ARGS}}
+if SILENT_EXIT is not None:
+    post(call, session)
+    sys.exit(SILENT_EXIT)
 answers = []
 burst = [threading.Thread(target=lambda: answers.append(post(call, session))) for _ in range(3)]
 for t in burst:

@@ -1177,15 +1177,16 @@ impl Client {
             // ended without its response) leaves the call where the broken stream left it:
             // decide as for that stream, minus the resumption (resend if safe, else give up),
             // not as for an HTTP error of its own.
-            let refused_resume = (kind == "resume" && !sent.sse && !has_answer(sent.verdict.outcome))
-                .then(|| stream_verdict.clone())
-                .flatten()
-                .map(|mut v| {
-                    if let Some(s) = v.stream.as_mut() {
-                        s.last_event_id = None;
-                    }
-                    v
-                });
+            let refused_resume =
+                (kind == "resume" && !sent.sse && !has_answer(sent.verdict.outcome))
+                    .then(|| stream_verdict.clone())
+                    .flatten()
+                    .map(|mut v| {
+                        if let Some(s) = v.stream.as_mut() {
+                            s.last_event_id = None;
+                        }
+                        v
+                    });
             let input = RetryInput {
                 verdict: refused_resume.as_ref().unwrap_or(&sent.verdict),
                 tool: name,

@@ -746,12 +746,19 @@ async fn sse_cut_mid_event_resumption_delivers_the_whole_response() {
     let p = "/s/sse.cut_mid_event/mcp?cutAfterBytes=30";
     let sid = legacy_session(a, p, json!({})).await;
     let r = post(a, p, Some(&sid), &run(2)).await.unwrap();
-    assert_eq!(r.text(), "id: 1-0\ndata: \n\nevent: message\ndata: {\"id\":2,\"");
+    assert_eq!(
+        r.text(),
+        "id: 1-0\ndata: \n\nevent: message\ndata: {\"id\":2,\""
+    );
     assert!(r.body_error.is_some(), "connection broken inside the event");
     let g = resume(a, p, &sid, "1-0").await;
     assert_eq!(g.status, 200);
     assert!(g.body_error.is_none(), "the resumption ends cleanly: {g:?}");
-    assert!(g.text().starts_with("id: 1-1\nevent: message\ndata: {"), "{}", g.text());
+    assert!(
+        g.text().starts_with("id: 1-1\nevent: message\ndata: {"),
+        "{}",
+        g.text()
+    );
     let fin = g.rpc();
     assert_eq!(fin["id"], 2);
     assert_eq!(tool_text(&fin)["scenarioId"], "sse.cut_mid_event");
@@ -768,7 +775,11 @@ async fn sse_cut_before_response_resumption_says_the_stream_is_gone() {
     let p = "/s/sse.cut_before_response/mcp?notifications=2";
     let sid = legacy_session(a, p, json!({})).await;
     let r = post(a, p, Some(&sid), &run(2)).await.unwrap();
-    assert!(r.text().starts_with("id: 1-0\ndata: \n\nid: 1-1\n"), "{}", r.text());
+    assert!(
+        r.text().starts_with("id: 1-0\ndata: \n\nid: 1-1\n"),
+        "{}",
+        r.text()
+    );
     assert_eq!(r.sse_messages().len(), 2);
     assert!(r.body_error.is_none(), "clean end");
     let missed = resume(a, p, &sid, "1-1").await;

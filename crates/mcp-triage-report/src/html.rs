@@ -191,7 +191,7 @@ fn suite_section(i: usize, suite: &Suite, w: &mut dyn Write) -> io::Result<()> {
             .iter()
             .filter(|k| k.status == Status::Fail)
             .collect();
-        if failed.is_empty() && case.output.is_empty() {
+        if failed.is_empty() && case.output.is_empty() && case.journal.is_empty() {
             continue;
         }
         writeln!(w, "<h3>{}</h3>", text(&case.name))?;
@@ -215,6 +215,15 @@ fn suite_section(i: usize, suite: &Suite, w: &mut dyn Write) -> io::Result<()> {
                 w,
                 "<details><summary>output</summary><pre>{}</pre></details>",
                 text(&case.output)
+            )?;
+        }
+        if !case.journal.is_empty() {
+            let lines: Vec<String> = case.journal.iter().map(|e| e.to_string()).collect();
+            writeln!(
+                w,
+                "<details><summary>journal ({} entries)</summary><pre>{}</pre></details>",
+                case.journal.len(),
+                text(&lines.join("\n"))
             )?;
         }
     }

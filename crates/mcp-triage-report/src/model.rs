@@ -18,12 +18,14 @@ pub enum Status {
     Pass,
     /// The expectation did not hold; the evidence says why.
     Fail,
-    /// Not applicable or not run (the message says which).
+    /// Not applicable or not run (the message says which). Named `n/a` in JSON, as in the
+    /// matrices and the HTML (`skip` is still read).
+    #[serde(rename = "n/a", alias = "skip")]
     Skip,
 }
 
 impl Status {
-    /// Lowercase name as the formats print it.
+    /// Lowercase name (the HTML's CSS class; JSON says `n/a` for a skip, see [`Status::Skip`]).
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Pass => "pass",
@@ -93,6 +95,11 @@ pub struct Case {
     /// What the subject printed (client stdout/stderr), possibly truncated.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub output: String,
+    /// What the other side recorded of the case, one JSON object per entry, oldest first
+    /// (`judge`: the kitchen's journal of the client's requests), passing cases too, so a
+    /// reader can see what a verdict was based on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub journal: Vec<serde_json::Value>,
 }
 
 /// A named group of cases (e.g. one judged client).
@@ -173,7 +180,8 @@ pub struct Counts {
     pub pass: usize,
     /// Failed checks.
     pub fail: usize,
-    /// Skipped checks.
+    /// Not applicable checks (named `n/a` in JSON, as in the matrices).
+    #[serde(rename = "n/a")]
     pub skip: usize,
 }
 

@@ -29,12 +29,16 @@ fn sample() -> Report {
                         .with_references(["seed article: retries"]),
                         Check::new("headers_2026", Status::Skip, "legacy era: no 2026 headers"),
                     ],
+                    journal: vec![],
                 },
                 Case {
                     name: "baseline".into(),
                     duration_ms: None,
                     output: String::new(),
                     checks: vec![Check::new("completes", Status::Pass, "one tools/call")],
+                    journal: vec![
+                        serde_json::json!({"method": "tools/call", "id": 1, "status": 200, "tool": "a<b"}),
+                    ],
                 },
             ],
         }],
@@ -122,6 +126,11 @@ fn json_round_trips_the_model() {
     let text = render(Format::Json);
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["counts"]["fail"], 1);
+    // The matrices say n/a; the JSON says the same, for the counts and for each check.
+    assert_eq!(v["counts"]["n/a"], 1);
+    assert!(v["counts"].get("skip").is_none());
+    assert_eq!(v["suites"][0]["cases"][0]["checks"][1]["status"], "n/a");
+    assert_eq!(v["suites"][0]["cases"][1]["journal"][0]["tool"], "a<b");
     assert_eq!(v["passed"], false);
     let back: Report = serde_json::from_value(v).unwrap();
     assert_eq!(back, sample());
@@ -144,6 +153,10 @@ fn html_is_self_contained_and_escaped() {
         "a colour that is not plain stays out of the markup"
     );
     assert!(h.contains("<td>12 ms</td>"));
+    // A passing case's journal is shown too.
+    assert!(h.contains("<h3>baseline</h3>"));
+    assert!(h.contains("<summary>journal (1 entries)</summary>"));
+    assert!(h.contains("&quot;tool&quot;:&quot;a&lt;b&quot;") || h.contains("\"tool\":\"a&lt;b\""));
 }
 
 #[test]

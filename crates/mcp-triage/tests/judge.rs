@@ -79,7 +79,7 @@ fn bad_client_fails_every_resend_check_with_evidence() {
         assert_eq!(check(name, "in_time")["status"], "pass", "{name}");
         assert_eq!(
             check(name, "headers_2026")["status"],
-            "skip",
+            "n/a",
             "{name}: legacy client"
         );
     }
@@ -87,15 +87,98 @@ fn bad_client_fails_every_resend_check_with_evidence() {
         check("errors.tool_error", "output_mentions")["status"],
         "pass"
     );
-    assert_eq!(
-        check("elicitation.approval", "mrtr_retry")["status"],
-        "skip"
-    );
+    assert_eq!(check("elicitation.approval", "mrtr_retry")["status"], "n/a");
+    // It says what came back and exits 0: an outcome, reported.
+    assert_eq!(check("baseline", "reported_outcome")["status"], "pass");
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains(
         r#"<testcase name="no_unsafe_resend" classname="bad-client.http_503.increment_counter""#
     ));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 16 item 1: a client that calls the tool and then exits non-zero without a word is
+/// not graded as one that handled the case: it fails `reported_outcome`, and `in_time` and the
+/// resend checks it met by doing nothing are n/a (they used to pass).
+#[test]
+fn silent_exit_fails_reported_outcome() {
+    let script = repo().join("interop/judge/bad-client.py");
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-triage"))
+        .arg("judge")
+        .arg("--client")
+        .arg(format!(
+            "python3 '{}' {{url}} --silent-exit 13",
+            script.display()
+        ))
+        .args([
+            "--scenario",
+            "errors.tool_error",
+            "--scenario",
+            "http_503.read_counter",
+        ])
+        .args(["--timeout", "15", "--report", "json:-", "--quiet"])
+        .output()
+        .expect("run mcp-triage judge (needs python3 on PATH)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        out.stderr.is_empty(),
+        "--quiet: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = &stdout[stdout.find("\n{").expect("JSON report after the matrix") + 1..];
+    let report: Value = serde_json::from_str(json).unwrap();
+    for case in report["suites"][0]["cases"].as_array().unwrap() {
+        let status = |name: &str| {
+            case["checks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|k| k["name"] == name)
+                .unwrap_or_else(|| panic!("{} / {name}", case["name"]))["status"]
+                .clone()
+        };
+        assert_eq!(status("tool_called"), "pass", "{case}");
+        assert_eq!(status("reported_outcome"), "fail", "{case}");
+        assert_eq!(status("in_time"), "n/a", "{case}");
+        for resend in ["no_auto_resend", "bounded_resend"] {
+            if case["checks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|k| k["name"] == resend)
+            {
+                assert_eq!(status(resend), "n/a", "{case}");
+            }
+        }
+        // The journal of every case is in the report, passing or not.
+        assert!(
+            case["journal"].as_array().is_some_and(|j| !j.is_empty()),
+            "{case}"
+        );
+    }
+}
+
+/// Issue 16 item 1: a client command that cannot start is the run's startup error (exit 2),
+/// not eleven failed cases.
+#[test]
+fn client_that_cannot_start_is_a_startup_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-triage"))
+        .arg("judge")
+        .args([
+            "--client",
+            "mcp-triage-no-such-client {url}",
+            "--scenario",
+            "baseline",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the client could not start (sh -c exit 127: command not found)"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -181,7 +181,7 @@ fn report(results: &[RowResult]) -> Report {
                         r.row.scenario, r.row.why
                     )])],
                 duration_ms: Some(r.record.duration_ms),
-                output: String::new(),
+                ..Case::default()
             }
         })
         .collect();

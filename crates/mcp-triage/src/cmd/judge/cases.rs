@@ -28,6 +28,8 @@ pub enum CheckKind {
     Headers2026,
     /// The client finished before the judge's timeout.
     InTime,
+    /// The client ended with success (exit 0) or a stated failure, not silently.
+    ReportedOutcome,
 }
 
 impl CheckKind {
@@ -45,6 +47,7 @@ impl CheckKind {
             CheckKind::Reinitialize => "reinitialize",
             CheckKind::Headers2026 => "headers_2026",
             CheckKind::InTime => "in_time",
+            CheckKind::ReportedOutcome => "reported_outcome",
         }
     }
 
@@ -88,6 +91,10 @@ impl CheckKind {
             ],
             CheckKind::InTime => &[
                 "judge: a client that waits for its own timeout on a stream that already ended keeps the user waiting (e.g. a cut SSE stream)",
+                "kitchen sse.cut_before_response: a resumption (GET + Last-Event-ID) with nothing left to replay is answered 410 Stream gone, so reconnecting on is not 2025-11-25 polling; sse.cut_mid_event: the resumption delivers the response",
+            ],
+            CheckKind::ReportedOutcome => &[
+                "judge: a client ends with success or a stated failure; one that exits non-zero without a word, or with a runtime's own exit (Node 13: unsettled top-level await), leaves its user without an answer",
             ],
         }
     }
@@ -106,7 +113,8 @@ pub struct CaseDef {
     pub tool: &'static str,
     /// Its arguments.
     pub arguments: Value,
-    /// The checks besides `tool_called`, `headers_2026` and `in_time` (every case has those).
+    /// The checks besides `tool_called`, `headers_2026`, `in_time` and `reported_outcome`
+    /// (every case has those).
     pub checks: &'static [CheckKind],
     /// Retry-After the scenario sends, in ms (rate-limited case).
     pub retry_after_ms: u64,
@@ -163,9 +171,12 @@ pub fn all() -> Vec<CaseDef> {
         scenario("sse.cut_before_response", json!({}), &[ReissueNewId]),
         scenario("sse.cut_mid_event", json!({}), &[ReissueNewId]),
         scenario("sse.priming_then_close", json!({}), &[ResumeGet]),
+        // Only tools/call counts, so the 404 lands on the call whatever a client sends first
+        // (notifications/initialized, tools/list, logging/setLevel); one session expires, so a
+        // client that re-initializes can finish its call.
         scenario(
             "session.expire",
-            json!({ "afterRequests": 1 }),
+            json!({ "afterRequests": 0, "countMethod": "tools/call", "sessions": 1 }),
             &[Reinitialize],
         ),
     ]

@@ -21,6 +21,10 @@ pub struct Ctx<'a> {
     pub timed_out: bool,
     /// The timeout (s), for messages.
     pub timeout_s: f64,
+    /// The client's exit code (`None`: ended by a signal).
+    pub exit: Option<i32>,
+    /// What the client printed: stdout, then stderr.
+    pub output: &'a str,
 }
 
 /// A journal entry cut down to the fields a reader needs to see why a check decided.
@@ -93,6 +97,59 @@ impl Ctx<'_> {
     }
 }
 
+/// The protocol version the client's requests carried (`MCP-Protocol-Version` of its first
+/// tools/call, else of any request): what it negotiated, for the matrix.
+pub fn negotiated_version(entries: &[Value]) -> Option<String> {
+    let version = |e: &&Value| header(e, "mcp-protocol-version").map(str::to_owned);
+    entries
+        .iter()
+        .filter(|e| s(e, "method") == Some("tools/call"))
+        .find_map(|e| version(&e))
+        .or_else(|| entries.iter().find_map(|e| version(&e)))
+}
+
+/// Grade a case: every check of `kinds`. When the client exited without an outcome
+/// (`reported_outcome` fails), a pass that only says it did nothing more (sent once, not
+/// resent, finished) proves nothing, and is n/a instead: a client that died after its
+/// first request must not collect the resend checks.
+pub fn grade_all(kinds: &[CheckKind], cx: &Ctx<'_>) -> Vec<Check> {
+    let outcome = reported_outcome(cx);
+    let silent = outcome.status == Status::Fail;
+    kinds
+        .iter()
+        .map(|&k| {
+            let c = if k == CheckKind::ReportedOutcome {
+                outcome.clone()
+            } else {
+                grade(k, cx)
+            };
+            if silent && c.status == Status::Pass && vacuous_without_outcome(k, cx) {
+                return cx.skip(
+                    k,
+                    format!(
+                        "{}, but the client exited without an outcome (see reported_outcome): that proves nothing",
+                        c.message
+                    ),
+                );
+            }
+            c
+        })
+        .collect()
+}
+
+/// Whether a pass of `k` rests only on what the client did not do.
+fn vacuous_without_outcome(k: CheckKind, cx: &Ctx<'_>) -> bool {
+    match k {
+        CheckKind::InTime => true,
+        CheckKind::NoUnsafeResend
+        | CheckKind::BoundedResend
+        | CheckKind::RetryAfter
+        | CheckKind::NoAutoResend
+        | CheckKind::ReissueNewId => cx.calls().len() <= 1,
+        _ => false,
+    }
+}
+
 /// Run one check.
 pub fn grade(kind: CheckKind, cx: &Ctx<'_>) -> Check {
     match kind {
@@ -107,6 +164,7 @@ pub fn grade(kind: CheckKind, cx: &Ctx<'_>) -> Check {
         CheckKind::Reinitialize => reinitialize(cx),
         CheckKind::Headers2026 => headers_2026(cx),
         CheckKind::InTime => in_time(cx),
+        CheckKind::ReportedOutcome => reported_outcome(cx),
     }
 }
 
@@ -115,6 +173,19 @@ fn tool_called(cx: &Ctx<'_>) -> Check {
     let n = cx.calls().len();
     if n > 0 {
         return cx.pass(k, format!("{n} tools/call of {}", cx.case.tool));
+    }
+    if cx.case.checks.contains(&CheckKind::Reinitialize) {
+        if let Some(expired) = cx.entries.iter().find(|e| is_expiry(e)) {
+            // One failure, one FAIL: not re-initializing is graded by `reinitialize`.
+            return cx.skip(
+                k,
+                format!(
+                    "the session expired on {} before any tools/call of {} (graded by reinitialize)",
+                    s(expired, "method").unwrap_or("a request"),
+                    cx.case.tool
+                ),
+            );
+        }
     }
     let seen: Vec<&Value> = cx.entries.iter().take(8).collect();
     let m = if cx.entries.is_empty() {
@@ -369,20 +440,18 @@ fn resume_get(cx: &Ctx<'_>) -> Check {
     cx.pass(k, format!("GET + Last-Event-ID after {gap} ms"))
 }
 
+/// A request answered 404 in a legacy session: the session expired.
+fn is_expiry(e: &Value) -> bool {
+    e["status"] == json!(404) && e["session"].is_string()
+}
+
 fn reinitialize(cx: &Ctx<'_>) -> Check {
     let k = CheckKind::Reinitialize;
-    let Some(expired) = cx
-        .entries
-        .iter()
-        .find(|e| e["status"] == json!(404) && e["session"].is_string())
-    else {
+    let Some(expired) = cx.entries.iter().find(|e| is_expiry(e)) else {
         if cx.entries.iter().any(|e| s(e, "era") == Some("modern")) {
             return cx.skip(k, "2026-07-28 has no sessions");
         }
-        return cx.skip(
-            k,
-            "the session did not expire (fewer than 2 requests in it)",
-        );
+        return cx.skip(k, "the session did not expire (no tools/call in a session)");
     };
     let t0 = received(expired);
     let Some(init) = cx
@@ -477,6 +546,49 @@ fn in_time(cx: &Ctx<'_>) -> Check {
     cx.pass(k, "finished")
 }
 
+/// What a runtime prints when it ends a program whose work never settled: an exit with
+/// this is not the client stating a failure.
+const RUNTIME_GAVE_UP: &[(i32, &str, &str)] = &[(
+    13,
+    "unsettled top-level await",
+    "Node exit 13, unsettled top-level await: the event loop emptied while the call was pending",
+)];
+
+fn reported_outcome(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::ReportedOutcome;
+    if cx.timed_out {
+        return cx.skip(k, "stopped at the timeout (graded by in_time)");
+    }
+    let lines: Vec<&str> = cx
+        .output
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let tail: Vec<String> = lines[lines.len().saturating_sub(3)..]
+        .iter()
+        .map(|l| format!("client: {l}"))
+        .collect();
+    let fail = |m: String| cx.check(k, Status::Fail, m).with_evidence(tail.clone());
+    let Some(code) = cx.exit else {
+        return fail("ended by a signal, without an outcome".into());
+    };
+    if code == 0 {
+        return cx.pass(k, "exit 0");
+    }
+    let lower = cx.output.to_lowercase();
+    if let Some((_, _, why)) = RUNTIME_GAVE_UP
+        .iter()
+        .find(|(c, text, _)| *c == code && lower.contains(text))
+    {
+        return fail(format!("{why}; nothing reported"));
+    }
+    match lines.last() {
+        None => fail(format!("exit {code} without a word on stdout or stderr")),
+        Some(last) => cx.pass(k, format!("exit {code}, stated: {last}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -498,6 +610,8 @@ mod tests {
                 sse_retry_ms: 500,
                 timed_out: false,
                 timeout_s: 20.0,
+                exit: Some(0),
+                output: "",
             },
         )
     }
@@ -644,6 +758,97 @@ mod tests {
             run(CheckKind::Reinitialize, &c, &[expired]).status,
             Status::Fail
         );
+    }
+
+    fn ctx<'a>(
+        c: &'a CaseDef,
+        entries: &'a [Value],
+        exit: Option<i32>,
+        output: &'a str,
+    ) -> Ctx<'a> {
+        Ctx {
+            case: c,
+            entries,
+            sse_retry_ms: 500,
+            timed_out: false,
+            timeout_s: 20.0,
+            exit,
+            output,
+        }
+    }
+
+    /// Issue 16 item 1: a client that exits without a result (Node's exit 13, or non-zero
+    /// without a word) fails reported_outcome, and its "sent once" / "finished" passes turn
+    /// n/a; a stated failure or exit 0 passes.
+    #[test]
+    fn silent_exit_fails_reported_outcome_and_proves_no_resend_check() {
+        let c = case("errors.tool_error");
+        let once = [call(0, 1, "run_configured_test_scenario", 200)];
+        let kinds = [
+            CheckKind::ToolCalled,
+            CheckKind::NoAutoResend,
+            CheckKind::InTime,
+            CheckKind::ReportedOutcome,
+        ];
+        let status =
+            |checks: &[Check], name: &str| checks.iter().find(|k| k.name == name).unwrap().status;
+        let node13 = "Warning: Detected unsettled top-level await at file:///c.mjs:30\n  await client.callTool()\n";
+        for (exit, output) in [(Some(13), node13), (Some(1), ""), (None, "")] {
+            let g = grade_all(&kinds, &ctx(&c, &once, exit, output));
+            assert_eq!(status(&g, "reported_outcome"), Status::Fail, "{exit:?}");
+            assert_eq!(status(&g, "no_auto_resend"), Status::Skip, "{exit:?}");
+            assert_eq!(status(&g, "in_time"), Status::Skip, "{exit:?}");
+            assert_eq!(status(&g, "tool_called"), Status::Pass);
+        }
+        let g = grade_all(&kinds, &ctx(&c, &once, Some(13), node13));
+        let k = g.iter().find(|k| k.name == "reported_outcome").unwrap();
+        assert!(
+            k.message.contains("unsettled top-level await"),
+            "{}",
+            k.message
+        );
+        assert!(k.evidence.iter().any(|e| e.contains("callTool")));
+        for (exit, output) in [(Some(0), ""), (Some(1), "error: McpError -32603 boom\n")] {
+            let g = grade_all(&kinds, &ctx(&c, &once, exit, output));
+            assert!(
+                g.iter().all(|k| k.status == Status::Pass),
+                "{exit:?}: {g:?}"
+            );
+        }
+        // A resend is still a resend, outcome or not.
+        let twice = [
+            once[0].clone(),
+            call(5, 2, "run_configured_test_scenario", 200),
+        ];
+        let g = grade_all(&kinds, &ctx(&c, &twice, Some(1), ""));
+        assert_eq!(status(&g, "no_auto_resend"), Status::Fail);
+    }
+
+    /// Issue 16 item 4: a session that expired before the call is one failure
+    /// (`reinitialize`), not two.
+    #[test]
+    fn expiry_before_the_call_fails_reinitialize_only() {
+        let c = case("session.expire");
+        let list = json!({"receivedMs": 0, "httpMethod": "POST", "era": "legacy", "session": "s1",
+                          "method": "tools/list", "id": 1, "status": 404, "headers": {}});
+        let kinds = [CheckKind::ToolCalled, CheckKind::Reinitialize];
+        let g = grade_all(&kinds, &ctx(&c, &[list], Some(1), "error: session expired"));
+        assert_eq!(g[0].status, Status::Skip, "{:?}", g[0]);
+        assert!(g[0].message.contains("tools/list"));
+        assert_eq!(g[1].status, Status::Fail);
+    }
+
+    #[test]
+    fn negotiated_version_is_the_calls_header() {
+        let mut e = call(0, 1, "t", 200);
+        e["headers"] = json!({"mcp-protocol-version": "2025-06-18"});
+        let other = json!({"method": "tools/list", "headers": {"mcp-protocol-version": "x"}});
+        assert_eq!(
+            negotiated_version(&[other.clone(), e]).as_deref(),
+            Some("2025-06-18")
+        );
+        assert_eq!(negotiated_version(&[other]).as_deref(), Some("x"));
+        assert_eq!(negotiated_version(&[]), None);
     }
 
     #[test]

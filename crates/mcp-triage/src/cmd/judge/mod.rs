@@ -34,8 +34,9 @@ Examples:
   mcp-triage judge --list                              # the cases and their checks
 
 The client runs once per case with MCP_TRIAGE_SCENARIO, MCP_TRIAGE_URL, MCP_TRIAGE_TOOL and
-MCP_TRIAGE_ARGS (JSON) set and should make that one tool call. Exit 0 when every check passes,
-1 when one fails, 2 on a usage or startup error.";
+MCP_TRIAGE_ARGS (JSON) set and should make that one tool call, then exit 0 with its result or
+non-zero with a stated failure. Exit 0 when every check passes, 1 when one fails, 2 on a usage
+or startup error (also: the client command is not found or not executable, sh's 127/126).";
 
 /// Bytes of each output stream kept per case (the rest is counted, not stored).
 const OUTPUT_LIMIT: usize = 16 * 1024;
@@ -69,6 +70,10 @@ pub struct JudgeArgs {
     /// List the cases and their checks, then exit.
     #[arg(long)]
     list: bool,
+
+    /// No progress line per case on stderr.
+    #[arg(long, short)]
+    quiet: bool,
 
     /// Colour the matrix: auto (a terminal without NO_COLOR), always or never.
     #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
@@ -139,8 +144,39 @@ fn selected(args: &JudgeArgs) -> Result<Vec<CaseDef>, String> {
 fn checks_of(c: &CaseDef) -> Vec<CheckKind> {
     let mut v = vec![CheckKind::ToolCalled];
     v.extend_from_slice(c.checks);
-    v.extend([CheckKind::Headers2026, CheckKind::InTime]);
+    v.extend([
+        CheckKind::Headers2026,
+        CheckKind::InTime,
+        CheckKind::ReportedOutcome,
+    ]);
     v
+}
+
+/// `sh -c` exits 127 when the command is not found and 126 when it cannot be executed:
+/// the client never started, which is the run's startup error, not a verdict on a case.
+fn startup_failure(run: &Run) -> Option<String> {
+    let why = match run.exit? {
+        127 => "command not found",
+        126 => "not executable",
+        _ => return None,
+    };
+    let said: Vec<&str> = run
+        .stderr
+        .lines()
+        .chain(run.stdout.lines())
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(3)
+        .collect();
+    Some(format!(
+        "the client could not start (sh -c exit {}: {why}){}",
+        run.exit.unwrap_or_default(),
+        if said.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", said.join(" / "))
+        }
+    ))
 }
 
 /// What one client run left behind.
@@ -284,13 +320,9 @@ async fn judge(args: &JudgeArgs, cmd: &str, cases: &[CaseDef]) -> Result<Report,
         .map_err(|e| format!("kitchen: {e}"))?;
     let started = journal::rfc3339(journal::now_ms());
     let t0 = Instant::now();
-    let progress = std::io::stderr().is_terminal();
     let timeout = Duration::from_secs_f64(args.timeout);
     let mut out = Vec::new();
     for (i, case) in cases.iter().enumerate() {
-        if progress {
-            eprint!("\r\x1b[2K[{}/{}] {}", i + 1, cases.len(), case.id);
-        }
         let tag = format!("judge-{i}");
         let url = format!(
             "{}?instance={tag}&params={}",
@@ -304,6 +336,10 @@ async fn judge(args: &JudgeArgs, cmd: &str, cases: &[CaseDef]) -> Result<Report,
                 return Err(e);
             }
         };
+        if let Some(e) = startup_failure(&run) {
+            handle.shutdown().await;
+            return Err(format!("{e} (case {})", case.id));
+        }
         let suffix = format!("#{tag}");
         let entries: Vec<Value> = handle
             .kitchen()
@@ -311,18 +347,17 @@ async fn judge(args: &JudgeArgs, cmd: &str, cases: &[CaseDef]) -> Result<Report,
             .into_iter()
             .filter(|e| e["instance"].as_str().is_some_and(|s| s.ends_with(&suffix)))
             .collect();
+        let printed = format!("{}\n{}", run.stdout, run.stderr);
         let cx = checks::Ctx {
             case,
             entries: &entries,
             sse_retry_ms,
             timed_out: run.timed_out,
             timeout_s: args.timeout,
+            exit: run.exit,
+            output: &printed,
         };
-        let mut graded: Vec<Check> = checks_of(case)
-            .into_iter()
-            .map(|k| checks::grade(k, &cx))
-            .collect();
-        let printed = format!("{}\n{}", run.stdout, run.stderr);
+        let mut graded: Vec<Check> = checks::grade_all(&checks_of(case), &cx);
         for (_, text) in args.expect_output.iter().filter(|(id, _)| id == case.id) {
             let found = printed.to_lowercase().contains(&text.to_lowercase());
             graded.push(
@@ -348,8 +383,27 @@ async fn judge(args: &JudgeArgs, cmd: &str, cases: &[CaseDef]) -> Result<Report,
                 ]),
             );
         }
+        if !args.quiet {
+            // One line per case, on a terminal or not (CI logs show a long run moving).
+            let c = mcp_triage_report::Case {
+                checks: graded.clone(),
+                ..Default::default()
+            }
+            .counts();
+            eprintln!(
+                "judge [{}/{}] {}: pass {}, fail {}, n/a {} ({:.1} s)",
+                i + 1,
+                cases.len(),
+                case.id,
+                c.pass,
+                c.fail,
+                c.skip,
+                run.elapsed.as_secs_f64()
+            );
+        }
         out.push(Case {
             name: case.id.to_string(),
+            journal: entries,
             checks: graded,
             duration_ms: Some(run.elapsed.as_millis() as u64),
             output: format!(
@@ -364,9 +418,6 @@ async fn judge(args: &JudgeArgs, cmd: &str, cases: &[CaseDef]) -> Result<Report,
                 run.stderr.trim_end()
             ),
         });
-    }
-    if progress {
-        eprint!("\r\x1b[2K");
     }
     handle.shutdown().await;
     Ok(Report {
@@ -404,14 +455,21 @@ fn print_matrix(report: &Report, color: bool) {
             .max()
             .unwrap_or(4)
             .max(4);
+        // The protocol version each case's requests carried: what the client negotiated.
+        let versions: Vec<String> = suite
+            .cases
+            .iter()
+            .map(|c| checks::negotiated_version(&c.journal).unwrap_or_else(|| "-".into()))
+            .collect();
+        let wv = versions.iter().map(String::len).max().unwrap_or(0).max(8);
         println!("judge: {}", suite.name);
-        print!("{:<w0$}", "case");
+        print!("{:<w0$}  {:<wv$}", "case", "protocol");
         for c in &cols {
             print!("  {c}");
         }
         println!();
-        for case in &suite.cases {
-            print!("{:<w0$}", case.name);
+        for (case, version) in suite.cases.iter().zip(&versions) {
+            print!("{:<w0$}  {version:<wv$}", case.name);
             for col in &cols {
                 let (cell, code) = match case.checks.iter().find(|k| k.name == *col) {
                     None => ("-", "2"),
