@@ -1,6 +1,8 @@
 # Sourced by the interop scripts: a virtualenv at interop/.venv with the pinned Python packages of
-# interop/python/requirements.lock (the Python MCP SDK and what it needs, exact versions, plus
-# junitparser, the JUnit XML consumer interop/judge/ checks mcp-triage's reports with), made or
+# interop/python/requirements.lock (the Python MCP SDK, fastmcp and openai-agents, the MCP clients
+# interop/judge/ grades, and what they need, plus junitparser, the JUnit XML consumer
+# interop/judge/ checks mcp-triage's reports with: exact versions, `pip freeze` of a venv made
+# from the previous lock plus the new pins, `pip check` clean), made or
 # refreshed when the lock file changed. Sets $venv_python.
 _py_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 _venv="$_py_dir/.venv"

@@ -4,9 +4,10 @@
 #      junitparser (PyPI, pinned) with the right counts, and its HTML report must render in
 #      headless Chromium (Debian's `chromium`): screenshot not blank, key numbers in the DOM;
 #   2. `mcp-triage report` over the record fixture: HTML rendered and checked the same way;
-#   3. the pinned third-party clients are judged (TypeScript SDK, Python SDK, inspector-cli):
-#      each must produce the full matrix; their checks may fail (those are their gaps, see
-#      docs/judge/). With --record, their matrices are written to docs/judge/;
+#   3. the pinned third-party clients are judged (TypeScript SDK v1 and v2, Python SDK,
+#      inspector-cli, the Vercel AI SDK MCP client, FastMCP, the OpenAI Agents SDK): each must
+#      produce the full matrix; their checks may fail (those are their gaps, see docs/judge/).
+#      With --record, their matrices are written to docs/judge/;
 #   4. when the binary has `mcp-triage call`, it is judged too and must pass every check
 #      (JUDGE_CALL=strict|report|skip, default strict).
 #
@@ -51,7 +52,7 @@ rc=$?
 set -e
 [ "$rc" = 1 ] || { cat "$out/bad.txt"; echo "bad client: exit $rc, expected 1" >&2; exit 1; }
 read -r pass fail skip total < <("$judge_python" -c '
-import json,sys; c=json.load(open(sys.argv[1]))["counts"]; print(c["pass"], c["fail"], c["skip"], c["pass"]+c["fail"]+c["skip"])' "$out/bad.json")
+import json,sys; c=json.load(open(sys.argv[1]))["counts"]; print(c["pass"], c["fail"], c["n/a"], c["pass"]+c["fail"]+c["n/a"])' "$out/bad.json")
 [ "$fail" -ge 9 ] || { cat "$out/bad.txt"; echo "bad client failed only $fail checks" >&2; exit 1; }
 check junit "$out/bad.xml" "$total" "$fail" "$skip"
 grep -q "^not ok " "$out/bad.tap"
@@ -74,7 +75,12 @@ timeout_s="${JUDGE_TIMEOUT:-10}"
 node22v="$("$node22" --version)"
 ts_v="$("$node22" -p 'require("./interop/node_modules/@modelcontextprotocol/sdk/package.json").version')"
 insp_v="$("$node22" -p 'require("./interop/node_modules/@modelcontextprotocol/inspector-cli/package.json").version')"
-py_v="$("$judge_python" -c 'import importlib.metadata as m; print(m.version("mcp"))')"
+ts2_v="$("$node22" -p 'require("./interop/node_modules/@modelcontextprotocol/client/package.json").version')"
+aisdk_v="$("$node22" -p 'require("./interop/node_modules/@ai-sdk/mcp/package.json").version')"
+pyver() { "$judge_python" -c 'import importlib.metadata as m, sys; print(m.version(sys.argv[1]))' "$1"; }
+py_v="$(pyver mcp)"
+fastmcp_v="$(pyver fastmcp)"
+agents_v="$(pyver openai-agents)"
 judge_one() { # judge_one SLUG NAME CMD
   set +e
   "$bin" judge --client "$3" --name "$2" --timeout "$timeout_s" \
@@ -83,6 +89,12 @@ judge_one() { # judge_one SLUG NAME CMD
   set -e
   cat "$out/$1.txt"
   [ "$rc" -le 1 ] || { echo "$2: judge exit $rc" >&2; exit 1; }
+  # Every case must have graded something: a client that never reached the kitchen (a
+  # broken script, a missing package) is a broken setup, not a matrix of its gaps.
+  "$judge_python" -c '
+import json,sys; r=json.load(open(sys.argv[1]))
+silent=[c["name"] for c in r["suites"][0]["cases"] if not c.get("journal")]
+assert not silent, f"no request reached the kitchen in {silent}"' "$out/$1.json"
   "$judge_python" -c '
 import json,sys; r=json.load(open(sys.argv[1])); n=len(r["suites"][0]["cases"])
 assert n == 11, f"{n} cases"' "$out/$1.json"
@@ -107,23 +119,50 @@ echo "== judge: Python SDK mcp $py_v" >&2
 judge_one python-sdk "Python SDK mcp $py_v" "$judge_python interop/judge/python-sdk-client.py {url}"
 echo "== judge: inspector-cli $insp_v" >&2
 judge_one inspector-cli "inspector-cli $insp_v" "bash interop/judge/inspector-cli.sh {url}"
+echo "== judge: TypeScript SDK v2 @modelcontextprotocol/client $ts2_v" >&2
+judge_one ts-sdk-v2 "TypeScript SDK v2 @modelcontextprotocol/client $ts2_v" "interop/node_modules/.bin/node interop/judge/ts-sdk-v2-client.mjs {url}"
+echo "== judge: Vercel AI SDK @ai-sdk/mcp $aisdk_v" >&2
+judge_one ai-sdk "Vercel AI SDK @ai-sdk/mcp $aisdk_v" "interop/node_modules/.bin/node interop/judge/ai-sdk-client.mjs {url}"
+echo "== judge: FastMCP $fastmcp_v" >&2
+judge_one fastmcp "FastMCP fastmcp $fastmcp_v" "$judge_python interop/judge/fastmcp-client.py {url}"
+echo "== judge: OpenAI Agents SDK $agents_v" >&2
+judge_one openai-agents "OpenAI Agents SDK openai-agents $agents_v" "$judge_python interop/judge/openai-agents-client.py {url}"
 # Our own client must pass every check (issue 6 acceptance). JUDGE_CALL=strict (default) fails
 # the run when it does not, report only prints its matrix, skip leaves it out. Skipped by itself
 # while this binary has no `call` command.
 if [ "${JUDGE_CALL:-strict}" != skip ] && "$bin" call --help >/dev/null 2>&1; then
   echo "== judge: mcp-triage call" >&2
   answer='elicitation/create={"action":"accept","content":{"reason":"approved by the judge run"}}'
+  call_cmd="$bin call {url} \"\$MCP_TRIAGE_TOOL\" --args \"\$MCP_TRIAGE_ARGS\" --answer '$answer'"
   set +e
   "$bin" judge --name "mcp-triage call" --timeout "$timeout_s" --report "junit:$out/call.xml" \
-    --client "$bin call {url} \"\$MCP_TRIAGE_TOOL\" --args \"\$MCP_TRIAGE_ARGS\" --answer '$answer'"
+    --client "$call_cmd" >"$out/call.txt"
   rc=$?
+  cat "$out/call.txt"
   # The same client held to the legacy era: resumption and re-initialisation are graded too.
   echo "== judge: mcp-triage call --protocol-version 2025-11-25" >&2
   "$bin" judge --name "mcp-triage call --protocol-version 2025-11-25" --timeout "$timeout_s" \
-    --client "$bin call {url} \"\$MCP_TRIAGE_TOOL\" --args \"\$MCP_TRIAGE_ARGS\" --protocol-version 2025-11-25 --answer '$answer'"
+    --client "${call_cmd/--answer/--protocol-version 2025-11-25 --answer}" >"$out/call-legacy.txt"
   rc_legacy=$?
+  cat "$out/call-legacy.txt"
   [ "$rc" != 0 ] || rc=$rc_legacy
   set -e
+  if [ "$record" = 1 ]; then
+    {
+      echo "# mcp-triage judge: mcp-triage call (this repository)"
+      echo
+      echo "Recorded $(date -u +%F) with \`bash interop/judge/judge-interop.sh --record\` (timeout ${timeout_s} s per case)."
+      echo "mcp-triage $("$bin" --version | cut -d' ' -f2). Command (the second run adds \`--protocol-version 2025-11-25\`):"
+      echo
+      echo "\`${call_cmd//$root\//}\`"
+      echo
+      echo '```text'
+      cat "$out/call.txt"
+      echo
+      cat "$out/call-legacy.txt"
+      echo '```'
+    } >docs/judge/mcp-triage-call.md
+  fi
   if [ "$rc" != 0 ] && [ "${JUDGE_CALL:-strict}" = strict ]; then
     echo "mcp-triage call did not pass every judge check (exit $rc)" >&2
     exit 1
