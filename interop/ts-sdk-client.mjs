@@ -115,7 +115,22 @@ await check('elicitation.approval -> elicitation round answered', async () => {
   }
 });
 
-for (const scenario of ['sse.cut_before_response', 'sse.cut_mid_event']) {
+// A stream cut mid-event is resumable in a 2025-11-25 session (it opened with a priming event
+// id): the SDK resumes with GET + Last-Event-ID and the kitchen delivers the whole response.
+await check('sse.cut_mid_event -> resumed, success', async () => {
+  const { client, close } = await connect('sse.cut_mid_event');
+  try {
+    const r = await call(client);
+    expect(r.isError !== true, `success after resumption (got ${JSON.stringify(r)})`);
+    const body = JSON.parse(text(r));
+    expect(body.scenarioId === 'sse.cut_mid_event', `the scenario's result (got ${text(r)})`);
+    return `result ${text(r)}`;
+  } finally {
+    await close();
+  }
+});
+
+for (const scenario of ['sse.cut_before_response']) {
   await check(`${scenario} -> failure`, async () => {
     const { client, close } = await connect(scenario);
     const t0 = Date.now();
