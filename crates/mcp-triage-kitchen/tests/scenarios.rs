@@ -822,6 +822,43 @@ async fn sse_priming_then_close_resumes_on_get() {
     k.shutdown().await;
 }
 
+/// Issue 16 item 5: a 2026-07-28 request to `sse.priming_then_close` gets an empty stream, and
+/// the journal says "stream ended without response" once (it used to say it twice).
+#[tokio::test]
+async fn sse_priming_then_close_modern_notes_the_end_once() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/sse.priming_then_close/mcp?instance=note-once";
+    let r = modern(
+        a,
+        p,
+        1,
+        "tools/call",
+        json!({"name":"run_configured_test_scenario"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 200);
+    let journal = k.kitchen().journal();
+    let call = journal
+        .iter()
+        .find(|e| {
+            e["method"] == "tools/call"
+                && e["instance"]
+                    .as_str()
+                    .is_some_and(|i| i.ends_with("#note-once"))
+        })
+        .expect("the call's journal entry");
+    let injected = call["injected"].as_str().unwrap();
+    assert_eq!(
+        injected.matches("stream ended without response").count(),
+        1,
+        "{injected}"
+    );
+    assert!(injected.contains("not resumable"), "{injected}");
+    k.shutdown().await;
+}
+
 #[tokio::test]
 async fn sse_keepalive_comments_then_result() {
     let k = kitchen().await;
