@@ -7,35 +7,21 @@
 //
 //   mcp-triage judge --client 'node interop/judge/ai-sdk-client.mjs {url}'
 import { createMCPClient, ElicitationRequestSchema } from '@ai-sdk/mcp';
+import { ACCEPT, judgeCall, runCall } from './judge-client.mjs';
 
-const url = process.argv[2] ?? process.env.MCP_TRIAGE_URL;
-if (!url) {
-  console.error('usage: node ai-sdk-client.mjs URL');
-  process.exit(64);
-}
-const tool = process.env.MCP_TRIAGE_TOOL ?? 'run_configured_test_scenario';
-const args = JSON.parse(process.env.MCP_TRIAGE_ARGS ?? '{}');
-
+const { url, tool, args } = judgeCall('ai-sdk-client.mjs');
 let client;
-let code = 0;
-try {
-  client = await createMCPClient({
-    transport: { type: 'http', url },
-    clientName: 'mcp-triage-judge-ai-sdk',
-    capabilities: { elicitation: {} }
-  });
-  client.onElicitationRequest(ElicitationRequestSchema, async () => ({
-    action: 'accept',
-    content: { reason: 'approved by the judge run' }
-  }));
-  const tools = await client.tools();
-  if (!tools[tool]) throw new Error(`tool ${tool} not listed (${Object.keys(tools).join(', ')})`);
-  const r = await tools[tool].execute(args, { toolCallId: 'judge-1', messages: [] });
-  console.log(`${r?.isError ? 'tool error' : 'result'}: ${JSON.stringify(r?.content ?? r)}`);
-} catch (e) {
-  console.log(`error: ${e?.constructor?.name} code=${e?.code ?? '-'} ${e?.message}`);
-  code = 1;
-} finally {
-  await client?.close().catch(() => {});
-}
-process.exit(code);
+await runCall(
+  async () => {
+    client = await createMCPClient({
+      transport: { type: 'http', url },
+      clientName: 'mcp-triage-judge-ai-sdk',
+      capabilities: { elicitation: {} }
+    });
+    client.onElicitationRequest(ElicitationRequestSchema, async () => ACCEPT);
+    const tools = await client.tools();
+    if (!tools[tool]) throw new Error(`tool ${tool} not listed (${Object.keys(tools).join(', ')})`);
+    return tools[tool].execute(args, { toolCallId: 'judge-1', messages: [] });
+  },
+  async () => client?.close()
+);

@@ -5,12 +5,8 @@ SDK defaults everywhere: the point is to grade the SDK's own behaviour.
 
     mcp-triage judge --client 'interop/.venv/bin/python interop/judge/python-sdk-client.py {url}'
 """
-import asyncio
-import json
-import os
-import sys
-
 import mcp_types as types
+from judge_client import print_result, run
 from mcp.client.client import Client
 
 
@@ -18,25 +14,12 @@ async def on_elicit(context, params):
     return types.ElicitResult(action="accept", content={"reason": "approved by the judge run"})
 
 
-async def main(url: str) -> int:
-    tool = os.environ.get("MCP_TRIAGE_TOOL", "run_configured_test_scenario")
-    args = json.loads(os.environ.get("MCP_TRIAGE_ARGS", "{}"))
+async def main(url, tool, args):
     # mode "auto" (the default): discover a 2026-07-28 server, else fall back to initialize.
     async with Client(url, elicitation_callback=on_elicit) as client:
         r = await client.call_tool(tool, args)
-        texts = [c.text for c in r.content if getattr(c, "text", None) is not None]
-        print(f"{'tool error' if r.is_error else 'result'}: {json.dumps(texts)}")
-    return 0
+        print_result(r.content, r.is_error)
 
 
 if __name__ == "__main__":
-    url = sys.argv[1] if len(sys.argv) > 1 else os.environ["MCP_TRIAGE_URL"]
-    try:
-        sys.exit(asyncio.run(main(url)))
-    except BaseException as e:  # ExceptionGroup from anyio task groups included
-        if isinstance(e, SystemExit):
-            raise
-        while isinstance(e, BaseExceptionGroup) and e.exceptions:
-            e = e.exceptions[0]
-        print(f"error: {type(e).__name__}: {e}")
-        sys.exit(1)
+    run(main)

@@ -8,32 +8,18 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ACCEPT, judgeCall, runCall } from './judge-client.mjs';
 
-const url = process.argv[2] ?? process.env.MCP_TRIAGE_URL;
-if (!url) {
-  console.error('usage: node ts-sdk-client.mjs URL');
-  process.exit(64);
-}
-const tool = process.env.MCP_TRIAGE_TOOL ?? 'run_configured_test_scenario';
-const args = JSON.parse(process.env.MCP_TRIAGE_ARGS ?? '{}');
-
+const { url, tool, args } = judgeCall('ts-sdk-client.mjs');
 const client = new Client(
   { name: 'mcp-triage-judge-ts-sdk', version: '1.0.0' },
   { capabilities: { elicitation: { form: {} } } }
 );
-client.setRequestHandler(ElicitRequestSchema, async () => ({
-  action: 'accept',
-  content: { reason: 'approved by the judge run' }
-}));
-let code = 0;
-try {
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
-  const r = await client.callTool({ name: tool, arguments: args });
-  console.log(`${r.isError ? 'tool error' : 'result'}: ${JSON.stringify(r.content)}`);
-} catch (e) {
-  console.log(`error: ${e?.constructor?.name} code=${e?.code ?? '-'} ${e?.message}`);
-  code = 1;
-} finally {
-  await client.close().catch(() => {});
-}
-process.exit(code);
+client.setRequestHandler(ElicitRequestSchema, async () => ACCEPT);
+await runCall(
+  async () => {
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    return client.callTool({ name: tool, arguments: args });
+  },
+  () => client.close()
+);
