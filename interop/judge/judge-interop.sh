@@ -89,12 +89,18 @@ judge_one() { # judge_one SLUG NAME CMD
   set -e
   cat "$out/$1.txt"
   [ "$rc" -le 1 ] || { echo "$2: judge exit $rc" >&2; exit 1; }
-  # Every case must have graded something: a client that never reached the kitchen (a
-  # broken script, a missing package) is a broken setup, not a matrix of its gaps.
+  # Every case must have graded something, and the baseline call must succeed: a client that
+  # never reached the kitchen (a broken script, a missing package) is a broken setup, not a
+  # matrix of its gaps.
   "$judge_python" -c '
 import json,sys; r=json.load(open(sys.argv[1]))
-silent=[c["name"] for c in r["suites"][0]["cases"] if not c.get("journal")]
-assert not silent, f"no request reached the kitchen in {silent}"' "$out/$1.json"
+cases=r["suites"][0]["cases"]
+silent=[c["name"] for c in cases if not c.get("journal")]
+assert not silent, f"no request reached the kitchen in {silent}"
+# The client scripts print "result: …" on success: a baseline call that does not succeed is a
+# broken script (e.g. a library attribute misnamed), not a gap of the library.
+base=next(c for c in cases if c["name"] == "baseline")
+assert "\nresult: " in base["output"], "baseline did not succeed:\n" + base["output"]' "$out/$1.json"
   "$judge_python" -c '
 import json,sys; r=json.load(open(sys.argv[1])); n=len(r["suites"][0]["cases"])
 assert n == 11, f"{n} cases"' "$out/$1.json"

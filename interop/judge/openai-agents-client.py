@@ -17,7 +17,7 @@ async def main(url, tool, args):
         if tool not in listed:
             raise LookupError(f"tool {tool} not listed ({', '.join(listed)})")
         r = await server.call_tool(tool, args)
-        print_result(r.content, r.isError)
+        print_result(r.content, r.is_error)
 
 
 if __name__ == "__main__":
