@@ -97,10 +97,10 @@ import json,sys; r=json.load(open(sys.argv[1]))
 cases=r["suites"][0]["cases"]
 silent=[c["name"] for c in cases if not c.get("journal")]
 assert not silent, f"no request reached the kitchen in {silent}"
-# The client scripts print "result: …" on success: a baseline call that does not succeed is a
-# broken script (e.g. a library attribute misnamed), not a gap of the library.
+# A baseline call that does not end with exit 0 is a broken script (e.g. a library attribute
+# misnamed), not a gap of the library.
 base=next(c for c in cases if c["name"] == "baseline")
-assert "\nresult: " in base["output"], "baseline did not succeed:\n" + base["output"]' "$out/$1.json"
+assert base["output"].startswith("exit: 0\n"), "baseline did not succeed:\n" + base["output"]' "$out/$1.json"
   "$judge_python" -c '
 import json,sys; r=json.load(open(sys.argv[1])); n=len(r["suites"][0]["cases"])
 assert n == 11, f"{n} cases"' "$out/$1.json"
