@@ -27,6 +27,8 @@ pub mod record;
 pub mod stdio;
 pub mod tls;
 
-pub use log::{LogWriter, MemoryConsumer, RecordConsumer, RecordSink, WriterStats};
+pub use log::{
+    open_append, AppendLog, LogWriter, MemoryConsumer, RecordConsumer, RecordSink, WriterStats,
+};
 pub use observe::{ObserveOptions, Observer};
 pub use record::Record;

@@ -426,3 +426,151 @@ async fn proxy_sigterm_drains_every_record() {
     assert!(recs.iter().all(|r| r["outcome"] == "TOOL_SUCCESS"));
     kitchen.shutdown().await;
 }
+
+/// Starts `mcp-triage proxy` in front of `upstream` with `extra` arguments; returns the child
+/// (stderr piped, the start line read) and its `host:port`.
+fn start_proxy(
+    upstream: &str,
+    extra: &[&std::ffi::OsStr],
+) -> (KillOnDrop, BufReader<std::process::ChildStderr>, String) {
+    let child = Command::new(BIN)
+        .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", upstream])
+        .args(extra)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = KillOnDrop(child);
+    let mut err = BufReader::new(child.0.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    let addr = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("the proxy prints its URL: {first}"))
+        .trim_start_matches("http://")
+        .to_string();
+    (child, err, addr)
+}
+
+/// One `tools/call` through the proxy at `addr` on a fresh connection; the raw response.
+fn call_through(addr: &str, id: u32) -> String {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"test_simple_text","arguments":{{}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"cli-test","version":"0"}}}}}}}}"#
+    );
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: test_simple_text\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    resp
+}
+
+/// SIGTERM, then the exit status and the rest of stderr (bounded in time).
+fn stop(
+    mut child: KillOnDrop,
+    mut err: BufReader<std::process::ChildStderr>,
+) -> (std::process::ExitStatus, String) {
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(s) = child.0.try_wait().unwrap() {
+            return (s, rest);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the proxy did not stop on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A log on a full disk (`/dev/full` refuses every byte): the failure is on stderr while the
+/// proxy runs, the final count says no record was written and how many were lost, and the exit
+/// status is 1 — not "N record(s) written" and 0.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_on_a_full_disk_says_records_were_lost_and_exits_1() {
+    let kitchen = mcp_triage_kitchen::start(
+        "127.0.0.1:0".parse().unwrap(),
+        mcp_triage_kitchen::KitchenOptions::default(),
+    )
+    .await
+    .unwrap();
+    let upstream = kitchen.base_url();
+    let (status, err) = tokio::task::spawn_blocking(move || {
+        let (child, err, addr) =
+            start_proxy(&upstream, &["--log", "/dev/full"].map(std::ffi::OsStr::new));
+        for id in 0..5 {
+            assert!(call_through(&addr, id).starts_with("HTTP/1.1 200"));
+        }
+        // The writer hits the full disk within a linger of the last record.
+        std::thread::sleep(Duration::from_millis(300));
+        stop(child, err)
+    })
+    .await
+    .unwrap();
+    // Reported at once: before the proxy was asked to stop.
+    let reported = err.find("cannot write the record log");
+    let stopping = err.find("stopping");
+    assert!(
+        reported.is_some() && reported < stopping,
+        "the failure is on stderr while the proxy runs: {err}"
+    );
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("0 record(s) written, 5 lost"), "{err}");
+    kitchen.shutdown().await;
+}
+
+/// A proxy killed mid-write leaves a torn last line; the next proxy appending to that log starts
+/// a new line, so every record it writes parses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_appending_to_a_torn_log_starts_a_new_line() {
+    let kitchen = mcp_triage_kitchen::start(
+        "127.0.0.1:0".parse().unwrap(),
+        mcp_triage_kitchen::KitchenOptions::default(),
+    )
+    .await
+    .unwrap();
+    let dir = tmpdir("torn");
+    let log = dir.join("torn.jsonl");
+    std::fs::write(
+        &log,
+        "{\"recordId\":\"before\"}\n{\"recordId\":\"torn-by-sigki",
+    )
+    .unwrap();
+    let upstream = kitchen.base_url();
+    let log2 = log.clone();
+    let (status, err) = tokio::task::spawn_blocking(move || {
+        let (child, err, addr) = start_proxy(
+            &upstream,
+            &[std::ffi::OsStr::new("--log"), log2.as_os_str()],
+        );
+        for id in 0..3 {
+            assert!(call_through(&addr, id).starts_with("HTTP/1.1 200"));
+        }
+        stop(child, err)
+    })
+    .await
+    .unwrap();
+    assert!(status.success(), "{err}");
+    assert!(err.contains("3 record(s) written"), "{err}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "{text}");
+    assert_eq!(lines[1], "{\"recordId\":\"torn-by-sigki");
+    for l in &lines[2..] {
+        let r: Value = serde_json::from_str(l).expect("each new record is a line of its own");
+        assert_eq!(r["outcome"], "TOOL_SUCCESS");
+    }
+    kitchen.shutdown().await;
+}

@@ -1,6 +1,5 @@
 //! `mcp-triage proxy` and `mcp-triage wrap`: the observer (crate `mcp-triage-proxy`).
 
-use std::fs::OpenOptions;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -11,7 +10,7 @@ use clap::Args;
 use mcp_triage_core::Limits;
 use mcp_triage_proxy::http::{start, ProxyOptions};
 use mcp_triage_proxy::stdio::WrapOptions;
-use mcp_triage_proxy::{LogWriter, ObserveOptions};
+use mcp_triage_proxy::{open_append, LogWriter, ObserveOptions, WriterStats};
 
 pub const PROXY_EXAMPLES: &str = "\
 Examples:
@@ -116,19 +115,23 @@ impl RecordArgs {
         Ok(vec![Box::new(c)])
     }
 
-    fn writer(&self, stdout_default: bool) -> Result<Option<Box<dyn Write + Send>>, String> {
-        match &self.log {
+    /// The record writer on --log (stdout without it, when `stdout_default`). A log whose last
+    /// line was torn (an earlier proxy killed mid-write) gets its next record on a new line.
+    fn start_writer(
+        &self,
+        stdout_default: bool,
+        consumers: Vec<Box<dyn mcp_triage_proxy::RecordConsumer>>,
+    ) -> Result<(mcp_triage_proxy::RecordSink, LogWriter), String> {
+        let (out, torn): (Option<Box<dyn Write + Send>>, bool) = match &self.log {
             Some(p) => {
-                let f = OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(p)
+                let log = open_append(p)
                     .map_err(|e| format!("cannot open --log {}: {e}", p.display()))?;
-                Ok(Some(Box::new(f)))
+                (Some(Box::new(log.file)), log.torn)
             }
-            None if stdout_default => Ok(Some(Box::new(std::io::stdout()))),
-            None => Ok(None),
-        }
+            None if stdout_default => (Some(Box::new(std::io::stdout())), false),
+            None => (None, false),
+        };
+        Ok(LogWriter::start_after(out, torn, consumers))
     }
 }
 
@@ -245,7 +248,7 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
         port: Some(options.upstream_port()),
     };
     let consumers = args.records.consumers(peer)?;
-    let (sink, writer) = LogWriter::start(args.records.writer(true)?, consumers);
+    let (sink, writer) = args.records.start_writer(true, consumers)?;
     let rt = if args.threads == 1 {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -280,12 +283,7 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
     })?;
     drop(rt);
     let stats = writer.drain();
-    eprintln!("mcp-triage proxy: {} record(s) written", stats.records);
-    Ok(if stats.write_errors > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(report_records("mcp-triage proxy", &stats))
 }
 
 pub fn run_wrap(args: WrapArgs) -> Result<ExitCode, String> {
@@ -326,15 +324,37 @@ pub fn run_wrap(args: WrapArgs) -> Result<ExitCode, String> {
     let consumers = args
         .records
         .consumers(mcp_triage_proxy::otel::Peer::default())?;
-    let (sink, writer) = LogWriter::start(args.records.writer(false)?, consumers);
+    let (sink, writer) = args.records.start_writer(false, consumers)?;
     let rt = runtime()?;
     let code = rt.block_on(mcp_triage_proxy::stdio::run(options, sink));
     // The relay tasks hold no sink once run returns; shut the runtime down so stdin's blocking
     // reader thread does not keep the process alive.
     rt.shutdown_timeout(Duration::from_millis(100));
     let code = code.map_err(|e| e.to_string())?;
-    writer.drain();
+    let stats = writer.drain();
+    if stats.write_errors > 0 {
+        // The server's exit code is the wrapper's, except that a clean exit with lost records
+        // is not clean.
+        report_records("mcp-triage wrap", &stats);
+        if code == 0 {
+            return Ok(ExitCode::from(1));
+        }
+    }
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// Says how many records reached the log and how many a write error lost; a loss is exit
+/// status 1 (a log that silently misses records is worse than a failed run).
+fn report_records(who: &str, stats: &WriterStats) -> ExitCode {
+    if stats.write_errors == 0 {
+        eprintln!("{who}: {} record(s) written", stats.records);
+        return ExitCode::SUCCESS;
+    }
+    eprintln!(
+        "{who}: {} record(s) written, {} lost: {} write(s) to the log failed",
+        stats.records, stats.lost, stats.write_errors
+    );
+    ExitCode::from(1)
 }
 
 async fn shutdown_signal() {
