@@ -532,6 +532,7 @@ impl Upstream {
             .await
             .map_err(|e| ConnectFailed(e.to_string()))?;
         let _ = stream.set_nodelay(true);
+        let stream = EarlyAnswerIo::new(stream);
         let handshake_failed = |e: hyper::Error| ConnectFailed(error_chain(&e));
         let (sender, conn): (_, UpstreamConn) = match &sh.tls {
             None => {
@@ -593,6 +594,143 @@ impl Upstream {
                 },
             }
         }
+    }
+}
+
+/// The upstream socket, keeping an early answer readable after the upstream stopped reading.
+///
+/// Why: an upstream that refuses a request body (a `413` for a 100 MB upload, a `401` before
+/// the body) answers after reading the head and closes; the proxy, still sending the body,
+/// then gets `EPIPE`/`ECONNRESET` on a write. hyper's client fails the whole exchange on that
+/// write error, often before it has read the answer that is already in the socket's receive
+/// buffer, and the client saw a dropped connection instead of the upstream's `413`. Here a
+/// write that fails because the peer is gone does not fail: the write side is marked closed
+/// and every later write waits (so no more body is sent, and no byte is discarded as if it had
+/// been sent). hyper goes on reading: an answer that came is forwarded; an upstream that closed
+/// without one ends the read side, and then the saved write error is returned, which fails the
+/// exchange as before.
+struct EarlyAnswerIo<T> {
+    io: T,
+    /// The write error that closed the write side, returned once the read side ended too.
+    write_failed: Option<io::Error>,
+    /// The read side ended (EOF or an error).
+    read_ended: bool,
+}
+
+impl<T> EarlyAnswerIo<T> {
+    fn new(io: T) -> EarlyAnswerIo<T> {
+        EarlyAnswerIo {
+            io,
+            write_failed: None,
+            read_ended: false,
+        }
+    }
+
+    /// After a failed write: Pending while the read side may still bring an answer, the saved
+    /// error once it ended.
+    fn write_closed<R>(&mut self) -> Poll<io::Result<R>> {
+        match (&self.write_failed, self.read_ended) {
+            (Some(e), true) => Poll::Ready(Err(io::Error::new(e.kind(), e.to_string()))),
+            // The reader's waker is registered: its end wakes this task.
+            _ => Poll::Pending,
+        }
+    }
+
+    /// A write failed: the peer stopped reading, perhaps after answering.
+    fn peer_gone(e: &io::Error) -> bool {
+        matches!(
+            e.kind(),
+            io::ErrorKind::BrokenPipe
+                | io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+        )
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for EarlyAnswerIo<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let r = Pin::new(&mut this.io).poll_read(cx, buf);
+        match &r {
+            Poll::Ready(Ok(())) if buf.filled().len() == before => this.read_ended = true,
+            Poll::Ready(Err(_)) => this.read_ended = true,
+            _ => {}
+        }
+        if this.read_ended && this.write_failed.is_some() {
+            // A write is waiting for this: let it return its error.
+            cx.waker().wake_by_ref();
+        }
+        r
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for EarlyAnswerIo<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if this.write_failed.is_some() {
+            return this.write_closed();
+        }
+        match Pin::new(&mut this.io).poll_write(cx, data) {
+            Poll::Ready(Err(e)) if Self::peer_gone(&e) => {
+                this.write_failed = Some(e);
+                this.write_closed()
+            }
+            r => r,
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        parts: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if this.write_failed.is_some() {
+            return this.write_closed();
+        }
+        match Pin::new(&mut this.io).poll_write_vectored(cx, parts) {
+            Poll::Ready(Err(e)) if Self::peer_gone(&e) => {
+                this.write_failed = Some(e);
+                this.write_closed()
+            }
+            r => r,
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.write_failed.is_some() {
+            return this.write_closed();
+        }
+        match Pin::new(&mut this.io).poll_flush(cx) {
+            Poll::Ready(Err(e)) if Self::peer_gone(&e) => {
+                this.write_failed = Some(e);
+                this.write_closed()
+            }
+            r => r,
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.write_failed.is_some() {
+            // Nothing more can be sent; the connection is being closed anyway.
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut this.io).poll_shutdown(cx)
     }
 }
 
@@ -1141,17 +1279,14 @@ async fn handle(
             } else {
                 format!("the upstream closed the connection before a response: {why}")
             };
-            let copy = match tokio::time::timeout(REQUEST_DRAIN, ex.request).await {
-                Ok(Ok(c)) => c,
-                _ => RequestCopy::default(),
-            };
             let verdict = Verdict::connection_error(detail.clone());
-            let ex = Exchange {
-                request: oneshot::channel().1,
-                ..ex
-            };
-            let plan = plan_without_response(&sh, &ex, copy);
-            plan.fail(&sh, &ex, verdict, !connect, connect.then_some(502), false);
+            // The record waits for the rest of the request body (at most REQUEST_DRAIN), the
+            // client does not: it gets its answer now, and a shutdown that drops this handler
+            // cannot drop the record with it.
+            let status = connect.then_some(502);
+            record_without_response(&sh, ex, move |plan, sh, ex| {
+                plan.fail(sh, ex, verdict, !connect, status, false)
+            });
             if connect {
                 let body = format!("mcp-triage proxy: {detail}\n");
                 let resp = Response::builder()
@@ -1175,25 +1310,44 @@ struct PendingGuard {
 
 impl Drop for PendingGuard {
     fn drop(&mut self) {
-        let Some(mut ex) = self.ex.take() else { return };
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let sh = self.sh.clone();
-        rt.spawn(async move {
-            let rx = std::mem::replace(&mut ex.request, oneshot::channel().1);
-            let copy = tokio::time::timeout(REQUEST_DRAIN, rx)
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or_default();
-            let plan = plan_without_response(&sh, &ex, copy);
+        let Some(ex) = self.ex.take() else { return };
+        record_without_response(&self.sh, ex, |plan, sh, ex| {
             let v = Verdict::connection_error(
                 "the client closed the connection (or the proxy stopped) before the response; the upstream request was closed",
             );
-            plan.fail(&sh, &ex, v, true, None, true);
+            plan.fail(sh, ex, v, true, None, true);
         });
     }
+}
+
+/// Writes the record(s) of an exchange that got no response from the upstream: at once when
+/// the request body was read (so the retry state is updated before the client sees the
+/// failure and can resend), else once it has been (at most [`REQUEST_DRAIN`] later), off the
+/// forwarding path.
+fn record_without_response(
+    sh: &Arc<Shared>,
+    mut ex: Exchange,
+    write: impl FnOnce(Plan, &Shared, &Exchange) + Send + 'static,
+) {
+    if let Ok(copy) = ex.request.try_recv() {
+        let plan = plan_without_response(sh, &ex, copy);
+        write(plan, sh, &ex);
+        return;
+    }
+    let Ok(rt) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let sh = sh.clone();
+    rt.spawn(async move {
+        let rx = std::mem::replace(&mut ex.request, oneshot::channel().1);
+        let copy = tokio::time::timeout(REQUEST_DRAIN, rx)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let plan = plan_without_response(&sh, &ex, copy);
+        write(plan, &sh, &ex);
+    });
 }
 
 fn plan_without_response(sh: &Arc<Shared>, ex: &Exchange, copy: RequestCopy) -> Plan {
