@@ -24,7 +24,7 @@ use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
@@ -54,6 +54,7 @@ use tokio::task::JoinSet;
 use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
 use tokio_rustls::TlsConnector;
 
+use crate::guard::{redact_query, HostPolicy, Refusal};
 use crate::observe::{parse_messages, Call, Message, ObserveOptions, Observer, Origin};
 use crate::record::{Record, RecordKind};
 use crate::RecordSink;
@@ -72,6 +73,17 @@ const HOP_BY_HOP: [&str; 7] = [
 
 /// How long a request body that the upstream never read is still read for its record.
 const REQUEST_DRAIN: Duration = Duration::from_secs(5);
+
+/// Default of [`ProxyOptions::body_read_timeout`].
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Default of [`ProxyOptions::response_timeout`]: long, since a tool may work for minutes
+/// before a JSON answer.
+pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Default of [`ProxyOptions::max_connections`]: each connection holds two descriptors (client
+/// and upstream), so 512 stays within the usual soft limit of 1,024 open files.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 
 /// The default ceiling of the adaptive spin (see [`Spin`]): `cpuidle-haltpoll`'s default.
 pub const DEFAULT_SPIN: Duration = Duration::from_micros(200);
@@ -97,6 +109,39 @@ pub struct ProxyOptions {
     /// sleeps (one forwarding thread only; zero: sleep at once). The window adapts below this
     /// ceiling to how soon traffic usually comes back; see [`Spin`].
     pub spin: Duration,
+    /// DNS-rebinding protection (see [`crate::guard`]): whether `Host` and `Origin` are checked.
+    pub host_check: HostCheck,
+    /// Host names accepted besides loopback ones when `Host` is checked (also as an `Origin`'s
+    /// host).
+    pub allowed_hosts: Vec<String>,
+    /// `Origin` values accepted besides loopback ones when `Origin` is checked.
+    pub allowed_origins: Vec<String>,
+    /// Query parameters whose values records never show (besides
+    /// [`crate::guard::ALWAYS_REDACTED_QUERY`]); the upstream still gets them.
+    pub redact_query_params: Vec<String>,
+    /// Longest wait for the next bytes of a request body once it started (a client that stalls
+    /// mid-body). Past it the upstream request is closed, the client gets a `408` and the record
+    /// a `TIMEOUT` naming this limit.
+    pub body_read_timeout: Duration,
+    /// Longest wait for the upstream's response head once the request body was sent whole
+    /// (zero: no limit). Past it the upstream request is closed, the client gets a `504` and the
+    /// record a `TIMEOUT` naming this limit. A response that has begun is never cut by it (an
+    /// SSE stream may stay quiet for long).
+    pub response_timeout: Duration,
+    /// Most client connections open at once. Past it a new connection gets a `503` naming the
+    /// limit and is closed, so a flood of idle connections cannot take every file descriptor.
+    pub max_connections: usize,
+}
+
+/// When the proxy checks `Host` and `Origin` (see [`crate::guard`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostCheck {
+    /// When the listen address is a loopback address (the default).
+    Auto,
+    /// Always.
+    On,
+    /// Never.
+    Off,
 }
 
 impl ProxyOptions {
@@ -110,6 +155,13 @@ impl ProxyOptions {
             header_read_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
             spin: DEFAULT_SPIN,
+            host_check: HostCheck::Auto,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            redact_query_params: Vec::new(),
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            response_timeout: DEFAULT_RESPONSE_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         })
     }
 
@@ -180,6 +232,14 @@ struct Shared {
     tls: Option<(TlsConnector, ServerName<'static>)>,
     /// See [`ProxyOptions::connect_timeout`].
     connect_timeout: Duration,
+    /// `Host`/`Origin` checks, when on.
+    host_policy: Option<HostPolicy>,
+    /// See [`ProxyOptions::redact_query_params`].
+    redact_query_params: Vec<String>,
+    /// See [`ProxyOptions::body_read_timeout`].
+    body_read_timeout: Duration,
+    /// See [`ProxyOptions::response_timeout`].
+    response_timeout: Duration,
     /// Set when the proxy spins (see [`Spin`]).
     spin: Option<Arc<Spin>>,
     /// Observe a response after its bytes went to the client (see [`Deferred`]), not before.
@@ -220,9 +280,15 @@ pub struct ProxyHandle {
     addr: SocketAddr,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
+    refused: Arc<AtomicU64>,
 }
 
 impl ProxyHandle {
+    /// Connections refused so far because [`ProxyOptions::max_connections`] were open.
+    pub fn refused_connections(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
     /// The address it listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
@@ -275,13 +341,38 @@ pub async fn start(
         connect_timeout: options.connect_timeout,
         observe_after_write: one_thread,
         spin: (one_thread && !options.spin.is_zero()).then(|| Arc::new(Spin::new())),
+        host_policy: match options.host_check {
+            HostCheck::On => true,
+            HostCheck::Off => false,
+            HostCheck::Auto => addr.ip().is_loopback(),
+        }
+        .then(|| HostPolicy {
+            allowed_hosts: options.allowed_hosts.clone(),
+            allowed_origins: options.allowed_origins.clone(),
+            listen_ip: Some(addr.ip()),
+        }),
+        redact_query_params: options.redact_query_params.clone(),
+        body_read_timeout: options.body_read_timeout,
+        response_timeout: options.response_timeout,
     });
     let (stop, stop_rx) = watch::channel(false);
     if let Some(spin) = shared.spin.clone() {
         tokio::spawn(spin_loop(spin, options.spin, stop_rx.clone()));
     }
-    let task = tokio::spawn(accept_loop(listener, shared, stop_rx, options));
-    Ok(ProxyHandle { addr, stop, task })
+    let refused = Arc::new(AtomicU64::new(0));
+    let task = tokio::spawn(accept_loop(
+        listener,
+        shared,
+        stop_rx,
+        options,
+        refused.clone(),
+    ));
+    Ok(ProxyHandle {
+        addr,
+        stop,
+        task,
+        refused,
+    })
 }
 
 async fn accept_loop(
@@ -289,9 +380,11 @@ async fn accept_loop(
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
     options: ProxyOptions,
+    refused: Arc<AtomicU64>,
 ) {
     let graceful = GracefulShutdown::new();
     let mut conns = JoinSet::new();
+    let refusing = Arc::new(AtomicUsize::new(0));
     loop {
         while conns.try_join_next().is_some() {}
         tokio::select! {
@@ -301,6 +394,18 @@ async fn accept_loop(
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     continue;
                 };
+                // Connections that ended while this loop waited free their slots now.
+                while conns.try_join_next().is_some() {}
+                if conns.len() >= options.max_connections {
+                    if refused.fetch_add(1, Ordering::Relaxed) == 0 {
+                        eprintln!(
+                            "mcp-triage proxy: {} connections are open (--max-connections): refusing new ones with 503 until some close",
+                            options.max_connections
+                        );
+                    }
+                    refuse_connection(stream, options.max_connections, &refusing);
+                    continue;
+                }
                 let _ = stream.set_nodelay(true);
                 let (read, write) = stream.into_split();
                 let cork = Arc::new(Mutex::new(Cork::new(write)));
@@ -340,6 +445,38 @@ async fn accept_loop(
     // Exchanges still open are closed now: dropping them emits their records (cancelled).
     conns.abort_all();
     while conns.join_next().await.is_some() {}
+}
+
+/// Answers a connection over [`ProxyOptions::max_connections`] with a `503` naming the limit,
+/// then closes it. The answer is written without waiting for the request (there is no room to
+/// serve it); the request's bytes are read and dropped for a moment so that closing does not
+/// reset the connection before the client has read the answer. At most as many connections as
+/// the limit are being refused at once; past that a connection is closed at once.
+fn refuse_connection(mut stream: TcpStream, limit: usize, refusing: &Arc<AtomicUsize>) {
+    if refusing.fetch_add(1, Ordering::Relaxed) >= limit {
+        refusing.fetch_sub(1, Ordering::Relaxed);
+        return;
+    }
+    let refusing = refusing.clone();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let body = format!(
+            "mcp-triage proxy: too many open connections ({limit}, --max-connections); try again later\n"
+        );
+        let answer = format!(
+            "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            stream.write_all(answer.as_bytes()).await?;
+            stream.shutdown().await?;
+            let mut sink = [0u8; 4096];
+            while stream.read(&mut sink).await? > 0 {}
+            Ok::<_, io::Error>(())
+        })
+        .await;
+        refusing.fetch_sub(1, Ordering::Relaxed);
+    });
 }
 
 /// Polling instead of sleeping for a moment after traffic.
@@ -486,6 +623,8 @@ enum Sent {
     ConnectFailed(String),
     /// The upstream took the request and failed before a response head.
     Failed(hyper::Error),
+    /// No response head within the response timeout (its value).
+    TimedOut(Duration),
 }
 
 impl Upstream {
@@ -1163,6 +1302,13 @@ async fn handle(
 ) -> Result<Response<ResponseTap>, Cut> {
     let started = Instant::now();
     let (mut parts, body) = req.into_parts();
+    if let Some(policy) = &sh.host_policy {
+        let host = parts.headers.get(header::HOST).map(HeaderValue::as_bytes);
+        let origin = parts.headers.get(header::ORIGIN).map(HeaderValue::as_bytes);
+        if let Err(refusal) = policy.check(host, origin) {
+            return Ok(refuse(&sh, &parts, &peer, started, refusal));
+        }
+    }
     let origin = Origin {
         session_id: header_string(&parts.headers, "mcp-session-id"),
         protocol_version: header_string(&parts.headers, "mcp-protocol-version"),
@@ -1183,13 +1329,27 @@ async fn handle(
         .path_and_query()
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "/".to_string());
-    let (tap, request) = RequestTap::new(body, observer.options().max_request_bytes);
+    let (tap, request) = RequestTap::new(
+        body,
+        observer.options().max_request_bytes,
+        sh.body_read_timeout,
+    );
+    let body_stalled = tap.timed_out.clone();
     // Origin form (RFC 9112 §3.2.1): the upstream is reached directly, `Host` names it.
     let uri = Uri::builder()
         .path_and_query(path.as_str())
         .build()
         .expect("a request's path-and-query is a URI");
     strip_hop_by_hop(&mut parts.headers);
+    // Credentials for this proxy, not for the upstream.
+    parts.headers.remove(header::PROXY_AUTHORIZATION);
+    // The upstream routes on its own name; the client's (checked above when the proxy checks
+    // hosts) goes along for an upstream that wants to check it too.
+    if let Some(client_host) = parts.headers.get(header::HOST).cloned() {
+        parts
+            .headers
+            .insert(HeaderName::from_static("x-forwarded-host"), client_host);
+    }
     parts.headers.insert(header::HOST, sh.host.clone());
     // RFC 9110 §7.6.3: a gateway sends Via in each request it forwards.
     parts
@@ -1201,7 +1361,7 @@ async fn handle(
         started,
         origin,
         http_method: parts.method.clone(),
-        path,
+        path: redact_query(&path, &sh.redact_query_params).into_owned(),
         request,
         request_headers,
     };
@@ -1211,7 +1371,17 @@ async fn handle(
         sh: sh.clone(),
         ex: Some(ex),
     };
-    let result = upstream.send(&sh, Request::from_parts(parts, tap)).await;
+    let send = upstream.send(&sh, Request::from_parts(parts, tap));
+    let limit = sh.response_timeout;
+    let result = if limit.is_zero() {
+        send.await
+    } else {
+        let ex = guard.ex.as_mut().expect("armed until the response");
+        tokio::select! {
+            sent = send => sent,
+            _ = response_deadline(&mut ex.request, limit) => Sent::TimedOut(limit),
+        }
+    };
     let ex = guard.ex.take().expect("the guard is disarmed only here");
     match result {
         Sent::Response(resp) => {
@@ -1266,40 +1436,150 @@ async fn handle(
             ))
         }
         failed => {
-            let (connect, why) = match failed {
-                Sent::ConnectFailed(why) => (true, why),
-                Sent::Failed(e) => (false, error_chain(&e)),
+            // What the client gets: a status and a sentence, or its connection closed as the
+            // upstream closed the proxy's; what the record says; whether the upstream may have
+            // acted on the request.
+            let (status, verdict, reached) = match failed {
+                Sent::ConnectFailed(why) => {
+                    let detail = format!(
+                        "the proxy could not connect to the upstream {}: {why}",
+                        sh.authority
+                    );
+                    (
+                        Some(StatusCode::BAD_GATEWAY),
+                        Verdict::connection_error(detail),
+                        false,
+                    )
+                }
+                Sent::Failed(_) if body_stalled.load(Ordering::Relaxed) => {
+                    let limit = sh.body_read_timeout;
+                    let mut v = Verdict::timeout(
+                        BodyStalled(limit).to_string()
+                            + "; the upstream request was closed before its body ended",
+                    );
+                    v.limit = Some(mcp_triage_core::LimitHit {
+                        name: "bodyReadTimeoutMs".into(),
+                        max: limit.as_millis() as u64,
+                    });
+                    // An incomplete body is not a request the upstream can act on.
+                    (Some(StatusCode::REQUEST_TIMEOUT), v, false)
+                }
+                Sent::Failed(e) => {
+                    let detail = format!(
+                        "the upstream closed the connection before a response: {}",
+                        error_chain(&e)
+                    );
+                    (None, Verdict::connection_error(detail), true)
+                }
+                Sent::TimedOut(limit) => {
+                    let mut v = Verdict::timeout(format!(
+                        "the upstream sent no response head within {} ms of the request (response timeout); the upstream request was closed",
+                        limit.as_millis()
+                    ));
+                    v.limit = Some(mcp_triage_core::LimitHit {
+                        name: "responseTimeoutMs".into(),
+                        max: limit.as_millis() as u64,
+                    });
+                    (Some(StatusCode::GATEWAY_TIMEOUT), v, true)
+                }
                 Sent::Response(_) => unreachable!("matched above"),
             };
-            let detail = if connect {
-                format!(
-                    "the proxy could not connect to the upstream {}: {why}",
-                    sh.authority
-                )
-            } else {
-                format!("the upstream closed the connection before a response: {why}")
-            };
-            let verdict = Verdict::connection_error(detail.clone());
+            let detail = verdict.detail.clone().unwrap_or_default();
             // The record waits for the rest of the request body (at most REQUEST_DRAIN), the
             // client does not: it gets its answer now, and a shutdown that drops this handler
             // cannot drop the record with it.
-            let status = connect.then_some(502);
+            let code = status.map(|s| s.as_u16());
             record_without_response(&sh, ex, move |plan, sh, ex| {
-                plan.fail(sh, ex, verdict, !connect, status, false)
+                plan.fail(sh, ex, verdict, reached, code, false)
             });
-            if connect {
-                let body = format!("mcp-triage proxy: {detail}\n");
-                let resp = Response::builder()
-                    .status(StatusCode::BAD_GATEWAY)
-                    .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
-                    .body(ResponseTap::fixed(Bytes::from(body)))
-                    .expect("a static response is valid");
-                Ok(resp)
-            } else {
-                Err(Cut)
+            match status {
+                Some(status) => {
+                    let body = format!("mcp-triage proxy: {detail}\n");
+                    let mut resp = Response::builder()
+                        .status(status)
+                        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8");
+                    if status == StatusCode::REQUEST_TIMEOUT {
+                        // The rest of the body is unread: the connection cannot carry another
+                        // request.
+                        resp = resp.header(header::CONNECTION, "close");
+                    }
+                    Ok(resp
+                        .body(ResponseTap::fixed(Bytes::from(body)))
+                        .expect("a static response is valid"))
+                }
+                None => Err(Cut),
             }
         }
     }
+}
+
+/// The proxy's own answer to a request it will not forward (DNS-rebinding protection): a `403`
+/// whose body is a JSON-RPC error without id (as the MCP transport describes for an invalid
+/// `Origin`) naming the reason, and a record saying `REFUSED` with the reason as a warning.
+fn refuse(
+    sh: &Shared,
+    parts: &http::request::Parts,
+    peer: &str,
+    started: Instant,
+    refusal: Refusal,
+) -> Response<ResponseTap> {
+    let observer = &sh.observer;
+    let mut r = observer.new_record(RecordKind::Http);
+    r.http_method = Some(parts.method.to_string());
+    r.path = Some(
+        redact_query(
+            parts.uri.path_and_query().map_or("/", |p| p.as_str()),
+            &sh.redact_query_params,
+        )
+        .into_owned(),
+    );
+    r.http_statuses = vec![403];
+    r.outcome = "REFUSED".into();
+    r.layer = Some("transport".into());
+    r.classified = false;
+    r.client = header_string(&parts.headers, "user-agent").map(|ua| crate::record::ClientId {
+        user_agent: Some(ua),
+        ..Default::default()
+    });
+    r.warnings.push(crate::record::ProxyWarning {
+        code: refusal.code.into(),
+        detail: format!("{} (from {peer})", refusal.reason),
+    });
+    r.request_headers = observer.options().log_headers.then(|| {
+        observer.loggable_headers(
+            parts
+                .headers
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_bytes())),
+        )
+    });
+    r.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    observer.emit(r);
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "error": {
+            "code": -32000,
+            "message": format!("Forbidden by the mcp-triage proxy: {}", refusal.reason),
+        },
+    });
+    Response::builder()
+        .status(StatusCode::FORBIDDEN)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(ResponseTap::fixed(Bytes::from(body.to_string())))
+        .expect("a static response is valid")
+}
+
+/// Completes `limit` after the request body was read whole (the copy for the record arrived;
+/// it is put back for the record); never when the body never ends, which the body read
+/// timeout covers.
+async fn response_deadline(request: &mut oneshot::Receiver<RequestCopy>, limit: Duration) {
+    let copy = (&mut *request).await;
+    let (tx, rx) = oneshot::channel();
+    if let Ok(c) = copy {
+        let _ = tx.send(c);
+    }
+    *request = rx;
+    tokio::time::sleep(limit).await;
 }
 
 /// Writes the record of an exchange whose handler was dropped before the response head.
@@ -1389,22 +1669,53 @@ struct RequestCopy {
     overflow: bool,
 }
 
-/// The client's request body on its way upstream, copied (bounded) as it passes.
+/// The client's request body on its way upstream, copied (bounded) as it passes, and ended
+/// with an error when the client stalls longer than the body read timeout.
 pub struct RequestTap {
     inner: Option<Incoming>,
     copy: RequestCopy,
     max: u64,
     done: Option<oneshot::Sender<RequestCopy>>,
+    /// See [`ProxyOptions::body_read_timeout`].
+    idle_limit: Duration,
+    /// Armed at the first wait for the client after a frame (not while the upstream is the one
+    /// holding the body back: then the tap is not polled).
+    idle: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// Set when the body read timeout ended the body.
+    timed_out: Arc<AtomicBool>,
 }
 
+/// The client stalled mid-body past [`ProxyOptions::body_read_timeout`].
+#[derive(Debug)]
+struct BodyStalled(Duration);
+
+impl std::fmt::Display for BodyStalled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the client sent no request body bytes for {} ms (body read timeout)",
+            self.0.as_millis()
+        )
+    }
+}
+
+impl std::error::Error for BodyStalled {}
+
 impl RequestTap {
-    fn new(body: Incoming, max: u64) -> (RequestTap, oneshot::Receiver<RequestCopy>) {
+    fn new(
+        body: Incoming,
+        max: u64,
+        idle_limit: Duration,
+    ) -> (RequestTap, oneshot::Receiver<RequestCopy>) {
         let (tx, rx) = oneshot::channel();
         let mut tap = RequestTap {
             inner: Some(body),
             copy: RequestCopy::default(),
             max,
             done: Some(tx),
+            idle_limit,
+            idle: None,
+            timed_out: Arc::new(AtomicBool::new(false)),
         };
         if tap.inner.as_ref().is_some_and(Body::is_end_stream) {
             tap.complete();
@@ -1434,12 +1745,12 @@ impl RequestTap {
 
 impl Body for RequestTap {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = self.get_mut();
         let Some(inner) = this.inner.as_mut() else {
             return Poll::Ready(None);
@@ -1447,6 +1758,7 @@ impl Body for RequestTap {
         let r = Pin::new(inner).poll_frame(cx);
         match &r {
             Poll::Ready(Some(Ok(frame))) => {
+                this.idle = None;
                 if let Some(d) = frame.data_ref() {
                     Self::keep(&mut this.copy, this.max, d);
                 }
@@ -1455,9 +1767,21 @@ impl Body for RequestTap {
                 }
             }
             Poll::Ready(None) | Poll::Ready(Some(Err(_))) => this.complete(),
-            Poll::Pending => {}
+            Poll::Pending => {
+                let limit = this.idle_limit;
+                let idle = this
+                    .idle
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+                if idle.as_mut().poll(cx).is_ready() {
+                    this.timed_out.store(true, Ordering::Relaxed);
+                    this.complete();
+                    // The rest of the body is not wanted any more (not even for the record).
+                    this.inner = None;
+                    return Poll::Ready(Some(Err(Box::new(BodyStalled(limit)))));
+                }
+            }
         }
-        r
+        r.map_err(Into::into)
     }
 
     fn is_end_stream(&self) -> bool {

@@ -574,3 +574,22 @@ async fn proxy_appending_to_a_torn_log_starts_a_new_line() {
     }
     kitchen.shutdown().await;
 }
+
+/// The limits and the rebinding options refuse values that cannot work, naming the flag.
+#[test]
+fn proxy_refuses_unusable_limits_and_host_options() {
+    for (flag, says) in [
+        ("--body-read-timeout=0", "--body-read-timeout"),
+        ("--body-read-timeout=nan", "--body-read-timeout"),
+        ("--response-timeout=-1", "--response-timeout"),
+        ("--response-timeout=100000", "--response-timeout"),
+        ("--max-connections=0", "--max-connections"),
+        ("--allow-origin=evil.example", "--allow-origin"),
+        ("--allow-origin=http://a.example/path", "--allow-origin"),
+        ("--allow-host=http://a.example", "--allow-host"),
+        ("--host-check=sometimes", "--host-check"),
+    ] {
+        let args = ["--upstream", "http://127.0.0.1:9", flag].map(std::ffi::OsStr::new);
+        proxy_refuses(&args, says);
+    }
+}

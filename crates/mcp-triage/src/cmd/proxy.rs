@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 use mcp_triage_core::Limits;
-use mcp_triage_proxy::http::{start, ProxyOptions};
+use mcp_triage_proxy::http::{start, HostCheck, ProxyOptions};
 use mcp_triage_proxy::stdio::WrapOptions;
 use mcp_triage_proxy::{open_append, LogWriter, ObserveOptions, WriterStats};
 
@@ -174,8 +174,46 @@ pub struct ProxyArgs {
     /// accepted.
     #[arg(long, value_name = "MICROS", value_parser = clap::value_parser!(u64).range(0..=10_000))]
     spin_us: Option<u64>,
+    /// DNS-rebinding protection: refuse (403, and a REFUSED record) requests whose Host is not a
+    /// loopback name (localhost, 127.0.0.0/8 in any form such as 127.1, [::1]) and requests
+    /// whose Origin, when present, is not a loopback origin. auto: on when --listen is a
+    /// loopback address.
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t = HostCheckArg::Auto)]
+    host_check: HostCheckArg,
+    /// A Host name to accept besides loopback names (repeatable); also accepted as the host of an
+    /// Origin.
+    #[arg(long, value_name = "NAME")]
+    allow_host: Vec<String>,
+    /// An Origin to accept besides loopback origins, scheme://host[:port] (repeatable).
+    #[arg(long, value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
+    /// A query parameter whose value records show as REDACTED (repeatable), besides
+    /// access_token, token and key, which always are. The upstream still gets the value.
+    #[arg(long, value_name = "NAME")]
+    redact_query_param: Vec<String>,
+    /// Seconds the proxy waits for the next bytes of a request body (a client that stalls
+    /// mid-body); past it the client gets a 408 and the record a TIMEOUT.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    body_read_timeout: f64,
+    /// Seconds the proxy waits for the upstream's response head once the request was sent;
+    /// past it the client gets a 504 and the record a TIMEOUT. 0: no limit. A response that has
+    /// begun (an SSE stream) is never cut by it.
+    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
+    response_timeout: f64,
+    /// Most client connections open at once (each also holds an upstream connection); past it a
+    /// new connection gets a 503 and is closed.
+    #[arg(long, value_name = "N", default_value_t = mcp_triage_proxy::http::DEFAULT_MAX_CONNECTIONS as u32,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_connections: u32,
     #[command(flatten)]
     records: RecordArgs,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum HostCheckArg {
+    Auto,
+    On,
+    Off,
 }
 
 #[derive(Args)]
@@ -243,6 +281,37 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
         None => mcp_triage_proxy::http::DEFAULT_SPIN,
     };
     options.observe = args.records.observe();
+    options.host_check = match args.host_check {
+        HostCheckArg::Auto => HostCheck::Auto,
+        HostCheckArg::On => HostCheck::On,
+        HostCheckArg::Off => HostCheck::Off,
+    };
+    for origin in &args.allow_origin {
+        let authority = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"))
+            .map(|a| a.trim_end_matches('/'));
+        if authority.is_none_or(|a| a.is_empty() || a.contains(['/', '?', '#', '@'])) {
+            return Err(format!(
+                "--allow-origin {origin:?}: an origin is scheme://host[:port] (http or https, no path)"
+            ));
+        }
+    }
+    if let Some(bad) = args
+        .allow_host
+        .iter()
+        .find(|h| h.is_empty() || h.contains(['/', ' ']))
+    {
+        return Err(format!(
+            "--allow-host {bad:?}: give a host name without scheme or path"
+        ));
+    }
+    options.allowed_hosts = args.allow_host.clone();
+    options.allowed_origins = args.allow_origin.clone();
+    options.redact_query_params = args.redact_query_param.clone();
+    options.body_read_timeout = seconds("--body-read-timeout", args.body_read_timeout, false)?;
+    options.response_timeout = seconds("--response-timeout", args.response_timeout, true)?;
+    options.max_connections = args.max_connections as usize;
     let peer = mcp_triage_proxy::otel::Peer {
         address: options.upstream.host().map(str::to_string),
         port: Some(options.upstream_port()),
@@ -278,6 +347,12 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
         );
         shutdown_signal().await;
         eprintln!("mcp-triage proxy: stopping; draining open exchanges");
+        let refused = handle.refused_connections();
+        if refused > 0 {
+            eprintln!(
+                "mcp-triage proxy: {refused} connection(s) were refused with 503 at the --max-connections limit"
+            );
+        }
         handle.shutdown().await;
         Ok::<_, String>(())
     })?;
@@ -341,6 +416,19 @@ pub fn run_wrap(args: WrapArgs) -> Result<ExitCode, String> {
         }
     }
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// A limit in seconds: finite, above 0 (or 0 when `zero_is_off`), at most a day.
+fn seconds(flag: &str, secs: f64, zero_is_off: bool) -> Result<Duration, String> {
+    let ok = secs.is_finite() && secs <= 86_400.0 && (secs > 0.0 || (zero_is_off && secs == 0.0));
+    if !ok {
+        return Err(if zero_is_off {
+            format!("{flag} must be a number of seconds from 0 (no limit) to 86400")
+        } else {
+            format!("{flag} must be a number of seconds above 0 and at most 86400")
+        });
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 /// Says how many records reached the log and how many a write error lost; a loss is exit
