@@ -1836,6 +1836,8 @@ struct Plan {
     tools: Option<ToolsTap>,
     /// A bounded copy of a batch response, classified per request at the end.
     batch_copy: Option<(Vec<u8>, bool)>,
+    /// Why the response is not classified, when it is not (see [`Plan::unclassifiable`]).
+    unclassified: Option<String>,
     /// The record id that server requests seen on this stream point to.
     via: String,
     origin: Origin,
@@ -1891,6 +1893,7 @@ impl ResponseObserver {
             classifier: None,
             tools: None,
             batch_copy: None,
+            unclassified: None,
             via: String::new(),
             origin: ex.origin.clone(),
             request_bytes: copy.total,
@@ -1994,6 +1997,20 @@ impl ResponseObserver {
         plan
     }
 
+    /// The length a 2xx non-SSE response declares, when it is over `maxBodyBytes`: such a body
+    /// is not copied for the classifier at all (a 2 GB JSON answer costs no memory), and its
+    /// calls get a `LIMIT_EXCEEDED` verdict naming the limit, as the classifier would give once
+    /// it had copied that much.
+    fn declared_over_limit(&self) -> Option<u64> {
+        if self.head.status / 100 != 2 || self.is_sse() {
+            return None;
+        }
+        self.head
+            .get("content-length")
+            .and_then(|l| l.trim().parse::<u64>().ok())
+            .filter(|&l| l > self.sh.observer.options().limits.max_body_bytes)
+    }
+
     fn is_sse(&self) -> bool {
         self.head.get("content-type").is_some_and(|c| {
             c.trim_start()
@@ -2007,6 +2024,9 @@ impl ResponseObserver {
         if let Stage::Waiting { .. } = self.stage {
             self.try_activate();
         }
+        // Nothing of a body declared over the limit is kept while the request is still read.
+        let too_big =
+            matches!(self.stage, Stage::Waiting { .. }) && self.declared_over_limit().is_some();
         match &mut self.stage {
             Stage::Waiting {
                 pending,
@@ -2016,8 +2036,9 @@ impl ResponseObserver {
                 if *overflow {
                     return;
                 }
-                if *pending_bytes + chunk.len() as u64
-                    > self.sh.observer.options().limits.max_body_bytes
+                if too_big
+                    || *pending_bytes + chunk.len() as u64
+                        > self.sh.observer.options().limits.max_body_bytes
                 {
                     *overflow = true;
                     pending.clear();
@@ -2054,10 +2075,16 @@ impl ResponseObserver {
                 overflow: false,
             },
         ) {
-            if overflow {
-                plan.unclassifiable();
-            }
             let max = self.sh.observer.options().limits.max_body_bytes;
+            if let Some(declared) = self.declared_over_limit() {
+                plan.unclassifiable(format!(
+                    "the response declares Content-Length {declared}, more than maxBodyBytes = {max}; it was forwarded whole but not classified (and not copied)"
+                ));
+            } else if overflow {
+                plan.unclassifiable(
+                    "the response started before the request was read and outgrew the wait buffer; it was forwarded but not classified".to_string(),
+                );
+            }
             for c in &pending {
                 plan.feed(&self.sh, c, max);
             }
@@ -2109,9 +2136,11 @@ impl ResponseObserver {
 }
 
 impl Plan {
-    fn unclassifiable(&mut self) {
-        // Response chunks arrived before the request was read and overflowed the wait buffer:
-        // the classifier cannot see the start of the body, so it must not judge it.
+    /// The response is forwarded but not judged, for `why`: chunks that arrived before the
+    /// request was read overflowed the wait buffer (the classifier cannot see the start of the
+    /// body), or the body declares a length over the limit (no copy of it is kept at all).
+    fn unclassifiable(&mut self, why: String) {
+        self.unclassified = Some(why);
         self.classifier = None;
         self.tools = None;
         self.batch_copy = None;
@@ -2222,9 +2251,11 @@ impl Plan {
                 Some(v) => obs.finish_call(call, v, true, session, tools.as_deref()),
                 None => {
                     // Not classifiable (see `unclassifiable`): forwarded, not judged.
-                    let mut v = Verdict::new(mcp_triage_core::Outcome::LimitExceeded).with_detail(
-                        "the response started before the request was read and outgrew the wait buffer; it was forwarded but not classified",
-                    );
+                    let why = self.unclassified.clone().unwrap_or_else(|| {
+                        "the response was forwarded but not classified".to_string()
+                    });
+                    let mut v =
+                        Verdict::new(mcp_triage_core::Outcome::LimitExceeded).with_detail(why);
                     v.limit = Some(mcp_triage_core::LimitHit {
                         name: "maxBodyBytes".into(),
                         max: obs.options().limits.max_body_bytes,

@@ -294,11 +294,16 @@ async fn a_silent_upstream_gets_the_client_a_504_and_a_timeout_record() {
         "the upstream request was closed"
     );
     let recs = finish(p, records, writer).await;
+    assert_one_timeout(&recs, 504, "responseTimeoutMs", 300);
+}
+
+/// One record: a TIMEOUT with `status`, naming the limit `name` = `max`.
+fn assert_one_timeout(recs: &[Record], status: u16, name: &str, max: u64) {
     assert_eq!(recs.len(), 1, "{recs:#?}");
     let r = &recs[0];
     assert_eq!(
         (r.outcome.as_str(), r.http_statuses.as_slice()),
-        ("TIMEOUT", &[504][..]),
+        ("TIMEOUT", &[status][..]),
         "{r:#?}"
     );
     let limit = r
@@ -306,7 +311,7 @@ async fn a_silent_upstream_gets_the_client_a_504_and_a_timeout_record() {
         .as_ref()
         .and_then(|v| v.limit.as_ref())
         .expect("the limit is named");
-    assert_eq!((limit.name.as_str(), limit.max), ("responseTimeoutMs", 300));
+    assert_eq!((limit.name.as_str(), limit.max), (name, max));
 }
 
 /// A client that stops sending mid-body: after `--body-read-timeout` it gets a 408, the
@@ -336,19 +341,7 @@ async fn a_client_stalling_mid_body_gets_a_408_and_a_timeout_record() {
         "the upstream request was closed"
     );
     let recs = finish(p, records, writer).await;
-    assert_eq!(recs.len(), 1, "{recs:#?}");
-    let r = &recs[0];
-    assert_eq!(
-        (r.outcome.as_str(), r.http_statuses.as_slice()),
-        ("TIMEOUT", &[408][..]),
-        "{r:#?}"
-    );
-    let limit = r
-        .verdict
-        .as_ref()
-        .and_then(|v| v.limit.as_ref())
-        .expect("the limit is named");
-    assert_eq!((limit.name.as_str(), limit.max), ("bodyReadTimeoutMs", 300));
+    assert_one_timeout(&recs, 408, "bodyReadTimeoutMs", 300);
 }
 
 /// Idle connections up to `--max-connections` hold their slots; the next one gets a 503 naming
@@ -505,5 +498,46 @@ async fn proxy_credentials_stay_and_query_secrets_are_redacted_in_records() {
     assert_eq!(
         recs[0].path.as_deref(),
         Some("/mcp?access_token=REDACTED&keep=1&sig=REDACTED&Key=REDACTED")
+    );
+}
+
+/// A JSON answer that declares a length over `maxBodyBytes` is forwarded whole, and no copy of
+/// it is kept for the classifier: the record says LIMIT_EXCEEDED naming the limit and why
+/// (bench/proxy-hostile.sh measures the memory: a 2 GB answer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_answer_declared_over_the_limit_is_forwarded_and_not_copied() {
+    const BODY: &str = concat!(
+        r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":""#,
+        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        r#""}]}}"#
+    );
+    let answer: &'static str = Box::leak(
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{BODY}",
+            BODY.len()
+        )
+        .into_boxed_str(),
+    );
+    let (up, _seen) = raw_upstream(Some(answer)).await;
+    let (p, records, writer) = proxy(up, |o| o.observe.limits.max_body_bytes = 100).await;
+    let resp = exchange(p.local_addr(), &post("/mcp", "127.0.0.1", "", TOOLS_CALL)).await;
+    assert!(resp.ends_with(BODY), "forwarded whole: {resp}");
+    let recs = finish(p, records, writer).await;
+    assert_eq!(recs.len(), 1, "{recs:#?}");
+    let r = &recs[0];
+    assert_eq!(r.outcome, "LIMIT_EXCEEDED", "{r:#?}");
+    assert!(!r.classified);
+    assert_eq!(r.response_bytes, BODY.len() as u64);
+    let v = r.verdict.as_ref().unwrap();
+    assert_eq!(
+        v.limit.as_ref().map(|l| (l.name.as_str(), l.max)),
+        Some(("maxBodyBytes", 100))
+    );
+    assert!(
+        v.detail
+            .as_deref()
+            .unwrap_or("")
+            .contains("declares Content-Length"),
+        "{v:#?}"
     );
 }
