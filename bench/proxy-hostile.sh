@@ -2,7 +2,7 @@
 # The proxy against hostile load, with figures (issue 15). Each scenario prints one line.
 #
 #   bench/proxy-hostile.sh     (env: BIG_BYTES=2147483648 IDLE=2000 MAX_CONNECTIONS=512
-#                                    PROXY_BIN=path/to/another/mcp-triage)
+#                                    PROXY_BIN=path/to/another/mcp-triage SKIP_BIG=1)
 #
 # - Big responses: BIG_BYTES of SSE, of chunked JSON and of JSON with a Content-Length, each
 #   through a fresh proxy (default limits: the classifier reads JSON bodies up to
@@ -80,10 +80,12 @@ big() { # big NAME SERVE_ARGS -- PROXY_ARGS
   kill "$server" 2>/dev/null || true
   printf '%-38s peak RSS %6.1f MB  client got %s  record: %s\n' "$name ${proxy_args[*]}" "$(awk -v k="$hwm" 'BEGIN {print k / 1024}')" "$got" "$(first_record "$name")"
 }
-big sse --
-big json-chunked --json --
-big json-length --json --content-length --
-big json-chunked-8MiB --json -- --max-body-bytes 8388608
+if [ -z "${SKIP_BIG:-}" ]; then
+  big sse --
+  big json-chunked --json --
+  big json-length --json --content-length --
+  big json-chunked-8MiB --json -- --max-body-bytes 8388608
+fi
 
 echo "== idle flood: $IDLE idle connections, --max-connections $MAX_CONNECTIONS"
 "$bin/examples/serve" --listen 127.0.0.1:0 >"$out/kitchen.url" 2>"$out/kitchen.log" &
@@ -164,24 +166,38 @@ def send():
 t = time.time()
 threading.Thread(target=send, daemon=True).start()
 resp = b""
+head_at = None
+sent_then = 0
 try:
+    while b"\r\n\r\n" not in resp:
+        d = s.recv(65536)
+        if not d:
+            break
+        resp += d
+    head_at = time.time() - t
+    sent_then = sent[0]
     while True:
         d = s.recv(65536)
         if not d:
             break
         resp += d
+    end = f"closed after {time.time() - t:.2f} s"
 except OSError as e:
-    resp += f" [{e}]".encode()
+    end = f"{e} after {time.time() - t:.2f} s"
 status = resp.split(b"\r\n", 1)[0].decode(errors="replace")
-print(f"client got {status!r} after {time.time() - t:.2f} s, "
-      f"having sent {sent[0] >> 20} MB of 100")
+print(f"client got {status!r} after {head_at or 0:.2f} s, having sent {sent_then >> 20} MB of 100 by then; "
+      f"connection {end}, {sent[0] >> 20} MB sent in all")
 PY
 sleep 0.5
 stop_proxy "$proxy_pid"
 echo "  record: $(first_record early)"
 
 echo "== full disk: --log /dev/full"
-start_proxy fulldisk "$kitchen" --log /dev/full
+"$proxy_bin" proxy --listen 127.0.0.1:0 --upstream "$kitchen" --log /dev/full 2>"$out/fulldisk.log" &
+proxy_pid=$!
+pids+=("$proxy_pid")
+wait_for "$out/fulldisk.log" "http://"
+proxy_url="$(grep -o 'http://[0-9.:]*' "$out/fulldisk.log" | head -n1)"
 curl -s -o /dev/null -H 'host: 127.0.0.1' "$proxy_url/.well-known/oauth-protected-resource" || true
 sleep 0.3
 kill -TERM "$proxy_pid"
