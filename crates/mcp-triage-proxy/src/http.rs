@@ -775,14 +775,23 @@ impl<T> EarlyAnswerIo<T> {
         }
     }
 
-    /// A write failed: the peer stopped reading, perhaps after answering.
-    fn peer_gone(e: &io::Error) -> bool {
-        matches!(
-            e.kind(),
-            io::ErrorKind::BrokenPipe
-                | io::ErrorKind::ConnectionReset
-                | io::ErrorKind::ConnectionAborted
-        )
+    /// A write's result: an error saying the peer stopped reading (perhaps after answering)
+    /// closes the write side instead of failing.
+    fn after_write<R>(&mut self, r: Poll<io::Result<R>>) -> Poll<io::Result<R>> {
+        match r {
+            Poll::Ready(Err(e))
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::BrokenPipe
+                        | io::ErrorKind::ConnectionReset
+                        | io::ErrorKind::ConnectionAborted
+                ) =>
+            {
+                self.write_failed = Some(e);
+                self.write_closed()
+            }
+            r => r,
+        }
     }
 }
 
@@ -818,13 +827,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for EarlyAnswerIo<T> {
         if this.write_failed.is_some() {
             return this.write_closed();
         }
-        match Pin::new(&mut this.io).poll_write(cx, data) {
-            Poll::Ready(Err(e)) if Self::peer_gone(&e) => {
-                this.write_failed = Some(e);
-                this.write_closed()
-            }
-            r => r,
-        }
+        let r = Pin::new(&mut this.io).poll_write(cx, data);
+        this.after_write(r)
     }
 
     fn poll_write_vectored(
@@ -836,13 +840,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for EarlyAnswerIo<T> {
         if this.write_failed.is_some() {
             return this.write_closed();
         }
-        match Pin::new(&mut this.io).poll_write_vectored(cx, parts) {
-            Poll::Ready(Err(e)) if Self::peer_gone(&e) => {
-                this.write_failed = Some(e);
-                this.write_closed()
-            }
-            r => r,
-        }
+        let r = Pin::new(&mut this.io).poll_write_vectored(cx, parts);
+        this.after_write(r)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -854,13 +853,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for EarlyAnswerIo<T> {
         if this.write_failed.is_some() {
             return this.write_closed();
         }
-        match Pin::new(&mut this.io).poll_flush(cx) {
-            Poll::Ready(Err(e)) if Self::peer_gone(&e) => {
-                this.write_failed = Some(e);
-                this.write_closed()
-            }
-            r => r,
-        }
+        let r = Pin::new(&mut this.io).poll_flush(cx);
+        this.after_write(r)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

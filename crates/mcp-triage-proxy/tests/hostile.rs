@@ -111,25 +111,8 @@ async fn early_413(linger: bool) {
     c.write_all(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n")
         .await
         .unwrap();
-    let (mut rd, mut wr) = c.into_split();
-    let sender = tokio::spawn(async move {
-        let chunk = vec![b' '; 64 << 10];
-        let framed = [
-            format!("{:x}\r\n", chunk.len()).into_bytes(),
-            chunk,
-            b"\r\n".to_vec(),
-        ]
-        .concat();
-        let mut sent = 0u64;
-        while sent < BIG {
-            if wr.write_all(&framed).await.is_err() {
-                break;
-            }
-            sent += 64 << 10;
-        }
-        let _ = wr.write_all(b"0\r\n\r\n").await;
-        sent
-    });
+    let (mut rd, wr) = c.into_split();
+    let sender = tokio::spawn(send_chunks(wr));
     let mut resp = Vec::new();
     let _ = tokio::time::timeout(Duration::from_secs(20), rd.read_to_end(&mut resp)).await;
     let resp = String::from_utf8_lossy(&resp).into_owned();
@@ -179,30 +162,35 @@ async fn the_kitchens_413_for_a_100_mb_body_reaches_the_client() {
     kitchen.shutdown().await;
 }
 
+/// Sends [`BIG`] bytes of chunked body (64 KiB chunks) and its end, stopping at the first
+/// failed write; how many body bytes went.
+async fn send_chunks(mut wr: tokio::net::tcp::OwnedWriteHalf) -> u64 {
+    let chunk = vec![b' '; 64 << 10];
+    let framed = [
+        format!("{:x}\r\n", chunk.len()).into_bytes(),
+        chunk,
+        b"\r\n".to_vec(),
+    ]
+    .concat();
+    let mut sent = 0u64;
+    while sent < BIG {
+        if wr.write_all(&framed).await.is_err() {
+            break;
+        }
+        sent += 64 << 10;
+    }
+    let _ = wr.write_all(b"0\r\n\r\n").await;
+    sent
+}
+
 /// POSTs a 100 MB chunked body to `addr` while reading the response; the response.
 async fn send_big_chunked(addr: SocketAddr) -> String {
     let mut c = TcpStream::connect(addr).await.unwrap();
     c.write_all(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
         .await
         .unwrap();
-    let (mut rd, mut wr) = c.into_split();
-    let sender = tokio::spawn(async move {
-        let chunk = vec![b' '; 64 << 10];
-        let framed = [
-            format!("{:x}\r\n", chunk.len()).into_bytes(),
-            chunk,
-            b"\r\n".to_vec(),
-        ]
-        .concat();
-        let mut sent = 0u64;
-        while sent < BIG {
-            if wr.write_all(&framed).await.is_err() {
-                break;
-            }
-            sent += 64 << 10;
-        }
-        let _ = wr.write_all(b"0\r\n\r\n").await;
-    });
+    let (mut rd, wr) = c.into_split();
+    let sender = tokio::spawn(send_chunks(wr));
     let mut resp = Vec::new();
     let _ = tokio::time::timeout(Duration::from_secs(20), rd.read_to_end(&mut resp)).await;
     sender.abort();

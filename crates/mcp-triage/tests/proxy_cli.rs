@@ -314,35 +314,19 @@ async fn proxy_sigterm_drains_every_record() {
     let dir = tmpdir("proxy");
     let log = dir.join("proxy.jsonl");
     let _ = std::fs::remove_file(&log);
-    let child = Command::new(BIN)
-        .args([
-            "proxy",
-            "--listen",
-            "127.0.0.1:0",
-            "--upstream",
-            &kitchen.base_url(),
-            "--log",
-        ])
-        .arg(&log)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut child = KillOnDrop(child);
-    let mut err = BufReader::new(child.0.stderr.take().unwrap());
-    let mut first = String::new();
-    err.read_line(&mut first).unwrap();
+    let mut proxy = start_proxy(
+        &kitchen.base_url(),
+        &[std::ffi::OsStr::new("--log"), log.as_os_str()],
+    );
+    let first = proxy.start_line.clone();
     // The proxy runs on mimalloc, chosen before `main` from its arguments (src/allocator.rs).
     if cfg!(all(target_os = "linux", target_env = "gnu")) {
         assert!(first.contains("(allocator: mimalloc,"), "{first}");
     }
     // One forwarding thread polls adaptively after traffic unless told otherwise.
     assert!(first.contains("spin: adaptive, up to 200 µs)"), "{first}");
-    let url = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .expect("the proxy prints its URL")
-        .to_string();
-    let addr = url.trim_start_matches("http://").to_string();
+    let addr = proxy.addr.clone();
+    let child = &mut proxy.child;
     // 40 calls in a row, then 20 that the kitchen holds for 400 ms, in flight when SIGTERM comes.
     let n = 60;
     async fn one(addr: String, i: usize, path: &str) -> Vec<u8> {
@@ -427,12 +411,18 @@ async fn proxy_sigterm_drains_every_record() {
     kitchen.shutdown().await;
 }
 
-/// Starts `mcp-triage proxy` in front of `upstream` with `extra` arguments; returns the child
-/// (stderr piped, the start line read) and its `host:port`.
-fn start_proxy(
-    upstream: &str,
-    extra: &[&std::ffi::OsStr],
-) -> (KillOnDrop, BufReader<std::process::ChildStderr>, String) {
+/// A `mcp-triage proxy` started by a test: the process, its stderr after the start line, its
+/// `host:port` and its start line.
+struct RunningProxy {
+    child: KillOnDrop,
+    /// Kept open: a proxy whose stderr is closed cannot report.
+    stderr: BufReader<std::process::ChildStderr>,
+    addr: String,
+    start_line: String,
+}
+
+/// Starts `mcp-triage proxy` on a free port in front of `upstream` with `extra` arguments.
+fn start_proxy(upstream: &str, extra: &[&std::ffi::OsStr]) -> RunningProxy {
     let child = Command::new(BIN)
         .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", upstream])
         .args(extra)
@@ -440,16 +430,21 @@ fn start_proxy(
         .spawn()
         .unwrap();
     let mut child = KillOnDrop(child);
-    let mut err = BufReader::new(child.0.stderr.take().unwrap());
-    let mut first = String::new();
-    err.read_line(&mut first).unwrap();
-    let addr = first
+    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
+    let mut start_line = String::new();
+    stderr.read_line(&mut start_line).unwrap();
+    let addr = start_line
         .split_whitespace()
         .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("the proxy prints its URL: {first}"))
+        .unwrap_or_else(|| panic!("the proxy prints its URL: {start_line}"))
         .trim_start_matches("http://")
         .to_string();
-    (child, err, addr)
+    RunningProxy {
+        child,
+        stderr,
+        addr,
+        start_line,
+    }
 }
 
 /// One `tools/call` through the proxy at `addr` on a fresh connection; the raw response.
@@ -470,17 +465,19 @@ fn call_through(addr: &str, id: u32) -> String {
 }
 
 /// SIGTERM, then the exit status and the rest of stderr (bounded in time).
-fn stop(
-    mut child: KillOnDrop,
-    mut err: BufReader<std::process::ChildStderr>,
-) -> (std::process::ExitStatus, String) {
+fn stop(p: RunningProxy) -> (std::process::ExitStatus, String) {
+    let RunningProxy {
+        mut child,
+        mut stderr,
+        ..
+    } = p;
     let kill = Command::new("kill")
         .args(["-TERM", &child.0.id().to_string()])
         .status()
         .unwrap();
     assert!(kill.success());
     let mut rest = String::new();
-    err.read_to_string(&mut rest).unwrap();
+    stderr.read_to_string(&mut rest).unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         if let Some(s) = child.0.try_wait().unwrap() {
@@ -508,14 +505,13 @@ async fn proxy_on_a_full_disk_says_records_were_lost_and_exits_1() {
     .unwrap();
     let upstream = kitchen.base_url();
     let (status, err) = tokio::task::spawn_blocking(move || {
-        let (child, err, addr) =
-            start_proxy(&upstream, &["--log", "/dev/full"].map(std::ffi::OsStr::new));
+        let proxy = start_proxy(&upstream, &["--log", "/dev/full"].map(std::ffi::OsStr::new));
         for id in 0..5 {
-            assert!(call_through(&addr, id).starts_with("HTTP/1.1 200"));
+            assert!(call_through(&proxy.addr, id).starts_with("HTTP/1.1 200"));
         }
         // The writer hits the full disk within a linger of the last record.
         std::thread::sleep(Duration::from_millis(300));
-        stop(child, err)
+        stop(proxy)
     })
     .await
     .unwrap();
@@ -551,14 +547,14 @@ async fn proxy_appending_to_a_torn_log_starts_a_new_line() {
     let upstream = kitchen.base_url();
     let log2 = log.clone();
     let (status, err) = tokio::task::spawn_blocking(move || {
-        let (child, err, addr) = start_proxy(
+        let proxy = start_proxy(
             &upstream,
             &[std::ffi::OsStr::new("--log"), log2.as_os_str()],
         );
         for id in 0..3 {
-            assert!(call_through(&addr, id).starts_with("HTTP/1.1 200"));
+            assert!(call_through(&proxy.addr, id).starts_with("HTTP/1.1 200"));
         }
-        stop(child, err)
+        stop(proxy)
     })
     .await
     .unwrap();
