@@ -1,9 +1,11 @@
-//! For `bench/proxy-overhead.sh`: a large SSE response through the proxy.
+//! For `bench/proxy-overhead.sh` and `bench/proxy-hostile.sh`: a large response through the proxy.
 //!
 //! `big_sse serve --listen 127.0.0.1:0 --bytes N` serves, for any request, a `text/event-stream`
 //! of `notifications/progress` events totalling about N bytes and then the response to id 1,
-//! and prints its URL. `big_sse fetch --url URL` POSTs a tools/call, reads the whole body and
-//! prints one JSON line: bytes, seconds, MiB/s.
+//! and prints its URL. With `--json` the response is instead one `application/json` tool result
+//! of about N bytes (a text content of `x`s), chunked; with `--json --content-length` it declares
+//! its length. `big_sse fetch --url URL` POSTs a tools/call, reads the whole body and prints one
+//! JSON line: bytes, seconds, MiB/s.
 
 use std::convert::Infallible;
 use std::time::Instant;
@@ -43,30 +45,54 @@ async fn serve(args: &[String]) {
         "loopback only"
     );
     println!("http://{}/mcp", listener.local_addr().unwrap());
-    let event = {
+    let body = if args.iter().any(|a| a == "--json") {
+        // One tool result whose text is `total` bytes of `x`.
+        let first = Bytes::from_static(
+            br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":""#,
+        );
+        let chunk = Bytes::from(vec![b'x'; 8000]);
+        let left = total / chunk.len() as u64;
+        let last = Bytes::from_static(br#""}]}}"#);
+        let length = first.len() as u64 + left * chunk.len() as u64 + last.len() as u64;
+        Generated {
+            content_type: "application/json",
+            first: Some(first),
+            chunk,
+            left,
+            last: Some(last),
+            length: args
+                .iter()
+                .any(|a| a == "--content-length")
+                .then_some(length),
+        }
+    } else {
+        // Progress notifications, then the result.
         let data = format!(
             r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":1,"progress":1,"message":"{}"}}}}"#,
             "x".repeat(8000)
         );
-        Bytes::from(format!("event: message\ndata: {data}\n\n"))
+        let chunk = Bytes::from(format!("event: message\ndata: {data}\n\n"));
+        Generated {
+            content_type: "text/event-stream",
+            first: None,
+            left: total / chunk.len() as u64,
+            chunk,
+            last: Some(Bytes::from_static(
+                b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"done\"}]}}\n\n",
+            )),
+            length: None,
+        }
     };
     loop {
         let (stream, _) = listener.accept().await.expect("accept");
-        let event = event.clone();
+        let body = body.clone();
         tokio::spawn(async move {
             let svc = hyper::service::service_fn(move |_req| {
-                let event = event.clone();
+                let body = body.clone();
                 async move {
-                    let body = Events {
-                        left: total / event.len() as u64,
-                        event,
-                        last: Some(Bytes::from_static(
-                            b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"done\"}]}}\n\n",
-                        )),
-                    };
                     Ok::<_, Infallible>(
                         hyper::Response::builder()
-                            .header("content-type", "text/event-stream")
+                            .header("content-type", body.content_type)
                             .body(body)
                             .unwrap(),
                     )
@@ -79,26 +105,40 @@ async fn serve(args: &[String]) {
     }
 }
 
-/// `n` copies of `event` then the terminal response, as a body produced on demand (the server
-/// holds one event, not the stream).
-struct Events {
+/// `first`, then `left` copies of `chunk`, then `last`, as a body produced on demand (the server
+/// holds one chunk, not the response); `length`, when set, is declared as its size.
+#[derive(Clone)]
+struct Generated {
+    content_type: &'static str,
+    first: Option<Bytes>,
+    chunk: Bytes,
     left: u64,
-    event: Bytes,
     last: Option<Bytes>,
+    length: Option<u64>,
 }
 
-impl http_body::Body for Events {
+impl http_body::Body for Generated {
     type Data = Bytes;
     type Error = Infallible;
     fn poll_frame(
         mut self: std::pin::Pin<&mut Self>,
         _cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if let Some(f) = self.first.take() {
+            return std::task::Poll::Ready(Some(Ok(Frame::data(f))));
+        }
         if self.left > 0 {
             self.left -= 1;
-            return std::task::Poll::Ready(Some(Ok(Frame::data(self.event.clone()))));
+            return std::task::Poll::Ready(Some(Ok(Frame::data(self.chunk.clone()))));
         }
         std::task::Poll::Ready(self.last.take().map(|b| Ok(Frame::data(b))))
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        match self.length {
+            Some(n) => http_body::SizeHint::with_exact(n),
+            None => http_body::SizeHint::default(),
+        }
     }
 }
 

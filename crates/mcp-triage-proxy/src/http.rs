@@ -24,7 +24,7 @@ use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
@@ -54,6 +54,7 @@ use tokio::task::JoinSet;
 use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
 use tokio_rustls::TlsConnector;
 
+use crate::guard::{redact_query, HostPolicy, Refusal};
 use crate::observe::{parse_messages, Call, Message, ObserveOptions, Observer, Origin};
 use crate::record::{Record, RecordKind};
 use crate::RecordSink;
@@ -72,6 +73,17 @@ const HOP_BY_HOP: [&str; 7] = [
 
 /// How long a request body that the upstream never read is still read for its record.
 const REQUEST_DRAIN: Duration = Duration::from_secs(5);
+
+/// Default of [`ProxyOptions::body_read_timeout`].
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Default of [`ProxyOptions::response_timeout`]: long, since a tool may work for minutes
+/// before a JSON answer.
+pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Default of [`ProxyOptions::max_connections`]: each connection holds two descriptors (client
+/// and upstream), so 512 stays within the usual soft limit of 1,024 open files.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 
 /// The default ceiling of the adaptive spin (see [`Spin`]): `cpuidle-haltpoll`'s default.
 pub const DEFAULT_SPIN: Duration = Duration::from_micros(200);
@@ -97,6 +109,39 @@ pub struct ProxyOptions {
     /// sleeps (one forwarding thread only; zero: sleep at once). The window adapts below this
     /// ceiling to how soon traffic usually comes back; see [`Spin`].
     pub spin: Duration,
+    /// DNS-rebinding protection (see [`crate::guard`]): whether `Host` and `Origin` are checked.
+    pub host_check: HostCheck,
+    /// Host names accepted besides loopback ones when `Host` is checked (also as an `Origin`'s
+    /// host).
+    pub allowed_hosts: Vec<String>,
+    /// `Origin` values accepted besides loopback ones when `Origin` is checked.
+    pub allowed_origins: Vec<String>,
+    /// Query parameters whose values records never show (besides
+    /// [`crate::guard::ALWAYS_REDACTED_QUERY`]); the upstream still gets them.
+    pub redact_query_params: Vec<String>,
+    /// Longest wait for the next bytes of a request body once it started (a client that stalls
+    /// mid-body). Past it the upstream request is closed, the client gets a `408` and the record
+    /// a `TIMEOUT` naming this limit.
+    pub body_read_timeout: Duration,
+    /// Longest wait for the upstream's response head once the request body was sent whole
+    /// (zero: no limit). Past it the upstream request is closed, the client gets a `504` and the
+    /// record a `TIMEOUT` naming this limit. A response that has begun is never cut by it (an
+    /// SSE stream may stay quiet for long).
+    pub response_timeout: Duration,
+    /// Most client connections open at once. Past it a new connection gets a `503` naming the
+    /// limit and is closed, so a flood of idle connections cannot take every file descriptor.
+    pub max_connections: usize,
+}
+
+/// When the proxy checks `Host` and `Origin` (see [`crate::guard`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostCheck {
+    /// When the listen address is a loopback address (the default).
+    Auto,
+    /// Always.
+    On,
+    /// Never.
+    Off,
 }
 
 impl ProxyOptions {
@@ -110,6 +155,13 @@ impl ProxyOptions {
             header_read_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
             spin: DEFAULT_SPIN,
+            host_check: HostCheck::Auto,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            redact_query_params: Vec::new(),
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            response_timeout: DEFAULT_RESPONSE_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         })
     }
 
@@ -180,6 +232,14 @@ struct Shared {
     tls: Option<(TlsConnector, ServerName<'static>)>,
     /// See [`ProxyOptions::connect_timeout`].
     connect_timeout: Duration,
+    /// `Host`/`Origin` checks, when on.
+    host_policy: Option<HostPolicy>,
+    /// See [`ProxyOptions::redact_query_params`].
+    redact_query_params: Vec<String>,
+    /// See [`ProxyOptions::body_read_timeout`].
+    body_read_timeout: Duration,
+    /// See [`ProxyOptions::response_timeout`].
+    response_timeout: Duration,
     /// Set when the proxy spins (see [`Spin`]).
     spin: Option<Arc<Spin>>,
     /// Observe a response after its bytes went to the client (see [`Deferred`]), not before.
@@ -220,9 +280,15 @@ pub struct ProxyHandle {
     addr: SocketAddr,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
+    refused: Arc<AtomicU64>,
 }
 
 impl ProxyHandle {
+    /// Connections refused so far because [`ProxyOptions::max_connections`] were open.
+    pub fn refused_connections(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
     /// The address it listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
@@ -275,13 +341,38 @@ pub async fn start(
         connect_timeout: options.connect_timeout,
         observe_after_write: one_thread,
         spin: (one_thread && !options.spin.is_zero()).then(|| Arc::new(Spin::new())),
+        host_policy: match options.host_check {
+            HostCheck::On => true,
+            HostCheck::Off => false,
+            HostCheck::Auto => addr.ip().is_loopback(),
+        }
+        .then(|| HostPolicy {
+            allowed_hosts: options.allowed_hosts.clone(),
+            allowed_origins: options.allowed_origins.clone(),
+            listen_ip: Some(addr.ip()),
+        }),
+        redact_query_params: options.redact_query_params.clone(),
+        body_read_timeout: options.body_read_timeout,
+        response_timeout: options.response_timeout,
     });
     let (stop, stop_rx) = watch::channel(false);
     if let Some(spin) = shared.spin.clone() {
         tokio::spawn(spin_loop(spin, options.spin, stop_rx.clone()));
     }
-    let task = tokio::spawn(accept_loop(listener, shared, stop_rx, options));
-    Ok(ProxyHandle { addr, stop, task })
+    let refused = Arc::new(AtomicU64::new(0));
+    let task = tokio::spawn(accept_loop(
+        listener,
+        shared,
+        stop_rx,
+        options,
+        refused.clone(),
+    ));
+    Ok(ProxyHandle {
+        addr,
+        stop,
+        task,
+        refused,
+    })
 }
 
 async fn accept_loop(
@@ -289,9 +380,11 @@ async fn accept_loop(
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
     options: ProxyOptions,
+    refused: Arc<AtomicU64>,
 ) {
     let graceful = GracefulShutdown::new();
     let mut conns = JoinSet::new();
+    let refusing = Arc::new(AtomicUsize::new(0));
     loop {
         while conns.try_join_next().is_some() {}
         tokio::select! {
@@ -301,6 +394,18 @@ async fn accept_loop(
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     continue;
                 };
+                // Connections that ended while this loop waited free their slots now.
+                while conns.try_join_next().is_some() {}
+                if conns.len() >= options.max_connections {
+                    if refused.fetch_add(1, Ordering::Relaxed) == 0 {
+                        eprintln!(
+                            "mcp-triage proxy: {} connections are open (--max-connections): refusing new ones with 503 until some close",
+                            options.max_connections
+                        );
+                    }
+                    refuse_connection(stream, options.max_connections, &refusing);
+                    continue;
+                }
                 let _ = stream.set_nodelay(true);
                 let (read, write) = stream.into_split();
                 let cork = Arc::new(Mutex::new(Cork::new(write)));
@@ -340,6 +445,38 @@ async fn accept_loop(
     // Exchanges still open are closed now: dropping them emits their records (cancelled).
     conns.abort_all();
     while conns.join_next().await.is_some() {}
+}
+
+/// Answers a connection over [`ProxyOptions::max_connections`] with a `503` naming the limit,
+/// then closes it. The answer is written without waiting for the request (there is no room to
+/// serve it); the request's bytes are read and dropped for a moment so that closing does not
+/// reset the connection before the client has read the answer. At most as many connections as
+/// the limit are being refused at once; past that a connection is closed at once.
+fn refuse_connection(mut stream: TcpStream, limit: usize, refusing: &Arc<AtomicUsize>) {
+    if refusing.fetch_add(1, Ordering::Relaxed) >= limit {
+        refusing.fetch_sub(1, Ordering::Relaxed);
+        return;
+    }
+    let refusing = refusing.clone();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let body = format!(
+            "mcp-triage proxy: too many open connections ({limit}, --max-connections); try again later\n"
+        );
+        let answer = format!(
+            "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            stream.write_all(answer.as_bytes()).await?;
+            stream.shutdown().await?;
+            let mut sink = [0u8; 4096];
+            while stream.read(&mut sink).await? > 0 {}
+            Ok::<_, io::Error>(())
+        })
+        .await;
+        refusing.fetch_sub(1, Ordering::Relaxed);
+    });
 }
 
 /// Polling instead of sleeping for a moment after traffic.
@@ -486,6 +623,8 @@ enum Sent {
     ConnectFailed(String),
     /// The upstream took the request and failed before a response head.
     Failed(hyper::Error),
+    /// No response head within the response timeout (its value).
+    TimedOut(Duration),
 }
 
 impl Upstream {
@@ -532,6 +671,7 @@ impl Upstream {
             .await
             .map_err(|e| ConnectFailed(e.to_string()))?;
         let _ = stream.set_nodelay(true);
+        let stream = EarlyAnswerIo::new(stream);
         let handshake_failed = |e: hyper::Error| ConnectFailed(error_chain(&e));
         let (sender, conn): (_, UpstreamConn) = match &sh.tls {
             None => {
@@ -593,6 +733,137 @@ impl Upstream {
                 },
             }
         }
+    }
+}
+
+/// The upstream socket, keeping an early answer readable after the upstream stopped reading.
+///
+/// Why: an upstream that refuses a request body (a `413` for a 100 MB upload, a `401` before
+/// the body) answers after reading the head and closes; the proxy, still sending the body,
+/// then gets `EPIPE`/`ECONNRESET` on a write. hyper's client fails the whole exchange on that
+/// write error, often before it has read the answer that is already in the socket's receive
+/// buffer, and the client saw a dropped connection instead of the upstream's `413`. Here a
+/// write that fails because the peer is gone does not fail: the write side is marked closed
+/// and every later write waits (so no more body is sent, and no byte is discarded as if it had
+/// been sent). hyper goes on reading: an answer that came is forwarded; an upstream that closed
+/// without one ends the read side, and then the saved write error is returned, which fails the
+/// exchange as before.
+struct EarlyAnswerIo<T> {
+    io: T,
+    /// The write error that closed the write side, returned once the read side ended too.
+    write_failed: Option<io::Error>,
+    /// The read side ended (EOF or an error).
+    read_ended: bool,
+}
+
+impl<T> EarlyAnswerIo<T> {
+    fn new(io: T) -> EarlyAnswerIo<T> {
+        EarlyAnswerIo {
+            io,
+            write_failed: None,
+            read_ended: false,
+        }
+    }
+
+    /// After a failed write: Pending while the read side may still bring an answer, the saved
+    /// error once it ended.
+    fn write_closed<R>(&mut self) -> Poll<io::Result<R>> {
+        match (&self.write_failed, self.read_ended) {
+            (Some(e), true) => Poll::Ready(Err(io::Error::new(e.kind(), e.to_string()))),
+            // The reader's waker is registered: its end wakes this task.
+            _ => Poll::Pending,
+        }
+    }
+
+    /// A write's result: an error saying the peer stopped reading (perhaps after answering)
+    /// closes the write side instead of failing.
+    fn after_write<R>(&mut self, r: Poll<io::Result<R>>) -> Poll<io::Result<R>> {
+        match r {
+            Poll::Ready(Err(e))
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::BrokenPipe
+                        | io::ErrorKind::ConnectionReset
+                        | io::ErrorKind::ConnectionAborted
+                ) =>
+            {
+                self.write_failed = Some(e);
+                self.write_closed()
+            }
+            r => r,
+        }
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for EarlyAnswerIo<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let r = Pin::new(&mut this.io).poll_read(cx, buf);
+        match &r {
+            Poll::Ready(Ok(())) if buf.filled().len() == before => this.read_ended = true,
+            Poll::Ready(Err(_)) => this.read_ended = true,
+            _ => {}
+        }
+        if this.read_ended && this.write_failed.is_some() {
+            // A write is waiting for this: let it return its error.
+            cx.waker().wake_by_ref();
+        }
+        r
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for EarlyAnswerIo<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if this.write_failed.is_some() {
+            return this.write_closed();
+        }
+        let r = Pin::new(&mut this.io).poll_write(cx, data);
+        this.after_write(r)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        parts: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if this.write_failed.is_some() {
+            return this.write_closed();
+        }
+        let r = Pin::new(&mut this.io).poll_write_vectored(cx, parts);
+        this.after_write(r)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.write_failed.is_some() {
+            return this.write_closed();
+        }
+        let r = Pin::new(&mut this.io).poll_flush(cx);
+        this.after_write(r)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.write_failed.is_some() {
+            // Nothing more can be sent; the connection is being closed anyway.
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut this.io).poll_shutdown(cx)
     }
 }
 
@@ -1025,6 +1296,13 @@ async fn handle(
 ) -> Result<Response<ResponseTap>, Cut> {
     let started = Instant::now();
     let (mut parts, body) = req.into_parts();
+    if let Some(policy) = &sh.host_policy {
+        let host = parts.headers.get(header::HOST).map(HeaderValue::as_bytes);
+        let origin = parts.headers.get(header::ORIGIN).map(HeaderValue::as_bytes);
+        if let Err(refusal) = policy.check(host, origin) {
+            return Ok(refuse(&sh, &parts, &peer, started, refusal));
+        }
+    }
     let origin = Origin {
         session_id: header_string(&parts.headers, "mcp-session-id"),
         protocol_version: header_string(&parts.headers, "mcp-protocol-version"),
@@ -1045,13 +1323,27 @@ async fn handle(
         .path_and_query()
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "/".to_string());
-    let (tap, request) = RequestTap::new(body, observer.options().max_request_bytes);
+    let (tap, request) = RequestTap::new(
+        body,
+        observer.options().max_request_bytes,
+        sh.body_read_timeout,
+    );
+    let body_stalled = tap.timed_out.clone();
     // Origin form (RFC 9112 §3.2.1): the upstream is reached directly, `Host` names it.
     let uri = Uri::builder()
         .path_and_query(path.as_str())
         .build()
         .expect("a request's path-and-query is a URI");
     strip_hop_by_hop(&mut parts.headers);
+    // Credentials for this proxy, not for the upstream.
+    parts.headers.remove(header::PROXY_AUTHORIZATION);
+    // The upstream routes on its own name; the client's (checked above when the proxy checks
+    // hosts) goes along for an upstream that wants to check it too.
+    if let Some(client_host) = parts.headers.get(header::HOST).cloned() {
+        parts
+            .headers
+            .insert(HeaderName::from_static("x-forwarded-host"), client_host);
+    }
     parts.headers.insert(header::HOST, sh.host.clone());
     // RFC 9110 §7.6.3: a gateway sends Via in each request it forwards.
     parts
@@ -1063,7 +1355,7 @@ async fn handle(
         started,
         origin,
         http_method: parts.method.clone(),
-        path,
+        path: redact_query(&path, &sh.redact_query_params).into_owned(),
         request,
         request_headers,
     };
@@ -1073,7 +1365,17 @@ async fn handle(
         sh: sh.clone(),
         ex: Some(ex),
     };
-    let result = upstream.send(&sh, Request::from_parts(parts, tap)).await;
+    let send = upstream.send(&sh, Request::from_parts(parts, tap));
+    let limit = sh.response_timeout;
+    let result = if limit.is_zero() {
+        send.await
+    } else {
+        let ex = guard.ex.as_mut().expect("armed until the response");
+        tokio::select! {
+            sent = send => sent,
+            _ = response_deadline(&mut ex.request, limit) => Sent::TimedOut(limit),
+        }
+    };
     let ex = guard.ex.take().expect("the guard is disarmed only here");
     match result {
         Sent::Response(resp) => {
@@ -1128,43 +1430,150 @@ async fn handle(
             ))
         }
         failed => {
-            let (connect, why) = match failed {
-                Sent::ConnectFailed(why) => (true, why),
-                Sent::Failed(e) => (false, error_chain(&e)),
+            // What the client gets: a status and a sentence, or its connection closed as the
+            // upstream closed the proxy's; what the record says; whether the upstream may have
+            // acted on the request.
+            let (status, verdict, reached) = match failed {
+                Sent::ConnectFailed(why) => {
+                    let detail = format!(
+                        "the proxy could not connect to the upstream {}: {why}",
+                        sh.authority
+                    );
+                    (
+                        Some(StatusCode::BAD_GATEWAY),
+                        Verdict::connection_error(detail),
+                        false,
+                    )
+                }
+                Sent::Failed(_) if body_stalled.load(Ordering::Relaxed) => {
+                    let limit = sh.body_read_timeout;
+                    let mut v = Verdict::timeout(
+                        BodyStalled(limit).to_string()
+                            + "; the upstream request was closed before its body ended",
+                    );
+                    v.limit = Some(mcp_triage_core::LimitHit {
+                        name: "bodyReadTimeoutMs".into(),
+                        max: limit.as_millis() as u64,
+                    });
+                    // An incomplete body is not a request the upstream can act on.
+                    (Some(StatusCode::REQUEST_TIMEOUT), v, false)
+                }
+                Sent::Failed(e) => {
+                    let detail = format!(
+                        "the upstream closed the connection before a response: {}",
+                        error_chain(&e)
+                    );
+                    (None, Verdict::connection_error(detail), true)
+                }
+                Sent::TimedOut(limit) => {
+                    let mut v = Verdict::timeout(format!(
+                        "the upstream sent no response head within {} ms of the request (response timeout); the upstream request was closed",
+                        limit.as_millis()
+                    ));
+                    v.limit = Some(mcp_triage_core::LimitHit {
+                        name: "responseTimeoutMs".into(),
+                        max: limit.as_millis() as u64,
+                    });
+                    (Some(StatusCode::GATEWAY_TIMEOUT), v, true)
+                }
                 Sent::Response(_) => unreachable!("matched above"),
             };
-            let detail = if connect {
-                format!(
-                    "the proxy could not connect to the upstream {}: {why}",
-                    sh.authority
-                )
-            } else {
-                format!("the upstream closed the connection before a response: {why}")
-            };
-            let copy = match tokio::time::timeout(REQUEST_DRAIN, ex.request).await {
-                Ok(Ok(c)) => c,
-                _ => RequestCopy::default(),
-            };
-            let verdict = Verdict::connection_error(detail.clone());
-            let ex = Exchange {
-                request: oneshot::channel().1,
-                ..ex
-            };
-            let plan = plan_without_response(&sh, &ex, copy);
-            plan.fail(&sh, &ex, verdict, !connect, connect.then_some(502), false);
-            if connect {
-                let body = format!("mcp-triage proxy: {detail}\n");
-                let resp = Response::builder()
-                    .status(StatusCode::BAD_GATEWAY)
-                    .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
-                    .body(ResponseTap::fixed(Bytes::from(body)))
-                    .expect("a static response is valid");
-                Ok(resp)
-            } else {
-                Err(Cut)
+            let detail = verdict.detail.clone().unwrap_or_default();
+            // The record waits for the rest of the request body (at most REQUEST_DRAIN), the
+            // client does not: it gets its answer now, and a shutdown that drops this handler
+            // cannot drop the record with it.
+            let code = status.map(|s| s.as_u16());
+            record_without_response(&sh, ex, move |plan, sh, ex| {
+                plan.fail(sh, ex, verdict, reached, code, false)
+            });
+            match status {
+                Some(status) => {
+                    let body = format!("mcp-triage proxy: {detail}\n");
+                    let mut resp = Response::builder()
+                        .status(status)
+                        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8");
+                    if status == StatusCode::REQUEST_TIMEOUT {
+                        // The rest of the body is unread: the connection cannot carry another
+                        // request.
+                        resp = resp.header(header::CONNECTION, "close");
+                    }
+                    Ok(resp
+                        .body(ResponseTap::fixed(Bytes::from(body)))
+                        .expect("a static response is valid"))
+                }
+                None => Err(Cut),
             }
         }
     }
+}
+
+/// The proxy's own answer to a request it will not forward (DNS-rebinding protection): a `403`
+/// whose body is a JSON-RPC error without id (as the MCP transport describes for an invalid
+/// `Origin`) naming the reason, and a record saying `REFUSED` with the reason as a warning.
+fn refuse(
+    sh: &Shared,
+    parts: &http::request::Parts,
+    peer: &str,
+    started: Instant,
+    refusal: Refusal,
+) -> Response<ResponseTap> {
+    let observer = &sh.observer;
+    let mut r = observer.new_record(RecordKind::Http);
+    r.http_method = Some(parts.method.to_string());
+    r.path = Some(
+        redact_query(
+            parts.uri.path_and_query().map_or("/", |p| p.as_str()),
+            &sh.redact_query_params,
+        )
+        .into_owned(),
+    );
+    r.http_statuses = vec![403];
+    r.outcome = "REFUSED".into();
+    r.layer = Some("transport".into());
+    r.classified = false;
+    r.client = header_string(&parts.headers, "user-agent").map(|ua| crate::record::ClientId {
+        user_agent: Some(ua),
+        ..Default::default()
+    });
+    r.warnings.push(crate::record::ProxyWarning {
+        code: refusal.code.into(),
+        detail: format!("{} (from {peer})", refusal.reason),
+    });
+    r.request_headers = observer.options().log_headers.then(|| {
+        observer.loggable_headers(
+            parts
+                .headers
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_bytes())),
+        )
+    });
+    r.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    observer.emit(r);
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "error": {
+            "code": -32000,
+            "message": format!("Forbidden by the mcp-triage proxy: {}", refusal.reason),
+        },
+    });
+    Response::builder()
+        .status(StatusCode::FORBIDDEN)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(ResponseTap::fixed(Bytes::from(body.to_string())))
+        .expect("a static response is valid")
+}
+
+/// Completes `limit` after the request body was read whole (the copy for the record arrived;
+/// it is put back for the record); never when the body never ends, which the body read
+/// timeout covers.
+async fn response_deadline(request: &mut oneshot::Receiver<RequestCopy>, limit: Duration) {
+    let copy = (&mut *request).await;
+    let (tx, rx) = oneshot::channel();
+    if let Ok(c) = copy {
+        let _ = tx.send(c);
+    }
+    *request = rx;
+    tokio::time::sleep(limit).await;
 }
 
 /// Writes the record of an exchange whose handler was dropped before the response head.
@@ -1175,25 +1584,44 @@ struct PendingGuard {
 
 impl Drop for PendingGuard {
     fn drop(&mut self) {
-        let Some(mut ex) = self.ex.take() else { return };
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let sh = self.sh.clone();
-        rt.spawn(async move {
-            let rx = std::mem::replace(&mut ex.request, oneshot::channel().1);
-            let copy = tokio::time::timeout(REQUEST_DRAIN, rx)
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or_default();
-            let plan = plan_without_response(&sh, &ex, copy);
+        let Some(ex) = self.ex.take() else { return };
+        record_without_response(&self.sh, ex, |plan, sh, ex| {
             let v = Verdict::connection_error(
                 "the client closed the connection (or the proxy stopped) before the response; the upstream request was closed",
             );
-            plan.fail(&sh, &ex, v, true, None, true);
+            plan.fail(sh, ex, v, true, None, true);
         });
     }
+}
+
+/// Writes the record(s) of an exchange that got no response from the upstream: at once when
+/// the request body was read (so the retry state is updated before the client sees the
+/// failure and can resend), else once it has been (at most [`REQUEST_DRAIN`] later), off the
+/// forwarding path.
+fn record_without_response(
+    sh: &Arc<Shared>,
+    mut ex: Exchange,
+    write: impl FnOnce(Plan, &Shared, &Exchange) + Send + 'static,
+) {
+    if let Ok(copy) = ex.request.try_recv() {
+        let plan = plan_without_response(sh, &ex, copy);
+        write(plan, sh, &ex);
+        return;
+    }
+    let Ok(rt) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let sh = sh.clone();
+    rt.spawn(async move {
+        let rx = std::mem::replace(&mut ex.request, oneshot::channel().1);
+        let copy = tokio::time::timeout(REQUEST_DRAIN, rx)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let plan = plan_without_response(&sh, &ex, copy);
+        write(plan, &sh, &ex);
+    });
 }
 
 fn plan_without_response(sh: &Arc<Shared>, ex: &Exchange, copy: RequestCopy) -> Plan {
@@ -1235,22 +1663,53 @@ struct RequestCopy {
     overflow: bool,
 }
 
-/// The client's request body on its way upstream, copied (bounded) as it passes.
+/// The client's request body on its way upstream, copied (bounded) as it passes, and ended
+/// with an error when the client stalls longer than the body read timeout.
 pub struct RequestTap {
     inner: Option<Incoming>,
     copy: RequestCopy,
     max: u64,
     done: Option<oneshot::Sender<RequestCopy>>,
+    /// See [`ProxyOptions::body_read_timeout`].
+    idle_limit: Duration,
+    /// Armed at the first wait for the client after a frame (not while the upstream is the one
+    /// holding the body back: then the tap is not polled).
+    idle: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// Set when the body read timeout ended the body.
+    timed_out: Arc<AtomicBool>,
 }
 
+/// The client stalled mid-body past [`ProxyOptions::body_read_timeout`].
+#[derive(Debug)]
+struct BodyStalled(Duration);
+
+impl std::fmt::Display for BodyStalled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the client sent no request body bytes for {} ms (body read timeout)",
+            self.0.as_millis()
+        )
+    }
+}
+
+impl std::error::Error for BodyStalled {}
+
 impl RequestTap {
-    fn new(body: Incoming, max: u64) -> (RequestTap, oneshot::Receiver<RequestCopy>) {
+    fn new(
+        body: Incoming,
+        max: u64,
+        idle_limit: Duration,
+    ) -> (RequestTap, oneshot::Receiver<RequestCopy>) {
         let (tx, rx) = oneshot::channel();
         let mut tap = RequestTap {
             inner: Some(body),
             copy: RequestCopy::default(),
             max,
             done: Some(tx),
+            idle_limit,
+            idle: None,
+            timed_out: Arc::new(AtomicBool::new(false)),
         };
         if tap.inner.as_ref().is_some_and(Body::is_end_stream) {
             tap.complete();
@@ -1280,12 +1739,12 @@ impl RequestTap {
 
 impl Body for RequestTap {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = self.get_mut();
         let Some(inner) = this.inner.as_mut() else {
             return Poll::Ready(None);
@@ -1293,6 +1752,7 @@ impl Body for RequestTap {
         let r = Pin::new(inner).poll_frame(cx);
         match &r {
             Poll::Ready(Some(Ok(frame))) => {
+                this.idle = None;
                 if let Some(d) = frame.data_ref() {
                     Self::keep(&mut this.copy, this.max, d);
                 }
@@ -1301,9 +1761,21 @@ impl Body for RequestTap {
                 }
             }
             Poll::Ready(None) | Poll::Ready(Some(Err(_))) => this.complete(),
-            Poll::Pending => {}
+            Poll::Pending => {
+                let limit = this.idle_limit;
+                let idle = this
+                    .idle
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+                if idle.as_mut().poll(cx).is_ready() {
+                    this.timed_out.store(true, Ordering::Relaxed);
+                    this.complete();
+                    // The rest of the body is not wanted any more (not even for the record).
+                    this.inner = None;
+                    return Poll::Ready(Some(Err(Box::new(BodyStalled(limit)))));
+                }
+            }
         }
-        r
+        r.map_err(Into::into)
     }
 
     fn is_end_stream(&self) -> bool {
@@ -1358,6 +1830,8 @@ struct Plan {
     tools: Option<ToolsTap>,
     /// A bounded copy of a batch response, classified per request at the end.
     batch_copy: Option<(Vec<u8>, bool)>,
+    /// Why the response is not classified, when it is not (see [`Plan::unclassifiable`]).
+    unclassified: Option<String>,
     /// The record id that server requests seen on this stream point to.
     via: String,
     origin: Origin,
@@ -1413,6 +1887,7 @@ impl ResponseObserver {
             classifier: None,
             tools: None,
             batch_copy: None,
+            unclassified: None,
             via: String::new(),
             origin: ex.origin.clone(),
             request_bytes: copy.total,
@@ -1516,6 +1991,20 @@ impl ResponseObserver {
         plan
     }
 
+    /// The length a 2xx non-SSE response declares, when it is over `maxBodyBytes`: such a body
+    /// is not copied for the classifier at all (a 2 GB JSON answer costs no memory), and its
+    /// calls get a `LIMIT_EXCEEDED` verdict naming the limit, as the classifier would give once
+    /// it had copied that much.
+    fn declared_over_limit(&self) -> Option<u64> {
+        if self.head.status / 100 != 2 || self.is_sse() {
+            return None;
+        }
+        self.head
+            .get("content-length")
+            .and_then(|l| l.trim().parse::<u64>().ok())
+            .filter(|&l| l > self.sh.observer.options().limits.max_body_bytes)
+    }
+
     fn is_sse(&self) -> bool {
         self.head.get("content-type").is_some_and(|c| {
             c.trim_start()
@@ -1529,6 +2018,9 @@ impl ResponseObserver {
         if let Stage::Waiting { .. } = self.stage {
             self.try_activate();
         }
+        // Nothing of a body declared over the limit is kept while the request is still read.
+        let too_big =
+            matches!(self.stage, Stage::Waiting { .. }) && self.declared_over_limit().is_some();
         match &mut self.stage {
             Stage::Waiting {
                 pending,
@@ -1538,8 +2030,9 @@ impl ResponseObserver {
                 if *overflow {
                     return;
                 }
-                if *pending_bytes + chunk.len() as u64
-                    > self.sh.observer.options().limits.max_body_bytes
+                if too_big
+                    || *pending_bytes + chunk.len() as u64
+                        > self.sh.observer.options().limits.max_body_bytes
                 {
                     *overflow = true;
                     pending.clear();
@@ -1576,10 +2069,16 @@ impl ResponseObserver {
                 overflow: false,
             },
         ) {
-            if overflow {
-                plan.unclassifiable();
-            }
             let max = self.sh.observer.options().limits.max_body_bytes;
+            if let Some(declared) = self.declared_over_limit() {
+                plan.unclassifiable(format!(
+                    "the response declares Content-Length {declared}, more than maxBodyBytes = {max}; it was forwarded whole but not classified (and not copied)"
+                ));
+            } else if overflow {
+                plan.unclassifiable(
+                    "the response started before the request was read and outgrew the wait buffer; it was forwarded but not classified".to_string(),
+                );
+            }
             for c in &pending {
                 plan.feed(&self.sh, c, max);
             }
@@ -1631,9 +2130,11 @@ impl ResponseObserver {
 }
 
 impl Plan {
-    fn unclassifiable(&mut self) {
-        // Response chunks arrived before the request was read and overflowed the wait buffer:
-        // the classifier cannot see the start of the body, so it must not judge it.
+    /// The response is forwarded but not judged, for `why`: chunks that arrived before the
+    /// request was read overflowed the wait buffer (the classifier cannot see the start of the
+    /// body), or the body declares a length over the limit (no copy of it is kept at all).
+    fn unclassifiable(&mut self, why: String) {
+        self.unclassified = Some(why);
         self.classifier = None;
         self.tools = None;
         self.batch_copy = None;
@@ -1744,9 +2245,11 @@ impl Plan {
                 Some(v) => obs.finish_call(call, v, true, session, tools.as_deref()),
                 None => {
                     // Not classifiable (see `unclassifiable`): forwarded, not judged.
-                    let mut v = Verdict::new(mcp_triage_core::Outcome::LimitExceeded).with_detail(
-                        "the response started before the request was read and outgrew the wait buffer; it was forwarded but not classified",
-                    );
+                    let why = self.unclassified.clone().unwrap_or_else(|| {
+                        "the response was forwarded but not classified".to_string()
+                    });
+                    let mut v =
+                        Verdict::new(mcp_triage_core::Outcome::LimitExceeded).with_detail(why);
                     v.limit = Some(mcp_triage_core::LimitHit {
                         name: "maxBodyBytes".into(),
                         max: obs.options().limits.max_body_bytes,

@@ -5,6 +5,7 @@
 //! the client retried it safely.
 //!
 //! - [`http`]: a reverse proxy for Streamable HTTP (both protocol eras).
+//! - [`guard`]: DNS-rebinding checks (`Host`, `Origin`) and query secrets kept out of records.
 //! - [`stdio`]: a wrapper around a stdio server process.
 //! - [`install`]: rewriting an `mcp.json` entry to go through the wrapper, and back.
 //! - [`observe`]: what both share: message parsing, sessions, tool annotations, retries, MRTR.
@@ -17,6 +18,7 @@
 
 #![deny(missing_docs)]
 
+pub mod guard;
 pub mod http;
 pub mod install;
 pub mod log;
@@ -27,6 +29,8 @@ pub mod record;
 pub mod stdio;
 pub mod tls;
 
-pub use log::{LogWriter, MemoryConsumer, RecordConsumer, RecordSink, WriterStats};
+pub use log::{
+    open_append, AppendLog, LogWriter, MemoryConsumer, RecordConsumer, RecordSink, WriterStats,
+};
 pub use observe::{ObserveOptions, Observer};
 pub use record::Record;

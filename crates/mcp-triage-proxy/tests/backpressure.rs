@@ -62,7 +62,7 @@ async fn a_slow_reader_gets_every_byte_of_a_large_response() {
         .unwrap();
 
     let mut c = TcpStream::connect(proxy.local_addr()).await.unwrap();
-    c.write_all(b"GET /big HTTP/1.1\r\nhost: x\r\n\r\n")
+    c.write_all(b"GET /big HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
         .await
         .unwrap();
     let read_all = async {

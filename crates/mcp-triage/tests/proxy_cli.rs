@@ -314,35 +314,19 @@ async fn proxy_sigterm_drains_every_record() {
     let dir = tmpdir("proxy");
     let log = dir.join("proxy.jsonl");
     let _ = std::fs::remove_file(&log);
-    let child = Command::new(BIN)
-        .args([
-            "proxy",
-            "--listen",
-            "127.0.0.1:0",
-            "--upstream",
-            &kitchen.base_url(),
-            "--log",
-        ])
-        .arg(&log)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut child = KillOnDrop(child);
-    let mut err = BufReader::new(child.0.stderr.take().unwrap());
-    let mut first = String::new();
-    err.read_line(&mut first).unwrap();
+    let mut proxy = start_proxy(
+        &kitchen.base_url(),
+        &[std::ffi::OsStr::new("--log"), log.as_os_str()],
+    );
+    let first = proxy.start_line.clone();
     // The proxy runs on mimalloc, chosen before `main` from its arguments (src/allocator.rs).
     if cfg!(all(target_os = "linux", target_env = "gnu")) {
         assert!(first.contains("(allocator: mimalloc,"), "{first}");
     }
     // One forwarding thread polls adaptively after traffic unless told otherwise.
     assert!(first.contains("spin: adaptive, up to 200 µs)"), "{first}");
-    let url = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .expect("the proxy prints its URL")
-        .to_string();
-    let addr = url.trim_start_matches("http://").to_string();
+    let addr = proxy.addr.clone();
+    let child = &mut proxy.child;
     // 40 calls in a row, then 20 that the kitchen holds for 400 ms, in flight when SIGTERM comes.
     let n = 60;
     async fn one(addr: String, i: usize, path: &str) -> Vec<u8> {
@@ -425,4 +409,183 @@ async fn proxy_sigterm_drains_every_record() {
     );
     assert!(recs.iter().all(|r| r["outcome"] == "TOOL_SUCCESS"));
     kitchen.shutdown().await;
+}
+
+/// A `mcp-triage proxy` started by a test: the process, its stderr after the start line, its
+/// `host:port` and its start line.
+struct RunningProxy {
+    child: KillOnDrop,
+    /// Kept open: a proxy whose stderr is closed cannot report.
+    stderr: BufReader<std::process::ChildStderr>,
+    addr: String,
+    start_line: String,
+}
+
+/// Starts `mcp-triage proxy` on a free port in front of `upstream` with `extra` arguments.
+fn start_proxy(upstream: &str, extra: &[&std::ffi::OsStr]) -> RunningProxy {
+    let child = Command::new(BIN)
+        .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", upstream])
+        .args(extra)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = KillOnDrop(child);
+    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
+    let mut start_line = String::new();
+    stderr.read_line(&mut start_line).unwrap();
+    let addr = start_line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("the proxy prints its URL: {start_line}"))
+        .trim_start_matches("http://")
+        .to_string();
+    RunningProxy {
+        child,
+        stderr,
+        addr,
+        start_line,
+    }
+}
+
+/// One `tools/call` through the proxy at `addr` on a fresh connection; the raw response.
+fn call_through(addr: &str, id: u32) -> String {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"test_simple_text","arguments":{{}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"cli-test","version":"0"}}}}}}}}"#
+    );
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: test_simple_text\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    resp
+}
+
+/// SIGTERM, then the exit status and the rest of stderr (bounded in time).
+fn stop(p: RunningProxy) -> (std::process::ExitStatus, String) {
+    let RunningProxy {
+        mut child,
+        mut stderr,
+        ..
+    } = p;
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(s) = child.0.try_wait().unwrap() {
+            return (s, rest);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the proxy did not stop on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A log on a full disk (`/dev/full` refuses every byte): the failure is on stderr while the
+/// proxy runs, the final count says no record was written and how many were lost, and the exit
+/// status is 1 — not "N record(s) written" and 0.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_on_a_full_disk_says_records_were_lost_and_exits_1() {
+    let kitchen = mcp_triage_kitchen::start(
+        "127.0.0.1:0".parse().unwrap(),
+        mcp_triage_kitchen::KitchenOptions::default(),
+    )
+    .await
+    .unwrap();
+    let upstream = kitchen.base_url();
+    let (status, err) = tokio::task::spawn_blocking(move || {
+        let proxy = start_proxy(&upstream, &["--log", "/dev/full"].map(std::ffi::OsStr::new));
+        for id in 0..5 {
+            assert!(call_through(&proxy.addr, id).starts_with("HTTP/1.1 200"));
+        }
+        // The writer hits the full disk within a linger of the last record.
+        std::thread::sleep(Duration::from_millis(300));
+        stop(proxy)
+    })
+    .await
+    .unwrap();
+    // Reported at once: before the proxy was asked to stop.
+    let reported = err.find("cannot write the record log");
+    let stopping = err.find("stopping");
+    assert!(
+        reported.is_some() && reported < stopping,
+        "the failure is on stderr while the proxy runs: {err}"
+    );
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("0 record(s) written, 5 lost"), "{err}");
+    kitchen.shutdown().await;
+}
+
+/// A proxy killed mid-write leaves a torn last line; the next proxy appending to that log starts
+/// a new line, so every record it writes parses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_appending_to_a_torn_log_starts_a_new_line() {
+    let kitchen = mcp_triage_kitchen::start(
+        "127.0.0.1:0".parse().unwrap(),
+        mcp_triage_kitchen::KitchenOptions::default(),
+    )
+    .await
+    .unwrap();
+    let dir = tmpdir("torn");
+    let log = dir.join("torn.jsonl");
+    std::fs::write(
+        &log,
+        "{\"recordId\":\"before\"}\n{\"recordId\":\"torn-by-sigki",
+    )
+    .unwrap();
+    let upstream = kitchen.base_url();
+    let log2 = log.clone();
+    let (status, err) = tokio::task::spawn_blocking(move || {
+        let proxy = start_proxy(
+            &upstream,
+            &[std::ffi::OsStr::new("--log"), log2.as_os_str()],
+        );
+        for id in 0..3 {
+            assert!(call_through(&proxy.addr, id).starts_with("HTTP/1.1 200"));
+        }
+        stop(proxy)
+    })
+    .await
+    .unwrap();
+    assert!(status.success(), "{err}");
+    assert!(err.contains("3 record(s) written"), "{err}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "{text}");
+    assert_eq!(lines[1], "{\"recordId\":\"torn-by-sigki");
+    for l in &lines[2..] {
+        let r: Value = serde_json::from_str(l).expect("each new record is a line of its own");
+        assert_eq!(r["outcome"], "TOOL_SUCCESS");
+    }
+    kitchen.shutdown().await;
+}
+
+/// The limits and the rebinding options refuse values that cannot work, naming the flag.
+#[test]
+fn proxy_refuses_unusable_limits_and_host_options() {
+    for (flag, says) in [
+        ("--body-read-timeout=0", "--body-read-timeout"),
+        ("--body-read-timeout=nan", "--body-read-timeout"),
+        ("--response-timeout=-1", "--response-timeout"),
+        ("--response-timeout=100000", "--response-timeout"),
+        ("--max-connections=0", "--max-connections"),
+        ("--allow-origin=evil.example", "--allow-origin"),
+        ("--allow-origin=http://a.example/path", "--allow-origin"),
+        ("--allow-host=http://a.example", "--allow-host"),
+        ("--host-check=sometimes", "--host-check"),
+    ] {
+        let args = ["--upstream", "http://127.0.0.1:9", flag].map(std::ffi::OsStr::new);
+        proxy_refuses(&args, says);
+    }
 }

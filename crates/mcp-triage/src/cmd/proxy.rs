@@ -1,6 +1,5 @@
 //! `mcp-triage proxy` and `mcp-triage wrap`: the observer (crate `mcp-triage-proxy`).
 
-use std::fs::OpenOptions;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -9,9 +8,9 @@ use std::time::Duration;
 
 use clap::Args;
 use mcp_triage_core::Limits;
-use mcp_triage_proxy::http::{start, ProxyOptions};
+use mcp_triage_proxy::http::{start, HostCheck, ProxyOptions};
 use mcp_triage_proxy::stdio::WrapOptions;
-use mcp_triage_proxy::{LogWriter, ObserveOptions};
+use mcp_triage_proxy::{open_append, LogWriter, ObserveOptions, WriterStats};
 
 pub const PROXY_EXAMPLES: &str = "\
 Examples:
@@ -116,19 +115,23 @@ impl RecordArgs {
         Ok(vec![Box::new(c)])
     }
 
-    fn writer(&self, stdout_default: bool) -> Result<Option<Box<dyn Write + Send>>, String> {
-        match &self.log {
+    /// The record writer on --log (stdout without it, when `stdout_default`). A log whose last
+    /// line was torn (an earlier proxy killed mid-write) gets its next record on a new line.
+    fn start_writer(
+        &self,
+        stdout_default: bool,
+        consumers: Vec<Box<dyn mcp_triage_proxy::RecordConsumer>>,
+    ) -> Result<(mcp_triage_proxy::RecordSink, LogWriter), String> {
+        let (out, torn): (Option<Box<dyn Write + Send>>, bool) = match &self.log {
             Some(p) => {
-                let f = OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(p)
+                let log = open_append(p)
                     .map_err(|e| format!("cannot open --log {}: {e}", p.display()))?;
-                Ok(Some(Box::new(f)))
+                (Some(Box::new(log.file)), log.torn)
             }
-            None if stdout_default => Ok(Some(Box::new(std::io::stdout()))),
-            None => Ok(None),
-        }
+            None if stdout_default => (Some(Box::new(std::io::stdout())), false),
+            None => (None, false),
+        };
+        Ok(LogWriter::start_after(out, torn, consumers))
     }
 }
 
@@ -171,8 +174,46 @@ pub struct ProxyArgs {
     /// accepted.
     #[arg(long, value_name = "MICROS", value_parser = clap::value_parser!(u64).range(0..=10_000))]
     spin_us: Option<u64>,
+    /// DNS-rebinding protection: refuse (403, and a REFUSED record) requests whose Host is not a
+    /// loopback name (localhost, 127.0.0.0/8 in any form such as 127.1, [::1]) and requests
+    /// whose Origin, when present, is not a loopback origin. auto: on when --listen is a
+    /// loopback address.
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t = HostCheckArg::Auto)]
+    host_check: HostCheckArg,
+    /// A Host name to accept besides loopback names (repeatable); also accepted as the host of an
+    /// Origin.
+    #[arg(long, value_name = "NAME")]
+    allow_host: Vec<String>,
+    /// An Origin to accept besides loopback origins, scheme://host[:port] (repeatable).
+    #[arg(long, value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
+    /// A query parameter whose value records show as REDACTED (repeatable), besides
+    /// access_token, token and key, which always are. The upstream still gets the value.
+    #[arg(long, value_name = "NAME")]
+    redact_query_param: Vec<String>,
+    /// Seconds the proxy waits for the next bytes of a request body (a client that stalls
+    /// mid-body); past it the client gets a 408 and the record a TIMEOUT.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    body_read_timeout: f64,
+    /// Seconds the proxy waits for the upstream's response head once the request was sent;
+    /// past it the client gets a 504 and the record a TIMEOUT. 0: no limit. A response that has
+    /// begun (an SSE stream) is never cut by it.
+    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
+    response_timeout: f64,
+    /// Most client connections open at once (each also holds an upstream connection); past it a
+    /// new connection gets a 503 and is closed.
+    #[arg(long, value_name = "N", default_value_t = mcp_triage_proxy::http::DEFAULT_MAX_CONNECTIONS as u32,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_connections: u32,
     #[command(flatten)]
     records: RecordArgs,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum HostCheckArg {
+    Auto,
+    On,
+    Off,
 }
 
 #[derive(Args)]
@@ -240,12 +281,43 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
         None => mcp_triage_proxy::http::DEFAULT_SPIN,
     };
     options.observe = args.records.observe();
+    options.host_check = match args.host_check {
+        HostCheckArg::Auto => HostCheck::Auto,
+        HostCheckArg::On => HostCheck::On,
+        HostCheckArg::Off => HostCheck::Off,
+    };
+    for origin in &args.allow_origin {
+        let authority = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"))
+            .map(|a| a.trim_end_matches('/'));
+        if authority.is_none_or(|a| a.is_empty() || a.contains(['/', '?', '#', '@'])) {
+            return Err(format!(
+                "--allow-origin {origin:?}: an origin is scheme://host[:port] (http or https, no path)"
+            ));
+        }
+    }
+    if let Some(bad) = args
+        .allow_host
+        .iter()
+        .find(|h| h.is_empty() || h.contains(['/', ' ']))
+    {
+        return Err(format!(
+            "--allow-host {bad:?}: give a host name without scheme or path"
+        ));
+    }
+    options.allowed_hosts = args.allow_host.clone();
+    options.allowed_origins = args.allow_origin.clone();
+    options.redact_query_params = args.redact_query_param.clone();
+    options.body_read_timeout = seconds("--body-read-timeout", args.body_read_timeout, false)?;
+    options.response_timeout = seconds("--response-timeout", args.response_timeout, true)?;
+    options.max_connections = args.max_connections as usize;
     let peer = mcp_triage_proxy::otel::Peer {
         address: options.upstream.host().map(str::to_string),
         port: Some(options.upstream_port()),
     };
     let consumers = args.records.consumers(peer)?;
-    let (sink, writer) = LogWriter::start(args.records.writer(true)?, consumers);
+    let (sink, writer) = args.records.start_writer(true, consumers)?;
     let rt = if args.threads == 1 {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -275,17 +347,18 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
         );
         shutdown_signal().await;
         eprintln!("mcp-triage proxy: stopping; draining open exchanges");
+        let refused = handle.refused_connections();
+        if refused > 0 {
+            eprintln!(
+                "mcp-triage proxy: {refused} connection(s) were refused with 503 at the --max-connections limit"
+            );
+        }
         handle.shutdown().await;
         Ok::<_, String>(())
     })?;
     drop(rt);
     let stats = writer.drain();
-    eprintln!("mcp-triage proxy: {} record(s) written", stats.records);
-    Ok(if stats.write_errors > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(report_records("mcp-triage proxy", &stats))
 }
 
 pub fn run_wrap(args: WrapArgs) -> Result<ExitCode, String> {
@@ -326,15 +399,50 @@ pub fn run_wrap(args: WrapArgs) -> Result<ExitCode, String> {
     let consumers = args
         .records
         .consumers(mcp_triage_proxy::otel::Peer::default())?;
-    let (sink, writer) = LogWriter::start(args.records.writer(false)?, consumers);
+    let (sink, writer) = args.records.start_writer(false, consumers)?;
     let rt = runtime()?;
     let code = rt.block_on(mcp_triage_proxy::stdio::run(options, sink));
     // The relay tasks hold no sink once run returns; shut the runtime down so stdin's blocking
     // reader thread does not keep the process alive.
     rt.shutdown_timeout(Duration::from_millis(100));
     let code = code.map_err(|e| e.to_string())?;
-    writer.drain();
+    let stats = writer.drain();
+    if stats.write_errors > 0 {
+        // The server's exit code is the wrapper's, except that a clean exit with lost records
+        // is not clean.
+        report_records("mcp-triage wrap", &stats);
+        if code == 0 {
+            return Ok(ExitCode::from(1));
+        }
+    }
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// A limit in seconds: finite, above 0 (or 0 when `zero_is_off`), at most a day.
+fn seconds(flag: &str, secs: f64, zero_is_off: bool) -> Result<Duration, String> {
+    let ok = secs.is_finite() && secs <= 86_400.0 && (secs > 0.0 || (zero_is_off && secs == 0.0));
+    if !ok {
+        return Err(if zero_is_off {
+            format!("{flag} must be a number of seconds from 0 (no limit) to 86400")
+        } else {
+            format!("{flag} must be a number of seconds above 0 and at most 86400")
+        });
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Says how many records reached the log and how many a write error lost; a loss is exit
+/// status 1 (a log that silently misses records is worse than a failed run).
+fn report_records(who: &str, stats: &WriterStats) -> ExitCode {
+    if stats.write_errors == 0 {
+        eprintln!("{who}: {} record(s) written", stats.records);
+        return ExitCode::SUCCESS;
+    }
+    eprintln!(
+        "{who}: {} record(s) written, {} lost: {} write(s) to the log failed",
+        stats.records, stats.lost, stats.write_errors
+    );
+    ExitCode::from(1)
 }
 
 async fn shutdown_signal() {
