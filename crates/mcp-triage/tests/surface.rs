@@ -59,3 +59,33 @@ fn every_command_help_has_examples() {
         );
     }
 }
+
+/// Issue 15 item 7: an empty (or white-space-padded) admin token is a usage error naming the
+/// flag, not a kitchen whose admin API accepts `Authorization: Bearer `. Exits before binding.
+#[test]
+fn kitchen_refuses_an_empty_admin_token() {
+    for args in [
+        &["kitchen", "--listen", "127.0.0.1:0", "--admin-token", ""][..],
+        &["kitchen", "--listen", "127.0.0.1:0", "--admin-token="],
+        &[
+            "kitchen",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-token",
+            " s3cret",
+        ],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_mcp-triage"))
+            .args(args)
+            .env_remove("MCP_TRIAGE_KITCHEN_TOKEN")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("--admin-token") && err.contains("admin token must not"),
+            "{args:?}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}: it must not start serving");
+    }
+}
