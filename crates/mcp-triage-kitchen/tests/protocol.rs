@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use mcp_triage_kitchen::{start, KitchenOptions};
+use mcp_triage_kitchen::{start, KitchenHandle, KitchenOptions};
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -447,11 +447,7 @@ async fn side_effect_tools_are_counted_and_annotated() {
 
 #[tokio::test]
 async fn admin_api_selection_counters_journal_reset() {
-    let k = kitchen_with(KitchenOptions {
-        admin_token: Some("s3cret".into()),
-        ..Default::default()
-    })
-    .await;
+    let k = kitchen_with_admin_token(Some("s3cret")).await;
     let a = k.local_addr();
     let auth = ("authorization", "Bearer s3cret");
     let r = send(a, "GET", "/kitchen/scenarios", &[], None)
@@ -592,17 +588,22 @@ async fn admin_api_selection_counters_journal_reset() {
     k.shutdown().await;
 }
 
+/// A kitchen whose admin API needs `Authorization: Bearer <token>` (none: open).
+async fn kitchen_with_admin_token(token: Option<&str>) -> KitchenHandle {
+    kitchen_with(KitchenOptions {
+        admin_token: token.map(str::to_string),
+        ..Default::default()
+    })
+    .await
+}
+
 /// Issue 15 item 2: the admin API applies the DNS-rebinding check of `/mcp`. A page on another
 /// site must not change the selection through a browser (`Origin`), nor through a rebound name
 /// (`Host`), with or without a token configured; the refused request changes nothing.
 #[tokio::test]
 async fn admin_api_refuses_foreign_host_and_origin() {
     for token in [None, Some("s3cret")] {
-        let k = kitchen_with(KitchenOptions {
-            admin_token: token.map(str::to_string),
-            ..Default::default()
-        })
-        .await;
+        let k = kitchen_with_admin_token(token).await;
         let a = k.local_addr();
         let auth = ("authorization", "Bearer s3cret");
         let port = a.port();
@@ -732,11 +733,7 @@ async fn loopback_host_spellings_are_accepted() {
 /// Issue 15 item 7: the `Bearer` scheme is case-insensitive (RFC 9110 §11.1, RFC 6750 §2.1).
 #[tokio::test]
 async fn bearer_scheme_is_matched_case_insensitively() {
-    let k = kitchen_with(KitchenOptions {
-        admin_token: Some("s3cret".into()),
-        ..Default::default()
-    })
-    .await;
+    let k = kitchen_with_admin_token(Some("s3cret")).await;
     let a = k.local_addr();
     for value in [
         "Bearer s3cret",
