@@ -1,4 +1,5 @@
-//! The admin API under `/kitchen/*` (JSON; bearer token when configured).
+//! The admin API under `/kitchen/*` (JSON; the Host/Origin check of `/mcp`; bearer token when
+//! configured).
 //!
 //! It lets a test harness choose what `/mcp` serves, read the counters a scenario keeps,
 //! and read the journal that later grades a client. Selection semantics: a new selection
@@ -14,6 +15,7 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
+use crate::host_check;
 use crate::scenarios;
 use crate::sse::json_response;
 use crate::state::Shared;
@@ -24,9 +26,19 @@ fn authorized(shared: &Shared, headers: &HeaderMap) -> bool {
         Some(t) => headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
+            .and_then(bearer_token)
             .is_some_and(|got| constant_time_eq(got.as_bytes(), t.as_bytes())),
     }
+}
+
+/// The token of `Authorization: Bearer <token>`. The scheme is matched case-insensitively
+/// (RFC 9110 §11.1, RFC 6750 §2.1: `bearer abc` is the same credential) and may be followed by
+/// more than one space.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("Bearer")
+        .then(|| token.trim_start_matches(' '))
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -42,8 +54,17 @@ fn unauthorized() -> Response<Body> {
     r
 }
 
+fn forbidden() -> Response<Body> {
+    json_response(403, &json!({ "error": host_check::FORBIDDEN }))
+}
+
+/// Every admin route first applies the DNS-rebinding check of `/mcp` (a page on another site
+/// must not reconfigure the kitchen through a browser), then the bearer token.
 macro_rules! guard {
     ($s:expr, $h:expr) => {
+        if !host_check::request_allowed(&$s, &$h) {
+            return forbidden();
+        }
         if !authorized(&$s, &$h) {
             return unauthorized();
         }
@@ -136,4 +157,19 @@ pub fn routes() -> Router<Arc<Shared>> {
         .route("/kitchen/counters", get(counters))
         .route("/kitchen/journal", get(journal))
         .route("/kitchen/reset", axum::routing::post(reset))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_scheme_is_case_insensitive() {
+        assert_eq!(bearer_token("Bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("BEARER  abc"), Some("abc"));
+        assert_eq!(bearer_token("Basic abc"), None);
+        assert_eq!(bearer_token("Bearerabc"), None);
+        assert_eq!(bearer_token("Bearer"), None);
+    }
 }

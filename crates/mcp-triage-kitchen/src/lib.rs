@@ -52,6 +52,7 @@ pub mod admin;
 pub mod catalogue;
 pub mod context;
 pub mod fixtures_2026;
+mod host_check;
 pub mod instance;
 pub mod journal;
 pub mod mcp;

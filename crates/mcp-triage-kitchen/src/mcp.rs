@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 
 use crate::catalogue;
 use crate::context::{Asked, Emitter, Out, ToolCx, Trace, WireCx};
+use crate::host_check;
 use crate::instance::{self, CatalogClock, ChangeKind, ChangeScope, Instance};
 use crate::journal;
 use crate::protocol::{self, Era};
@@ -116,65 +117,6 @@ fn percent_decode(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-fn host_of(authority: &str) -> &str {
-    if let Some(rest) = authority.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or("");
-    }
-    authority
-        .rsplit_once(':')
-        .map(|(h, _)| h)
-        .unwrap_or(authority)
-}
-
-fn loopback_name(h: &str) -> bool {
-    let h = h.to_ascii_lowercase();
-    h == "localhost"
-        || h == "::1"
-        || h.parse::<std::net::Ipv4Addr>()
-            .is_ok_and(|a| a.is_loopback())
-}
-
-/// DNS-rebinding protection: `Host` and (when present) `Origin` must name this machine's
-/// loopback, the bound address, or an explicitly allowed value.
-fn origin_allowed(shared: &Shared, headers: &HeaderMap) -> bool {
-    let bound = shared
-        .local_addr
-        .lock()
-        .expect("addr lock")
-        .map(|a| a.ip().to_string());
-    let host_ok = |h: &str| {
-        loopback_name(h)
-            || bound.as_deref() == Some(h)
-            || shared
-                .options
-                .allowed_hosts
-                .iter()
-                .any(|a| a.eq_ignore_ascii_case(h))
-    };
-    if let Some(h) = headers.get(header::HOST) {
-        let Ok(h) = h.to_str() else { return false };
-        if !host_ok(host_of(h)) {
-            return false;
-        }
-    }
-    if let Some(o) = headers.get(header::ORIGIN) {
-        let Ok(o) = o.to_str() else { return false };
-        if shared.options.allowed_origins.iter().any(|a| a == o) {
-            return true;
-        }
-        let Some(rest) = o
-            .strip_prefix("http://")
-            .or_else(|| o.strip_prefix("https://"))
-        else {
-            return false;
-        };
-        if !host_ok(host_of(rest.split('/').next().unwrap_or(""))) {
-            return false;
-        }
-    }
-    true
 }
 
 fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -329,14 +271,14 @@ async fn handle_inner(
     let sid = instance.scenario.info().id.to_string();
     rec.instance = Some(instance.key.clone());
     rec.session = session_header.clone();
-    if !origin_allowed(shared, headers) {
+    if !host_check::request_allowed(shared, headers) {
         trace.note("rejected Host/Origin");
         return (
             rpc_error(
                 403,
                 None,
                 protocol::INVALID_REQUEST,
-                "Forbidden: invalid Host or Origin header",
+                host_check::FORBIDDEN,
                 None,
             ),
             sid,
@@ -1822,13 +1764,5 @@ mod tests {
         .unwrap();
         assert_eq!(p, json!({ "onInvocation": 2 }));
         assert!(parse_query("baseline", Some("params=[1]")).is_err());
-    }
-
-    #[test]
-    fn host_names_are_checked_without_port() {
-        assert_eq!(host_of("localhost:3000"), "localhost");
-        assert_eq!(host_of("[::1]:80"), "::1");
-        assert!(loopback_name("127.0.0.1"));
-        assert!(!loopback_name("evil.example.com"));
     }
 }

@@ -74,11 +74,13 @@ impl KitchenHandle {
 }
 
 /// Bind `addr` and serve the kitchen. A non-loopback address is refused unless
-/// `options.admin_token` is set, because the admin API can reconfigure the server.
+/// `options.admin_token` is set, because the admin API can reconfigure the server; an empty
+/// admin token is refused.
 pub async fn start(
     addr: SocketAddr,
     options: KitchenOptions,
 ) -> Result<KitchenHandle, KitchenError> {
+    crate::state::check_admin_token(&options)?;
     if !addr.ip().is_loopback() && options.admin_token.is_none() {
         return Err(KitchenError::NonLoopback(addr));
     }

@@ -117,9 +117,22 @@ pub enum KitchenError {
     /// Refused listen address.
     #[error("refusing to listen on non-loopback address {0} without an admin token")]
     NonLoopback(SocketAddr),
+    /// An admin token no request could present: empty, or with white space at either end.
+    #[error("the admin token is empty or begins or ends with white space: no Authorization header could carry it, give a non-empty token")]
+    UnusableAdminToken,
     /// Socket error.
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// Refuses an admin token that no request could match. An empty token would otherwise turn
+/// `Bearer ` (or, after header trimming, `Bearer`) into a credential, and a token with white space
+/// at its ends can never arrive intact: HTTP strips that white space from header values.
+pub(crate) fn check_admin_token(options: &KitchenOptions) -> Result<(), KitchenError> {
+    match options.admin_token.as_deref() {
+        Some(t) if t.is_empty() || t.trim() != t => Err(KitchenError::UnusableAdminToken),
+        _ => Ok(()),
+    }
 }
 
 /// The stored selection served on `/mcp`.
@@ -165,6 +178,7 @@ pub fn random_bytes<const N: usize>() -> [u8; N] {
 impl Shared {
     /// New state; fails when the configured default scenario or params are invalid.
     pub fn new(options: KitchenOptions) -> Result<Shared, KitchenError> {
+        check_admin_token(&options)?;
         let sel = Selection {
             scenario: options.scenario.clone(),
             params: options.params.clone(),

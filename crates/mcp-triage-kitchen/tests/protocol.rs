@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use mcp_triage_kitchen::{start, KitchenOptions};
+use mcp_triage_kitchen::{start, KitchenHandle, KitchenOptions};
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -447,11 +447,7 @@ async fn side_effect_tools_are_counted_and_annotated() {
 
 #[tokio::test]
 async fn admin_api_selection_counters_journal_reset() {
-    let k = kitchen_with(KitchenOptions {
-        admin_token: Some("s3cret".into()),
-        ..Default::default()
-    })
-    .await;
+    let k = kitchen_with_admin_token(Some("s3cret")).await;
     let a = k.local_addr();
     let auth = ("authorization", "Bearer s3cret");
     let r = send(a, "GET", "/kitchen/scenarios", &[], None)
@@ -590,6 +586,212 @@ async fn admin_api_selection_counters_journal_reset() {
         ""
     );
     k.shutdown().await;
+}
+
+/// A kitchen whose admin API needs `Authorization: Bearer <token>` (none: open).
+async fn kitchen_with_admin_token(token: Option<&str>) -> KitchenHandle {
+    kitchen_with(KitchenOptions {
+        admin_token: token.map(str::to_string),
+        ..Default::default()
+    })
+    .await
+}
+
+/// Issue 15 item 2: the admin API applies the DNS-rebinding check of `/mcp`. A page on another
+/// site must not change the selection through a browser (`Origin`), nor through a rebound name
+/// (`Host`), with or without a token configured; the refused request changes nothing.
+#[tokio::test]
+async fn admin_api_refuses_foreign_host_and_origin() {
+    for token in [None, Some("s3cret")] {
+        let k = kitchen_with_admin_token(token).await;
+        let a = k.local_addr();
+        let auth = ("authorization", "Bearer s3cret");
+        let port = a.port();
+        let evil_host = format!("evil.example:{port}");
+        let put = r#"{"scenarioId":"errors.tool_error"}"#;
+        let refused: [&[(&str, &str)]; 3] = [
+            &[auth, CT, ("origin", "http://evil.example")],
+            &[auth, CT, ("host", &evil_host)],
+            &[auth, CT, ("origin", "null")],
+        ];
+        for headers in refused {
+            let r = send(a, "PUT", "/kitchen/selection", headers, Some(put))
+                .await
+                .unwrap();
+            assert_eq!(r.status, 403, "{token:?} {headers:?}");
+            assert_eq!(
+                r.json()["error"],
+                "Forbidden: invalid Host or Origin header"
+            );
+        }
+        for path in [
+            "/kitchen/scenarios",
+            "/kitchen/selection",
+            "/kitchen/counters",
+            "/kitchen/journal",
+        ] {
+            let r = send(
+                a,
+                "GET",
+                path,
+                &[auth, ("origin", "https://evil.example")],
+                None,
+            )
+            .await
+            .unwrap();
+            assert_eq!(r.status, 403, "GET {path}");
+        }
+        let r = send(
+            a,
+            "POST",
+            "/kitchen/reset",
+            &[auth, ("host", &evil_host)],
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status, 403);
+        assert_eq!(k.kitchen().shared().selection().scenario, "baseline");
+        // The same request from a loopback page goes through.
+        let r = send(
+            a,
+            "PUT",
+            "/kitchen/selection",
+            &[auth, CT, ("origin", &format!("http://localhost:{port}"))],
+            Some(put),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(
+            k.kitchen().shared().selection().scenario,
+            "errors.tool_error"
+        );
+        k.shutdown().await;
+    }
+}
+
+/// The status of an `initialize` POSTed to `/mcp` with this `Host`.
+async fn initialize_status(a: std::net::SocketAddr, host: &str) -> u16 {
+    let init = initialize_msg(1, "2025-11-25", json!({})).to_string();
+    send(
+        a,
+        "POST",
+        "/mcp",
+        &[ACCEPT, CT, ("host", host)],
+        Some(&init),
+    )
+    .await
+    .unwrap()
+    .status
+}
+
+/// Issue 15 item 7: `Host` may name loopback in any spelling a client uses (`127.1`, `127.0.1`,
+/// `localhost`, `[::1]`, with or without a port), on `/mcp` and on the admin API alike.
+#[tokio::test]
+async fn loopback_host_spellings_are_accepted() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let port = a.port();
+    let hosts = [
+        "127.1".to_string(),
+        format!("127.1:{port}"),
+        "127.0.1".to_string(),
+        format!("127.0.1:{port}"),
+        "localhost".to_string(),
+        format!("LOCALHOST:{port}"),
+        "[::1]".to_string(),
+        format!("[::1]:{port}"),
+        format!("127.0.0.1:{port}"),
+    ];
+    for host in &hosts {
+        assert_eq!(
+            initialize_status(a, host).await,
+            200,
+            "POST /mcp, Host {host}"
+        );
+        let r = send(a, "GET", "/kitchen/selection", &[("host", host)], None)
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200, "GET /kitchen/selection with Host {host}");
+        let origin = format!("http://{host}");
+        let r = send(a, "GET", "/kitchen/selection", &[("origin", &origin)], None)
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200, "Origin {origin}");
+    }
+    for host in [
+        "127.1.evil.example",
+        "128.0.0.1",
+        "localhost.evil.example:80",
+    ] {
+        assert_eq!(
+            initialize_status(a, host).await,
+            403,
+            "POST /mcp, Host {host}"
+        );
+    }
+    k.shutdown().await;
+}
+
+/// Issue 15 item 7: the `Bearer` scheme is case-insensitive (RFC 9110 §11.1, RFC 6750 §2.1).
+#[tokio::test]
+async fn bearer_scheme_is_matched_case_insensitively() {
+    let k = kitchen_with_admin_token(Some("s3cret")).await;
+    let a = k.local_addr();
+    for value in [
+        "Bearer s3cret",
+        "bearer s3cret",
+        "BEARER s3cret",
+        "bEaReR  s3cret",
+    ] {
+        let r = send(
+            a,
+            "GET",
+            "/kitchen/selection",
+            &[("authorization", value)],
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status, 200, "{value}");
+    }
+    for value in ["bearer S3CRET", "Basic s3cret", "Bearers3cret", "bearer"] {
+        let r = send(
+            a,
+            "GET",
+            "/kitchen/selection",
+            &[("authorization", value)],
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status, 401, "{value}");
+    }
+    k.shutdown().await;
+}
+
+/// Issue 15 item 7: an empty admin token is refused by the library (both constructors), not
+/// taken as "any `Bearer ` header".
+#[tokio::test]
+async fn empty_admin_token_is_refused() {
+    for token in ["", " ", " s3cret", "s3cret\t"] {
+        let options = KitchenOptions {
+            admin_token: Some(token.to_string()),
+            ..Default::default()
+        };
+        for addr in ["127.0.0.1:0", "0.0.0.0:0"] {
+            let r = start(addr.parse().unwrap(), options.clone()).await;
+            assert!(
+                matches!(r, Err(mcp_triage_kitchen::KitchenError::UnusableAdminToken)),
+                "{token:?} on {addr}"
+            );
+        }
+        assert!(matches!(
+            mcp_triage_kitchen::Kitchen::new(options),
+            Err(mcp_triage_kitchen::KitchenError::UnusableAdminToken)
+        ));
+    }
 }
 
 #[tokio::test]

@@ -199,18 +199,192 @@ fn batch_summary_each_and_bad_lines() {
     assert!(lines[1].starts_with("transport/HTTP_ERROR status=503"));
 
     std::fs::write(&file, format!("{ok}\n{{\"status\":\"x\"}}\n")).unwrap();
-    let out = run(&["classify", "--batch", path], b"");
+    let out = run(&["classify", "--batch", path, "--fail-fast"], b"");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("line 2") && err.contains("status"), "{err}");
 
     std::fs::write(&file, format!("{ok}\n{}\n", "x".repeat(5000))).unwrap();
     let out = run(
-        &["classify", "--batch", path, "--max-line-bytes", "1000"],
+        &[
+            "classify",
+            "--batch",
+            path,
+            "--max-line-bytes",
+            "1000",
+            "--fail-fast",
+        ],
         b"",
     );
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-line-bytes"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 2: longer than --max-line-bytes"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Issue 15 item 6: a bad line (not JSON, not an exchange, bad base64, too long) is reported in
+/// its place and counted, and the batch goes on; the exit status is 1 then. `--fail-fast` stops
+/// at the first one with exit 2 naming it.
+#[test]
+fn batch_reports_bad_lines_and_goes_on() {
+    let dir = tmp_dir("bad-lines");
+    let file = dir.join("x.jsonl");
+    let path = file.to_str().unwrap();
+    let ok = r#"{"status":200,"contentType":"application/json","body":"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}"}"#;
+    let http = r#"{"status":503,"contentType":"application/json","body":"{}"}"#;
+    let lines = [
+        ok.to_string(),
+        r#"{"status":"#.to_string(),                        // 2: not JSON
+        http.to_string(),                                   // 3
+        r#"{"body":"x"}"#.to_string(),                      // 4: no status
+        r#"{"status":200,"bodyBase64":"***"}"#.to_string(), // 5: bad base64
+        ok.to_string(),                                     // 6
+        "x".repeat(5000),                                   // 7: too long
+        ok.to_string(),                                     // 8
+        r#"{"status":20}"#.to_string(),                     // 9: not a status
+        r#"{"status":200,"protocolVersion":"1999"}"#.to_string(), // 10
+        "x".repeat(3000),                                   // 11: too long, last, no newline
+    ];
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let base = ["classify", "--batch", path, "--max-line-bytes", "1000"];
+
+    let out = run(&base, b"");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["verdicts"], 4);
+    assert_eq!(summary["outcomes"]["TOOL_SUCCESS"], 3);
+    assert_eq!(summary["badLines"], 7);
+    let first: Vec<u64> = summary["firstBadLines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(first, [2, 4, 5, 7, 9], "the first five, in input order");
+    let why = |i: usize| {
+        summary["firstBadLines"][i]["error"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(why(0).contains("not an exchange object"), "{}", why(0));
+    assert!(why(1).contains("status"), "{}", why(1));
+    assert!(why(2).contains("bodyBase64"), "{}", why(2));
+    assert!(why(3).contains("--max-line-bytes 1000"), "{}", why(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("7 bad line(s) skipped") && err.contains("line 2:"),
+        "{err}"
+    );
+
+    // --each: one record a line, in input order, bad lines in their place.
+    let out = run(&[&base[..], &["--each"]].concat(), b"");
+    assert_eq!(out.status.code(), Some(1));
+    let records: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 11);
+    for (i, r) in records.iter().enumerate() {
+        let line = i as u64 + 1;
+        if [2, 4, 5, 7, 9, 10, 11].contains(&line) {
+            assert_eq!(r["line"], line, "{r}");
+            assert!(r["error"].is_string() && r.get("outcome").is_none(), "{r}");
+        } else {
+            assert!(r["outcome"].is_string() && r.get("error").is_none(), "{r}");
+        }
+    }
+    assert_eq!(records[2]["outcome"], "HTTP_ERROR");
+
+    let out = run(&[&base[..], &["--each", "--format", "text"]].concat(), b"");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let text: Vec<&str> = text.lines().collect();
+    assert_eq!(text.len(), 11);
+    assert!(
+        text[1].starts_with("line 2: bad exchange: not an exchange object"),
+        "{}",
+        text[1]
+    );
+    let out = run(&[&base[..], &["--format", "text"]].concat(), b"");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("; 7 bad line(s) skipped, the first line 2: bad exchange"),
+        "{text}"
+    );
+
+    // --fail-fast: the verdicts before the bad line, then exit 2 naming it.
+    let out = run(&[&base[..], &["--each", "--fail-fast"]].concat(), b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 2: not an exchange object"), "{err}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Bad lines keep their place when the file spans many blocks read by several workers, and a
+/// too-long line straddling a block boundary is skipped without losing the next line.
+#[test]
+fn batch_bad_lines_keep_input_order_across_blocks() {
+    let dir = tmp_dir("bad-lines-blocks");
+    let file = dir.join("x.jsonl");
+    let path = file.to_str().unwrap();
+    let padding = "p".repeat(900);
+    let mut text = String::new();
+    let mut expected = Vec::new(); // Some(status) for a good line, None for a bad one
+    for i in 1..=9_000u32 {
+        if i % 7 == 0 {
+            text.push_str("{not json}\n");
+            expected.push(None);
+        } else if i % 1_000 == 500 {
+            text.push_str(&"y".repeat(1_500_000)); // too long, in the middle of blocks
+            text.push('\n');
+            expected.push(None);
+        } else {
+            let status = 200 + (i % 3) * 100;
+            text.push_str(&format!(
+                r#"{{"status":{status},"contentType":"text/plain","body":"{padding}"}}"#
+            ));
+            text.push('\n');
+            expected.push(Some(status));
+        }
+    }
+    std::fs::write(&file, text).unwrap();
+    for jobs in ["1", "3"] {
+        let out = run(
+            &[
+                "classify",
+                "--batch",
+                path,
+                "--each",
+                "--jobs",
+                jobs,
+                "--max-line-bytes",
+                "1000000",
+            ],
+            b"",
+        );
+        assert_eq!(out.status.code(), Some(1), "--jobs {jobs}");
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let records: Vec<serde_json::Value> = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(records.len(), expected.len(), "--jobs {jobs}");
+        for (i, (r, want)) in records.iter().zip(&expected).enumerate() {
+            match want {
+                None => assert_eq!(r["line"], i as u64 + 1, "--jobs {jobs}: {r}"),
+                Some(200) => assert!(r["outcome"].is_string() && r.get("line").is_none(), "{r}"),
+                Some(status) => {
+                    assert_eq!(r["status"], *status, "--jobs {jobs} line {}: {r}", i + 1)
+                }
+            }
+        }
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }
 

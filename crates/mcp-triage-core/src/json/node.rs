@@ -16,6 +16,10 @@ pub(crate) enum Node<'a> {
     Int(i64),
     UInt(u64),
     Float(f64),
+    /// A number beyond the range of an f64 (`1e400`, a 100,000-digit integer), as written.
+    /// RFC 8259 §6 makes it valid JSON; it is kept opaque: it has a sign and a kind, and it
+    /// equals no request id or error code (see `tests/golden/DECISIONS.md`, 17).
+    BigNumber(Cow<'a, str>),
     String(Cow<'a, str>),
     Array(Vec<Node<'a>>),
     Object(Object<'a>),
@@ -60,7 +64,7 @@ impl<'a> Node<'a> {
         match self {
             Node::Null => JsonKind::Null,
             Node::Bool(_) => JsonKind::Bool,
-            Node::Int(_) | Node::UInt(_) | Node::Float(_) => JsonKind::Number,
+            Node::Int(_) | Node::UInt(_) | Node::Float(_) | Node::BigNumber(_) => JsonKind::Number,
             Node::String(_) => JsonKind::String,
             Node::Array(_) => JsonKind::Array,
             Node::Object(_) => JsonKind::Object,
@@ -100,7 +104,9 @@ impl<'a> Node<'a> {
         })
     }
 
-    /// Converts to a `serde_json::Value` (for JSON Schema validation).
+    /// Converts to a `serde_json::Value` (for JSON Schema validation). A [`Node::BigNumber`]
+    /// becomes the largest finite f64 of its sign: still a number (and an integer), and beyond
+    /// every finite bound a schema can state except `±f64::MAX` itself.
     pub fn to_value(&self) -> serde_json::Value {
         use serde_json::Value;
         stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || match self {
@@ -111,6 +117,11 @@ impl<'a> Node<'a> {
             Node::Float(f) => serde_json::Number::from_f64(*f)
                 .map(Value::Number)
                 .unwrap_or(Value::Null),
+            Node::BigNumber(text) => Value::from(if text.starts_with('-') {
+                f64::MIN
+            } else {
+                f64::MAX
+            }),
             Node::String(s) => Value::String(s.to_string()),
             Node::Array(items) => Value::Array(items.iter().map(Node::to_value).collect()),
             Node::Object(o) => Value::Object(
@@ -122,7 +133,8 @@ impl<'a> Node<'a> {
         })
     }
 
-    /// An integer value, accepting an integral float (`1.0`) and saying so.
+    /// An integer value, accepting an integral float (`1.0`) and saying so. `None` for a
+    /// [`Node::BigNumber`]: no i64 holds it.
     pub fn as_integer(&self) -> Option<(i64, bool)> {
         match self {
             Node::Int(i) => Some((*i, false)),
@@ -130,6 +142,29 @@ impl<'a> Node<'a> {
             Node::Float(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Some((*f as i64, true)),
             _ => None,
         }
+    }
+
+    /// The same tree owning all its text (used when the parsed text was a temporary copy).
+    fn into_owned(self) -> Node<'static> {
+        stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || match self {
+            Node::Null => Node::Null,
+            Node::Bool(b) => Node::Bool(b),
+            Node::Int(i) => Node::Int(i),
+            Node::UInt(u) => Node::UInt(u),
+            Node::Float(f) => Node::Float(f),
+            Node::BigNumber(t) => Node::BigNumber(Cow::Owned(t.into_owned())),
+            Node::String(s) => Node::String(Cow::Owned(s.into_owned())),
+            Node::Array(items) => Node::Array(items.into_iter().map(Node::into_owned).collect()),
+            Node::Object(o) => Node::Object(Object {
+                members: o
+                    .members
+                    .into_iter()
+                    .map(|(k, v)| (Cow::Owned(k.into_owned()), v.into_owned()))
+                    .collect(),
+                duplicate: o.duplicate,
+                has_duplicate_within: o.has_duplicate_within,
+            }),
+        })
     }
 }
 
@@ -218,33 +253,177 @@ pub(crate) fn parse(input: &[u8], max_depth: usize) -> Result<Parsed<'_>, ParseF
 }
 
 /// [`parse`] for input already known to be UTF-8.
+///
+/// serde_json refuses numbers beyond the range of an f64 ("number out of range"), yet they are
+/// valid JSON. Such bodies are rare, so the ordinary parse stays as fast as before and only a
+/// body it refuses for that reason is read a second time, by [`parse_with_big_numbers`].
 pub(crate) fn parse_str(input: &str, max_depth: usize) -> Result<Parsed<'_>, ParseFailure> {
+    match parse_serde(input, max_depth, None) {
+        Err(e) if is_out_of_range(&e) => parse_with_big_numbers(input, max_depth),
+        other => other.map_err(|e| failure(&e, max_depth)),
+    }
+}
+
+/// The second reading of a body holding numbers beyond f64 range. Each such number (a valid
+/// JSON number token whose value serde_json refuses) is replaced, in a copy, by `0` padded with
+/// spaces to the same length, so every later syntax error keeps its line and column; the
+/// visitor, counting numbers in document order, puts the original text back as a
+/// [`Node::BigNumber`]. The tree owns its text, as the copy does not outlive this call.
+fn parse_with_big_numbers(input: &str, max_depth: usize) -> Result<Parsed<'_>, ParseFailure> {
+    let (copy, big) = replace_out_of_range_numbers(input);
+    let parsed = parse_serde(&copy, max_depth, Some(big)).map_err(|e| failure(&e, max_depth));
+    let mut parsed = parsed?;
+    let root = std::mem::replace(&mut parsed.root, Node::Null).into_owned();
+    Ok(Parsed {
+        root,
+        depth: parsed.depth,
+        has_duplicate: parsed.has_duplicate,
+    })
+}
+
+fn is_out_of_range(e: &serde_json::Error) -> bool {
+    e.is_syntax() && e.to_string().starts_with("number out of range")
+}
+
+fn failure(e: &serde_json::Error, max_depth: usize) -> ParseFailure {
+    if e.to_string().starts_with(TOO_DEEP) {
+        ParseFailure::TooDeep { max: max_depth }
+    } else {
+        ParseFailure::Malformed(describe_error(e))
+    }
+}
+
+fn parse_serde<'a>(
+    input: &'a str,
+    max_depth: usize,
+    big_numbers: Option<BigNumbers>,
+) -> Result<Parsed<'a>, serde_json::Error> {
     let mut de = serde_json::Deserializer::from_str(input);
     de.disable_recursion_limit();
-    let mut depth_seen = 0usize;
+    let mut state = ParseState {
+        deepest: 0,
+        big_numbers,
+    };
     let seed = NodeSeed {
         depth: 0,
         max_depth,
-        deepest: &mut depth_seen,
+        state: &mut state,
     };
-    let result = seed.deserialize(&mut de).and_then(|built| {
-        de.end()?;
-        Ok(built)
-    });
-    match result {
-        Ok((root, has_duplicate)) => Ok(Parsed {
-            root,
-            depth: depth_seen,
-            has_duplicate,
-        }),
-        Err(e) => {
-            if e.to_string().starts_with(TOO_DEEP) {
-                Err(ParseFailure::TooDeep { max: max_depth })
-            } else {
-                Err(ParseFailure::Malformed(describe_error(&e)))
-            }
+    let (root, has_duplicate) = seed.deserialize(&mut de)?;
+    de.end()?;
+    Ok(Parsed {
+        root,
+        depth: state.deepest,
+        has_duplicate,
+    })
+}
+
+/// The out-of-range numbers of a document: `(n, text)` for the n-th number token (0-based,
+/// document order), in reverse order so the next one is at the end.
+struct BigNumbers {
+    seen: usize,
+    pending: Vec<(usize, String)>,
+}
+
+impl BigNumbers {
+    /// Called for every number the parser meets: its original text when it is the next
+    /// out-of-range one.
+    fn take_next(&mut self) -> Option<String> {
+        let n = self.seen;
+        self.seen += 1;
+        match self.pending.last() {
+            Some((at, _)) if *at == n => self.pending.pop().map(|(_, text)| text),
+            _ => None,
         }
     }
+}
+
+/// A copy of `input` in which every valid JSON number token outside strings that serde_json
+/// refuses as out of range is overwritten by `0` and spaces (same length), and those tokens with
+/// their number index. Only ASCII bytes are overwritten, with ASCII, so the copy stays UTF-8.
+/// The scan needs no full parse: in valid JSON a number is a maximal run of `0-9 + - . e E`
+/// starting with `-` or a digit outside a string; in invalid JSON what it replaces does not
+/// matter, because the second parse reports the same first error anyway (an invalid token is
+/// never replaced).
+fn replace_out_of_range_numbers(input: &str) -> (String, BigNumbers) {
+    let bytes = input.as_bytes();
+    let mut copy = bytes.to_vec();
+    let mut pending = Vec::new();
+    let mut number = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                // Skip the string: to the next quote that no backslash escapes.
+                i += 1;
+                loop {
+                    match memchr::memchr2(b'"', b'\\', &bytes[i..]) {
+                        Some(at) if bytes[i + at] == b'"' => {
+                            i += at + 1;
+                            break;
+                        }
+                        Some(at) => i = (i + at + 2).min(bytes.len()),
+                        None => {
+                            i = bytes.len();
+                            break;
+                        }
+                    }
+                }
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < bytes.len()
+                    && matches!(bytes[i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
+                {
+                    i += 1;
+                }
+                let token = &input[start..i];
+                if is_json_number(token)
+                    && serde_json::from_str::<f64>(token).is_err_and(|e| is_out_of_range(&e))
+                {
+                    copy[start] = b'0';
+                    copy[start + 1..i].fill(b' ');
+                    pending.push((number, token.to_string()));
+                }
+                number += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    pending.reverse();
+    let copy = String::from_utf8(copy).expect("only ASCII bytes were overwritten, with ASCII");
+    (copy, BigNumbers { seen: 0, pending })
+}
+
+/// RFC 8259's `number`: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, whole.
+fn is_json_number(t: &str) -> bool {
+    let digits = |s: &[u8]| s.iter().take_while(|b| b.is_ascii_digit()).count();
+    let b = t.as_bytes();
+    let mut i = usize::from(b.first() == Some(&b'-'));
+    match b.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => i += digits(&b[i..]),
+        _ => return false,
+    }
+    if b.get(i) == Some(&b'.') {
+        let n = digits(&b[i + 1..]);
+        if n == 0 {
+            return false;
+        }
+        i += 1 + n;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let n = digits(&b[i..]);
+        if n == 0 {
+            return false;
+        }
+        i += n;
+    }
+    i == b.len()
 }
 
 fn describe_error(e: &serde_json::Error) -> String {
@@ -263,10 +442,29 @@ fn describe_error(e: &serde_json::Error) -> String {
     }
 }
 
+/// What the visitor carries through the whole document.
+struct ParseState {
+    deepest: usize,
+    /// Set on the second reading of a body with out-of-range numbers only.
+    big_numbers: Option<BigNumbers>,
+}
+
 struct NodeSeed<'d> {
     depth: usize,
     max_depth: usize,
-    deepest: &'d mut usize,
+    state: &'d mut ParseState,
+}
+
+impl NodeSeed<'_> {
+    /// A number node, or the out-of-range number the copy's `0` stands for.
+    fn number<'de>(self, n: Node<'de>) -> Built<'de> {
+        if let Some(big) = &mut self.state.big_numbers {
+            if let Some(text) = big.take_next() {
+                return (Node::BigNumber(Cow::Owned(text)), false);
+            }
+        }
+        (n, false)
+    }
 }
 
 /// A node and whether a duplicate member name occurs anywhere within it.
@@ -291,13 +489,13 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
         Ok((Node::Bool(v), false))
     }
     fn visit_i64<E>(self, v: i64) -> Result<Built<'de>, E> {
-        Ok((Node::Int(v), false))
+        Ok(self.number(Node::Int(v)))
     }
     fn visit_u64<E>(self, v: u64) -> Result<Built<'de>, E> {
-        Ok((Node::UInt(v), false))
+        Ok(self.number(Node::UInt(v)))
     }
     fn visit_f64<E>(self, v: f64) -> Result<Built<'de>, E> {
-        Ok((Node::Float(v), false))
+        Ok(self.number(Node::Float(v)))
     }
     fn visit_unit<E>(self) -> Result<Built<'de>, E> {
         Ok((Node::Null, false))
@@ -317,15 +515,15 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
         if depth > self.max_depth {
             return Err(de::Error::custom(TOO_DEEP));
         }
-        if depth > *self.deepest {
-            *self.deepest = depth;
+        if depth > self.state.deepest {
+            self.state.deepest = depth;
         }
         let mut items = Vec::new();
         let mut dup = false;
         while let Some((item, item_dup)) = seq.next_element_seed(NodeSeed {
             depth,
             max_depth: self.max_depth,
-            deepest: &mut *self.deepest,
+            state: &mut *self.state,
         })? {
             dup |= item_dup;
             items.push(item);
@@ -338,8 +536,8 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
         if depth > self.max_depth {
             return Err(de::Error::custom(TOO_DEEP));
         }
-        if depth > *self.deepest {
-            *self.deepest = depth;
+        if depth > self.state.deepest {
+            self.state.deepest = depth;
         }
         let mut obj = Object::default();
         let mut seen: Option<std::collections::HashSet<Cow<'de, str>>> = None;
@@ -347,7 +545,7 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
             let (value, value_dup) = map.next_value_seed(NodeSeed {
                 depth,
                 max_depth: self.max_depth,
-                deepest: &mut *self.deepest,
+                state: &mut *self.state,
             })?;
             if obj.duplicate.is_none() {
                 let repeated = if obj.members.len() < 16 {
@@ -451,6 +649,108 @@ mod tests {
             parse(b"\"\xff\"", 10),
             Err(ParseFailure::Malformed(_))
         ));
+    }
+
+    #[test]
+    fn numbers_beyond_f64_range_are_valid_json() {
+        let long = format!("1{}", "0".repeat(99_999));
+        let body = format!(
+            r#"{{"a":1e400,"b":[-1e400,"\"1e400",1,{long}],"c":"x","d":2.5e-400,"e":1.5}}"#
+        );
+        let p = parse(body.as_bytes(), 100).unwrap();
+        let o = p.root.as_object().unwrap();
+        assert_eq!(o.get("a"), Some(&Node::BigNumber("1e400".into())));
+        let Some(Node::Array(b)) = o.get("b") else {
+            panic!("b is an array")
+        };
+        assert_eq!(b[0], Node::BigNumber("-1e400".into()));
+        assert_eq!(b[1], Node::String("\"1e400".into()));
+        assert_eq!(b[2], Node::UInt(1));
+        assert_eq!(b[3], Node::BigNumber(long.clone().into()));
+        assert_eq!(o.get("c").and_then(Node::as_str), Some("x"));
+        assert_eq!(o.get("d"), Some(&Node::Float(0.0)));
+        assert_eq!(o.get("e"), Some(&Node::Float(1.5)));
+        assert_eq!(p.depth, 2);
+        assert_eq!(b[0].kind(), JsonKind::Number);
+        assert_eq!(b[0].as_integer(), None);
+        assert_eq!(b[0].to_value(), serde_json::json!(f64::MIN));
+        assert_eq!(b[3].to_value(), serde_json::json!(f64::MAX));
+        // Duplicates are still found on the second reading.
+        let p = parse(br#"{"x":{"k":1e999,"k":2}}"#, 100).unwrap();
+        assert_eq!(p.root.first_duplicate_pointer("").as_deref(), Some("/x/k"));
+    }
+
+    #[test]
+    fn errors_after_a_big_number_keep_their_position() {
+        // The big number is not the problem any more: the error after it is, at its own column.
+        for (big, small) in [
+            (&br#"{"a":1e400,"b":tru}"#[..], &br#"{"a":1,"b":tru}"#[..]),
+            (b"[1e400,\n 2,,]", b"[1,\n 2,,]"),
+            (b"[1e400 1]", b"[1 1]"),
+        ] {
+            let (Err(ParseFailure::Malformed(got)), Err(ParseFailure::Malformed(want))) =
+                (parse(big, 100), parse(small, 100))
+            else {
+                panic!("both malformed")
+            };
+            let shift = big.len() - small.len();
+            let column = |m: &str| -> usize {
+                m.rsplit("column ")
+                    .next()
+                    .unwrap()
+                    .split(|c: char| !c.is_ascii_digit())
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            };
+            assert_eq!(got.split(" at line").next(), want.split(" at line").next());
+            let same_line = !big.contains(&b'\n');
+            assert_eq!(
+                column(&got),
+                column(&want) + if same_line { shift } else { 0 },
+                "{got} / {want}"
+            );
+        }
+        let Err(ParseFailure::Malformed(m)) = parse(b"[1e400]x", 100) else {
+            panic!("malformed")
+        };
+        assert!(m.contains("more data") && m.contains("column 8"), "{m}");
+        // Invalid number tokens stay invalid, even when their start overflows.
+        for bad in [
+            &b"[1e400-5]"[..],
+            b"[1e400.5]",
+            b"[01e400]",
+            b"[1e400e1]",
+            b"[-]",
+        ] {
+            assert!(
+                matches!(parse(bad, 100), Err(ParseFailure::Malformed(_))),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        // The limit still applies on the second reading.
+        let deep = format!("{}1e400{}", "[".repeat(50), "]".repeat(50));
+        assert_eq!(
+            parse(deep.as_bytes(), 10).err(),
+            Some(ParseFailure::TooDeep { max: 10 })
+        );
+        assert_eq!(parse(deep.as_bytes(), 50).unwrap().depth, 50);
+    }
+
+    #[test]
+    fn json_number_grammar() {
+        for good in [
+            "0", "-0", "1", "-12", "1.5", "1e5", "1E+5", "-1.25e-7", "1e400",
+        ] {
+            assert!(is_json_number(good), "{good}");
+        }
+        for bad in [
+            "", "-", "01", "1.", ".5", "1e", "1e+", "+1", "1-2", "1.5.5", "--1",
+        ] {
+            assert!(!is_json_number(bad), "{bad}");
+        }
     }
 
     #[test]

@@ -28,6 +28,9 @@ pub(crate) fn id_matches(id: Option<&Node>, expected: &RequestId) -> IdMatch {
                 _ => IdMatch::Other(describe_id(n)),
             }
         }
+        // A number beyond f64 range (`1e400`, a 100,000-digit integer) lands here: it equals
+        // no request id, as ids are strings or integers the client holds exactly (JavaScript's
+        // `Infinity === Infinity` would make 1e400 equal 1e401). DECISIONS.md, 17.
         (Some(n), _) => IdMatch::Other(describe_id(n)),
     }
 }
@@ -38,7 +41,23 @@ fn describe_id(n: &Node) -> String {
         Node::Int(i) => i.to_string(),
         Node::UInt(u) => u.to_string(),
         Node::Float(f) => f.to_string(),
+        Node::BigNumber(text) => describe_big_number(text),
         other => other.kind().to_string(),
+    }
+}
+
+/// An out-of-range number for a sentence: as written when short, else its first digits and
+/// its length (a 100,000-digit id must not become a 100,000-character detail).
+fn describe_big_number(text: &str) -> String {
+    const SHOWN: usize = 24;
+    if text.len() <= 2 * SHOWN {
+        text.to_string()
+    } else {
+        format!(
+            "{}… (a number of {} characters, beyond f64 range)",
+            &text[..SHOWN],
+            text.len()
+        )
     }
 }
 
@@ -271,7 +290,9 @@ fn classify_error(
                 return invalid_envelope(
                     format!(
                         "{base}/error/code is {}; it must be an integer",
-                        if n.kind() == JsonKind::Number {
+                        if let Node::BigNumber(text) = n {
+                            format!("{}, out of range", describe_big_number(text))
+                        } else if n.kind() == JsonKind::Number {
                             "a non-integer number".to_string()
                         } else {
                             n.kind().to_string()

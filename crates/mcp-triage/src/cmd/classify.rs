@@ -22,7 +22,9 @@ Examples:
   mcp-triage classify --batch exchanges.jsonl
   mcp-triage classify --batch exchanges.jsonl --each --format text
 
-Exit status: 0 when it classified (whatever the verdict), 2 on bad usage or unreadable input.";
+Exit status: 0 when it classified (whatever the verdict); 1 when --batch skipped bad lines (each
+reported in place, counted in the summary and on stderr); 2 on bad usage, unreadable input, or the
+first bad line with --fail-fast.";
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum Format {
@@ -42,9 +44,15 @@ pub struct ClassifyArgs {
     #[arg(long, value_name = "FILE.jsonl")]
     batch: Option<PathBuf>,
 
-    /// With --batch: print one verdict a line, in input order, instead of the summary.
+    /// With --batch: print one verdict a line, in input order, instead of the summary (a bad
+    /// line prints {"line":N,"error":"..."} in its place).
     #[arg(long)]
     each: bool,
+
+    /// With --batch: stop at the first bad line (exit 2, naming it) instead of reporting it and
+    /// going on.
+    #[arg(long)]
+    fail_fast: bool,
 
     /// HTTP status of the response.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u16).range(100..=999))]
@@ -185,8 +193,8 @@ fn print_verdict(out: &mut impl Write, v: &Verdict, format: Format) -> io::Resul
 }
 
 pub fn run(args: ClassifyArgs) -> Result<ExitCode, String> {
-    if args.batch.is_none() && (args.each || args.jobs.is_some()) {
-        return Err("--each and --jobs go with --batch FILE.jsonl".to_string());
+    if args.batch.is_none() && (args.each || args.jobs.is_some() || args.fail_fast) {
+        return Err("--each, --jobs and --fail-fast go with --batch FILE.jsonl".to_string());
     }
     let ctx = base_context(&args)?;
     if let Some(batch) = &args.batch {
@@ -207,12 +215,35 @@ pub fn run(args: ClassifyArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Outcome counts in first-seen order, as the seed's `classify-batch.mjs` prints them.
+/// Outcome counts in first-seen order, as the seed's `classify-batch.mjs` prints them, and the
+/// bad lines skipped (their number and the first [`FIRST_BAD_LINES_SHOWN`] of them).
 #[derive(Default)]
 struct Summary {
     verdicts: u64,
     bytes: u64,
     outcomes: Vec<(Outcome, u64)>,
+    bad_lines: u64,
+    first_bad_lines: Vec<BadLine>,
+}
+
+/// How many bad lines the summary quotes; the rest are only counted (all are in `--each`).
+const FIRST_BAD_LINES_SHOWN: usize = 5;
+
+/// A line that is not an exchange: its number (1-based) and why.
+#[derive(Clone)]
+struct BadLine {
+    line: u64,
+    error: String,
+}
+
+impl BadLine {
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({ "line": self.line, "error": self.error })
+    }
+
+    fn to_text(&self) -> String {
+        format!("line {}: bad exchange: {}", self.line, self.error)
+    }
 }
 
 impl Summary {
@@ -225,10 +256,21 @@ impl Summary {
         }
     }
 
+    fn add_bad_line(&mut self, bad: BadLine) {
+        self.bad_lines += 1;
+        if self.first_bad_lines.len() < FIRST_BAD_LINES_SHOWN {
+            self.first_bad_lines.push(bad);
+        }
+    }
+
     /// Adds a later part's counts; first-seen order is kept because parts merge in input order.
     fn merge(&mut self, other: &Summary) {
         self.verdicts += other.verdicts;
         self.bytes += other.bytes;
+        self.bad_lines += other.bad_lines;
+        let room = FIRST_BAD_LINES_SHOWN.saturating_sub(self.first_bad_lines.len());
+        self.first_bad_lines
+            .extend(other.first_bad_lines.iter().take(room).cloned());
         for (o, n) in &other.outcomes {
             match self.outcomes.iter_mut().find(|(x, _)| x == o) {
                 Some((_, m)) => *m += n,
@@ -243,39 +285,119 @@ impl Summary {
             .iter()
             .map(|(o, n)| format!("\"{o}\":{n}"))
             .collect();
+        // Without bad lines the line is exactly the seed's, so the two can be compared.
+        let bad = if self.bad_lines == 0 {
+            String::new()
+        } else {
+            let first: Vec<serde_json::Value> =
+                self.first_bad_lines.iter().map(BadLine::to_json).collect();
+            format!(
+                ",\"badLines\":{},\"firstBadLines\":{}",
+                self.bad_lines,
+                serde_json::Value::Array(first)
+            )
+        };
         format!(
-            "{{\"verdicts\":{},\"bytes\":{},\"outcomes\":{{{}}}}}",
+            "{{\"verdicts\":{},\"bytes\":{},\"outcomes\":{{{}}}{bad}}}",
             self.verdicts,
             self.bytes,
             outcomes.join(",")
         )
     }
+
+    fn to_text_line(&self) -> String {
+        let parts: Vec<String> = self
+            .outcomes
+            .iter()
+            .map(|(o, n)| format!("{}/{o} {n}", o.layer()))
+            .collect();
+        let mut line = format!(
+            "{} verdicts, {} body bytes: {}",
+            self.verdicts,
+            self.bytes,
+            parts.join(", ")
+        );
+        if let Some(first) = self.first_bad_lines.first() {
+            line.push_str(&format!(
+                "; {} bad line(s) skipped, the first {}",
+                self.bad_lines,
+                first.to_text()
+            ));
+        }
+        line
+    }
 }
 
-/// A run of whole lines read together, so that workers and channels see few, large units.
+/// A run of whole lines read together, so that workers and channels see few, large units; or
+/// one line longer than `--max-line-bytes`, which the reader skipped (`too_long` says why).
 struct Block {
     first_line: u64,
     bytes: Vec<u8>,
+    too_long: Option<String>,
 }
 
-/// What a worker made of one block: its share of the summary, its printed verdicts, and the
-/// first bad line, if any (the block stops there).
+/// What a worker made of one block: its share of the summary (bad lines included), its printed
+/// verdicts and bad-line records, and with `--fail-fast` the first bad line (the block stops
+/// there).
 struct BlockResult {
     summary: Summary,
     printed: Vec<u8>,
     error: Option<String>,
 }
 
+/// How a worker treats a line that is not an exchange.
+#[derive(Clone, Copy)]
+struct BatchOutput {
+    /// `--each`: print every verdict, and every bad line in its place, in this format.
+    each: Option<Format>,
+    /// `--fail-fast`: stop at the first bad line.
+    fail_fast: bool,
+}
+
+impl BlockResult {
+    /// Records a bad line: reported and counted, or the end of the batch with `--fail-fast`.
+    /// Returns false when the block must stop.
+    fn bad_line(&mut self, bad: BadLine, out: BatchOutput) -> bool {
+        if out.fail_fast {
+            self.error = Some(format!("line {}: {}", bad.line, bad.error));
+            return false;
+        }
+        if let Some(format) = out.each {
+            match format {
+                Format::Json => {
+                    serde_json::to_writer(&mut self.printed, &bad.to_json())
+                        .expect("writing to a Vec cannot fail");
+                    self.printed.push(b'\n');
+                }
+                Format::Text => {
+                    self.printed.extend_from_slice(bad.to_text().as_bytes());
+                    self.printed.push(b'\n');
+                }
+            }
+        }
+        self.summary.add_bad_line(bad);
+        true
+    }
+}
+
 /// Bytes per block: large enough that channel traffic is negligible, small enough that the
 /// blocks in flight (two per worker plus one being read) keep memory far below 64 MB.
 const BLOCK_BYTES: usize = 2 << 20;
 
-fn classify_block(block: &Block, base: &CallContext, each: Option<Format>) -> BlockResult {
+fn classify_block(block: &Block, base: &CallContext, out: BatchOutput) -> BlockResult {
     let mut r = BlockResult {
         summary: Summary::default(),
         printed: Vec::new(),
         error: None,
     };
+    if let Some(why) = &block.too_long {
+        let bad = BadLine {
+            line: block.first_line,
+            error: why.clone(),
+        };
+        r.bad_line(bad, out);
+        return r;
+    }
     for (this, line) in (block.first_line..).zip(SplitLines::new(&block.bytes)) {
         let text = trim_line_end(line);
         if text.iter().all(u8::is_ascii_whitespace) {
@@ -284,14 +406,20 @@ fn classify_block(block: &Block, base: &CallContext, each: Option<Format>) -> Bl
         let x = match Exchange::parse(text) {
             Ok(x) => x,
             Err(e) => {
-                r.error = Some(format!("line {this}: {e}"));
+                let bad = BadLine {
+                    line: this,
+                    error: e.to_string(),
+                };
+                if r.bad_line(bad, out) {
+                    continue;
+                }
                 break;
             }
         };
         let ctx = x.context(base);
         let v = classify(&x.head, &x.body, &ctx);
         r.summary.add(v.outcome, x.body.len());
-        if let Some(format) = each {
+        if let Some(format) = out.each {
             print_verdict(&mut r.printed, &v, format).expect("writing to a Vec cannot fail");
         }
     }
@@ -307,7 +435,10 @@ fn run_batch(path: &PathBuf, args: &ClassifyArgs, base: &CallContext) -> Result<
     let file = File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut reader = file;
     let format = args.format.unwrap_or(Format::Json);
-    let each = args.each.then_some(format);
+    let out = BatchOutput {
+        each: args.each.then_some(format),
+        fail_fast: args.fail_fast,
+    };
     let jobs = args
         .jobs
         .unwrap_or_else(|| {
@@ -326,7 +457,7 @@ fn run_batch(path: &PathBuf, args: &ClassifyArgs, base: &CallContext) -> Result<
             let (res_tx, res_rx) = sync_channel::<BlockResult>(1);
             scope.spawn(move || {
                 for block in block_rx {
-                    if res_tx.send(classify_block(&block, base, each)).is_err() {
+                    if res_tx.send(classify_block(&block, base, out)).is_err() {
                         break;
                     }
                 }
@@ -376,35 +507,42 @@ fn run_batch(path: &PathBuf, args: &ClassifyArgs, base: &CallContext) -> Result<
             let mut out = stdout.lock();
             match format {
                 Format::Json => writeln!(out, "{}", summary.to_json_line()),
-                Format::Text => {
-                    let parts: Vec<String> = summary
-                        .outcomes
-                        .iter()
-                        .map(|(o, n)| format!("{}/{o} {n}", o.layer()))
-                        .collect();
-                    writeln!(
-                        out,
-                        "{} verdicts, {} body bytes: {}",
-                        summary.verdicts,
-                        summary.bytes,
-                        parts.join(", ")
-                    )
-                }
+                Format::Text => writeln!(out, "{}", summary.to_text_line()),
             }
             .map_err(|e| format!("cannot write: {e}"))?;
         }
-        Ok(ExitCode::SUCCESS)
+        match summary.first_bad_lines.first() {
+            None => Ok(ExitCode::SUCCESS),
+            Some(first) => {
+                eprintln!(
+                    "mcp-triage: {}: {} bad line(s) skipped (reported in the output); the first {} (--fail-fast stops there)",
+                    path.display(),
+                    summary.bad_lines,
+                    first.to_text()
+                );
+                Ok(ExitCode::from(BAD_LINES_EXIT))
+            }
+        }
     })
 }
 
+/// Exit status of a batch that skipped bad lines: every good line was classified, but the
+/// output is not the whole file's, and a script must not mistake it for a clean run (0) or
+/// for a batch that did not run (2).
+const BAD_LINES_EXIT: u8 = 1;
+
 /// Cuts a file into [`Block`]s of whole lines, reading straight into the block's buffer (one
-/// copy from the kernel) and carrying a partial last line over to the next block.
+/// copy from the kernel) and carrying a partial last line over to the next block. A line longer
+/// than `max_line` becomes a block of its own that says so; its bytes are read past without being
+/// kept, so memory stays bounded and the next line is read as usual.
 struct BlockReader<'r, R> {
     reader: &'r mut R,
     max_line: usize,
     carry: Vec<u8>,
     next_line: u64,
     eof: bool,
+    /// The bytes at the reader's position belong to a too-long line already reported.
+    skipping: bool,
 }
 
 impl<'r, R: Read> BlockReader<'r, R> {
@@ -415,10 +553,55 @@ impl<'r, R: Read> BlockReader<'r, R> {
             carry: Vec::new(),
             next_line: 1,
             eof: false,
+            skipping: false,
         }
     }
 
+    /// Reads into `buf`; 0 at the end of the input.
+    fn read_into(&mut self, buf: &mut [u8]) -> Result<usize, String> {
+        loop {
+            match self.reader.read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("line {}: {e}", self.next_line)),
+            }
+        }
+    }
+
+    /// The block standing for the too-long line `next_line`.
+    fn too_long(&mut self) -> Block {
+        let block = Block {
+            first_line: self.next_line,
+            bytes: Vec::new(),
+            too_long: Some(format!(
+                "longer than --max-line-bytes {} (skipped)",
+                self.max_line
+            )),
+        };
+        self.next_line += 1;
+        block
+    }
+
+    /// Reads past the rest of a too-long line, keeping what follows its line end.
+    fn skip_rest_of_line(&mut self) -> Result<(), String> {
+        let mut scratch = vec![0u8; 64 << 10];
+        while self.skipping {
+            let n = self.read_into(&mut scratch)?;
+            if n == 0 {
+                self.eof = true;
+                self.skipping = false;
+            } else if let Some(i) = memchr::memchr(b'\n', &scratch[..n]) {
+                self.carry = scratch[i + 1..n].to_vec();
+                self.skipping = false;
+            }
+        }
+        Ok(())
+    }
+
     fn next_block(&mut self) -> Result<Option<Block>, String> {
+        if self.skipping {
+            self.skip_rest_of_line()?;
+        }
         if self.eof && self.carry.is_empty() {
             return Ok(None);
         }
@@ -431,21 +614,14 @@ impl<'r, R: Read> BlockReader<'r, R> {
                 break;
             }
             if !have_line && buf.len() > self.max_line {
-                return Err(format!(
-                    "line {}: longer than --max-line-bytes {}",
-                    self.next_line, self.max_line
-                ));
+                // `buf` is the start of one line, already too long: report it, read past it.
+                self.skipping = true;
+                return Ok(Some(self.too_long()));
             }
             let want = BLOCK_BYTES.max(buf.len() / 2).min(64 << 20);
             let start = buf.len();
             buf.resize(start + want, 0);
-            let n = loop {
-                match self.reader.read(&mut buf[start..]) {
-                    Ok(n) => break n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(format!("line {}: {e}", self.next_line)),
-                }
-            };
+            let n = self.read_into(&mut buf[start..])?;
             buf.truncate(start + n);
             if n == 0 {
                 self.eof = true;
@@ -462,22 +638,35 @@ impl<'r, R: Read> BlockReader<'r, R> {
         }
         let mut lines = 0u64;
         let mut line_start = 0usize;
+        let mut too_long_at = None;
         for end in memchr::memchr_iter(b'\n', &buf).chain(std::iter::once(buf.len())) {
             if end - line_start > self.max_line {
-                return Err(format!(
-                    "line {}: longer than --max-line-bytes {}",
-                    self.next_line + lines,
-                    self.max_line
-                ));
+                too_long_at = Some((line_start, end));
+                break;
             }
             if end > line_start || end < buf.len() {
                 lines += 1;
             }
             line_start = end + 1;
         }
+        if let Some((start, end)) = too_long_at {
+            // A too-long line: the lines before it are this block; it comes next, alone.
+            let from = if start == 0 {
+                (end + 1).min(buf.len())
+            } else {
+                start
+            };
+            let mut rest = buf.split_off(from);
+            rest.append(&mut self.carry);
+            self.carry = rest;
+            if start == 0 {
+                return Ok(Some(self.too_long()));
+            }
+        }
         let block = Block {
             first_line: self.next_line,
             bytes: buf,
+            too_long: None,
         };
         self.next_line += lines;
         Ok(Some(block))

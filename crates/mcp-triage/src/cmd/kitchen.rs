@@ -30,12 +30,13 @@ pub struct KitchenArgs {
     #[arg(long, value_name = "JSON", value_parser = parse_params)]
     params: Option<serde_json::Value>,
 
-    /// Bearer token for /kitchen/* (required to listen beyond loopback).
+    /// Bearer token for /kitchen/* (required to listen beyond loopback; not empty).
     #[arg(
         long,
         value_name = "T",
         env = "MCP_TRIAGE_KITCHEN_TOKEN",
-        hide_env_values = true
+        hide_env_values = true,
+        value_parser = parse_admin_token
     )]
     admin_token: Option<String>,
 
@@ -51,6 +52,18 @@ fn parse_params(s: &str) -> Result<serde_json::Value, String> {
         return Err("--params must be a JSON object".to_string());
     }
     Ok(v)
+}
+
+/// An empty token would make `Authorization: Bearer ` a credential, and white space at its ends
+/// can never arrive (HTTP strips it): refuse both at once, naming the flag.
+fn parse_admin_token(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        return Err("the admin token must not be empty".to_string());
+    }
+    if s.trim() != s {
+        return Err("the admin token must not begin or end with white space (HTTP strips it from the Authorization header)".to_string());
+    }
+    Ok(s.to_string())
 }
 
 fn parse_mode(s: &str) -> Result<ResponseMode, String> {
