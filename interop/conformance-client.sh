@@ -30,17 +30,18 @@ else
 fi
 # run CLI SCENARIO: one client scenario; its log is shown in full when it fails.
 run() {
-  local cli="$1" s="$2"
+  local cli="$1" s="$2" log
+  log="$out/${s//\//_}.log"
   echo "== conformance client scenario $s ($(basename "$(dirname "$(dirname "$cli")")"))" >&2
   # The suite's mock servers listen on the wildcard address (and read their port right after
   # listen(0), which the loopback preload breaks), so the run goes in a network namespace whose
   # only interface is loopback (interop/lo-only.sh) where the machine allows it.
   if ! timeout 120 "${lo_only[@]}" "$node22" "$cli" client --command "$bin conformance-client" --scenario "$s" \
-    --timeout 30000 -o "$out" >"$out/$s.log" 2>&1; then
+    --timeout 30000 -o "$out" >"$log" 2>&1; then
     rc=1
-    cat "$out/$s.log" >&2
+    cat "$log" >&2
   else
-    grep -E "Passed:|OVERALL" "$out/$s.log" >&2 || true
+    grep -E "Passed:|OVERALL" "$log" >&2 || true
   fi
 }
 if [ $# -gt 0 ]; then

@@ -20,6 +20,7 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
 
+use crate::oauth::{AuthAttempts, BearerCell, OAuth};
 use crate::options::{CallOptions, ClientOptions, VersionChoice};
 use crate::sse_legacy::SseSession;
 use crate::stdio::{Line, StdioConn};
@@ -67,6 +68,9 @@ pub enum ConnectError {
     /// The HTTP client could not be built.
     #[error("could not build the HTTP client: {0}")]
     Http(String),
+    /// The OAuth settings cannot work for this target.
+    #[error("OAuth: {0}")]
+    Auth(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +111,10 @@ pub struct Client {
     rng: std::sync::Mutex<u64>,
     /// The 2024-11-05 HTTP+SSE session, once the fallback probe found one.
     legacy_sse: std::sync::Mutex<Option<Arc<SseSession>>>,
+    /// The bearer token in use: `--bearer`, or what OAuth obtained.
+    bearer: BearerCell,
+    /// OAuth for an HTTP server, when enabled.
+    oauth: Option<Arc<OAuth>>,
 }
 
 /// What a setup step (initialize, tools/list) ended in when it failed.
@@ -150,6 +158,26 @@ impl Client {
                 Transport::Stdio(Box::new(Mutex::new(conn)))
             }
         };
+        let bearer = BearerCell::new(opts.bearer.clone());
+        let oauth = match (&opts.oauth, &target) {
+            (Some(o), Target::Http { url, .. }) => Some(Arc::new(
+                OAuth::new(
+                    url,
+                    o.clone(),
+                    bearer.clone(),
+                    opts.timeout,
+                    opts.connect_timeout,
+                    format!("{}/{}", opts.client_name, opts.client_version),
+                )
+                .map_err(ConnectError::Auth)?,
+            )),
+            (Some(_), _) => {
+                return Err(ConnectError::Auth(
+                    "OAuth applies to HTTP servers only".to_string(),
+                ))
+            }
+            (None, _) => None,
+        };
         let seed = opts.jitter_seed.unwrap_or_else(|| {
             let mut b = [0u8; 8];
             getrandom::fill(&mut b)
@@ -164,6 +192,8 @@ impl Client {
             next_id: AtomicI64::new(1),
             rng: std::sync::Mutex::new(seed | 1),
             legacy_sse: std::sync::Mutex::new(None),
+            bearer,
+            oauth,
         })
     }
 
@@ -348,6 +378,7 @@ impl Client {
                             url: url.clone(),
                             headers: headers.clone(),
                             opts: Arc::new(self.opts.clone()),
+                            bearer: self.bearer.clone(),
                             version: v,
                             session: session.clone(),
                         }
@@ -426,7 +457,7 @@ impl Client {
             .post(url)
             .header("Accept", "application/json, text/event-stream")
             .header("Content-Type", "application/json");
-        req = with_auth(req, headers, self.opts.bearer.as_deref());
+        req = with_auth(req, headers, self.bearer.get().as_deref());
         let is_init = msg["method"] == "initialize";
         if era == Era::Modern || (!is_init && version.at_least(ProtocolVersion::V2025_06_18)) {
             req = req.header("MCP-Protocol-Version", version.as_str());
@@ -476,7 +507,68 @@ impl Client {
                 sse.exchange(msg, &ctx, deadline).await
             }
             Transport::Http { http, url, headers } => {
-                let extra = tool
+                let mut attempts = AuthAttempts::default();
+                let mut auth_notes: Vec<(String, String)> = Vec::new();
+                let mut deadline = deadline;
+                loop {
+                    if let Some(o) = &self.oauth {
+                        auth_notes.extend(o.prepare().await);
+                    }
+                    let mut sent = self
+                        .http_once(http, url, headers, msg, id, era, version, session, &ctx, deadline, tool, started)
+                        .await;
+                    if let (Some(o), Some(status)) = (&self.oauth, sent.status) {
+                        let challenge = sent.verdict.auth_challenge.clone();
+                        let insufficient = status == 403
+                            && challenge.as_ref().and_then(|c| c.error.as_deref())
+                                == Some("insufficient_scope");
+                        if status == 401 || insufficient {
+                            match o.on_challenge(status, challenge.as_ref(), &mut attempts).await {
+                                Ok(note) => {
+                                    auth_notes.push(("AUTHORIZED".to_string(), note));
+                                    // The person may have taken a while in the browser.
+                                    deadline = deadline.max(tokio::time::Instant::now() + self.opts.timeout);
+                                    continue;
+                                }
+                                Err(why) => {
+                                    let detail = sent.verdict.detail.get_or_insert_with(String::new);
+                                    detail.push_str(&format!("; authorization failed: {why}"));
+                                    auth_notes.push(("AUTH_FAILED".to_string(), why));
+                                }
+                            }
+                        }
+                    }
+                    auth_notes.append(&mut sent.notes);
+                    sent.notes = auth_notes;
+                    break sent;
+                }
+            }
+            Transport::Stdio(conn) => {
+                let mut conn = conn.lock().await;
+                self.stdio_exchange(&mut conn, msg, &ctx, deadline, started, era, version)
+                    .await
+            }
+        }
+    }
+
+    /// One HTTP request/response, classified (no authorization handling).
+    #[allow(clippy::too_many_arguments)]
+    async fn http_once(
+        &self,
+        http: &reqwest::Client,
+        url: &str,
+        headers: &[(String, String)],
+        msg: &Value,
+        id: &Value,
+        era: Era,
+        version: ProtocolVersion,
+        session: Option<&str>,
+        ctx: &mcp_triage_core::CallContext,
+        deadline: tokio::time::Instant,
+        tool: Option<&ToolInfo>,
+        started: Instant,
+    ) -> Sent {
+        let extra = tool
                     .map(|t| param_headers(t, &msg["params"]["arguments"]))
                     .unwrap_or_default();
                 let req = self.http_request(http, url, headers, msg, era, version, session, &extra);
@@ -505,7 +597,7 @@ impl Client {
                     }
                     Ok(Ok(resp)) => {
                         let answers_ok = era == Era::Legacy;
-                        let mut sent = wire::read_response(resp, ctx, deadline, started, |inc| async move {
+                        let mut sent = wire::read_response(resp, ctx.clone(), deadline, started, |inc| async move {
                             if !answers_ok {
                                 return Err("the server sent a request on a 2026-07-28 stream, which that revision forbids".to_string());
                             }
@@ -535,13 +627,6 @@ impl Client {
                     }
                 }
                 sent
-            }
-            Transport::Stdio(conn) => {
-                let mut conn = conn.lock().await;
-                self.stdio_exchange(&mut conn, msg, &ctx, deadline, started, era, version)
-                    .await
-            }
-        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1321,7 +1406,7 @@ impl Client {
             .get(url)
             .header("Accept", "text/event-stream")
             .header("Last-Event-ID", last_event_id);
-        req = with_auth(req, headers, self.opts.bearer.as_deref());
+        req = with_auth(req, headers, self.bearer.get().as_deref());
         if version.at_least(ProtocolVersion::V2025_06_18) {
             req = req.header("MCP-Protocol-Version", version.as_str());
         }
@@ -1506,7 +1591,7 @@ impl Client {
             Transport::Http { http, url, headers } => {
                 if let Some(s) = &st.session_id {
                     let mut req = http.delete(url).header("Mcp-Session-Id", s);
-                    req = with_auth(req, headers, self.opts.bearer.as_deref());
+                    req = with_auth(req, headers, self.bearer.get().as_deref());
                     let _ = tokio::time::timeout(Duration::from_secs(2), req.send()).await;
                 }
             }
@@ -1588,13 +1673,14 @@ struct Standalone {
     url: String,
     headers: Vec<(String, String)>,
     opts: Arc<ClientOptions>,
+    bearer: BearerCell,
     version: ProtocolVersion,
     session: String,
 }
 
 impl Standalone {
     fn request(&self, b: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        let mut b = with_auth(b, &self.headers, self.opts.bearer.as_deref());
+        let mut b = with_auth(b, &self.headers, self.bearer.get().as_deref());
         if self.version.at_least(ProtocolVersion::V2025_06_18) {
             b = b.header("MCP-Protocol-Version", self.version.as_str());
         }
