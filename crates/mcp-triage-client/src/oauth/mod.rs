@@ -383,7 +383,9 @@ impl OAuth {
             ));
         }
         attempts.authorizations += 1;
-        if st.discovered.is_none() {
+        // A 401 rediscovers: the resource may have moved to another authorization server
+        // (SEP-2352), whose registration is then its own (registrations are per issuer).
+        if st.discovered.is_none() || status == 401 {
             let d = self
                 .discover(challenge.and_then(|c| c.resource_metadata.as_deref()))
                 .await?;

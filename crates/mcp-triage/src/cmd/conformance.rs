@@ -120,12 +120,6 @@ fn run_generic(args: &ConformanceArgs) -> Result<ExitCode, String> {
     let opts = ClientOptions {
         accept_defaults: true,
         scenario: Some(args.scenario.clone()),
-        // The auth scenarios' servers are 2025-11-25 servers, as the reference client assumes.
-        protocol: if auth.is_some() {
-            VersionChoice::Fixed(ProtocolVersion::V2025_11_25)
-        } else {
-            VersionChoice::Auto
-        },
         oauth: auth,
         ..ClientOptions::default()
     };
