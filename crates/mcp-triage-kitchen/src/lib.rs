@@ -63,6 +63,8 @@ pub mod sse;
 pub mod state;
 #[cfg(feature = "testing")]
 pub mod testing;
+#[cfg(feature = "testing")]
+pub mod testing_oauth;
 
 use std::sync::Arc;
 
