@@ -115,6 +115,9 @@ pub struct Client {
     bearer: BearerCell,
     /// OAuth for an HTTP server, when enabled.
     oauth: Option<Arc<OAuth>>,
+    /// What OAuth did during exchanges not tied to a call's attempts (initialize,
+    /// tools/list), kept for the next call's record.
+    auth_notes: std::sync::Mutex<Vec<(String, String)>>,
 }
 
 /// What a setup step (initialize, tools/list) ended in when it failed.
@@ -194,6 +197,7 @@ impl Client {
             legacy_sse: std::sync::Mutex::new(None),
             bearer,
             oauth,
+            auth_notes: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -515,7 +519,10 @@ impl Client {
                         auth_notes.extend(o.prepare().await);
                     }
                     let mut sent = self
-                        .http_once(http, url, headers, msg, id, era, version, session, &ctx, deadline, tool, started)
+                        .http_once(
+                            http, url, headers, msg, id, era, version, session, &ctx, deadline,
+                            tool, started,
+                        )
                         .await;
                     if let (Some(o), Some(status)) = (&self.oauth, sent.status) {
                         let challenge = sent.verdict.auth_challenge.clone();
@@ -523,19 +530,29 @@ impl Client {
                             && challenge.as_ref().and_then(|c| c.error.as_deref())
                                 == Some("insufficient_scope");
                         if status == 401 || insufficient {
-                            match o.on_challenge(status, challenge.as_ref(), &mut attempts).await {
+                            match o
+                                .on_challenge(status, challenge.as_ref(), &mut attempts)
+                                .await
+                            {
                                 Ok(note) => {
                                     auth_notes.push(("AUTHORIZED".to_string(), note));
                                     // The person may have taken a while in the browser.
-                                    deadline = deadline.max(tokio::time::Instant::now() + self.opts.timeout);
+                                    deadline = deadline
+                                        .max(tokio::time::Instant::now() + self.opts.timeout);
                                     continue;
                                 }
                                 Err(why) => {
-                                    let detail = sent.verdict.detail.get_or_insert_with(String::new);
+                                    let detail =
+                                        sent.verdict.detail.get_or_insert_with(String::new);
                                     detail.push_str(&format!("; authorization failed: {why}"));
                                     auth_notes.push(("AUTH_FAILED".to_string(), why));
                                 }
                             }
+                        }
+                    }
+                    if !auth_notes.is_empty() {
+                        if let Ok(mut pending) = self.auth_notes.lock() {
+                            pending.extend(auth_notes.iter().cloned());
                         }
                     }
                     auth_notes.append(&mut sent.notes);
@@ -569,64 +586,64 @@ impl Client {
         started: Instant,
     ) -> Sent {
         let extra = tool
-                    .map(|t| param_headers(t, &msg["params"]["arguments"]))
-                    .unwrap_or_default();
-                let req = self.http_request(http, url, headers, msg, era, version, session, &extra);
-                let mut sent = match tokio::time::timeout_at(deadline, req.send()).await {
-                    Err(_) => Sent::failed(
-                        Verdict::timeout("no response head before the deadline"),
-                        Delivery::MaybeExecuted,
-                        started,
-                    ),
-                    Ok(Err(e)) => {
-                        let delivery = if e.is_connect() {
-                            Delivery::NeverSent
-                        } else {
-                            Delivery::MaybeExecuted
-                        };
-                        let what = if e.is_connect() {
-                            "could not connect"
-                        } else {
-                            "the connection failed before a response"
-                        };
-                        Sent::failed(
-                            Verdict::connection_error(format!("{what}: {}", wire::error_chain(&e))),
-                            delivery,
-                            started,
-                        )
-                    }
-                    Ok(Ok(resp)) => {
-                        let answers_ok = era == Era::Legacy;
-                        let mut sent = wire::read_response(resp, ctx.clone(), deadline, started, |inc| async move {
+            .map(|t| param_headers(t, &msg["params"]["arguments"]))
+            .unwrap_or_default();
+        let req = self.http_request(http, url, headers, msg, era, version, session, &extra);
+        let mut sent = match tokio::time::timeout_at(deadline, req.send()).await {
+            Err(_) => Sent::failed(
+                Verdict::timeout("no response head before the deadline"),
+                Delivery::MaybeExecuted,
+                started,
+            ),
+            Ok(Err(e)) => {
+                let delivery = if e.is_connect() {
+                    Delivery::NeverSent
+                } else {
+                    Delivery::MaybeExecuted
+                };
+                let what = if e.is_connect() {
+                    "could not connect"
+                } else {
+                    "the connection failed before a response"
+                };
+                Sent::failed(
+                    Verdict::connection_error(format!("{what}: {}", wire::error_chain(&e))),
+                    delivery,
+                    started,
+                )
+            }
+            Ok(Ok(resp)) => {
+                let answers_ok = era == Era::Legacy;
+                let mut sent = wire::read_response(resp, ctx.clone(), deadline, started, |inc| async move {
                             if !answers_ok {
                                 return Err("the server sent a request on a 2026-07-28 stream, which that revision forbids".to_string());
                             }
                             self.answer_incoming(inc, era, version, session).await
                         })
                         .await;
-                        if matches!(
-                            sent.verdict.outcome,
-                            Outcome::Timeout | Outcome::ConnectionError
-                        ) {
-                            sent.delivery = Delivery::MaybeExecuted;
-                        }
-                        sent
-                    }
-                };
-                // Dropping the response closed the stream, which cancels a 2026-07-28 request;
-                // legacy servers need notifications/cancelled (initialize is never cancelled).
-                if sent.verdict.outcome == Outcome::Timeout
-                    && era == Era::Legacy
-                    && msg["method"] != "initialize"
-                {
-                    let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
-                        "params": { "requestId": id, "reason": "timeout" } });
-                    self.notify(&cancel, era, version, session).await;
-                    if let Some(d) = sent.verdict.detail.as_mut() {
-                        d.push_str("; notifications/cancelled sent");
-                    }
+                if matches!(
+                    sent.verdict.outcome,
+                    Outcome::Timeout | Outcome::ConnectionError
+                ) {
+                    sent.delivery = Delivery::MaybeExecuted;
                 }
                 sent
+            }
+        };
+        // Dropping the response closed the stream, which cancels a 2026-07-28 request;
+        // legacy servers need notifications/cancelled (initialize is never cancelled).
+        if sent.verdict.outcome == Outcome::Timeout
+            && era == Era::Legacy
+            && msg["method"] != "initialize"
+        {
+            let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": { "requestId": id, "reason": "timeout" } });
+            self.notify(&cancel, era, version, session).await;
+            if let Some(d) = sent.verdict.detail.as_mut() {
+                d.push_str("; notifications/cancelled sent");
+            }
+        }
+        sent
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1049,6 +1066,14 @@ impl Client {
             if matches!(rec.layer, mcp_triage_core::Layer::Transport) {
                 rec.stderr_tail = conn.lock().await.stderr_tail();
             }
+        }
+        let pending = self
+            .auth_notes
+            .lock()
+            .map(|mut p| std::mem::take(&mut *p))
+            .unwrap_or_default();
+        for (code, detail) in pending {
+            rec.warn(&code, detail);
         }
         rec.duration_ms = started.elapsed().as_millis() as u64;
         rec

@@ -150,9 +150,12 @@ async fn authorize(
         seen.last_scope = q.get("scope").cloned();
         seen.authorizations
     };
-    let (Some(redirect), Some(challenge)) = (q.get("redirect_uri"), q.get("code_challenge"))
-    else {
-        return (StatusCode::BAD_REQUEST, "redirect_uri and code_challenge required").into_response();
+    let (Some(redirect), Some(challenge)) = (q.get("redirect_uri"), q.get("code_challenge")) else {
+        return (
+            StatusCode::BAD_REQUEST,
+            "redirect_uri and code_challenge required",
+        )
+            .into_response();
     };
     if q.get("code_challenge_method").map(String::as_str) != Some("S256") {
         return (StatusCode::BAD_REQUEST, "S256 required").into_response();
@@ -181,7 +184,10 @@ fn form_pairs(body: &str) -> HashMap<String, String> {
             match b[i] {
                 b'+' => out.push(b' '),
                 b'%' if i + 2 < b.len() => {
-                    match u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"), 16) {
+                    match u8::from_str_radix(
+                        std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"),
+                        16,
+                    ) {
                         Ok(v) => {
                             out.push(v);
                             i += 2;
@@ -209,11 +215,7 @@ fn refuse(s: &AsState, error: &str) -> Response {
     (StatusCode::BAD_REQUEST, Json(json!({ "error": error }))).into_response()
 }
 
-async fn token(
-    State(s): State<Arc<AsState>>,
-    _headers: HeaderMap,
-    body: String,
-) -> Response {
+async fn token(State(s): State<Arc<AsState>>, _headers: HeaderMap, body: String) -> Response {
     let f = form_pairs(&body);
     match f.get("grant_type").map(String::as_str) {
         Some("authorization_code") => {
@@ -232,7 +234,9 @@ async fn token(
             s.seen.lock().expect("seen lock").code_grants += 1;
         }
         Some("refresh_token") => {
-            if s.opts.refresh_token.is_none() || f.get("refresh_token") != s.opts.refresh_token.as_ref() {
+            if s.opts.refresh_token.is_none()
+                || f.get("refresh_token") != s.opts.refresh_token.as_ref()
+            {
                 return refuse(&s, "invalid_grant");
             }
             s.seen.lock().expect("seen lock").refresh_grants += 1;

@@ -378,7 +378,11 @@ mod tests {
     fn token_auth_method_choice() {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert_eq!(
-            token_auth_method(&s(&["client_secret_post"]), true, Some("client_secret_post")),
+            token_auth_method(
+                &s(&["client_secret_post"]),
+                true,
+                Some("client_secret_post")
+            ),
             TokenAuthMethod::ClientSecretPost
         );
         assert_eq!(

@@ -29,8 +29,18 @@ use store::{StoreData, StoredClient, StoredToken, TokenStore};
 
 /// Largest metadata or token response read.
 const MAX_DOC_BYTES: usize = 1 << 20;
-/// A token this close to its expiry is refreshed before it is sent.
+/// A token this close to its expiry is refreshed before it is sent (at most half its
+/// lifetime, so that a short-lived token is not refreshed before every request).
 const REFRESH_MARGIN_SECS: u64 = 60;
+
+/// Whether `tok` should be refreshed before use at `now`.
+fn refresh_due(tok: &StoredToken, now: u64) -> bool {
+    let Some(exp) = tok.expires_at else {
+        return false;
+    };
+    let lifetime = tok.issued_at.map(|i| exp.saturating_sub(i)).unwrap_or(0);
+    exp <= now + REFRESH_MARGIN_SECS.min(lifetime / 2)
+}
 
 /// Which grant gets the token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -203,6 +213,30 @@ fn now_secs() -> u64 {
         .unwrap_or(0)
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refresh_is_due_within_the_margin_or_half_the_lifetime() {
+        let tok = |issued: u64, exp: u64| StoredToken {
+            expires_at: Some(exp),
+            issued_at: Some(issued),
+            ..StoredToken::default()
+        };
+        // An hour-long token: refreshed in its last minute.
+        assert!(!refresh_due(&tok(0, 3600), 3539));
+        assert!(refresh_due(&tok(0, 3600), 3540));
+        // A 10-second token: refreshed in its last 5 seconds, not before every request.
+        assert!(!refresh_due(&tok(0, 10), 4));
+        assert!(refresh_due(&tok(0, 10), 5));
+        // No expiry: never.
+        assert!(!refresh_due(&StoredToken::default(), u64::MAX / 2));
+        // Expired.
+        assert!(refresh_due(&tok(0, 10), 11));
+    }
+}
+
 fn strings(v: &Value) -> Vec<String> {
     v.as_array()
         .into_iter()
@@ -292,10 +326,7 @@ impl OAuth {
         let Some(tok) = st.data.tokens.get(&self.resource_key).cloned() else {
             return notes;
         };
-        let due = tok
-            .expires_at
-            .is_some_and(|e| e <= now_secs() + REFRESH_MARGIN_SECS);
-        if !due {
+        if !refresh_due(&tok, now_secs()) {
             return notes;
         }
         if tok.refresh_token.is_some() {
@@ -346,16 +377,18 @@ impl OAuth {
             .and_then(|c| c.scope.as_deref())
             .map(str::trim)
             .filter(|s| !s.is_empty());
-        let insufficient =
-            status == 403 && challenge.and_then(|c| c.error.as_deref()) == Some("insufficient_scope");
+        let insufficient = status == 403
+            && challenge.and_then(|c| c.error.as_deref()) == Some("insufficient_scope");
         if status == 401 {
             if let Some(tok) = current.as_ref().filter(|t| t.refresh_token.is_some()) {
                 if !attempts.refreshed {
                     attempts.refreshed = true;
                     match self.refresh_locked(&mut st, tok).await {
                         Ok(()) => {
-                            return Ok("HTTP 401 with a token: refreshed it and sent the request again"
-                                .to_string())
+                            return Ok(
+                                "HTTP 401 with a token: refreshed it and sent the request again"
+                                    .to_string(),
+                            )
                         }
                         Err(e) => self.note_and_forget(&mut st, &e),
                     }
@@ -367,7 +400,10 @@ impl OAuth {
             let Some(req) = required else {
                 return Err("HTTP 403 insufficient_scope without a scope parameter: the client cannot tell which scope to ask for".to_string());
             };
-            let held = current.as_ref().and_then(|t| t.scope.clone()).unwrap_or_default();
+            let held = current
+                .as_ref()
+                .and_then(|t| t.scope.clone())
+                .unwrap_or_default();
             if current.is_some() && discovery::scope_covers(&held, req) {
                 return Err(format!(
                     "HTTP 403 insufficient_scope for scope {:?}, which the token already holds: a permanent authorization failure, not retried",
@@ -394,7 +430,10 @@ impl OAuth {
         let d = st.discovered.clone().expect("discovered above");
         let scope = discovery::select_scope(wanted.as_deref(), &d.prm_scopes, &d.scopes_supported);
         let tok = match self.opts.grant {
-            Grant::AuthorizationCode => self.authorization_code(&mut st, &d, scope.as_deref()).await?,
+            Grant::AuthorizationCode => {
+                self.authorization_code(&mut st, &d, scope.as_deref())
+                    .await?
+            }
             Grant::ClientCredentials => self.client_credentials(&d, scope.as_deref()).await?,
         };
         let granted = tok.scope.clone();
@@ -430,7 +469,9 @@ impl OAuth {
         if !resp.status().is_success() {
             return Ok(None);
         }
-        let body = read_bounded(resp).await.map_err(|e| format!("GET {url}: {e}"))?;
+        let body = read_bounded(resp)
+            .await
+            .map_err(|e| format!("GET {url}: {e}"))?;
         let doc: Value = serde_json::from_slice(&body)
             .map_err(|e| format!("GET {url}: the metadata is not JSON: {e}"))?;
         if !doc.is_object() {
@@ -465,13 +506,20 @@ impl OAuth {
             .as_array()
             .and_then(|a| a.iter().find_map(Value::as_str))
             .ok_or_else(|| {
-                format!("the protected-resource metadata at {prm_url} names no authorization server")
+                format!(
+                    "the protected-resource metadata at {prm_url} names no authorization server"
+                )
             })?
             .to_string();
         let issuer_url = Url::parse(&issuer)
             .ok()
             .filter(|u| matches!(u.scheme(), "http" | "https"))
-            .ok_or_else(|| format!("the authorization server {:?} is not an http(s) URL", clean(&issuer)))?;
+            .ok_or_else(|| {
+                format!(
+                    "the authorization server {:?} is not an http(s) URL",
+                    clean(&issuer)
+                )
+            })?;
         let mut tried = Vec::new();
         for url in discovery::authorization_server_metadata_urls(&issuer_url) {
             tried.push(url.to_string());
@@ -539,7 +587,12 @@ impl OAuth {
                     .ok()
                     .filter(|u| matches!(u.scheme(), "http" | "https"))
                     .map(|u| Some(u.to_string()))
-                    .ok_or_else(|| format!("the metadata at {url}: {k} {:?} is not an http(s) URL", clean(s))),
+                    .ok_or_else(|| {
+                        format!(
+                            "the metadata at {url}: {k} {:?} is not an http(s) URL",
+                            clean(s)
+                        )
+                    }),
             }
         };
         let token_endpoint = endpoint("token_endpoint")?
@@ -623,7 +676,9 @@ impl OAuth {
             .await
             .map_err(|e| format!("registration at {reg}: {}", crate::wire::error_chain(&e)))?;
         let status = resp.status().as_u16();
-        let bytes = read_bounded(resp).await.map_err(|e| format!("registration at {reg}: {e}"))?;
+        let bytes = read_bounded(resp)
+            .await
+            .map_err(|e| format!("registration at {reg}: {e}"))?;
         if !(200..300).contains(&status) {
             return Err(format!(
                 "dynamic client registration at {reg} failed: {}",
@@ -639,7 +694,9 @@ impl OAuth {
         let c = StoredClient {
             client_id: client_id.to_string(),
             client_secret: doc["client_secret"].as_str().map(str::to_string),
-            token_endpoint_auth_method: doc["token_endpoint_auth_method"].as_str().map(str::to_string),
+            token_endpoint_auth_method: doc["token_endpoint_auth_method"]
+                .as_str()
+                .map(str::to_string),
             redirect_uri: Some(redirect_uri.to_string()),
         };
         st.data.clients.insert(d.issuer.clone(), c.clone());
@@ -720,7 +777,10 @@ impl OAuth {
             .await
             .map_err(|e| format!("the redirect listener stopped: {e}"))??;
         if params.get("state") != Some(&state) {
-            return Err("the authorization redirect carries the wrong state: refusing it (possible CSRF)".to_string());
+            return Err(
+                "the authorization redirect carries the wrong state: refusing it (possible CSRF)"
+                    .to_string(),
+            );
         }
         if let Some(e) = params.get("error") {
             return Err(format!(
@@ -768,12 +828,12 @@ impl OAuth {
     async fn follow(&self, start: &Url, redirect_uri: &str) -> Result<(), String> {
         let mut url = start.clone();
         for _ in 0..10 {
-            let resp = self
-                .http
-                .get(url.clone())
-                .send()
-                .await
-                .map_err(|e| format!("GET the authorization endpoint: {}", crate::wire::error_chain(&e)))?;
+            let resp = self.http.get(url.clone()).send().await.map_err(|e| {
+                format!(
+                    "GET the authorization endpoint: {}",
+                    crate::wire::error_chain(&e)
+                )
+            })?;
             let status = resp.status().as_u16();
             let location = resp
                 .headers()
@@ -802,7 +862,10 @@ impl OAuth {
         scope: Option<&str>,
     ) -> Result<StoredToken, String> {
         let Some(id) = &self.opts.client_id else {
-            return Err("the client credentials grant needs --client-id and a secret (--client-secret-env)".to_string());
+            return Err(
+                "the client credentials grant needs --client-id and a secret (--client-secret-env)"
+                    .to_string(),
+            );
         };
         let client = StoredClient {
             client_id: id.clone(),
@@ -863,7 +926,9 @@ impl OAuth {
             ("refresh_token", refresh.clone()),
             ("resource", d.resource.clone()),
         ];
-        let mut new = self.token_request(&d, &client, form, tok.scope.as_deref()).await?;
+        let mut new = self
+            .token_request(&d, &client, form, tok.scope.as_deref())
+            .await?;
         if new.refresh_token.is_none() {
             new.refresh_token = Some(refresh);
         }
@@ -910,11 +975,12 @@ impl OAuth {
             TokenAuthMethod::None => form.push(("client_id", client.client_id.clone())),
         }
         let endpoint = &d.token_endpoint;
-        let resp = req
-            .form(&form)
-            .send()
-            .await
-            .map_err(|e| format!("token request to {endpoint}: {}", crate::wire::error_chain(&e)))?;
+        let resp = req.form(&form).send().await.map_err(|e| {
+            format!(
+                "token request to {endpoint}: {}",
+                crate::wire::error_chain(&e)
+            )
+        })?;
         let status = resp.status().as_u16();
         let bytes = read_bounded(resp)
             .await
@@ -925,12 +991,15 @@ impl OAuth {
                 oauth_error(status, &bytes)
             ));
         }
-        let doc: Value = serde_json::from_slice(&bytes)
-            .map_err(|_| format!("the token endpoint {endpoint} answered with something that is not JSON"))?;
+        let doc: Value = serde_json::from_slice(&bytes).map_err(|_| {
+            format!("the token endpoint {endpoint} answered with something that is not JSON")
+        })?;
         let access = doc["access_token"]
             .as_str()
             .filter(|s| !s.is_empty())
-            .ok_or_else(|| format!("the token endpoint {endpoint} answered without an access_token"))?;
+            .ok_or_else(|| {
+                format!("the token endpoint {endpoint} answered without an access_token")
+            })?;
         if let Some(t) = doc["token_type"].as_str() {
             if !t.eq_ignore_ascii_case("bearer") {
                 return Err(format!(
@@ -943,6 +1012,7 @@ impl OAuth {
             access_token: access.to_string(),
             refresh_token: doc["refresh_token"].as_str().map(str::to_string),
             expires_at: doc["expires_in"].as_u64().map(|s| now_secs() + s),
+            issued_at: Some(now_secs()),
             scope: doc["scope"]
                 .as_str()
                 .map(str::to_string)

@@ -50,8 +50,7 @@ impl Listener {
                 let mut head = Vec::new();
                 let mut buf = [0u8; 2048];
                 while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_HEAD {
-                    match tokio::time::timeout(Duration::from_secs(10), sock.read(&mut buf)).await
-                    {
+                    match tokio::time::timeout(Duration::from_secs(10), sock.read(&mut buf)).await {
                         Ok(Ok(n)) if n > 0 => head.extend_from_slice(&buf[..n]),
                         _ => break,
                     }
@@ -125,7 +124,11 @@ mod tests {
         let waiter = tokio::spawn(l.wait(Duration::from_secs(10)));
         let http = reqwest::Client::builder().no_proxy().build().unwrap();
         let base = uri.trim_end_matches(CALLBACK_PATH).to_string();
-        let r = http.get(format!("{base}/favicon.ico")).send().await.unwrap();
+        let r = http
+            .get(format!("{base}/favicon.ico"))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status().as_u16(), 404);
         let r = http
             .get(format!("{uri}?code=abc%20d&state=s1"))

@@ -43,6 +43,9 @@ pub struct StoredToken {
     /// Expiry, seconds since the Unix epoch, when the server said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// When it was issued (seconds since the Unix epoch): with `expires_at`, its lifetime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_at: Option<u64>,
     /// The scope granted (or requested, when the server did not say).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
@@ -136,7 +139,8 @@ impl TokenStore {
         let Some(p) = &self.path else {
             return Ok(());
         };
-        let fail = |e: std::io::Error| format!("could not write the token store {}: {e}", p.display());
+        let fail =
+            |e: std::io::Error| format!("could not write the token store {}: {e}", p.display());
         if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
             create_private_dir(dir).map_err(fail)?;
         }
@@ -188,10 +192,7 @@ mod tests {
     use super::*;
 
     fn scratch(name: &str) -> PathBuf {
-        std::env::temp_dir().join(format!(
-            "mcp-triage-store-{}-{name}",
-            std::process::id()
-        ))
+        std::env::temp_dir().join(format!("mcp-triage-store-{}-{name}", std::process::id()))
     }
 
     #[test]
@@ -207,6 +208,7 @@ mod tests {
                 access_token: "canary-access".into(),
                 refresh_token: Some("canary-refresh".into()),
                 expires_at: Some(10),
+                issued_at: Some(5),
                 scope: Some("a b".into()),
                 issuer: "http://127.0.0.1:2".into(),
                 token_endpoint: "http://127.0.0.1:2/token".into(),
