@@ -384,3 +384,76 @@ fn call_refuses_a_tool_with_an_invalid_x_mcp_header() {
     }
     server.abort();
 }
+
+/// OAuth through the CLI, and the canary: `call` against the kitchen's `auth.oauth_challenge`
+/// (whose metadata names the test authorization server) authorizes by following the
+/// auto-approving redirect, caches the token in `--token-store`, and the token strings appear
+/// nowhere in stdout (the record), stderr, or the `--log` file; the second `call` reuses the
+/// cache. `--no-oauth` leaves the 401 as it was (exit 3: a transport/HTTP failure).
+#[test]
+fn call_authorizes_with_oauth_and_never_prints_a_token() {
+    use mcp_triage_kitchen::testing_oauth::{TestAs, TestAsOptions};
+    const ACCESS: &str = "cli-canary-access-90b1";
+    const REFRESH: &str = "cli-canary-refresh-4c7e";
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let k = rt
+        .block_on(start(
+            "127.0.0.1:0".parse().unwrap(),
+            KitchenOptions::default(),
+        ))
+        .unwrap();
+    let auth = rt.block_on(TestAs::start(TestAsOptions {
+        access_tokens: vec![ACCESS.into()],
+        refresh_token: Some(REFRESH.into()),
+        expires_in: 3600,
+    }));
+    k.kitchen()
+        .set_selection(
+            "auth.oauth_challenge",
+            json!({ "token": ACCESS, "authorizationServer": auth.url }),
+        )
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!("mcp-triage-cli-oauth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = dir.join("tokens.json");
+    let log = dir.join("calls.jsonl");
+    let url = k.mcp_url();
+    let args = [
+        "call",
+        url.as_str(),
+        "read_counter",
+        "--format",
+        "json",
+        "--authorize",
+        "follow",
+        "--token-store",
+        store.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+    ];
+    for round in 0..2 {
+        let o = run(&args);
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
+        assert_eq!(code(&o), 0, "round {round}: {err}");
+        let rec: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(rec["outcome"], "TOOL_SUCCESS");
+        for secret in [ACCESS, REFRESH] {
+            assert!(!out.contains(secret), "stdout holds {secret}");
+            assert!(!err.contains(secret), "stderr holds {secret}");
+        }
+    }
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(logged.lines().count(), 2);
+    assert!(!logged.contains(ACCESS) && !logged.contains(REFRESH));
+    // One authorization for both calls: the second used the cache.
+    assert_eq!(auth.seen().authorizations, 1);
+    assert!(std::fs::read_to_string(&store).unwrap().contains(ACCESS));
+    let o = run(&["call", url.as_str(), "read_counter", "--no-oauth"]);
+    assert_eq!(code(&o), 3, "{}", String::from_utf8_lossy(&o.stdout));
+    let _ = std::fs::remove_dir_all(&dir);
+    drop(auth);
+    rt.block_on(k.shutdown());
+}
