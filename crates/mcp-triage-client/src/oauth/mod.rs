@@ -213,30 +213,6 @@ fn now_secs() -> u64 {
         .unwrap_or(0)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn refresh_is_due_within_the_margin_or_half_the_lifetime() {
-        let tok = |issued: u64, exp: u64| StoredToken {
-            expires_at: Some(exp),
-            issued_at: Some(issued),
-            ..StoredToken::default()
-        };
-        // An hour-long token: refreshed in its last minute.
-        assert!(!refresh_due(&tok(0, 3600), 3539));
-        assert!(refresh_due(&tok(0, 3600), 3540));
-        // A 10-second token: refreshed in its last 5 seconds, not before every request.
-        assert!(!refresh_due(&tok(0, 10), 4));
-        assert!(refresh_due(&tok(0, 10), 5));
-        // No expiry: never.
-        assert!(!refresh_due(&StoredToken::default(), u64::MAX / 2));
-        // Expired.
-        assert!(refresh_due(&tok(0, 10), 11));
-    }
-}
-
 fn strings(v: &Value) -> Vec<String> {
     v.as_array()
         .into_iter()
@@ -533,7 +509,7 @@ impl OAuth {
                     clean(&issuer)
                 ));
             }
-            let mut d = self.from_metadata(&meta, &url, issuer.clone(), true)?;
+            let mut d = self.read_metadata(&meta, &url, issuer.clone(), true)?;
             d.resource = resource.to_string();
             d.prm_scopes = strings(&prm["scopes_supported"]);
             return Ok(d);
@@ -552,7 +528,7 @@ impl OAuth {
         let issuer = base.as_str().trim_end_matches('/').to_string();
         for url in discovery::authorization_server_metadata_urls(&base) {
             if let Some(meta) = self.get_json(&url).await? {
-                let mut d = self.from_metadata(&meta, &url, issuer, false)?;
+                let mut d = self.read_metadata(&meta, &url, issuer, false)?;
                 d.resource = self.resource_key.clone();
                 return Ok(d);
             }
@@ -573,7 +549,7 @@ impl OAuth {
         })
     }
 
-    fn from_metadata(
+    fn read_metadata(
         &self,
         meta: &Value,
         url: &Url,
@@ -1020,5 +996,29 @@ impl OAuth {
             issuer: d.issuer.clone(),
             token_endpoint: d.token_endpoint.clone(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refresh_is_due_within_the_margin_or_half_the_lifetime() {
+        let tok = |issued: u64, exp: u64| StoredToken {
+            expires_at: Some(exp),
+            issued_at: Some(issued),
+            ..StoredToken::default()
+        };
+        // An hour-long token: refreshed in its last minute.
+        assert!(!refresh_due(&tok(0, 3600), 3539));
+        assert!(refresh_due(&tok(0, 3600), 3540));
+        // A 10-second token: refreshed in its last 5 seconds, not before every request.
+        assert!(!refresh_due(&tok(0, 10), 4));
+        assert!(refresh_due(&tok(0, 10), 5));
+        // No expiry: never.
+        assert!(!refresh_due(&StoredToken::default(), u64::MAX / 2));
+        // Expired.
+        assert!(refresh_due(&tok(0, 10), 11));
     }
 }
