@@ -92,7 +92,7 @@ pub fn parse_query(scenario: &str, query: Option<&str>) -> Result<(Value, Option
     Ok((Value::Object(params), tag))
 }
 
-fn percent_decode(s: &str) -> String {
+pub(crate) fn percent_decode(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

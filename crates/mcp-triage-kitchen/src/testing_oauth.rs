@@ -176,31 +176,7 @@ async fn authorize(
 /// An `application/x-www-form-urlencoded` body as a map (axum's `Form` needs a feature the
 /// kitchen does not build with).
 fn form_pairs(body: &str) -> HashMap<String, String> {
-    let decode = |s: &str| -> String {
-        let b = s.as_bytes();
-        let mut out = Vec::with_capacity(b.len());
-        let mut i = 0;
-        while i < b.len() {
-            match b[i] {
-                b'+' => out.push(b' '),
-                b'%' if i + 2 < b.len() => {
-                    match u8::from_str_radix(
-                        std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"),
-                        16,
-                    ) {
-                        Ok(v) => {
-                            out.push(v);
-                            i += 2;
-                        }
-                        Err(_) => out.push(b'%'),
-                    }
-                }
-                c => out.push(c),
-            }
-            i += 1;
-        }
-        String::from_utf8_lossy(&out).into_owned()
-    };
+    let decode = crate::mcp::percent_decode;
     body.split('&')
         .filter(|p| !p.is_empty())
         .map(|p| match p.split_once('=') {

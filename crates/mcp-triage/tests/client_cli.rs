@@ -25,6 +25,18 @@ fn run(args: &[&str]) -> Output {
         .expect("mcp-triage runs")
 }
 
+/// A runtime and a kitchen with default options on a free loopback port.
+fn runtime_and_kitchen() -> (tokio::runtime::Runtime, mcp_triage_kitchen::KitchenHandle) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let k = rt
+        .block_on(start(
+            "127.0.0.1:0".parse().unwrap(),
+            KitchenOptions::default(),
+        ))
+        .unwrap();
+    (rt, k)
+}
+
 fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
@@ -99,13 +111,7 @@ fn demo_matrix_all_rows_match() {
 
 #[test]
 fn call_and_list_against_the_kitchen() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let k = rt
-        .block_on(start(
-            "127.0.0.1:0".parse().unwrap(),
-            KitchenOptions::default(),
-        ))
-        .unwrap();
+    let (rt, k) = runtime_and_kitchen();
     let base = k.base_url();
     let dir = std::env::temp_dir().join(format!("mcp-triage-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -395,13 +401,7 @@ fn call_authorizes_with_oauth_and_never_prints_a_token() {
     use mcp_triage_kitchen::testing_oauth::{TestAs, TestAsOptions};
     const ACCESS: &str = "cli-canary-access-90b1";
     const REFRESH: &str = "cli-canary-refresh-4c7e";
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let k = rt
-        .block_on(start(
-            "127.0.0.1:0".parse().unwrap(),
-            KitchenOptions::default(),
-        ))
-        .unwrap();
+    let (rt, k) = runtime_and_kitchen();
     let auth = rt.block_on(TestAs::start(TestAsOptions {
         access_tokens: vec![ACCESS.into()],
         refresh_token: Some(REFRESH.into()),
