@@ -242,6 +242,23 @@ async fn read_bounded(mut resp: reqwest::Response) -> Result<Vec<u8>, String> {
     Ok(body)
 }
 
+/// Sends `req` and reads its JSON answer (bounded); a non-2xx answer is an error naming `what`
+/// with the OAuth `error` and `error_description` only (never the body).
+async fn send_for_json(req: reqwest::RequestBuilder, what: &str) -> Result<Value, String> {
+    let resp = req
+        .send()
+        .await
+        .map_err(|e| format!("{what}: {}", crate::wire::error_chain(&e)))?;
+    let status = resp.status().as_u16();
+    let bytes = read_bounded(resp)
+        .await
+        .map_err(|e| format!("{what}: {e}"))?;
+    if !(200..300).contains(&status) {
+        return Err(format!("{what} refused: {}", oauth_error(status, &bytes)));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| format!("{what}: the answer is not JSON ({e})"))
+}
+
 /// An OAuth error response's `error` and `error_description`, for messages (never the body).
 fn oauth_error(status: u16, body: &[u8]) -> String {
     let doc: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
@@ -642,27 +659,13 @@ impl OAuth {
             "token_endpoint_auth_method": method.as_str(),
             "application_type": "native",
         });
-        let resp = self
+        let req = self
             .http
             .post(reg)
             .header("Accept", "application/json")
             .header("Content-Type", "application/json")
-            .body(body.to_string())
-            .send()
-            .await
-            .map_err(|e| format!("registration at {reg}: {}", crate::wire::error_chain(&e)))?;
-        let status = resp.status().as_u16();
-        let bytes = read_bounded(resp)
-            .await
-            .map_err(|e| format!("registration at {reg}: {e}"))?;
-        if !(200..300).contains(&status) {
-            return Err(format!(
-                "dynamic client registration at {reg} failed: {}",
-                oauth_error(status, &bytes)
-            ));
-        }
-        let doc: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("registration at {reg}: the answer is not JSON: {e}"))?;
+            .body(body.to_string());
+        let doc = send_for_json(req, &format!("dynamic client registration at {reg}")).await?;
         let client_id = doc["client_id"]
             .as_str()
             .filter(|s| !s.is_empty())
@@ -951,25 +954,7 @@ impl OAuth {
             TokenAuthMethod::None => form.push(("client_id", client.client_id.clone())),
         }
         let endpoint = &d.token_endpoint;
-        let resp = req.form(&form).send().await.map_err(|e| {
-            format!(
-                "token request to {endpoint}: {}",
-                crate::wire::error_chain(&e)
-            )
-        })?;
-        let status = resp.status().as_u16();
-        let bytes = read_bounded(resp)
-            .await
-            .map_err(|e| format!("token request to {endpoint}: {e}"))?;
-        if !(200..300).contains(&status) {
-            return Err(format!(
-                "the token endpoint {endpoint} refused: {}",
-                oauth_error(status, &bytes)
-            ));
-        }
-        let doc: Value = serde_json::from_slice(&bytes).map_err(|_| {
-            format!("the token endpoint {endpoint} answered with something that is not JSON")
-        })?;
+        let doc = send_for_json(req.form(&form), &format!("the token endpoint {endpoint}")).await?;
         let access = doc["access_token"]
             .as_str()
             .filter(|s| !s.is_empty())
