@@ -7,7 +7,9 @@
 #     approves at once, so `call --authorize follow` discovers, registers, authorizes with PKCE
 #     and calls;
 #   - a Python SDK server (PyPI `mcp`, interop/python/requirements.lock; MCPServer is FastMCP's v2
-#     name), Streamable HTTP, in both eras (2026-07-28 stateless and the 2025-11-25 session);
+#     name), Streamable HTTP, in both eras (2026-07-28 stateless and the 2025-11-25 session), and
+#     one behind the SDK's OAuth routes (interop/python/oauth_server.py, an auto-approving
+#     provider): two calls share a --token-store, so the second must not authorize again;
 #   (the rmcp server is a Rust dev-dependency: crates/mcp-triage/tests/interop_rmcp.rs).
 # For each: a succeeding tool, a tool error and an unknown tool, each with the outcome that server's
 # answer deserves (what each one sends for an unknown tool differs; the table below says which).
@@ -86,9 +88,13 @@ py_json_port="$(free_port)"
 pids+=($!)
 wait_port "$se_port" server-everything "$out/se.log"
 wait_port "$ts_port" "TypeScript SDK example server" "$out/ts.log"
+py_oauth_port="$(free_port)"
+"$venv_python" "$here/python/oauth_server.py" "$py_oauth_port" >"$out/py-oauth.log" 2>&1 &
+pids+=($!)
 wait_port "$ts_oauth_port" "TypeScript SDK example server (OAuth)" "$out/ts-oauth.log"
 wait_port "$ts_oauth_as" "TypeScript SDK example authorization server" "$out/ts-oauth.log"
 wait_port "$py_port" "Python SDK server" "$out/py.log"
+wait_port "$py_oauth_port" "Python SDK server (OAuth)" "$out/py-oauth.log"
 wait_port "$py_json_port" "Python SDK server (JSON)" "$out/py-json.log"
 
 echo "server-everything $se_version, stdio"
@@ -127,6 +133,21 @@ for era in auto 2025-11-25; do
     check "unknown tool (answered as an isError result)" application/TOOL_ERROR 6 -- "$py_url" no-such-tool --protocol-version "$era"
   done
 done
+
+echo "Python SDK mcp $py_version MCPServer behind the SDK's OAuth routes (oauth_server.py)"
+py_oauth_url="http://127.0.0.1:$py_oauth_port/mcp"
+for n in 1 2; do
+  check "echo, call $n with one token store" application/TOOL_SUCCESS 0 -- "$py_oauth_url" echo \
+    --args '{"message":"hi"}' --authorize follow --token-store "$out/py-tokens.json"
+done
+authorized="$(grep -c 'GET /authorize' "$out/py-oauth.log" || true)"
+runs=$((runs + 1))
+if [ "$authorized" = 1 ]; then
+  echo "  ok    the second call used the cached token        (1 authorization)"
+else
+  echo "  FAIL  the second call authorized again              ($authorized authorizations)"
+  failures=$((failures + 1))
+fi
 
 echo
 if [ "$failures" -ne 0 ]; then
