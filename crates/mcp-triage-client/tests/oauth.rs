@@ -211,3 +211,143 @@ async fn without_oauth_a_401_is_only_reported() {
     assert_eq!(auth.seen().authorizations, 0);
     k.shutdown().await;
 }
+
+// --- against the kitchen's own authorization server (`auth.oauth_flow`) ---------------------
+
+/// A kitchen serving `auth.oauth_flow` with `fault` as its stored selection.
+async fn kitchen_flow(fault: &str) -> KitchenHandle {
+    let k = kitchen().await;
+    k.kitchen()
+        .set_selection("auth.oauth_flow", json!({ "fault": fault }))
+        .unwrap();
+    k
+}
+
+fn oauth_counter(k: &KitchenHandle, key: &str) -> u64 {
+    k.kitchen().oauth_counters()[key].as_u64().unwrap()
+}
+
+fn memory_oauth() -> ClientOptions {
+    let mut o = fast_options(LEGACY);
+    o.oauth = Some(OAuthOptions {
+        mode: AuthorizeMode::Follow,
+        ..OAuthOptions::default()
+    });
+    o
+}
+
+/// The record says nothing that looks like one of the kitchen's tokens (they are random, so
+/// the check is on the shape: no `Bearer ` value and no `access_token`).
+fn assert_no_bearer(r: &CallRecord) {
+    let rec = serde_json::to_string(r).unwrap();
+    assert!(
+        !rec.contains("Bearer ") && !rec.contains("access_token"),
+        "{rec}"
+    );
+}
+
+#[tokio::test]
+async fn kitchen_as_none_authorizes_once() {
+    let k = kitchen_flow("none").await;
+    let r = run(&k.mcp_url(), memory_oauth()).await;
+    assert_eq!(r.outcome, Outcome::ToolSuccess, "{r:?}");
+    assert_eq!(oauth_counter(&k, "registrations"), 1);
+    assert_eq!(oauth_counter(&k, "authorizations"), 1);
+    assert_eq!(oauth_counter(&k, "codeGrants"), 1);
+    assert_eq!(oauth_counter(&k, "refusedTokenRequests"), 0);
+    assert_no_bearer(&r);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn kitchen_as_expired_token_is_refreshed_once() {
+    let k = kitchen_flow("expired_token").await;
+    let r = run(&k.mcp_url(), memory_oauth()).await;
+    assert_eq!(r.outcome, Outcome::ToolSuccess, "{r:?}");
+    assert_eq!(oauth_counter(&k, "authorizations"), 1);
+    assert_eq!(oauth_counter(&k, "refreshGrants"), 1);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn kitchen_as_revoked_refresh_token_leads_to_a_new_authorization() {
+    let k = kitchen_flow("revoked_refresh").await;
+    let r = run(&k.mcp_url(), memory_oauth()).await;
+    assert_eq!(r.outcome, Outcome::ToolSuccess, "{r:?}");
+    // The refresh was refused, so the client authorized again (its second token is good).
+    assert_eq!(oauth_counter(&k, "refusedTokenRequests"), 1);
+    assert_eq!(oauth_counter(&k, "authorizations"), 2);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn kitchen_as_wrong_audience_ends_within_the_limit() {
+    let k = kitchen_flow("wrong_audience").await;
+    let mut o = memory_oauth();
+    o.list_tools_first = false;
+    let r = run(&k.mcp_url(), o).await;
+    assert_eq!(r.outcome, Outcome::HttpError, "{r:?}");
+    let failed = r.warnings.iter().find(|w| w.code == "AUTH_FAILED");
+    assert!(failed.is_some(), "{:?}", r.warnings);
+    // Refreshes and authorizations are bounded: 3 authorizations for the one request, and
+    // at most one refresh after each.
+    assert_eq!(oauth_counter(&k, "authorizations"), 3);
+    assert!(oauth_counter(&k, "refreshGrants") <= 3);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn kitchen_as_without_pkce_is_refused() {
+    let k = kitchen_flow("missing_pkce").await;
+    let mut o = memory_oauth();
+    o.list_tools_first = false;
+    let r = run(&k.mcp_url(), o).await;
+    assert_eq!(r.outcome, Outcome::HttpError, "{r:?}");
+    let failed = r
+        .warnings
+        .iter()
+        .find(|w| w.code == "AUTH_FAILED")
+        .unwrap_or_else(|| panic!("{:?}", r.warnings));
+    assert!(failed.detail.contains("S256"), "{}", failed.detail);
+    assert_eq!(oauth_counter(&k, "authorizations"), 0);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn kitchen_as_metadata_404_is_a_clear_failure() {
+    let k = kitchen_flow("metadata_404").await;
+    let mut o = memory_oauth();
+    o.list_tools_first = false;
+    let r = run(&k.mcp_url(), o).await;
+    assert_eq!(r.outcome, Outcome::HttpError, "{r:?}");
+    let failed = r
+        .warnings
+        .iter()
+        .find(|w| w.code == "AUTH_FAILED")
+        .unwrap_or_else(|| panic!("{:?}", r.warnings));
+    assert!(
+        failed.detail.contains("no authorization server metadata"),
+        "{}",
+        failed.detail
+    );
+    assert_eq!(oauth_counter(&k, "registrations"), 0);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn kitchen_as_scope_step_up() {
+    let k = kitchen_flow("scope_step_up").await;
+    let r = run(&k.mcp_url(), memory_oauth()).await;
+    assert_eq!(r.outcome, Outcome::ToolSuccess, "{r:?}");
+    // tools/list passed with mcp:tools; tools/call needed mcp:write as well: one step-up.
+    assert_eq!(oauth_counter(&k, "authorizations"), 2);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.code == "AUTHORIZED" && w.detail.contains("insufficient_scope")),
+        "{:?}",
+        r.warnings
+    );
+    assert_no_bearer(&r);
+    k.shutdown().await;
+}

@@ -181,7 +181,7 @@ fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
-fn base_url(shared: &Shared, headers: &HeaderMap) -> String {
+pub(crate) fn base_url(shared: &Shared, headers: &HeaderMap) -> String {
     if let Some(h) = header_str(headers, "host") {
         return format!("http://{h}");
     }
@@ -499,6 +499,7 @@ async fn handle_inner(
             session: session.as_deref(),
             endpoint_url: &endpoint_url,
             base_url: &base,
+            auth: &shared.auth,
         };
         // Cakewalk's always-on interceptor for the invalid resource and prompt comes first.
         baseline_interceptor(&cx).unwrap_or_else(|| instance.scenario.on_request(&cx))
@@ -645,6 +646,7 @@ impl Req {
             session: self.session.as_deref(),
             endpoint_url: &self.endpoint_url,
             base_url: &self.base_url,
+            auth: &self.shared.auth,
         }
     }
 

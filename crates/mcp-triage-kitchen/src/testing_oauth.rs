@@ -173,26 +173,13 @@ async fn authorize(
     (StatusCode::FOUND, [("location", location)]).into_response()
 }
 
-/// An `application/x-www-form-urlencoded` body as a map (axum's `Form` needs a feature the
-/// kitchen does not build with).
-fn form_pairs(body: &str) -> HashMap<String, String> {
-    let decode = crate::mcp::percent_decode;
-    body.split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| match p.split_once('=') {
-            Some((k, v)) => (decode(k), decode(v)),
-            None => (decode(p), String::new()),
-        })
-        .collect()
-}
-
 fn refuse(s: &AsState, error: &str) -> Response {
     s.seen.lock().expect("seen lock").refused += 1;
     (StatusCode::BAD_REQUEST, Json(json!({ "error": error }))).into_response()
 }
 
 async fn token(State(s): State<Arc<AsState>>, _headers: HeaderMap, body: String) -> Response {
-    let f = form_pairs(&body);
+    let f = crate::oauth_as::form_pairs(&body);
     match f.get("grant_type").map(String::as_str) {
         Some("authorization_code") => {
             let Some((challenge, resource)) = f
