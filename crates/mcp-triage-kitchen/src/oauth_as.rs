@@ -272,9 +272,9 @@ fn base_of(s: &Shared, headers: &HeaderMap) -> String {
     crate::mcp::base_url(s, headers)
 }
 
-fn fault_of(name: &str) -> Result<AsFault, Response<Body>> {
-    AsFault::parse(name)
-        .ok_or_else(|| oauth_error(404, "not_found", "no such authorization server"))
+/// The answer for a path naming no fault variant.
+fn no_such_server() -> Response<Body> {
+    oauth_error(404, "not_found", "no such authorization server")
 }
 
 /// `GET /.well-known/oauth-authorization-server/oauth/{fault}` (RFC 8414 path insertion).
@@ -283,9 +283,8 @@ pub async fn metadata(
     Path(fault): Path<String>,
     headers: HeaderMap,
 ) -> Response<Body> {
-    let fault = match fault_of(&fault) {
-        Ok(f) => f,
-        Err(r) => return r,
+    let Some(fault) = AsFault::parse(&fault) else {
+        return no_such_server();
     };
     if fault == AsFault::Metadata404 {
         return oauth_error(
@@ -321,8 +320,8 @@ pub async fn register(
     Path(fault): Path<String>,
     body: String,
 ) -> Response<Body> {
-    if let Err(r) = fault_of(&fault) {
-        return r;
+    if AsFault::parse(&fault).is_none() {
+        return no_such_server();
     }
     let Ok(doc) = serde_json::from_str::<Value>(&body) else {
         return oauth_error(400, "invalid_client_metadata", "the body is not JSON");
@@ -354,8 +353,8 @@ pub async fn authorize(
     Path(fault): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response<Body> {
-    if let Err(r) = fault_of(&fault) {
-        return r;
+    if AsFault::parse(&fault).is_none() {
+        return no_such_server();
     }
     let get = |k: &str| q.get(k).cloned().unwrap_or_default();
     let (client_id, redirect) = (get("client_id"), get("redirect_uri"));
@@ -406,9 +405,8 @@ pub async fn token(
     Path(fault): Path<String>,
     body: String,
 ) -> Response<Body> {
-    let fault = match fault_of(&fault) {
-        Ok(f) => f,
-        Err(r) => return r,
+    let Some(fault) = AsFault::parse(&fault) else {
+        return no_such_server();
     };
     let f = form_pairs(&body);
     let get = |k: &str| f.get(k).cloned().unwrap_or_default();
@@ -471,8 +469,8 @@ pub async fn revoke(
     Path(fault): Path<String>,
     body: String,
 ) -> Response<Body> {
-    if let Err(r) = fault_of(&fault) {
-        return r;
+    if AsFault::parse(&fault).is_none() {
+        return no_such_server();
     }
     let f = form_pairs(&body);
     let token = f.get("token").cloned().unwrap_or_default();
