@@ -534,8 +534,8 @@ impl Client {
                                 .on_challenge(status, challenge.as_ref(), &mut attempts)
                                 .await
                             {
-                                Ok(note) => {
-                                    auth_notes.push(("AUTHORIZED".to_string(), note));
+                                Ok((code, note)) => {
+                                    auth_notes.push((code.to_string(), note));
                                     // The person may have taken a while in the browser.
                                     deadline = deadline
                                         .max(tokio::time::Instant::now() + self.opts.timeout);

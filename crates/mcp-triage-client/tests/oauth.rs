@@ -236,12 +236,12 @@ fn memory_oauth() -> ClientOptions {
     o
 }
 
-/// The record says nothing that looks like one of the kitchen's tokens (they are random, so
-/// the check is on the shape: no `Bearer ` value and no `access_token`).
+/// The record holds no token response field (the kitchen's tokens are random; the canary
+/// tests above check exact token strings against the test authorization server).
 fn assert_no_bearer(r: &CallRecord) {
     let rec = serde_json::to_string(r).unwrap();
     assert!(
-        !rec.contains("Bearer ") && !rec.contains("access_token"),
+        !rec.contains("access_token") && !rec.contains("refresh_token"),
         "{rec}"
     );
 }
@@ -280,15 +280,27 @@ async fn kitchen_as_revoked_refresh_token_leads_to_a_new_authorization() {
     k.shutdown().await;
 }
 
-#[tokio::test]
-async fn kitchen_as_wrong_audience_ends_within_the_limit() {
-    let k = kitchen_flow("wrong_audience").await;
+/// Runs one call against `auth.oauth_flow` with `fault` that must end in the 401 with an
+/// `AUTH_FAILED` warning; returns the kitchen (for its counters) and that warning's detail.
+async fn failing_flow(fault: &str) -> (KitchenHandle, String) {
+    let k = kitchen_flow(fault).await;
     let mut o = memory_oauth();
     o.list_tools_first = false;
     let r = run(&k.mcp_url(), o).await;
     assert_eq!(r.outcome, Outcome::HttpError, "{r:?}");
-    let failed = r.warnings.iter().find(|w| w.code == "AUTH_FAILED");
-    assert!(failed.is_some(), "{:?}", r.warnings);
+    let failed = r
+        .warnings
+        .iter()
+        .find(|w| w.code == "AUTH_FAILED")
+        .unwrap_or_else(|| panic!("{:?}", r.warnings));
+    assert_no_bearer(&r);
+    (k, failed.detail.clone())
+}
+
+#[tokio::test]
+async fn kitchen_as_wrong_audience_ends_within_the_limit() {
+    let (k, why) = failing_flow("wrong_audience").await;
+    assert!(why.contains("giving up"), "{why}");
     // Refreshes and authorizations are bounded: 3 authorizations for the one request, and
     // at most one refresh after each.
     assert_eq!(oauth_counter(&k, "authorizations"), 3);
@@ -298,38 +310,16 @@ async fn kitchen_as_wrong_audience_ends_within_the_limit() {
 
 #[tokio::test]
 async fn kitchen_as_without_pkce_is_refused() {
-    let k = kitchen_flow("missing_pkce").await;
-    let mut o = memory_oauth();
-    o.list_tools_first = false;
-    let r = run(&k.mcp_url(), o).await;
-    assert_eq!(r.outcome, Outcome::HttpError, "{r:?}");
-    let failed = r
-        .warnings
-        .iter()
-        .find(|w| w.code == "AUTH_FAILED")
-        .unwrap_or_else(|| panic!("{:?}", r.warnings));
-    assert!(failed.detail.contains("S256"), "{}", failed.detail);
+    let (k, why) = failing_flow("missing_pkce").await;
+    assert!(why.contains("S256"), "{why}");
     assert_eq!(oauth_counter(&k, "authorizations"), 0);
     k.shutdown().await;
 }
 
 #[tokio::test]
 async fn kitchen_as_metadata_404_is_a_clear_failure() {
-    let k = kitchen_flow("metadata_404").await;
-    let mut o = memory_oauth();
-    o.list_tools_first = false;
-    let r = run(&k.mcp_url(), o).await;
-    assert_eq!(r.outcome, Outcome::HttpError, "{r:?}");
-    let failed = r
-        .warnings
-        .iter()
-        .find(|w| w.code == "AUTH_FAILED")
-        .unwrap_or_else(|| panic!("{:?}", r.warnings));
-    assert!(
-        failed.detail.contains("no authorization server metadata"),
-        "{}",
-        failed.detail
-    );
+    let (k, why) = failing_flow("metadata_404").await;
+    assert!(why.contains("no authorization server metadata"), "{why}");
     assert_eq!(oauth_counter(&k, "registrations"), 0);
     k.shutdown().await;
 }

@@ -355,7 +355,8 @@ impl OAuth {
     }
 
     /// After a 401, or a 403 with `insufficient_scope`: refresh once, else (step-up)
-    /// authorize, within the limits of `attempts`. `Ok` carries a note for the record; the
+    /// authorize, within the limits of `attempts`. `Ok` carries a note (code, detail) for the
+    /// record; the
     /// caller then repeats the request with the new token. `Err` is a message saying why the
     /// client gives up.
     pub(crate) async fn on_challenge(
@@ -363,7 +364,7 @@ impl OAuth {
         status: u16,
         challenge: Option<&AuthChallenge>,
         attempts: &mut AuthAttempts,
-    ) -> Result<String, String> {
+    ) -> Result<(&'static str, String), String> {
         let mut st = self.state.lock().await;
         let current = st.data.tokens.get(&self.resource_key).cloned();
         let required = challenge
@@ -378,10 +379,11 @@ impl OAuth {
                     attempts.refreshed = true;
                     match self.refresh_locked(&mut st, tok).await {
                         Ok(()) => {
-                            return Ok(
+                            return Ok((
+                                "AUTH_REFRESHED",
                                 "HTTP 401 with a token: refreshed it and sent the request again"
                                     .to_string(),
-                            )
+                            ))
                         }
                         Err(e) => self.note_and_forget(&mut st, &e),
                     }
@@ -436,12 +438,12 @@ impl OAuth {
             Grant::AuthorizationCode => "authorization code + PKCE",
             Grant::ClientCredentials => "client credentials",
         };
-        Ok(format!(
+        Ok(("AUTHORIZED", format!(
             "HTTP {status}{}: obtained a token from {} ({how}, scope {}) and sent the request again",
             if insufficient { " insufficient_scope" } else { "" },
             clean(&d.issuer),
             granted.map(|s| format!("{:?}", clean(&s))).unwrap_or_else(|| "unspecified".to_string())
-        ))
+        )))
     }
 
     fn note_and_forget(&self, st: &mut AuthState, why: &str) {
