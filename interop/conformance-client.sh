@@ -5,11 +5,11 @@
 # 2026-07-28 client scenarios, the 0.2.0-alpha (conformance-alpha).
 #   interop/conformance-client.sh                 0.1.16: initialize, tools_call,
 #                                                 elicitation-sep1034-client-defaults, sse-retry,
-#                                                 and the auth scenarios ($auth_stable, 20);
+#                                                 and the auth scenarios ($auth_stable, 21);
 #                                                 alpha: request-metadata, sep-2322-client-request-state,
 #                                                 http-standard-headers, http-custom-headers,
 #                                                 http-invalid-tool-headers, and the auth scenarios
-#                                                 ($auth_stable and $auth_alpha, 28)
+#                                                 ($auth_stable and $auth_alpha, 29)
 #   interop/conformance-client.sh SCENARIO…       only these (0.1.16 CLI)
 #   interop/conformance-client.sh --alpha SCENARIO…   only these (alpha CLI)
 set -euo pipefail
@@ -21,14 +21,14 @@ cd "$here"
 cli_stable="$here/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 cli_alpha="$here/node_modules/conformance-alpha/dist/index.js"
 # Client auth scenarios (mcp-triage as the OAuth client): the tier-1 auth suite, the
-# 2025-03-26 back-compat pair, the draft ones and client-credentials-basic, in both CLIs...
+# 2025-03-26 back-compat pair, the draft ones and client-credentials-{basic,jwt}, in both CLIs...
 auth_stable=(auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth/metadata-var3
   auth/basic-cimd auth/scope-from-www-authenticate auth/scope-from-scopes-supported
   auth/scope-omitted-when-undefined auth/scope-step-up auth/scope-retry-limit
   auth/token-endpoint-auth-basic auth/token-endpoint-auth-post auth/token-endpoint-auth-none
   auth/pre-registration auth/2025-03-26-oauth-metadata-backcompat
   auth/2025-03-26-oauth-endpoint-fallback auth/resource-mismatch auth/offline-access-scope
-  auth/offline-access-not-supported auth/client-credentials-basic)
+  auth/offline-access-not-supported auth/client-credentials-basic auth/client-credentials-jwt)
 # ... and the alpha's 2026-07-28 ones (SEP-2352 migration, RFC 9207 iss, RFC 8414 issuer).
 auth_alpha=(auth/authorization-server-migration auth/iss-supported auth/iss-not-advertised
   auth/iss-supported-missing auth/iss-wrong-issuer auth/iss-unexpected auth/iss-normalized

@@ -12,6 +12,7 @@
 //! scopes and error codes only, and every type holding a secret has a redacting `Debug`.
 
 pub mod discovery;
+pub mod jwt;
 pub mod pkce;
 pub mod redirect;
 pub mod store;
@@ -86,6 +87,8 @@ pub struct OAuthOptions {
     pub client_id: Option<String>,
     /// Its secret (`--client-secret-env` names the variable holding it).
     pub client_secret: Option<String>,
+    /// Its ES256 private key (PEM PKCS#8) for `private_key_jwt` (`--client-key-file`).
+    pub client_key_pem: Option<String>,
     /// A client ID metadata document URL this client publishes, used as the client id where
     /// the server advertises `client_id_metadata_document_supported`.
     pub client_metadata_url: Option<String>,
@@ -109,6 +112,7 @@ impl Default for OAuthOptions {
             grant: Grant::AuthorizationCode,
             client_id: None,
             client_secret: None,
+            client_key_pem: None,
             client_metadata_url: None,
             client_name: "mcp-triage".to_string(),
             mode: AuthorizeMode::Browser,
@@ -126,6 +130,7 @@ impl std::fmt::Debug for OAuthOptions {
             .field("grant", &self.grant)
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
+            .field("client_key_pem", &self.client_key_pem.as_ref().map(|_| "…"))
             .field("client_metadata_url", &self.client_metadata_url)
             .field("mode", &self.mode)
             .field("store", &self.store)
@@ -936,7 +941,19 @@ impl OAuth {
             .http
             .post(&d.token_endpoint)
             .header("Accept", "application/json");
+        // A configured key is used where the server takes private_key_jwt (RFC 7523 §2.2).
+        let key = self.opts.client_key_pem.as_deref().filter(|_| {
+            self.opts.client_id.as_deref() == Some(client.client_id.as_str())
+                && (d.auth_methods.is_empty()
+                    || d.auth_methods.iter().any(|m| m == "private_key_jwt"))
+        });
+        if let Some(pem) = key {
+            let assertion = jwt::client_assertion(pem, &client.client_id, &d.issuer, now_secs())?;
+            form.push(("client_assertion_type", jwt::ASSERTION_TYPE.to_string()));
+            form.push(("client_assertion", assertion));
+        }
         match method {
+            _ if key.is_some() => {}
             TokenAuthMethod::ClientSecretBasic => {
                 let pair = format!(
                     "{}:{}",

@@ -134,6 +134,11 @@ pub struct OAuthArgs {
     #[arg(long, value_name = "VAR", requires = "client_id")]
     pub client_secret_env: Option<String>,
 
+    /// A PEM (PKCS#8) ES256 private key file: authenticate with a signed JWT (private_key_jwt,
+    /// RFC 7523) where the server takes it, instead of a secret.
+    #[arg(long, value_name = "PEM", requires = "client_id")]
+    pub client_key_file: Option<PathBuf>,
+
     /// The URL of a client ID metadata document this client publishes; used as the client id
     /// where the server supports them.
     #[arg(long, value_name = "URL")]
@@ -181,6 +186,7 @@ impl OAuthArgs {
         use std::io::IsTerminal;
         let asked = self.oauth
             || self.client_id.is_some()
+            || self.client_key_file.is_some()
             || self.client_metadata_url.is_some()
             || self.grant.is_some()
             || self.authorize.is_some()
@@ -197,11 +203,19 @@ impl OAuthArgs {
             })?),
             None => None,
         };
+        let client_key_pem = match &self.client_key_file {
+            Some(f) => Some(
+                std::fs::read_to_string(f)
+                    .map_err(|e| format!("--client-key-file {}: {e}", f.display()))?,
+            ),
+            None => None,
+        };
         let grant = match self.grant.as_deref() {
             Some("client-credentials") => {
-                if self.client_id.is_none() || client_secret.is_none() {
+                if self.client_id.is_none() || (client_secret.is_none() && client_key_pem.is_none())
+                {
                     return Err(
-                        "--grant client-credentials needs --client-id and --client-secret-env"
+                        "--grant client-credentials needs --client-id and --client-secret-env or --client-key-file"
                             .into(),
                     );
                 }
@@ -232,6 +246,7 @@ impl OAuthArgs {
             grant,
             client_id: self.client_id.clone(),
             client_secret,
+            client_key_pem,
             client_metadata_url: self.client_metadata_url.clone(),
             mode,
             redirect_port: self.redirect_port.unwrap_or(0),

@@ -100,6 +100,7 @@ fn auth_options(scenario: &str, context: &Value) -> Option<OAuthOptions> {
         },
         client_id: context["client_id"].as_str().map(str::to_string),
         client_secret: context["client_secret"].as_str().map(str::to_string),
+        client_key_pem: context["private_key_pem"].as_str().map(str::to_string),
         client_metadata_url: Some(CONFORMANCE_CIMD_URL.to_string()),
         mode: AuthorizeMode::Follow,
         authorize_timeout: std::time::Duration::from_secs(20),
