@@ -277,6 +277,13 @@ async fn kitchen_as_revoked_refresh_token_leads_to_a_new_authorization() {
     // The refresh was refused, so the client authorized again (its second token is good).
     assert_eq!(oauth_counter(&k, "refusedTokenRequests"), 1);
     assert_eq!(oauth_counter(&k, "authorizations"), 2);
+    assert!(
+        r.warnings.iter().any(|w| w.code == "AUTHORIZED"
+            && w.detail.contains("refreshing the token failed")
+            && w.detail.contains("invalid_grant")),
+        "{:?}",
+        r.warnings
+    );
     k.shutdown().await;
 }
 

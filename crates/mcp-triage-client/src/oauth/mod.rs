@@ -378,6 +378,7 @@ impl OAuth {
             .filter(|s| !s.is_empty());
         let insufficient = status == 403
             && challenge.and_then(|c| c.error.as_deref()) == Some("insufficient_scope");
+        let mut before: Vec<String> = Vec::new();
         if status == 401 {
             if let Some(tok) = current.as_ref().filter(|t| t.refresh_token.is_some()) {
                 if !attempts.refreshed {
@@ -390,7 +391,12 @@ impl OAuth {
                                     .to_string(),
                             ))
                         }
-                        Err(e) => self.note_and_forget(&mut st, &e),
+                        Err(e) => {
+                            // The refresh token is dead: forget the set and authorize afresh;
+                            // the note says why.
+                            self.forget_token(&mut st);
+                            before.push(format!("refreshing the token failed ({e}); "));
+                        }
                     }
                 }
             }
@@ -437,23 +443,22 @@ impl OAuth {
             Grant::ClientCredentials => self.client_credentials(&d, scope.as_deref()).await?,
         };
         let granted = tok.scope.clone();
-        self.keep_token(&mut st, tok)
-            .unwrap_or_else(|e| eprintln!("mcp-triage: {e}"));
+        let mut after = String::new();
+        if let Err(e) = self.keep_token(&mut st, tok) {
+            // The token works for this process even when it cannot be cached.
+            after = format!("; not cached: {e}");
+        }
         let how = match self.opts.grant {
             Grant::AuthorizationCode => "authorization code + PKCE",
             Grant::ClientCredentials => "client credentials",
         };
         Ok(("AUTHORIZED", format!(
-            "HTTP {status}{}: obtained a token from {} ({how}, scope {}) and sent the request again",
+            "{}HTTP {status}{}: obtained a token from {} ({how}, scope {}) and sent the request again{after}",
+            before.concat(),
             if insufficient { " insufficient_scope" } else { "" },
             clean(&d.issuer),
             granted.map(|s| format!("{:?}", clean(&s))).unwrap_or_else(|| "unspecified".to_string())
         )))
-    }
-
-    fn note_and_forget(&self, st: &mut AuthState, why: &str) {
-        eprintln!("mcp-triage: refreshing the token failed ({why}); authorizing again");
-        self.forget_token(st);
     }
 
     /// GETs a JSON document; `Ok(None)` for a non-2xx answer (try the next URL).
