@@ -157,19 +157,6 @@ pub(crate) fn form_pairs(body: &str) -> HashMap<String, String> {
         .collect()
 }
 
-/// Percent-encodes everything but unreserved characters (for a value put into a query).
-fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 fn oauth_error(status: u16, error: &str, description: &str) -> Response<Body> {
     json_response(
         status,
@@ -369,7 +356,7 @@ pub async fn authorize(
         return oauth_error(400, "invalid_request", "unknown client_id or redirect_uri");
     }
     let sep = if redirect.contains('?') { '&' } else { '?' };
-    let state = percent_encode(&get("state"));
+    let state = crate::mcp::percent_encode(&get("state"));
     if get("code_challenge").is_empty() || get("code_challenge_method") != "S256" {
         let to = format!("{redirect}{sep}error=invalid_request&error_description=PKCE+S256+required&state={state}");
         return Response::builder()
