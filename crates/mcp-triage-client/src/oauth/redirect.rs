@@ -108,7 +108,10 @@ pub fn open_browser(url: &str) -> Result<(), String> {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
-        .map(|_| ())
+        .map(|mut child| {
+            // Reap the opener when it exits (it returns at once) so no zombie is left.
+            std::thread::spawn(move || child.wait());
+        })
         .map_err(|e| format!("could not start {cmd}: {e}"))
 }
 
