@@ -457,3 +457,53 @@ fn call_authorizes_with_oauth_and_never_prints_a_token() {
     drop(auth);
     rt.block_on(k.shutdown());
 }
+
+/// Bad OAuth flags are usage errors (exit 2) that name the flag, before any request.
+#[test]
+fn oauth_flags_are_checked() {
+    let url = "http://127.0.0.1:9/mcp";
+    for (args, says) in [
+        (
+            vec![
+                "--client-id",
+                "c",
+                "--client-secret-env",
+                "MCP_TRIAGE_TEST_UNSET_SECRET",
+            ],
+            "--client-secret-env MCP_TRIAGE_TEST_UNSET_SECRET",
+        ),
+        (
+            vec!["--grant", "client-credentials"],
+            "--grant client-credentials needs",
+        ),
+        (
+            vec!["--oauth", "--max-authorizations", "0"],
+            "--max-authorizations",
+        ),
+        (
+            vec!["--oauth", "--authorize-timeout", "0"],
+            "--authorize-timeout",
+        ),
+        (vec!["--authorize", "sometimes"], "browser, print or follow"),
+        (
+            vec![
+                "--client-id",
+                "c",
+                "--client-key-file",
+                "/nonexistent/key.pem",
+            ],
+            "--client-key-file /nonexistent/key.pem",
+        ),
+    ] {
+        let mut full = vec!["call", url, "read_counter"];
+        full.extend(args.iter().copied());
+        let o = Command::new(env!("CARGO_BIN_EXE_mcp-triage"))
+            .args(&full)
+            .env_remove("MCP_TRIAGE_TEST_UNSET_SECRET")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(code(&o), 2, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
