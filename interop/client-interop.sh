@@ -2,9 +2,14 @@
 # `mcp-triage call` against MCP servers nobody here wrote, pinned:
 #   - @modelcontextprotocol/server-everything (interop/package-lock.json), stdio and Streamable HTTP;
 #   - the official TypeScript SDK's example server (examples/server/simpleStreamableHttp.js of the
-#     pinned @modelcontextprotocol/sdk);
+#     pinned @modelcontextprotocol/sdk), plain and behind OAuth (`--oauth`, and `--oauth-strict`,
+#     which accepts only tokens issued for its resource: RFC 8707): its demo authorization server
+#     approves at once, so `call --authorize follow` discovers, registers, authorizes with PKCE
+#     and calls;
 #   - a Python SDK server (PyPI `mcp`, interop/python/requirements.lock; MCPServer is FastMCP's v2
-#     name), Streamable HTTP, in both eras (2026-07-28 stateless and the 2025-11-25 session);
+#     name), Streamable HTTP, in both eras (2026-07-28 stateless and the 2025-11-25 session), and
+#     one behind the SDK's OAuth routes (interop/python/oauth_server.py, an auto-approving
+#     provider): two calls share a --token-store, so the second must not authorize again;
 #   (the rmcp server is a Rust dev-dependency: crates/mcp-triage/tests/interop_rmcp.rs).
 # For each: a succeeding tool, a tool error and an unknown tool, each with the outcome that server's
 # answer deserves (what each one sends for an unknown tool differs; the table below says which).
@@ -71,6 +76,10 @@ pids+=($!)
 ts_port="$(free_port)"
 MCP_PORT="$ts_port" "$node22" --require "$preload" "$ts_example" >"$out/ts.log" 2>&1 &
 pids+=($!)
+ts_oauth_port="$(free_port)"
+ts_oauth_as="$(free_port)"
+MCP_PORT="$ts_oauth_port" MCP_AUTH_PORT="$ts_oauth_as" "$node22" --require "$preload" "$ts_example" --oauth --oauth-strict >"$out/ts-oauth.log" 2>&1 &
+pids+=($!)
 py_port="$(free_port)"
 "$venv_python" "$here/python/server.py" "$py_port" >"$out/py.log" 2>&1 &
 pids+=($!)
@@ -79,7 +88,13 @@ py_json_port="$(free_port)"
 pids+=($!)
 wait_port "$se_port" server-everything "$out/se.log"
 wait_port "$ts_port" "TypeScript SDK example server" "$out/ts.log"
+py_oauth_port="$(free_port)"
+"$venv_python" "$here/python/oauth_server.py" "$py_oauth_port" >"$out/py-oauth.log" 2>&1 &
+pids+=($!)
+wait_port "$ts_oauth_port" "TypeScript SDK example server (OAuth)" "$out/ts-oauth.log"
+wait_port "$ts_oauth_as" "TypeScript SDK example authorization server" "$out/ts-oauth.log"
 wait_port "$py_port" "Python SDK server" "$out/py.log"
+wait_port "$py_oauth_port" "Python SDK server (OAuth)" "$out/py-oauth.log"
 wait_port "$py_json_port" "Python SDK server (JSON)" "$out/py-json.log"
 
 echo "server-everything $se_version, stdio"
@@ -100,6 +115,13 @@ check "greet" application/TOOL_SUCCESS 0 -- "$ts_url" greet --args '{"name":"int
 check "greet without its argument (input validation)" application/TOOL_ERROR 6 -- "$ts_url" greet
 check "unknown tool (answered as an isError result)" application/TOOL_ERROR 6 -- "$ts_url" no-such-tool
 
+echo "TypeScript SDK $sdk_version example server behind OAuth (simpleStreamableHttp --oauth-strict)"
+# The server names its resource http://localhost:PORT/mcp; the URL must be that one.
+ts_oauth_url="http://localhost:$ts_oauth_port/mcp"
+check "greet, after authorizing" application/TOOL_SUCCESS 0 -- "$ts_oauth_url" greet --args '{"name":"oauth"}' \
+  --authorize follow --no-token-store
+check "without OAuth: the 401 is reported" transport/HTTP_ERROR 3 -- "$ts_oauth_url" greet --args '{"name":"oauth"}' --no-oauth
+
 for era in auto 2025-11-25; do
   for mode in sse json; do
     if [ "$mode" = sse ]; then port="$py_port"; else port="$py_json_port"; fi
@@ -111,6 +133,21 @@ for era in auto 2025-11-25; do
     check "unknown tool (answered as an isError result)" application/TOOL_ERROR 6 -- "$py_url" no-such-tool --protocol-version "$era"
   done
 done
+
+echo "Python SDK mcp $py_version MCPServer behind the SDK's OAuth routes (oauth_server.py)"
+py_oauth_url="http://127.0.0.1:$py_oauth_port/mcp"
+for n in 1 2; do
+  check "echo, call $n with one token store" application/TOOL_SUCCESS 0 -- "$py_oauth_url" echo \
+    --args '{"message":"hi"}' --authorize follow --token-store "$out/py-tokens.json"
+done
+authorized="$(grep -c 'GET /authorize' "$out/py-oauth.log" || true)"
+runs=$((runs + 1))
+if [ "$authorized" = 1 ]; then
+  echo "  ok    the second call used the cached token        (1 authorization)"
+else
+  echo "  FAIL  the second call authorized again              ($authorized authorizations)"
+  failures=$((failures + 1))
+fi
 
 echo
 if [ "$failures" -ne 0 ]; then

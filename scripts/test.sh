@@ -31,7 +31,7 @@ if [ "${SKIP_INTEROP:-0}" != 1 ]; then
   bash interop/conformance-server.sh --requirements 2026-07-28
   step "interop: the official TypeScript SDK client against kitchen scenarios"
   bash interop/ts-sdk-interop.sh
-  step "interop: mcp-triage call against server-everything (stdio, HTTP), the TS SDK example server, the Python SDK"
+  step "interop: mcp-triage call against server-everything (stdio, HTTP), the TS SDK example server, the Python SDK (also behind OAuth)"
   bash interop/client-interop.sh
   step "interop: the official conformance suite's client scenarios (0.1.16 and 0.2.0-alpha) against mcp-triage"
   bash interop/conformance-client.sh

@@ -20,6 +20,7 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
 
+use crate::oauth::{AuthAttempts, BearerCell, OAuth};
 use crate::options::{CallOptions, ClientOptions, VersionChoice};
 use crate::sse_legacy::SseSession;
 use crate::stdio::{Line, StdioConn};
@@ -67,6 +68,9 @@ pub enum ConnectError {
     /// The HTTP client could not be built.
     #[error("could not build the HTTP client: {0}")]
     Http(String),
+    /// The OAuth settings cannot work for this target.
+    #[error("OAuth: {0}")]
+    Auth(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +111,13 @@ pub struct Client {
     rng: std::sync::Mutex<u64>,
     /// The 2024-11-05 HTTP+SSE session, once the fallback probe found one.
     legacy_sse: std::sync::Mutex<Option<Arc<SseSession>>>,
+    /// The bearer token in use: `--bearer`, or what OAuth obtained.
+    bearer: BearerCell,
+    /// OAuth for an HTTP server, when enabled.
+    oauth: Option<Arc<OAuth>>,
+    /// What OAuth did during exchanges not tied to a call's attempts (initialize,
+    /// tools/list), kept for the next call's record.
+    auth_notes: std::sync::Mutex<Vec<(String, String)>>,
 }
 
 /// What a setup step (initialize, tools/list) ended in when it failed.
@@ -150,6 +161,26 @@ impl Client {
                 Transport::Stdio(Box::new(Mutex::new(conn)))
             }
         };
+        let bearer = BearerCell::new(opts.bearer.clone());
+        let oauth = match (&opts.oauth, &target) {
+            (Some(o), Target::Http { url, .. }) => Some(Arc::new(
+                OAuth::new(
+                    url,
+                    o.clone(),
+                    bearer.clone(),
+                    opts.timeout,
+                    opts.connect_timeout,
+                    format!("{}/{}", opts.client_name, opts.client_version),
+                )
+                .map_err(ConnectError::Auth)?,
+            )),
+            (Some(_), _) => {
+                return Err(ConnectError::Auth(
+                    "OAuth applies to HTTP servers only".to_string(),
+                ))
+            }
+            (None, _) => None,
+        };
         let seed = opts.jitter_seed.unwrap_or_else(|| {
             let mut b = [0u8; 8];
             getrandom::fill(&mut b)
@@ -164,6 +195,9 @@ impl Client {
             next_id: AtomicI64::new(1),
             rng: std::sync::Mutex::new(seed | 1),
             legacy_sse: std::sync::Mutex::new(None),
+            bearer,
+            oauth,
+            auth_notes: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -348,6 +382,7 @@ impl Client {
                             url: url.clone(),
                             headers: headers.clone(),
                             opts: Arc::new(self.opts.clone()),
+                            bearer: self.bearer.clone(),
                             version: v,
                             session: session.clone(),
                         }
@@ -426,7 +461,7 @@ impl Client {
             .post(url)
             .header("Accept", "application/json, text/event-stream")
             .header("Content-Type", "application/json");
-        req = with_auth(req, headers, self.opts.bearer.as_deref());
+        req = with_auth(req, headers, self.bearer.get().as_deref());
         let is_init = msg["method"] == "initialize";
         if era == Era::Modern || (!is_init && version.at_least(ProtocolVersion::V2025_06_18)) {
             req = req.header("MCP-Protocol-Version", version.as_str());
@@ -476,65 +511,54 @@ impl Client {
                 sse.exchange(msg, &ctx, deadline).await
             }
             Transport::Http { http, url, headers } => {
-                let extra = tool
-                    .map(|t| param_headers(t, &msg["params"]["arguments"]))
-                    .unwrap_or_default();
-                let req = self.http_request(http, url, headers, msg, era, version, session, &extra);
-                let mut sent = match tokio::time::timeout_at(deadline, req.send()).await {
-                    Err(_) => Sent::failed(
-                        Verdict::timeout("no response head before the deadline"),
-                        Delivery::MaybeExecuted,
-                        started,
-                    ),
-                    Ok(Err(e)) => {
-                        let delivery = if e.is_connect() {
-                            Delivery::NeverSent
-                        } else {
-                            Delivery::MaybeExecuted
-                        };
-                        let what = if e.is_connect() {
-                            "could not connect"
-                        } else {
-                            "the connection failed before a response"
-                        };
-                        Sent::failed(
-                            Verdict::connection_error(format!("{what}: {}", wire::error_chain(&e))),
-                            delivery,
-                            started,
+                let mut attempts = AuthAttempts::default();
+                let mut auth_notes: Vec<(String, String)> = Vec::new();
+                let mut deadline = deadline;
+                loop {
+                    if let Some(o) = &self.oauth {
+                        auth_notes.extend(o.prepare().await);
+                    }
+                    let mut sent = self
+                        .http_once(
+                            http, url, headers, msg, id, era, version, session, &ctx, deadline,
+                            tool, started,
                         )
-                    }
-                    Ok(Ok(resp)) => {
-                        let answers_ok = era == Era::Legacy;
-                        let mut sent = wire::read_response(resp, ctx, deadline, started, |inc| async move {
-                            if !answers_ok {
-                                return Err("the server sent a request on a 2026-07-28 stream, which that revision forbids".to_string());
-                            }
-                            self.answer_incoming(inc, era, version, session).await
-                        })
                         .await;
-                        if matches!(
-                            sent.verdict.outcome,
-                            Outcome::Timeout | Outcome::ConnectionError
-                        ) {
-                            sent.delivery = Delivery::MaybeExecuted;
+                    if let (Some(o), Some(status)) = (&self.oauth, sent.status) {
+                        let challenge = sent.verdict.auth_challenge.clone();
+                        let insufficient = status == 403
+                            && challenge.as_ref().and_then(|c| c.error.as_deref())
+                                == Some("insufficient_scope");
+                        if status == 401 || insufficient {
+                            match o
+                                .on_challenge(status, challenge.as_ref(), &mut attempts)
+                                .await
+                            {
+                                Ok((code, note)) => {
+                                    auth_notes.push((code.to_string(), note));
+                                    // The person may have taken a while in the browser.
+                                    deadline = deadline
+                                        .max(tokio::time::Instant::now() + self.opts.timeout);
+                                    continue;
+                                }
+                                Err(why) => {
+                                    let detail =
+                                        sent.verdict.detail.get_or_insert_with(String::new);
+                                    detail.push_str(&format!("; authorization failed: {why}"));
+                                    auth_notes.push(("AUTH_FAILED".to_string(), why));
+                                }
+                            }
                         }
-                        sent
                     }
-                };
-                // Dropping the response closed the stream, which cancels a 2026-07-28 request;
-                // legacy servers need notifications/cancelled (initialize is never cancelled).
-                if sent.verdict.outcome == Outcome::Timeout
-                    && era == Era::Legacy
-                    && msg["method"] != "initialize"
-                {
-                    let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
-                        "params": { "requestId": id, "reason": "timeout" } });
-                    self.notify(&cancel, era, version, session).await;
-                    if let Some(d) = sent.verdict.detail.as_mut() {
-                        d.push_str("; notifications/cancelled sent");
+                    if !auth_notes.is_empty() {
+                        if let Ok(mut pending) = self.auth_notes.lock() {
+                            pending.extend(auth_notes.iter().cloned());
+                        }
                     }
+                    auth_notes.append(&mut sent.notes);
+                    sent.notes = auth_notes;
+                    break sent;
                 }
-                sent
             }
             Transport::Stdio(conn) => {
                 let mut conn = conn.lock().await;
@@ -542,6 +566,84 @@ impl Client {
                     .await
             }
         }
+    }
+
+    /// One HTTP request/response, classified (no authorization handling).
+    #[allow(clippy::too_many_arguments)]
+    async fn http_once(
+        &self,
+        http: &reqwest::Client,
+        url: &str,
+        headers: &[(String, String)],
+        msg: &Value,
+        id: &Value,
+        era: Era,
+        version: ProtocolVersion,
+        session: Option<&str>,
+        ctx: &mcp_triage_core::CallContext,
+        deadline: tokio::time::Instant,
+        tool: Option<&ToolInfo>,
+        started: Instant,
+    ) -> Sent {
+        let extra = tool
+            .map(|t| param_headers(t, &msg["params"]["arguments"]))
+            .unwrap_or_default();
+        let req = self.http_request(http, url, headers, msg, era, version, session, &extra);
+        let mut sent = match tokio::time::timeout_at(deadline, req.send()).await {
+            Err(_) => Sent::failed(
+                Verdict::timeout("no response head before the deadline"),
+                Delivery::MaybeExecuted,
+                started,
+            ),
+            Ok(Err(e)) => {
+                let delivery = if e.is_connect() {
+                    Delivery::NeverSent
+                } else {
+                    Delivery::MaybeExecuted
+                };
+                let what = if e.is_connect() {
+                    "could not connect"
+                } else {
+                    "the connection failed before a response"
+                };
+                Sent::failed(
+                    Verdict::connection_error(format!("{what}: {}", wire::error_chain(&e))),
+                    delivery,
+                    started,
+                )
+            }
+            Ok(Ok(resp)) => {
+                let answers_ok = era == Era::Legacy;
+                let mut sent = wire::read_response(resp, ctx.clone(), deadline, started, |inc| async move {
+                            if !answers_ok {
+                                return Err("the server sent a request on a 2026-07-28 stream, which that revision forbids".to_string());
+                            }
+                            self.answer_incoming(inc, era, version, session).await
+                        })
+                        .await;
+                if matches!(
+                    sent.verdict.outcome,
+                    Outcome::Timeout | Outcome::ConnectionError
+                ) {
+                    sent.delivery = Delivery::MaybeExecuted;
+                }
+                sent
+            }
+        };
+        // Dropping the response closed the stream, which cancels a 2026-07-28 request;
+        // legacy servers need notifications/cancelled (initialize is never cancelled).
+        if sent.verdict.outcome == Outcome::Timeout
+            && era == Era::Legacy
+            && msg["method"] != "initialize"
+        {
+            let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": { "requestId": id, "reason": "timeout" } });
+            self.notify(&cancel, era, version, session).await;
+            if let Some(d) = sent.verdict.detail.as_mut() {
+                d.push_str("; notifications/cancelled sent");
+            }
+        }
+        sent
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -965,6 +1067,14 @@ impl Client {
                 rec.stderr_tail = conn.lock().await.stderr_tail();
             }
         }
+        let pending = self
+            .auth_notes
+            .lock()
+            .map(|mut p| std::mem::take(&mut *p))
+            .unwrap_or_default();
+        for (code, detail) in pending {
+            rec.warn(&code, detail);
+        }
         rec.duration_ms = started.elapsed().as_millis() as u64;
         rec
     }
@@ -1335,7 +1445,7 @@ impl Client {
             .get(url)
             .header("Accept", "text/event-stream")
             .header("Last-Event-ID", last_event_id);
-        req = with_auth(req, headers, self.opts.bearer.as_deref());
+        req = with_auth(req, headers, self.bearer.get().as_deref());
         if version.at_least(ProtocolVersion::V2025_06_18) {
             req = req.header("MCP-Protocol-Version", version.as_str());
         }
@@ -1520,7 +1630,7 @@ impl Client {
             Transport::Http { http, url, headers } => {
                 if let Some(s) = &st.session_id {
                     let mut req = http.delete(url).header("Mcp-Session-Id", s);
-                    req = with_auth(req, headers, self.opts.bearer.as_deref());
+                    req = with_auth(req, headers, self.bearer.get().as_deref());
                     let _ = tokio::time::timeout(Duration::from_secs(2), req.send()).await;
                 }
             }
@@ -1602,13 +1712,14 @@ struct Standalone {
     url: String,
     headers: Vec<(String, String)>,
     opts: Arc<ClientOptions>,
+    bearer: BearerCell,
     version: ProtocolVersion,
     session: String,
 }
 
 impl Standalone {
     fn request(&self, b: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        let mut b = with_auth(b, &self.headers, self.opts.bearer.as_deref());
+        let mut b = with_auth(b, &self.headers, self.bearer.get().as_deref());
         if self.version.at_least(ProtocolVersion::V2025_06_18) {
             b = b.header("MCP-Protocol-Version", self.version.as_str());
         }

@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 mod client;
+pub mod oauth;
 mod options;
 pub mod plan;
 mod sse_legacy;
@@ -34,5 +35,6 @@ mod wire;
 
 pub use client::{header_value, Client, ConnectError, ToolInfo, IDEMPOTENCY_META};
 pub use mcp_triage_core::{CallRecord, RetryOrigin};
+pub use oauth::{AuthorizeMode, Grant, OAuthOptions};
 pub use options::{Answers, CallOptions, ClientOptions, Prompter, SharedPrompter, VersionChoice};
 pub use target::{Target, TargetError};

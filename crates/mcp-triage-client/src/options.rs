@@ -95,6 +95,9 @@ pub struct ClientOptions {
     pub protocol: VersionChoice,
     /// `Authorization: Bearer` token (never logged or recorded).
     pub bearer: Option<String>,
+    /// OAuth for HTTP servers that answer 401 (discovery, registration, authorization,
+    /// refresh); `None` only reports the challenge.
+    pub oauth: Option<crate::oauth::OAuthOptions>,
     /// Deadline of one attempt (request sent to complete response).
     pub timeout: Duration,
     /// Deadline of a TCP connect.
@@ -147,6 +150,7 @@ impl Default for ClientOptions {
         ClientOptions {
             protocol: VersionChoice::Auto,
             bearer: None,
+            oauth: None,
             timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
             limits: Limits::default(),

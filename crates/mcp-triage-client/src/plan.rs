@@ -145,6 +145,11 @@ pub fn plan() -> Vec<PlanRow> {
         });
     }
     p.extend(both(
+        "auth.oauth_flow",
+        HttpError,
+        "without OAuth options the 401 challenge is only reported (tests/oauth.rs runs the OAuth client through every fault)",
+    ));
+    p.extend(both(
         "auth.token_lifecycle",
         HttpError,
         "POST 1 gets 401 (modern: the call; legacy: initialize); 401 is never resent",

@@ -128,7 +128,10 @@ async fn selection_put(
 
 async fn counters(State(s): State<Arc<Shared>>, h: HeaderMap) -> Response<Body> {
     guard!(s, h);
-    json_response(200, &json!({ "instances": s.counters() }))
+    json_response(
+        200,
+        &json!({ "instances": s.counters(), "oauth": s.auth.counters() }),
+    )
 }
 
 async fn journal(State(s): State<Arc<Shared>>, h: HeaderMap) -> Response<Body> {

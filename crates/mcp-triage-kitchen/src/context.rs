@@ -87,6 +87,8 @@ pub struct WireCx<'a> {
     pub endpoint_url: &'a str,
     /// Absolute URL of the server root.
     pub base_url: &'a str,
+    /// The kitchen's authorization server (tokens for `auth.oauth_flow`).
+    pub auth: &'a crate::oauth_as::AuthServer,
 }
 
 impl WireCx<'_> {

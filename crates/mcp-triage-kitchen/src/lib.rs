@@ -56,6 +56,7 @@ mod host_check;
 pub mod instance;
 pub mod journal;
 pub mod mcp;
+pub mod oauth_as;
 pub mod protocol;
 pub mod scenarios;
 pub mod server;
@@ -64,6 +65,8 @@ pub mod sse;
 pub mod state;
 #[cfg(feature = "testing")]
 pub mod testing;
+#[cfg(feature = "testing")]
+pub mod testing_oauth;
 
 use std::sync::Arc;
 
@@ -71,7 +74,7 @@ use axum::body::Body;
 use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::{HeaderValue, Response};
 use axum::middleware::Next;
-use axum::routing::any;
+use axum::routing::{any, get, post};
 use axum::Router;
 use serde_json::Value;
 
@@ -101,6 +104,11 @@ impl Kitchen {
     /// Counters of every instance, as `GET /kitchen/counters` shows them.
     pub fn counters(&self) -> Value {
         self.shared.counters()
+    }
+    /// The counters of the authorization server of `auth.oauth_flow` (also `oauth` in
+    /// `GET /kitchen/counters`).
+    pub fn oauth_counters(&self) -> Value {
+        self.shared.auth.counters()
     }
     /// One counter of one instance (0 when the instance or counter does not exist).
     /// `instance` is the instance key as shown by [`Kitchen::counters`].
@@ -171,6 +179,14 @@ pub fn router(kitchen: Kitchen) -> Router {
             "/.well-known/oauth-protected-resource/{*rest}",
             any(scenarios::auth_oauth_challenge::metadata_path),
         )
+        .route(
+            "/.well-known/oauth-authorization-server/oauth/{fault}",
+            get(oauth_as::metadata),
+        )
+        .route("/oauth/{fault}/register", post(oauth_as::register))
+        .route("/oauth/{fault}/authorize", get(oauth_as::authorize))
+        .route("/oauth/{fault}/token", post(oauth_as::token))
+        .route("/oauth/{fault}/revoke", post(oauth_as::revoke))
         .merge(admin::routes())
         .layer(axum::middleware::from_fn_with_state(
             shared.clone(),

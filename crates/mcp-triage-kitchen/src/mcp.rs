@@ -93,7 +93,21 @@ pub fn parse_query(scenario: &str, query: Option<&str>) -> Result<(Value, Option
     Ok((Value::Object(params), tag))
 }
 
-fn percent_decode(s: &str) -> String {
+/// Percent-encodes everything but RFC 3986 unreserved characters (for a value put into a
+/// query); the kitchen's authorization server and `judge`'s case URLs use it.
+pub fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+pub(crate) fn percent_decode(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -123,7 +137,7 @@ fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
-fn base_url(shared: &Shared, headers: &HeaderMap) -> String {
+pub(crate) fn base_url(shared: &Shared, headers: &HeaderMap) -> String {
     if let Some(h) = header_str(headers, "host") {
         return format!("http://{h}");
     }
@@ -441,6 +455,7 @@ async fn handle_inner(
             session: session.as_deref(),
             endpoint_url: &endpoint_url,
             base_url: &base,
+            auth: &shared.auth,
         };
         // Cakewalk's always-on interceptor for the invalid resource and prompt comes first.
         baseline_interceptor(&cx).unwrap_or_else(|| instance.scenario.on_request(&cx))
@@ -587,6 +602,7 @@ impl Req {
             session: self.session.as_deref(),
             endpoint_url: &self.endpoint_url,
             base_url: &self.base_url,
+            auth: &self.shared.auth,
         }
     }
 

@@ -158,6 +158,8 @@ pub struct Shared {
     hmac_key: [u8; 32],
     /// Address actually bound (set by [`crate::start`]).
     pub local_addr: Mutex<Option<SocketAddr>>,
+    /// The OAuth authorization server of `auth.oauth_flow`.
+    pub auth: crate::oauth_as::AuthServer,
 }
 
 type HmacSha256 = Hmac<Sha256>;
@@ -193,6 +195,7 @@ impl Shared {
             sessions: Mutex::new(HashMap::new()),
             hmac_key: random_bytes::<32>(),
             local_addr: Mutex::new(None),
+            auth: crate::oauth_as::AuthServer::default(),
         })
     }
 

@@ -1617,3 +1617,193 @@ fn urlencode(s: &str) -> String {
         })
         .collect()
 }
+
+/// `auth.oauth_flow` by hand: the challenge, the resource metadata naming the kitchen's
+/// authorization server, its metadata, registration, an authorization that redirects at once
+/// with a code, the token exchange with PKCE (a wrong verifier refused), the token accepted by
+/// the resource, and revocation; then the metadata faults.
+#[tokio::test]
+async fn oauth_flow_with_the_kitchen_authorization_server() {
+    use base64::Engine;
+    use sha2::Digest;
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/auth.oauth_flow/mcp";
+    let init = initialize_msg(1, "2025-11-25", json!({})).to_string();
+    let r = send(a, "POST", p, &[ACCEPT, CT], Some(&init))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 401);
+    let expected = format!("Bearer resource_metadata=\"http://{a}/.well-known/oauth-protected-resource/s/auth.oauth_flow/mcp\", scope=\"mcp:tools\"");
+    assert_eq!(r.header("www-authenticate"), Some(expected.as_str()));
+    let prm = send(
+        a,
+        "GET",
+        "/.well-known/oauth-protected-resource/s/auth.oauth_flow/mcp",
+        &[],
+        None,
+    )
+    .await
+    .unwrap()
+    .json();
+    assert_eq!(
+        prm["authorization_servers"],
+        json!([format!("http://{a}/oauth/none")])
+    );
+    let meta = send(
+        a,
+        "GET",
+        "/.well-known/oauth-authorization-server/oauth/none",
+        &[],
+        None,
+    )
+    .await
+    .unwrap()
+    .json();
+    assert_eq!(meta["issuer"], format!("http://{a}/oauth/none"));
+    assert_eq!(meta["code_challenge_methods_supported"], json!(["S256"]));
+    let reg = send(
+        a,
+        "POST",
+        "/oauth/none/register",
+        &[CT],
+        Some(r#"{"redirect_uris":["http://127.0.0.1:9/callback"]}"#),
+    )
+    .await
+    .unwrap();
+    assert_eq!(reg.status, 201);
+    let client_id = reg.json()["client_id"].as_str().unwrap().to_string();
+    let verifier = "kitchen-test-verifier-0123456789-abcdefghijklmnop";
+    let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(sha2::Sha256::digest(verifier.as_bytes()));
+    let resource = format!("http://{a}{p}");
+    let q = format!(
+        "/oauth/none/authorize?response_type=code&client_id={client_id}&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback&code_challenge={challenge}&code_challenge_method=S256&state=st1&scope=mcp%3Atools&resource={}",
+        resource.replace(':', "%3A").replace('/', "%2F")
+    );
+    let r = send(a, "GET", &q, &[], None).await.unwrap();
+    assert_eq!(r.status, 302);
+    let loc = r.header("location").unwrap().to_string();
+    assert!(
+        loc.starts_with("http://127.0.0.1:9/callback?code=") && loc.ends_with("&state=st1"),
+        "{loc}"
+    );
+    let code = loc
+        .split("code=")
+        .nth(1)
+        .unwrap()
+        .split('&')
+        .next()
+        .unwrap()
+        .to_string();
+    let form = |code: &str, v: &str| {
+        format!(
+            "grant_type=authorization_code&code={code}&client_id={client_id}&redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback&code_verifier={v}&resource={}",
+            resource.replace(':', "%3A").replace('/', "%2F")
+        )
+    };
+    let fct = ("content-type", "application/x-www-form-urlencoded");
+    let bad = send(
+        a,
+        "POST",
+        "/oauth/none/token",
+        &[fct],
+        Some(&form(&code, "wrong-verifier")),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (bad.status, bad.json()["error"].clone()),
+        (400, json!("invalid_grant"))
+    );
+    // A refused exchange used the code up: authorize again.
+    let r = send(a, "GET", &q, &[], None).await.unwrap();
+    let loc = r.header("location").unwrap().to_string();
+    let code = loc
+        .split("code=")
+        .nth(1)
+        .unwrap()
+        .split('&')
+        .next()
+        .unwrap()
+        .to_string();
+    let form = form(&code, verifier);
+    let tok = send(a, "POST", "/oauth/none/token", &[fct], Some(&form))
+        .await
+        .unwrap();
+    assert_eq!(tok.status, 200);
+    let tok = tok.json();
+    let access = tok["access_token"].as_str().unwrap().to_string();
+    assert_eq!(tok["token_type"], "Bearer");
+    assert!(tok["refresh_token"].is_string());
+    let bearer = format!("Bearer {access}");
+    let auth = ("authorization", bearer.as_str());
+    let r = send(a, "POST", p, &[ACCEPT, CT, auth], Some(&init))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200);
+    // The journal never holds the token.
+    assert!(!serde_json::to_string(&k.kitchen().journal())
+        .unwrap()
+        .contains(&access));
+    let rv = send(
+        a,
+        "POST",
+        "/oauth/none/revoke",
+        &[fct],
+        Some(&format!("token={access}")),
+    )
+    .await
+    .unwrap();
+    assert_eq!(rv.status, 200);
+    let r = send(a, "POST", p, &[ACCEPT, CT, auth], Some(&init))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 401);
+    assert!(r
+        .header("www-authenticate")
+        .unwrap()
+        .contains("error=\"invalid_token\""));
+    let counters = k.kitchen().oauth_counters();
+    assert_eq!(
+        (
+            counters["registrations"].clone(),
+            counters["codeGrants"].clone(),
+            counters["revocations"].clone()
+        ),
+        (json!(1), json!(1), json!(1))
+    );
+    // Metadata faults.
+    let m = send(
+        a,
+        "GET",
+        "/.well-known/oauth-authorization-server/oauth/missing_pkce",
+        &[],
+        None,
+    )
+    .await
+    .unwrap()
+    .json();
+    assert!(m.get("code_challenge_methods_supported").is_none());
+    let r = send(
+        a,
+        "GET",
+        "/.well-known/oauth-authorization-server/oauth/metadata_404",
+        &[],
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 404);
+    let r = send(
+        a,
+        "GET",
+        "/.well-known/oauth-authorization-server/oauth/nope",
+        &[],
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 404);
+    k.shutdown().await;
+}

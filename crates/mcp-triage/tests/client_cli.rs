@@ -25,6 +25,18 @@ fn run(args: &[&str]) -> Output {
         .expect("mcp-triage runs")
 }
 
+/// A runtime and a kitchen with default options on a free loopback port.
+fn runtime_and_kitchen() -> (tokio::runtime::Runtime, mcp_triage_kitchen::KitchenHandle) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let k = rt
+        .block_on(start(
+            "127.0.0.1:0".parse().unwrap(),
+            KitchenOptions::default(),
+        ))
+        .unwrap();
+    (rt, k)
+}
+
 fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
@@ -99,13 +111,7 @@ fn demo_matrix_all_rows_match() {
 
 #[test]
 fn call_and_list_against_the_kitchen() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let k = rt
-        .block_on(start(
-            "127.0.0.1:0".parse().unwrap(),
-            KitchenOptions::default(),
-        ))
-        .unwrap();
+    let (rt, k) = runtime_and_kitchen();
     let base = k.base_url();
     let dir = std::env::temp_dir().join(format!("mcp-triage-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -383,4 +389,121 @@ fn call_refuses_a_tool_with_an_invalid_x_mcp_header() {
         assert_eq!(calls.load(Ordering::SeqCst), n + 1, "{extra:?}");
     }
     server.abort();
+}
+
+/// OAuth through the CLI, and the canary: `call` against the kitchen's `auth.oauth_challenge`
+/// (whose metadata names the test authorization server) authorizes by following the
+/// auto-approving redirect, caches the token in `--token-store`, and the token strings appear
+/// nowhere in stdout (the record), stderr, or the `--log` file; the second `call` reuses the
+/// cache. `--no-oauth` leaves the 401 as it was (exit 3: a transport/HTTP failure).
+#[test]
+fn call_authorizes_with_oauth_and_never_prints_a_token() {
+    use mcp_triage_kitchen::testing_oauth::{TestAs, TestAsOptions};
+    const ACCESS: &str = "cli-canary-access-90b1";
+    const REFRESH: &str = "cli-canary-refresh-4c7e";
+    let (rt, k) = runtime_and_kitchen();
+    let auth = rt.block_on(TestAs::start(TestAsOptions {
+        access_tokens: vec![ACCESS.into()],
+        refresh_token: Some(REFRESH.into()),
+        expires_in: 3600,
+    }));
+    k.kitchen()
+        .set_selection(
+            "auth.oauth_challenge",
+            json!({ "token": ACCESS, "authorizationServer": auth.url }),
+        )
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!("mcp-triage-cli-oauth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = dir.join("tokens.json");
+    let log = dir.join("calls.jsonl");
+    let url = k.mcp_url();
+    let args = [
+        "call",
+        url.as_str(),
+        "read_counter",
+        "--format",
+        "json",
+        "--authorize",
+        "follow",
+        "--token-store",
+        store.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+    ];
+    for round in 0..2 {
+        let o = run(&args);
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
+        assert_eq!(code(&o), 0, "round {round}: {err}");
+        let rec: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(rec["outcome"], "TOOL_SUCCESS");
+        for secret in [ACCESS, REFRESH] {
+            assert!(!out.contains(secret), "stdout holds {secret}");
+            assert!(!err.contains(secret), "stderr holds {secret}");
+        }
+    }
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(logged.lines().count(), 2);
+    assert!(!logged.contains(ACCESS) && !logged.contains(REFRESH));
+    // One authorization for both calls: the second used the cache.
+    assert_eq!(auth.seen().authorizations, 1);
+    assert!(std::fs::read_to_string(&store).unwrap().contains(ACCESS));
+    let o = run(&["call", url.as_str(), "read_counter", "--no-oauth"]);
+    assert_eq!(code(&o), 3, "{}", String::from_utf8_lossy(&o.stdout));
+    let _ = std::fs::remove_dir_all(&dir);
+    drop(auth);
+    rt.block_on(k.shutdown());
+}
+
+/// Bad OAuth flags are usage errors (exit 2) that name the flag, before any request.
+#[test]
+fn oauth_flags_are_checked() {
+    let url = "http://127.0.0.1:9/mcp";
+    for (args, says) in [
+        (
+            vec![
+                "--client-id",
+                "c",
+                "--client-secret-env",
+                "MCP_TRIAGE_TEST_UNSET_SECRET",
+            ],
+            "--client-secret-env MCP_TRIAGE_TEST_UNSET_SECRET",
+        ),
+        (
+            vec!["--grant", "client-credentials"],
+            "--grant client-credentials needs",
+        ),
+        (
+            vec!["--oauth", "--max-authorizations", "0"],
+            "--max-authorizations",
+        ),
+        (
+            vec!["--oauth", "--authorize-timeout", "0"],
+            "--authorize-timeout",
+        ),
+        (vec!["--authorize", "sometimes"], "browser, print or follow"),
+        (
+            vec![
+                "--client-id",
+                "c",
+                "--client-key-file",
+                "/nonexistent/key.pem",
+            ],
+            "--client-key-file /nonexistent/key.pem",
+        ),
+    ] {
+        let mut full = vec!["call", url, "read_counter"];
+        full.extend(args.iter().copied());
+        let o = Command::new(env!("CARGO_BIN_EXE_mcp-triage"))
+            .args(&full)
+            .env_remove("MCP_TRIAGE_TEST_UNSET_SECRET")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(code(&o), 2, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
 }

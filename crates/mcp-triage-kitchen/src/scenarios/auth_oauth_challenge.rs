@@ -72,6 +72,20 @@ impl Scenario for OauthChallenge {
 }
 
 fn document(base: &str, resource_path: &str, instance: Option<&Instance>) -> Response<Body> {
+    if let Some(i) = instance.filter(|i| i.scenario.info().id == "auth.oauth_flow") {
+        let fault = crate::oauth_as::AsFault::parse(i.params.str("fault"))
+            .unwrap_or(crate::oauth_as::AsFault::None);
+        return json_response(
+            200,
+            &json!({
+                "resource": format!("{base}{resource_path}"),
+                "authorization_servers": [crate::oauth_as::issuer(base, fault)],
+                "scopes_supported": [crate::oauth_as::BASE_SCOPE],
+                "bearer_methods_supported": ["header"],
+                "resource_name": "mcp-triage kitchen (auth.oauth_flow)",
+            }),
+        );
+    }
     let (scope, issuer) = match instance.filter(|i| {
         i.scenario.info().id == INFO.id || i.scenario.info().id == "auth.insufficient_scope"
     }) {

@@ -25,6 +25,7 @@ use crate::context::{ToolCx, WireCx};
 
 pub mod auth_insufficient_scope;
 pub mod auth_oauth_challenge;
+pub mod auth_oauth_flow;
 pub mod auth_token_lifecycle;
 pub mod baseline;
 pub mod catalog_facet_unavailable;
@@ -548,6 +549,7 @@ pub static REGISTRY: &[&dyn Scenario] = &[
     &errors_rate_limited::RateLimited,
     &auth_oauth_challenge::OauthChallenge,
     &auth_insufficient_scope::InsufficientScope,
+    &auth_oauth_flow::OauthFlow,
     &session_expire::SessionExpire,
     &errors_content_type::ContentType,
     &errors_accepted_for_request::AcceptedForRequest,

@@ -108,6 +108,154 @@ pub struct ConnArgs {
     /// Largest response body in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
     pub max_body_bytes: u64,
+
+    #[command(flatten)]
+    pub oauth: OAuthArgs,
+}
+
+/// OAuth for servers that answer 401 (the MCP authorization spec).
+#[derive(Args, Debug)]
+pub struct OAuthArgs {
+    /// Authorize on a 401 (discovery, registration, browser, token cache). On by default when
+    /// stdin and stderr are terminals, or when any other OAuth flag is given.
+    #[arg(long, conflicts_with = "no_oauth")]
+    pub oauth: bool,
+
+    /// Never authorize: only report a 401/403 challenge.
+    #[arg(long)]
+    pub no_oauth: bool,
+
+    /// A pre-registered OAuth client id (skips registration).
+    #[arg(long, value_name = "ID")]
+    pub client_id: Option<String>,
+
+    /// The environment variable holding the client secret (never a flag, so that it stays out
+    /// of the process list and shell history).
+    #[arg(long, value_name = "VAR", requires = "client_id")]
+    pub client_secret_env: Option<String>,
+
+    /// A PEM (PKCS#8) ES256 private key file: authenticate with a signed JWT (private_key_jwt,
+    /// RFC 7523) where the server takes it, instead of a secret.
+    #[arg(long, value_name = "PEM", requires = "client_id")]
+    pub client_key_file: Option<PathBuf>,
+
+    /// The URL of a client ID metadata document this client publishes; used as the client id
+    /// where the server supports them.
+    #[arg(long, value_name = "URL")]
+    pub client_metadata_url: Option<String>,
+
+    /// authorization-code (a person approves in a browser) or client-credentials (a machine
+    /// client: --client-id and --client-secret-env).
+    #[arg(long, value_name = "GRANT", value_parser = ["authorization-code", "client-credentials"])]
+    pub grant: Option<String>,
+
+    /// How to show the authorization page: browser, print (the URL on stderr) or follow
+    /// (fetch it and follow its redirects, for servers that approve without a person).
+    #[arg(long, value_name = "MODE", value_parser = mcp_triage_client::AuthorizeMode::parse)]
+    pub authorize: Option<mcp_triage_client::AuthorizeMode>,
+
+    /// Print the authorization URL instead of opening a browser (= --authorize print).
+    #[arg(long, conflicts_with = "authorize")]
+    pub no_browser: bool,
+
+    /// The loopback redirect port (default: any free port, or the one registered before).
+    #[arg(long, value_name = "PORT")]
+    pub redirect_port: Option<u16>,
+
+    /// How long to wait for the authorization redirect, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
+    pub authorize_timeout: f64,
+
+    /// Most authorizations (including scope step-ups) for one request.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub max_authorizations: u32,
+
+    /// The token cache file (default: oauth-tokens.json in the user's config directory).
+    #[arg(long, value_name = "PATH", conflicts_with = "no_token_store")]
+    pub token_store: Option<PathBuf>,
+
+    /// Keep tokens in memory only.
+    #[arg(long)]
+    pub no_token_store: bool,
+}
+
+impl OAuthArgs {
+    /// The OAuth options, or `None` when OAuth is off.
+    pub fn options(&self) -> Result<Option<mcp_triage_client::OAuthOptions>, String> {
+        use mcp_triage_client::{oauth::store, AuthorizeMode, Grant, OAuthOptions};
+        use std::io::IsTerminal;
+        let asked = self.oauth
+            || self.client_id.is_some()
+            || self.client_key_file.is_some()
+            || self.client_metadata_url.is_some()
+            || self.grant.is_some()
+            || self.authorize.is_some()
+            || self.no_browser
+            || self.redirect_port.is_some()
+            || self.token_store.is_some();
+        let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+        if self.no_oauth || !(asked || interactive) {
+            return Ok(None);
+        }
+        let client_secret = match &self.client_secret_env {
+            Some(var) => Some(std::env::var(var).map_err(|_| {
+                format!("--client-secret-env {var}: the variable is not set (or not UTF-8)")
+            })?),
+            None => None,
+        };
+        let client_key_pem = match &self.client_key_file {
+            Some(f) => Some(
+                std::fs::read_to_string(f)
+                    .map_err(|e| format!("--client-key-file {}: {e}", f.display()))?,
+            ),
+            None => None,
+        };
+        let grant = match self.grant.as_deref() {
+            Some("client-credentials") => {
+                if self.client_id.is_none() || (client_secret.is_none() && client_key_pem.is_none())
+                {
+                    return Err(
+                        "--grant client-credentials needs --client-id and --client-secret-env or --client-key-file"
+                            .into(),
+                    );
+                }
+                Grant::ClientCredentials
+            }
+            _ => Grant::AuthorizationCode,
+        };
+        let mode = match (self.authorize, self.no_browser) {
+            (Some(m), _) => m,
+            (None, true) => AuthorizeMode::Print,
+            (None, false) if interactive => AuthorizeMode::Browser,
+            (None, false) => AuthorizeMode::Print,
+        };
+        let store = if self.no_token_store {
+            store::TokenStore::memory()
+        } else if let Some(p) = &self.token_store {
+            store::TokenStore::file(p.clone())
+        } else {
+            match store::default_path() {
+                Some(p) => store::TokenStore::file(p),
+                None => store::TokenStore::memory(),
+            }
+        };
+        if self.max_authorizations == 0 {
+            return Err("--max-authorizations must be at least 1".into());
+        }
+        Ok(Some(OAuthOptions {
+            grant,
+            client_id: self.client_id.clone(),
+            client_secret,
+            client_key_pem,
+            client_metadata_url: self.client_metadata_url.clone(),
+            mode,
+            redirect_port: self.redirect_port.unwrap_or(0),
+            authorize_timeout: seconds("authorize-timeout", self.authorize_timeout)?,
+            max_authorizations: self.max_authorizations,
+            store,
+            ..OAuthOptions::default()
+        }))
+    }
 }
 
 fn seconds(name: &str, s: f64) -> Result<Duration, String> {
@@ -165,6 +313,7 @@ impl ConnArgs {
             ..ClientOptions::default()
         };
         o.limits.max_body_bytes = self.max_body_bytes;
+        o.oauth = self.oauth.options()?;
         o.retry.max_retries = self.max_retries;
         o.retry.max_wait_ms = seconds("max-wait", self.max_wait)?.as_millis() as u64;
         o.retry.backoff_base_ms = self.backoff_ms;

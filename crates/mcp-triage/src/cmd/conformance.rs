@@ -6,7 +6,10 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use mcp_triage_client::{CallOptions, CallRecord, Client, ClientOptions, Target, VersionChoice};
+use mcp_triage_client::{
+    AuthorizeMode, CallOptions, CallRecord, Client, ClientOptions, Grant, OAuthOptions, Target,
+    VersionChoice,
+};
 use mcp_triage_core::{Outcome, ProtocolVersion};
 use serde_json::{json, Value};
 
@@ -76,20 +79,51 @@ fn synthesize(schema: &Value) -> Value {
     Value::Object(args)
 }
 
+/// The client ID metadata document URL the suite's authorization servers accept as-is
+/// (`auth/basic-cimd`); the suite never fetches it.
+const CONFORMANCE_CIMD_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// OAuth for the `auth/` scenarios, as the suite's reference client sets it up: its
+/// authorization servers approve at once by redirecting (so the redirect is followed, not
+/// shown to a person), tokens live in memory only, pre-registered credentials come from
+/// MCP_CONFORMANCE_CONTEXT, and the client-credentials scenarios use that grant.
+fn auth_options(scenario: &str, context: &Value) -> Option<OAuthOptions> {
+    if !scenario.starts_with("auth/") {
+        return None;
+    }
+    let machine = scenario.starts_with("auth/client-credentials");
+    Some(OAuthOptions {
+        grant: if machine {
+            Grant::ClientCredentials
+        } else {
+            Grant::AuthorizationCode
+        },
+        client_id: context["client_id"].as_str().map(str::to_string),
+        client_secret: context["client_secret"].as_str().map(str::to_string),
+        client_key_pem: context["private_key_pem"].as_str().map(str::to_string),
+        client_metadata_url: Some(CONFORMANCE_CIMD_URL.to_string()),
+        mode: AuthorizeMode::Follow,
+        authorize_timeout: std::time::Duration::from_secs(20),
+        ..OAuthOptions::default()
+    })
+}
+
 /// Scenarios without a fixed script (the 2026-07-28 client scenarios): the era by detection,
 /// the tool calls the suite names in MCP_CONFORMANCE_CONTEXT, or else every listed tool whose
 /// definition is valid (tools with an invalid x-mcp-header are excluded, as clients MUST).
 fn run_generic(args: &ConformanceArgs) -> Result<ExitCode, String> {
     let target = Target::url(&args.url).map_err(|e| e.to_string())?;
-    let opts = ClientOptions {
-        accept_defaults: true,
-        scenario: Some(args.scenario.clone()),
-        ..ClientOptions::default()
-    };
     let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
         .ok()
         .and_then(|c| serde_json::from_str(&c).ok())
         .unwrap_or(Value::Null);
+    let auth = auth_options(&args.scenario, &context);
+    let opts = ClientOptions {
+        accept_defaults: true,
+        scenario: Some(args.scenario.clone()),
+        oauth: auth,
+        ..ClientOptions::default()
+    };
     let rt = runtime()?;
     let result: Result<Vec<CallRecord>, String> = rt.block_on(async {
         let client = Client::connect(target, opts)

@@ -106,19 +106,6 @@ fn parse_expect(s: &str) -> Result<(String, String), String> {
     }
 }
 
-/// Percent-encode a query value (everything but RFC 3986 unreserved characters).
-fn pct(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 /// Single-quote for `sh`.
 fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
@@ -327,7 +314,7 @@ async fn judge(args: &JudgeArgs, cmd: &str, cases: &[CaseDef]) -> Result<Report,
         let url = format!(
             "{}?instance={tag}&params={}",
             handle.scenario_url(case.scenario),
-            pct(&case.params.to_string())
+            mcp_triage_kitchen::mcp::percent_encode(&case.params.to_string())
         );
         let run = match run_client(cmd, case, &url, timeout).await {
             Ok(r) => r,
@@ -527,7 +514,10 @@ mod tests {
     #[test]
     fn quoting_and_encoding() {
         assert_eq!(sh_quote("a'b"), r"'a'\''b'");
-        assert_eq!(pct(r#"{"a":[1]}"#), "%7B%22a%22%3A%5B1%5D%7D");
+        assert_eq!(
+            mcp_triage_kitchen::mcp::percent_encode(r#"{"a":[1]}"#),
+            "%7B%22a%22%3A%5B1%5D%7D"
+        );
         assert!(parse_timeout("0").is_err());
         assert!(parse_expect("x").is_err());
         assert_eq!(

@@ -1,0 +1,1033 @@
+//! OAuth 2.1 for MCP servers (the MCP authorization spec, 2025-03-26 … 2026-07-28): on a
+//! 401 or an `insufficient_scope` 403 the client discovers the protected-resource metadata
+//! (RFC 9728) and the authorization server's metadata (RFC 8414 / OpenID discovery, with the
+//! 2025-03-26 fallbacks), registers (a client ID metadata document URL, else dynamic client
+//! registration RFC 7591, else the configured client id), runs the authorization code grant
+//! with PKCE S256 and a loopback redirect (or the client credentials grant for machine
+//! clients), names the resource (RFC 8707), and caches the tokens per server, refreshing them
+//! before they expire and on a 401.
+//!
+//! Tokens, secrets and codes never leave this module except in the `Authorization` header of a
+//! request to the MCP server and in the token store file: errors and notes name endpoints,
+//! scopes and error codes only, and every type holding a secret has a redacting `Debug`.
+
+pub mod discovery;
+pub mod jwt;
+pub mod pkce;
+pub mod redirect;
+pub mod store;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use mcp_triage_core::AuthChallenge;
+use reqwest::Url;
+use serde_json::{json, Value};
+
+use discovery::TokenAuthMethod;
+use store::{StoreData, StoredClient, StoredToken, TokenStore};
+
+/// Largest metadata or token response read.
+const MAX_DOC_BYTES: usize = 1 << 20;
+/// A token this close to its expiry is refreshed before it is sent (at most half its
+/// lifetime, so that a short-lived token is not refreshed before every request).
+const REFRESH_MARGIN_SECS: u64 = 60;
+
+/// Whether `tok` should be refreshed before use at `now`.
+fn refresh_due(tok: &StoredToken, now: u64) -> bool {
+    let Some(exp) = tok.expires_at else {
+        return false;
+    };
+    let lifetime = tok.issued_at.map(|i| exp.saturating_sub(i)).unwrap_or(0);
+    exp <= now + REFRESH_MARGIN_SECS.min(lifetime / 2)
+}
+
+/// Which grant gets the token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Grant {
+    /// Authorization code with PKCE: a user approves in a browser.
+    #[default]
+    AuthorizationCode,
+    /// Client credentials (a machine client with `--client-id` and a secret).
+    ClientCredentials,
+}
+
+/// How the authorization page reaches the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AuthorizeMode {
+    /// Open the system browser (and print the URL too).
+    #[default]
+    Browser,
+    /// Print the URL on stderr and wait for the redirect (`--no-browser`).
+    Print,
+    /// Fetch the URL and follow its redirects to the loopback listener: for authorization
+    /// servers that approve without a person (test servers, the conformance suite).
+    Follow,
+}
+
+impl AuthorizeMode {
+    /// Parses `browser`, `print` or `follow`.
+    pub fn parse(s: &str) -> Result<AuthorizeMode, String> {
+        match s {
+            "browser" => Ok(AuthorizeMode::Browser),
+            "print" => Ok(AuthorizeMode::Print),
+            "follow" => Ok(AuthorizeMode::Follow),
+            _ => Err(format!("{s:?} is not browser, print or follow")),
+        }
+    }
+}
+
+/// OAuth settings of a client.
+#[derive(Clone)]
+pub struct OAuthOptions {
+    /// The grant.
+    pub grant: Grant,
+    /// A pre-registered client id (`--client-id`); registration is skipped.
+    pub client_id: Option<String>,
+    /// Its secret (`--client-secret-env` names the variable holding it).
+    pub client_secret: Option<String>,
+    /// Its ES256 private key (PEM PKCS#8) for `private_key_jwt` (`--client-key-file`).
+    pub client_key_pem: Option<String>,
+    /// A client ID metadata document URL this client publishes, used as the client id where
+    /// the server advertises `client_id_metadata_document_supported`.
+    pub client_metadata_url: Option<String>,
+    /// `client_name` at dynamic registration.
+    pub client_name: String,
+    /// How the authorization page is shown.
+    pub mode: AuthorizeMode,
+    /// The loopback redirect port (0: any free port, or the one registered before).
+    pub redirect_port: u16,
+    /// How long to wait for the redirect.
+    pub authorize_timeout: Duration,
+    /// Most authorizations (including step-ups) for one request before giving up.
+    pub max_authorizations: u32,
+    /// Where tokens and registrations are cached.
+    pub store: TokenStore,
+}
+
+impl Default for OAuthOptions {
+    fn default() -> Self {
+        OAuthOptions {
+            grant: Grant::AuthorizationCode,
+            client_id: None,
+            client_secret: None,
+            client_key_pem: None,
+            client_metadata_url: None,
+            client_name: "mcp-triage".to_string(),
+            mode: AuthorizeMode::Browser,
+            redirect_port: 0,
+            authorize_timeout: Duration::from_secs(300),
+            max_authorizations: 3,
+            store: TokenStore::memory(),
+        }
+    }
+}
+
+impl std::fmt::Debug for OAuthOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthOptions")
+            .field("grant", &self.grant)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
+            .field("client_key_pem", &self.client_key_pem.as_ref().map(|_| "…"))
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("mode", &self.mode)
+            .field("store", &self.store)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The bearer token every request to the MCP server carries, shared by the client's tasks
+/// (POSTs, resumption and standalone GETs, DELETE) and replaced when a token is obtained or
+/// refreshed.
+#[derive(Clone, Default)]
+pub(crate) struct BearerCell(Arc<std::sync::RwLock<Option<String>>>);
+
+impl BearerCell {
+    pub(crate) fn new(token: Option<String>) -> BearerCell {
+        BearerCell(Arc::new(std::sync::RwLock::new(token)))
+    }
+
+    pub(crate) fn get(&self) -> Option<String> {
+        self.0.read().map(|g| g.clone()).unwrap_or(None)
+    }
+
+    fn set(&self, token: Option<String>) {
+        if let Ok(mut g) = self.0.write() {
+            *g = token;
+        }
+    }
+}
+
+impl std::fmt::Debug for BearerCell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerCell(..)")
+    }
+}
+
+/// What one request has spent on authorization (so that a server refusing forever cannot
+/// make the client loop).
+#[derive(Debug, Default)]
+pub(crate) struct AuthAttempts {
+    refreshed: bool,
+    authorizations: u32,
+}
+
+/// The authorization server as discovered.
+#[derive(Debug, Clone)]
+struct Discovered {
+    /// The resource to name (RFC 8707).
+    resource: String,
+    /// `scopes_supported` of the protected-resource metadata.
+    prm_scopes: Vec<String>,
+    /// The issuer (the key of the registration).
+    issuer: String,
+    /// Whether the issuer was verified against the metadata (not for 2025-03-26 fallbacks).
+    issuer_verified: bool,
+    authorization_endpoint: String,
+    token_endpoint: String,
+    registration_endpoint: Option<String>,
+    scopes_supported: Vec<String>,
+    auth_methods: Vec<String>,
+    cimd_supported: bool,
+    iss_parameter_supported: bool,
+}
+
+#[derive(Default)]
+struct AuthState {
+    loaded: bool,
+    data: StoreData,
+    discovered: Option<Discovered>,
+}
+
+/// The OAuth side of one client (one MCP server).
+pub(crate) struct OAuth {
+    opts: OAuthOptions,
+    server: Url,
+    resource_key: String,
+    http: reqwest::Client,
+    bearer: BearerCell,
+    state: tokio::sync::Mutex<AuthState>,
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
+}
+
+fn clean(s: &str) -> String {
+    mcp_triage_core::sanitize_line(s, 300)
+}
+
+/// Reads a response body up to [`MAX_DOC_BYTES`].
+async fn read_bounded(mut resp: reqwest::Response) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| format!("the response broke off: {}", crate::wire::error_chain(&e)))?
+    {
+        body.extend_from_slice(&chunk);
+        if body.len() > MAX_DOC_BYTES {
+            return Err(format!("the response is larger than {MAX_DOC_BYTES} bytes"));
+        }
+    }
+    Ok(body)
+}
+
+/// Sends `req` and reads its JSON answer (bounded); a non-2xx answer is an error naming `what`
+/// with the OAuth `error` and `error_description` only (never the body).
+async fn send_for_json(req: reqwest::RequestBuilder, what: &str) -> Result<Value, String> {
+    let resp = req
+        .send()
+        .await
+        .map_err(|e| format!("{what}: {}", crate::wire::error_chain(&e)))?;
+    let status = resp.status().as_u16();
+    let bytes = read_bounded(resp)
+        .await
+        .map_err(|e| format!("{what}: {e}"))?;
+    if !(200..300).contains(&status) {
+        return Err(format!("{what} refused: {}", oauth_error(status, &bytes)));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| format!("{what}: the answer is not JSON ({e})"))
+}
+
+/// An OAuth error response's `error` and `error_description`, for messages (never the body).
+fn oauth_error(status: u16, body: &[u8]) -> String {
+    let doc: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let mut s = format!("HTTP {status}");
+    if let Some(e) = doc["error"].as_str() {
+        s.push_str(&format!(" {}", clean(e)));
+    }
+    if let Some(d) = doc["error_description"].as_str() {
+        s.push_str(&format!(": {}", clean(d)));
+    }
+    s
+}
+
+impl OAuth {
+    /// The OAuth side for the MCP server at `server`.
+    pub(crate) fn new(
+        server: &str,
+        opts: OAuthOptions,
+        bearer: BearerCell,
+        timeout: Duration,
+        connect_timeout: Duration,
+        user_agent: String,
+    ) -> Result<OAuth, String> {
+        let server = Url::parse(server).map_err(|e| format!("{server:?} is not a URL: {e}"))?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(connect_timeout)
+            .timeout(timeout)
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(user_agent)
+            .build()
+            .map_err(|e| format!("could not build the OAuth HTTP client: {e}"))?;
+        Ok(OAuth {
+            resource_key: discovery::canonical_resource(&server),
+            server,
+            opts,
+            http,
+            bearer,
+            state: tokio::sync::Mutex::new(AuthState::default()),
+        })
+    }
+
+    /// Before a request: load the cache once (adopting a cached token for this server), and
+    /// refresh a token that is about to expire. Failures here are not fatal: the request goes
+    /// out without a (valid) token and the server's 401 starts an authorization.
+    pub(crate) async fn prepare(&self) -> Vec<(String, String)> {
+        let mut notes = Vec::new();
+        let mut st = self.state.lock().await;
+        if !st.loaded {
+            st.loaded = true;
+            match self.opts.store.load() {
+                Ok(d) => st.data = d,
+                Err(e) => notes.push(("AUTH_STORE".to_string(), e)),
+            }
+            let cached = st.data.tokens.get(&self.resource_key).cloned();
+            self.bearer.set(cached.map(|t| t.access_token));
+        }
+        let Some(tok) = st.data.tokens.get(&self.resource_key).cloned() else {
+            return notes;
+        };
+        if !refresh_due(&tok, now_secs()) {
+            return notes;
+        }
+        if tok.refresh_token.is_some() {
+            match self.refresh_locked(&mut st, &tok).await {
+                Ok(()) => notes.push((
+                    "AUTH_REFRESHED".to_string(),
+                    "refreshed the access token before it expired".to_string(),
+                )),
+                Err(e) => {
+                    self.forget_token(&mut st);
+                    notes.push((
+                        "AUTH_REFRESH_FAILED".to_string(),
+                        format!("refreshing the expiring token failed: {e}"),
+                    ));
+                }
+            }
+        } else {
+            self.forget_token(&mut st);
+        }
+        notes
+    }
+
+    fn forget_token(&self, st: &mut AuthState) {
+        st.data.tokens.remove(&self.resource_key);
+        self.bearer.set(None);
+        let _ = self.opts.store.save(&st.data);
+    }
+
+    fn keep_token(&self, st: &mut AuthState, tok: StoredToken) -> Result<(), String> {
+        self.bearer.set(Some(tok.access_token.clone()));
+        st.data.tokens.insert(self.resource_key.clone(), tok);
+        self.opts.store.save(&st.data)
+    }
+
+    /// After a 401, or a 403 with `insufficient_scope`: refresh once, else (step-up)
+    /// authorize, within the limits of `attempts`. `Ok` carries a note (code, detail) for the
+    /// record; the
+    /// caller then repeats the request with the new token. `Err` is a message saying why the
+    /// client gives up.
+    pub(crate) async fn on_challenge(
+        &self,
+        status: u16,
+        challenge: Option<&AuthChallenge>,
+        attempts: &mut AuthAttempts,
+    ) -> Result<(&'static str, String), String> {
+        let mut st = self.state.lock().await;
+        let current = st.data.tokens.get(&self.resource_key).cloned();
+        let required = challenge
+            .and_then(|c| c.scope.as_deref())
+            .map(str::trim)
+            .filter(|s| !s.is_empty());
+        let insufficient = status == 403
+            && challenge.and_then(|c| c.error.as_deref()) == Some("insufficient_scope");
+        let mut before: Vec<String> = Vec::new();
+        if status == 401 {
+            if let Some(tok) = current.as_ref().filter(|t| t.refresh_token.is_some()) {
+                if !attempts.refreshed {
+                    attempts.refreshed = true;
+                    match self.refresh_locked(&mut st, tok).await {
+                        Ok(()) => {
+                            return Ok((
+                                "AUTH_REFRESHED",
+                                "HTTP 401 with a token: refreshed it and sent the request again"
+                                    .to_string(),
+                            ))
+                        }
+                        Err(e) => {
+                            // The refresh token is dead: forget the set and authorize afresh;
+                            // the note says why.
+                            self.forget_token(&mut st);
+                            before.push(format!("refreshing the token failed ({e}); "));
+                        }
+                    }
+                }
+            }
+        }
+        let mut wanted = required.map(str::to_string);
+        if insufficient {
+            let Some(req) = required else {
+                return Err("HTTP 403 insufficient_scope without a scope parameter: the client cannot tell which scope to ask for".to_string());
+            };
+            let held = current
+                .as_ref()
+                .and_then(|t| t.scope.clone())
+                .unwrap_or_default();
+            if current.is_some() && discovery::scope_covers(&held, req) {
+                return Err(format!(
+                    "HTTP 403 insufficient_scope for scope {:?}, which the token already holds: a permanent authorization failure, not retried",
+                    clean(req)
+                ));
+            }
+            wanted = Some(discovery::scope_union(&held, req));
+        }
+        if attempts.authorizations >= self.opts.max_authorizations {
+            return Err(format!(
+                "HTTP {status} again after {} authorization(s) for this request: giving up (limit --max-authorizations {})",
+                attempts.authorizations, self.opts.max_authorizations
+            ));
+        }
+        attempts.authorizations += 1;
+        // A 401 rediscovers: the resource may have moved to another authorization server
+        // (SEP-2352), whose registration is then its own (registrations are per issuer).
+        if st.discovered.is_none() || status == 401 {
+            let d = self
+                .discover(challenge.and_then(|c| c.resource_metadata.as_deref()))
+                .await?;
+            st.discovered = Some(d);
+        }
+        let d = st.discovered.clone().expect("discovered above");
+        let scope = discovery::select_scope(wanted.as_deref(), &d.prm_scopes, &d.scopes_supported);
+        let tok = match self.opts.grant {
+            Grant::AuthorizationCode => {
+                self.authorization_code(&mut st, &d, scope.as_deref())
+                    .await?
+            }
+            Grant::ClientCredentials => self.client_credentials(&d, scope.as_deref()).await?,
+        };
+        let granted = tok.scope.clone();
+        let mut after = String::new();
+        if let Err(e) = self.keep_token(&mut st, tok) {
+            // The token works for this process even when it cannot be cached.
+            after = format!("; not cached: {e}");
+        }
+        let how = match self.opts.grant {
+            Grant::AuthorizationCode => "authorization code + PKCE",
+            Grant::ClientCredentials => "client credentials",
+        };
+        Ok(("AUTHORIZED", format!(
+            "{}HTTP {status}{}: obtained a token from {} ({how}, scope {}) and sent the request again{after}",
+            before.concat(),
+            if insufficient { " insufficient_scope" } else { "" },
+            clean(&d.issuer),
+            granted.map(|s| format!("{:?}", clean(&s))).unwrap_or_else(|| "unspecified".to_string())
+        )))
+    }
+
+    /// GETs a JSON document; `Ok(None)` for a non-2xx answer (try the next URL).
+    async fn get_json(&self, url: &Url) -> Result<Option<Value>, String> {
+        let resp = self
+            .http
+            .get(url.clone())
+            .header("Accept", "application/json")
+            .header("MCP-Protocol-Version", "2025-11-25")
+            .send()
+            .await
+            .map_err(|e| format!("GET {url}: {}", crate::wire::error_chain(&e)))?;
+        if !resp.status().is_success() {
+            return Ok(None);
+        }
+        let body = read_bounded(resp)
+            .await
+            .map_err(|e| format!("GET {url}: {e}"))?;
+        let doc: Value = serde_json::from_slice(&body)
+            .map_err(|e| format!("GET {url}: the metadata is not JSON: {e}"))?;
+        if !doc.is_object() {
+            return Err(format!("GET {url}: the metadata is not a JSON object"));
+        }
+        Ok(Some(doc))
+    }
+
+    /// Protected-resource metadata, then the authorization server's metadata.
+    async fn discover(&self, resource_metadata: Option<&str>) -> Result<Discovered, String> {
+        let mut prm = None;
+        for url in discovery::protected_resource_metadata_urls(&self.server, resource_metadata) {
+            if let Some(doc) = self.get_json(&url).await? {
+                prm = Some((url, doc));
+                break;
+            }
+        }
+        let Some((prm_url, prm)) = prm else {
+            return self.discover_legacy().await;
+        };
+        let resource = prm["resource"].as_str().ok_or_else(|| {
+            format!("the protected-resource metadata at {prm_url} has no resource")
+        })?;
+        if !discovery::resource_matches(resource, &self.server) {
+            return Err(format!(
+                "the protected-resource metadata at {prm_url} describes {}, not {}: refusing to authorize (a token for one resource is never sent to another)",
+                clean(resource),
+                self.resource_key
+            ));
+        }
+        let issuer = prm["authorization_servers"]
+            .as_array()
+            .and_then(|a| a.iter().find_map(Value::as_str))
+            .ok_or_else(|| {
+                format!(
+                    "the protected-resource metadata at {prm_url} names no authorization server"
+                )
+            })?
+            .to_string();
+        let issuer_url = Url::parse(&issuer)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https"))
+            .ok_or_else(|| {
+                format!(
+                    "the authorization server {:?} is not an http(s) URL",
+                    clean(&issuer)
+                )
+            })?;
+        let mut tried = Vec::new();
+        for url in discovery::authorization_server_metadata_urls(&issuer_url) {
+            tried.push(url.to_string());
+            let Some(meta) = self.get_json(&url).await? else {
+                continue;
+            };
+            if meta["issuer"].as_str() != Some(issuer.as_str()) {
+                return Err(format!(
+                    "the authorization server metadata at {url} names issuer {:?}, not {:?} (RFC 8414 §3.3): refusing to use it",
+                    clean(meta["issuer"].as_str().unwrap_or("")),
+                    clean(&issuer)
+                ));
+            }
+            let mut d = self.read_metadata(&meta, &url, issuer.clone(), true)?;
+            d.resource = resource.to_string();
+            d.prm_scopes = strings(&prm["scopes_supported"]);
+            return Ok(d);
+        }
+        Err(format!(
+            "no authorization server metadata for {} (tried {})",
+            clean(&issuer),
+            tried.join(", ")
+        ))
+    }
+
+    /// 2025-03-26: no protected-resource metadata; the server's origin is the authorization
+    /// base URL, its metadata optional, and the default endpoints the fallback.
+    async fn discover_legacy(&self) -> Result<Discovered, String> {
+        let base = discovery::legacy_authorization_base(&self.server);
+        let issuer = base.as_str().trim_end_matches('/').to_string();
+        for url in discovery::authorization_server_metadata_urls(&base) {
+            if let Some(meta) = self.get_json(&url).await? {
+                let mut d = self.read_metadata(&meta, &url, issuer, false)?;
+                d.resource = self.resource_key.clone();
+                return Ok(d);
+            }
+        }
+        let (a, t, r) = discovery::legacy_default_endpoints(&self.server);
+        Ok(Discovered {
+            resource: self.resource_key.clone(),
+            prm_scopes: Vec::new(),
+            issuer,
+            issuer_verified: false,
+            authorization_endpoint: a.to_string(),
+            token_endpoint: t.to_string(),
+            registration_endpoint: Some(r.to_string()),
+            scopes_supported: Vec::new(),
+            auth_methods: Vec::new(),
+            cimd_supported: false,
+            iss_parameter_supported: false,
+        })
+    }
+
+    fn read_metadata(
+        &self,
+        meta: &Value,
+        url: &Url,
+        issuer: String,
+        issuer_verified: bool,
+    ) -> Result<Discovered, String> {
+        let endpoint = |k: &str| -> Result<Option<String>, String> {
+            match meta[k].as_str() {
+                None => Ok(None),
+                Some(s) => Url::parse(s)
+                    .ok()
+                    .filter(|u| matches!(u.scheme(), "http" | "https"))
+                    .map(|u| Some(u.to_string()))
+                    .ok_or_else(|| {
+                        format!(
+                            "the metadata at {url}: {k} {:?} is not an http(s) URL",
+                            clean(s)
+                        )
+                    }),
+            }
+        };
+        let token_endpoint = endpoint("token_endpoint")?
+            .ok_or_else(|| format!("the metadata at {url} has no token_endpoint"))?;
+        let authorization_endpoint = endpoint("authorization_endpoint")?;
+        if self.opts.grant == Grant::AuthorizationCode {
+            let methods = strings(&meta["code_challenge_methods_supported"]);
+            if !methods.iter().any(|m| m == "S256") {
+                return Err(format!(
+                    "the authorization server metadata at {url} does not list S256 in code_challenge_methods_supported: without PKCE the client refuses to authorize"
+                ));
+            }
+        }
+        Ok(Discovered {
+            resource: String::new(),
+            prm_scopes: Vec::new(),
+            issuer,
+            issuer_verified,
+            authorization_endpoint: authorization_endpoint.unwrap_or_default(),
+            token_endpoint,
+            registration_endpoint: endpoint("registration_endpoint")?,
+            scopes_supported: strings(&meta["scopes_supported"]),
+            auth_methods: strings(&meta["token_endpoint_auth_methods_supported"]),
+            cimd_supported: meta["client_id_metadata_document_supported"] == json!(true),
+            iss_parameter_supported: meta["authorization_response_iss_parameter_supported"]
+                == json!(true),
+        })
+    }
+
+    /// The client to authorize as: the configured one, the cached registration, a client ID
+    /// metadata document URL, or a new dynamic registration.
+    async fn client_for(
+        &self,
+        st: &mut AuthState,
+        d: &Discovered,
+        redirect_uri: &str,
+    ) -> Result<StoredClient, String> {
+        if let Some(id) = &self.opts.client_id {
+            return Ok(StoredClient {
+                client_id: id.clone(),
+                client_secret: self.opts.client_secret.clone(),
+                token_endpoint_auth_method: None,
+                redirect_uri: None,
+            });
+        }
+        if let Some(c) = st.data.clients.get(&d.issuer) {
+            if c.redirect_uri.as_deref().is_none_or(|r| r == redirect_uri) {
+                return Ok(c.clone());
+            }
+        }
+        if let (true, Some(url)) = (d.cimd_supported, &self.opts.client_metadata_url) {
+            return Ok(StoredClient {
+                client_id: url.clone(),
+                client_secret: None,
+                token_endpoint_auth_method: Some("none".to_string()),
+                redirect_uri: None,
+            });
+        }
+        let Some(reg) = &d.registration_endpoint else {
+            return Err(format!(
+                "the authorization server {} offers neither dynamic client registration nor (for this client) client ID metadata documents: pass --client-id (and --client-secret-env)",
+                clean(&d.issuer)
+            ));
+        };
+        let method = discovery::registration_auth_method(&d.auth_methods);
+        let body = json!({
+            "client_name": self.opts.client_name,
+            "redirect_uris": [redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": method.as_str(),
+            "application_type": "native",
+        });
+        let req = self
+            .http
+            .post(reg)
+            .header("Accept", "application/json")
+            .header("Content-Type", "application/json")
+            .body(body.to_string());
+        let doc = send_for_json(req, &format!("dynamic client registration at {reg}")).await?;
+        let client_id = doc["client_id"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| format!("registration at {reg}: the answer has no client_id"))?;
+        let c = StoredClient {
+            client_id: client_id.to_string(),
+            client_secret: doc["client_secret"].as_str().map(str::to_string),
+            token_endpoint_auth_method: doc["token_endpoint_auth_method"]
+                .as_str()
+                .map(str::to_string),
+            redirect_uri: Some(redirect_uri.to_string()),
+        };
+        st.data.clients.insert(d.issuer.clone(), c.clone());
+        Ok(c)
+    }
+
+    /// The redirect port: the configured one, else the one a cached registration names.
+    fn redirect_port(&self, st: &AuthState) -> u16 {
+        if self.opts.redirect_port != 0 || self.opts.client_id.is_some() {
+            return self.opts.redirect_port;
+        }
+        st.discovered
+            .as_ref()
+            .and_then(|d| st.data.clients.get(&d.issuer))
+            .and_then(|c| c.redirect_uri.as_deref())
+            .and_then(|r| Url::parse(r).ok())
+            .and_then(|u| u.port())
+            .unwrap_or(0)
+    }
+
+    async fn authorization_code(
+        &self,
+        st: &mut AuthState,
+        d: &Discovered,
+        scope: Option<&str>,
+    ) -> Result<StoredToken, String> {
+        if d.authorization_endpoint.is_empty() {
+            return Err(format!(
+                "the authorization server {} has no authorization_endpoint",
+                clean(&d.issuer)
+            ));
+        }
+        let port = self.redirect_port(st);
+        let listener = match redirect::bind(port).await {
+            // The port of an earlier registration is taken: listen anywhere and register
+            // again (client_for sees the new redirect URI).
+            Err(_) if port != 0 && self.opts.redirect_port == 0 => redirect::bind(0).await?,
+            other => other?,
+        };
+        let redirect_uri = listener.redirect_uri.clone();
+        let client = self.client_for(st, d, &redirect_uri).await?;
+        let pkce = pkce::Pkce::new()?;
+        let state = pkce::random_token(16)?;
+        let mut url = Url::parse(&d.authorization_endpoint)
+            .map_err(|e| format!("the authorization endpoint is not a URL: {e}"))?;
+        {
+            let mut q = url.query_pairs_mut();
+            q.append_pair("response_type", "code")
+                .append_pair("client_id", &client.client_id)
+                .append_pair("redirect_uri", &redirect_uri)
+                .append_pair("code_challenge", &pkce.challenge)
+                .append_pair("code_challenge_method", "S256")
+                .append_pair("state", &state)
+                .append_pair("resource", &d.resource);
+            if let Some(s) = scope {
+                q.append_pair("scope", s);
+            }
+        }
+        let waiter = tokio::spawn(listener.wait(self.opts.authorize_timeout));
+        match self.opts.mode {
+            AuthorizeMode::Follow => {
+                if let Err(e) = self.follow(&url, &redirect_uri).await {
+                    waiter.abort();
+                    return Err(e);
+                }
+            }
+            AuthorizeMode::Print => {
+                eprintln!("mcp-triage: to authorize, open this URL in a browser:\n  {url}");
+            }
+            AuthorizeMode::Browser => {
+                eprintln!("mcp-triage: opening the browser to authorize; if it does not open, visit:\n  {url}");
+                if let Err(e) = redirect::open_browser(url.as_str()) {
+                    eprintln!("mcp-triage: {e}");
+                }
+            }
+        }
+        let params = waiter
+            .await
+            .map_err(|e| format!("the redirect listener stopped: {e}"))??;
+        if params.get("state") != Some(&state) {
+            return Err(
+                "the authorization redirect carries the wrong state: refusing it (possible CSRF)"
+                    .to_string(),
+            );
+        }
+        if let Some(e) = params.get("error") {
+            return Err(format!(
+                "the authorization server refused: {}{}",
+                clean(e),
+                params
+                    .get("error_description")
+                    .map(|d| format!(" ({})", clean(d)))
+                    .unwrap_or_default()
+            ));
+        }
+        // RFC 9207: an iss in the response must be the issuer, exactly; a server that
+        // advertises the parameter must send it.
+        if d.issuer_verified {
+            match params.get("iss") {
+                Some(iss) if iss != &d.issuer => {
+                    return Err(format!(
+                        "the authorization response names issuer {:?}, not {:?} (RFC 9207): refusing it",
+                        clean(iss),
+                        clean(&d.issuer)
+                    ))
+                }
+                None if d.iss_parameter_supported => {
+                    return Err("the authorization server advertises authorization_response_iss_parameter_supported but its response has no iss (RFC 9207): refusing it".to_string())
+                }
+                _ => {}
+            }
+        }
+        let code = params
+            .get("code")
+            .ok_or("the authorization redirect has no code")?;
+        let form = vec![
+            ("grant_type", "authorization_code".to_string()),
+            ("code", code.clone()),
+            ("redirect_uri", redirect_uri),
+            ("code_verifier", pkce.verifier.clone()),
+            ("resource", d.resource.clone()),
+        ];
+        let tok = self.token_request(d, &client, form, scope).await?;
+        Ok(tok)
+    }
+
+    /// Fetches the authorization URL and follows its redirects (at most 10) until one leads
+    /// to the loopback redirect URI, which is then requested so that the listener sees it.
+    async fn follow(&self, start: &Url, redirect_uri: &str) -> Result<(), String> {
+        let mut url = start.clone();
+        for _ in 0..10 {
+            let resp = self.http.get(url.clone()).send().await.map_err(|e| {
+                format!(
+                    "GET the authorization endpoint: {}",
+                    crate::wire::error_chain(&e)
+                )
+            })?;
+            let status = resp.status().as_u16();
+            let location = resp
+                .headers()
+                .get("location")
+                .and_then(|l| l.to_str().ok())
+                .map(str::to_string);
+            let Some(next) = location.filter(|_| (300..400).contains(&status)) else {
+                return Err(format!(
+                    "the authorization endpoint answered HTTP {status} instead of redirecting: --authorize follow needs a server that approves without a person (use browser or print)"
+                ));
+            };
+            url = url
+                .join(&next)
+                .map_err(|e| format!("the authorization redirect is not a URL: {e}"))?;
+            if url.as_str().starts_with(redirect_uri) {
+                let _ = self.http.get(url).send().await;
+                return Ok(());
+            }
+        }
+        Err("the authorization endpoint redirected more than 10 times".to_string())
+    }
+
+    async fn client_credentials(
+        &self,
+        d: &Discovered,
+        scope: Option<&str>,
+    ) -> Result<StoredToken, String> {
+        let Some(id) = &self.opts.client_id else {
+            return Err(
+                "the client credentials grant needs --client-id and a secret (--client-secret-env)"
+                    .to_string(),
+            );
+        };
+        let client = StoredClient {
+            client_id: id.clone(),
+            client_secret: self.opts.client_secret.clone(),
+            token_endpoint_auth_method: None,
+            redirect_uri: None,
+        };
+        let mut form = vec![
+            ("grant_type", "client_credentials".to_string()),
+            ("resource", d.resource.clone()),
+        ];
+        if let Some(s) = scope {
+            form.push(("scope", s.to_string()));
+        }
+        self.token_request(d, &client, form, scope).await
+    }
+
+    /// Refreshes `tok` with its authorization server (RFC 6749 §6), keeping the old refresh
+    /// token when the server does not rotate it.
+    async fn refresh_locked(&self, st: &mut AuthState, tok: &StoredToken) -> Result<(), String> {
+        let refresh = tok.refresh_token.clone().ok_or("no refresh token")?;
+        let client = match &self.opts.client_id {
+            Some(id) => StoredClient {
+                client_id: id.clone(),
+                client_secret: self.opts.client_secret.clone(),
+                ..StoredClient::default()
+            },
+            None => st
+                .data
+                .clients
+                .get(&tok.issuer)
+                .cloned()
+                .ok_or("the registration that obtained the token is not cached")?,
+        };
+        let d = Discovered {
+            resource: st
+                .discovered
+                .as_ref()
+                .map(|d| d.resource.clone())
+                .unwrap_or_else(|| self.resource_key.clone()),
+            prm_scopes: Vec::new(),
+            issuer: tok.issuer.clone(),
+            issuer_verified: false,
+            authorization_endpoint: String::new(),
+            token_endpoint: tok.token_endpoint.clone(),
+            registration_endpoint: None,
+            scopes_supported: Vec::new(),
+            auth_methods: st
+                .discovered
+                .as_ref()
+                .map(|d| d.auth_methods.clone())
+                .unwrap_or_default(),
+            cimd_supported: false,
+            iss_parameter_supported: false,
+        };
+        let form = vec![
+            ("grant_type", "refresh_token".to_string()),
+            ("refresh_token", refresh.clone()),
+            ("resource", d.resource.clone()),
+        ];
+        let mut new = self
+            .token_request(&d, &client, form, tok.scope.as_deref())
+            .await?;
+        if new.refresh_token.is_none() {
+            new.refresh_token = Some(refresh);
+        }
+        if new.scope.is_none() {
+            new.scope = tok.scope.clone();
+        }
+        self.keep_token(st, new)
+    }
+
+    /// POSTs a token request with the client's authentication and reads the token set.
+    async fn token_request(
+        &self,
+        d: &Discovered,
+        client: &StoredClient,
+        mut form: Vec<(&'static str, String)>,
+        requested_scope: Option<&str>,
+    ) -> Result<StoredToken, String> {
+        let method = discovery::token_auth_method(
+            &d.auth_methods,
+            client.client_secret.is_some(),
+            client.token_endpoint_auth_method.as_deref(),
+        );
+        let mut req = self
+            .http
+            .post(&d.token_endpoint)
+            .header("Accept", "application/json");
+        // A configured key is used where the server takes private_key_jwt (RFC 7523 §2.2).
+        let key = self.opts.client_key_pem.as_deref().filter(|_| {
+            self.opts.client_id.as_deref() == Some(client.client_id.as_str())
+                && (d.auth_methods.is_empty()
+                    || d.auth_methods.iter().any(|m| m == "private_key_jwt"))
+        });
+        if let Some(pem) = key {
+            let assertion = jwt::client_assertion(pem, &client.client_id, &d.issuer, now_secs())?;
+            form.push(("client_assertion_type", jwt::ASSERTION_TYPE.to_string()));
+            form.push(("client_assertion", assertion));
+        }
+        match method {
+            _ if key.is_some() => {}
+            TokenAuthMethod::ClientSecretBasic => {
+                let pair = format!(
+                    "{}:{}",
+                    discovery::form_encode(&client.client_id),
+                    discovery::form_encode(client.client_secret.as_deref().unwrap_or(""))
+                );
+                let b64 = base64::engine::general_purpose::STANDARD.encode(pair);
+                req = req.header("Authorization", format!("Basic {b64}"));
+            }
+            TokenAuthMethod::ClientSecretPost => {
+                form.push(("client_id", client.client_id.clone()));
+                form.push((
+                    "client_secret",
+                    client.client_secret.clone().unwrap_or_default(),
+                ));
+            }
+            TokenAuthMethod::None => form.push(("client_id", client.client_id.clone())),
+        }
+        let endpoint = &d.token_endpoint;
+        let doc = send_for_json(req.form(&form), &format!("the token endpoint {endpoint}")).await?;
+        let access = doc["access_token"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| {
+                format!("the token endpoint {endpoint} answered without an access_token")
+            })?;
+        if let Some(t) = doc["token_type"].as_str() {
+            if !t.eq_ignore_ascii_case("bearer") {
+                return Err(format!(
+                    "the token endpoint {endpoint} issued a {:?} token; this client sends Bearer tokens only",
+                    clean(t)
+                ));
+            }
+        }
+        Ok(StoredToken {
+            access_token: access.to_string(),
+            refresh_token: doc["refresh_token"].as_str().map(str::to_string),
+            expires_at: doc["expires_in"].as_u64().map(|s| now_secs() + s),
+            issued_at: Some(now_secs()),
+            scope: doc["scope"]
+                .as_str()
+                .map(str::to_string)
+                .or_else(|| requested_scope.map(str::to_string)),
+            issuer: d.issuer.clone(),
+            token_endpoint: d.token_endpoint.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refresh_is_due_within_the_margin_or_half_the_lifetime() {
+        let tok = |issued: u64, exp: u64| StoredToken {
+            expires_at: Some(exp),
+            issued_at: Some(issued),
+            ..StoredToken::default()
+        };
+        // An hour-long token: refreshed in its last minute.
+        assert!(!refresh_due(&tok(0, 3600), 3539));
+        assert!(refresh_due(&tok(0, 3600), 3540));
+        // A 10-second token: refreshed in its last 5 seconds, not before every request.
+        assert!(!refresh_due(&tok(0, 10), 4));
+        assert!(refresh_due(&tok(0, 10), 5));
+        // No expiry: never.
+        assert!(!refresh_due(&StoredToken::default(), u64::MAX / 2));
+        // Expired.
+        assert!(refresh_due(&tok(0, 10), 11));
+    }
+}

@@ -1,0 +1,534 @@
+//! The kitchen's own OAuth 2.1 authorization server, for the `auth.oauth_flow` scenario: RFC
+//! 8414 metadata, dynamic registration (RFC 7591), an authorization endpoint that approves at
+//! once (a test has no person; it redirects with a code), a token endpoint (authorization code
+//! with PKCE S256, refresh) and revocation (RFC 7009).
+//!
+//! One server per fault: the issuer is `{base}/oauth/{fault}`, so a protected resource names
+//! the misbehaving authorization server in its metadata and a client meets the fault by
+//! following discovery. The faults ([`AsFault`]) are the ones a client must survive: an access
+//! token that is already expired, a refresh token that was revoked, tokens for another
+//! audience, metadata without PKCE, no metadata at all, and a scope step-up (decided by the
+//! resource, which asks for more scope on `tools/call`).
+//!
+//! Tokens are random and live in memory; they are never journaled or logged (the journal only
+//! sees MCP requests, whose `Authorization` header it redacts).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, Response};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::sse::json_response;
+use crate::state::{random_bytes, Shared};
+
+/// Lifetime announced for access tokens (`expires_in`).
+const ACCESS_SECONDS: u64 = 3600;
+/// The scope every protected tool needs.
+pub const BASE_SCOPE: &str = "mcp:tools";
+/// The extra scope `tools/call` needs under [`AsFault::ScopeStepUp`].
+pub const WRITE_SCOPE: &str = "mcp:write";
+
+/// How the authorization server (and the resource using it) misbehaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AsFault {
+    /// Everything works.
+    None,
+    /// The first access token a client gets is already expired: the resource answers 401
+    /// `invalid_token`; a refresh gets a good one.
+    ExpiredToken,
+    /// As `ExpiredToken`, and the refresh token was revoked: refreshing fails with
+    /// `invalid_grant`; only a new authorization helps.
+    RevokedRefresh,
+    /// Tokens are issued for another resource, whatever the client names: the resource always
+    /// refuses them; a client must give up, not loop.
+    WrongAudience,
+    /// The metadata lists no `code_challenge_methods_supported`: a client must refuse to
+    /// authorize without PKCE.
+    MissingPkce,
+    /// The metadata is 404: discovery fails.
+    Metadata404,
+    /// `tools/call` needs `mcp:write` besides `mcp:tools`: 403 `insufficient_scope` until the
+    /// client steps up.
+    ScopeStepUp,
+}
+
+impl AsFault {
+    /// Every fault, with its parameter name.
+    pub const ALL: &'static [(&'static str, AsFault)] = &[
+        ("none", AsFault::None),
+        ("expired_token", AsFault::ExpiredToken),
+        ("revoked_refresh", AsFault::RevokedRefresh),
+        ("wrong_audience", AsFault::WrongAudience),
+        ("missing_pkce", AsFault::MissingPkce),
+        ("metadata_404", AsFault::Metadata404),
+        ("scope_step_up", AsFault::ScopeStepUp),
+    ];
+
+    /// Parses a parameter name.
+    pub fn parse(s: &str) -> Option<AsFault> {
+        AsFault::ALL.iter().find(|(n, _)| *n == s).map(|(_, f)| *f)
+    }
+
+    /// The parameter name.
+    pub fn name(self) -> &'static str {
+        AsFault::ALL
+            .iter()
+            .find(|(_, f)| *f == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("none")
+    }
+}
+
+/// An access token as the server keeps it.
+#[derive(Debug, Clone)]
+struct Access {
+    resource: String,
+    scope: String,
+    expired: bool,
+    revoked: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Code {
+    client_id: String,
+    challenge: String,
+    redirect_uri: String,
+    resource: String,
+    scope: String,
+}
+
+#[derive(Debug, Clone)]
+struct Refresh {
+    client_id: String,
+    resource: String,
+    scope: String,
+    revoked: bool,
+}
+
+#[derive(Default)]
+struct AsData {
+    clients: HashMap<String, Vec<String>>,
+    codes: HashMap<String, Code>,
+    access: HashMap<String, Access>,
+    refresh: HashMap<String, Refresh>,
+    /// Clients that have had a code grant (the faults hit each client's first one only).
+    granted: std::collections::HashSet<String>,
+    counters: HashMap<&'static str, u64>,
+}
+
+/// The server's state, shared by every fault variant (a token is valid only at the resource
+/// of the variant that issued it, since each issues for the resource named).
+#[derive(Default)]
+pub struct AuthServer {
+    data: Mutex<AsData>,
+}
+
+/// Why the resource refuses a token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenCheck {
+    /// Valid, with these scopes.
+    Valid(String),
+    /// No such token, revoked, expired or for another audience (401 `invalid_token`).
+    Invalid(&'static str),
+}
+
+fn random_token() -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random_bytes::<24>())
+}
+
+fn s256(verifier: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
+}
+
+/// An `application/x-www-form-urlencoded` body as a map.
+pub(crate) fn form_pairs(body: &str) -> HashMap<String, String> {
+    body.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (crate::mcp::percent_decode(k), crate::mcp::percent_decode(v)),
+            None => (crate::mcp::percent_decode(p), String::new()),
+        })
+        .collect()
+}
+
+fn oauth_error(status: u16, error: &str, description: &str) -> Response<Body> {
+    json_response(
+        status,
+        &json!({ "error": error, "error_description": description }),
+    )
+}
+
+impl AuthServer {
+    fn bump(d: &mut AsData, key: &'static str) {
+        *d.counters.entry(key).or_insert(0) += 1;
+    }
+
+    /// Counters: `registrations`, `authorizations`, `codeGrants`, `refreshGrants`,
+    /// `refusedTokenRequests`, `revocations`.
+    pub fn counters(&self) -> Value {
+        let d = self.data.lock().expect("as lock");
+        let mut m = serde_json::Map::new();
+        for k in [
+            "registrations",
+            "authorizations",
+            "codeGrants",
+            "refreshGrants",
+            "refusedTokenRequests",
+            "revocations",
+        ] {
+            m.insert(k.into(), json!(d.counters.get(k).copied().unwrap_or(0)));
+        }
+        Value::Object(m)
+    }
+
+    /// Judges a bearer token presented to the resource at `resource`.
+    pub fn check(&self, token: &str, resource: &str) -> TokenCheck {
+        let d = self.data.lock().expect("as lock");
+        match d.access.get(token) {
+            None => TokenCheck::Invalid("unknown access token"),
+            Some(a) if a.revoked => TokenCheck::Invalid("the access token was revoked"),
+            Some(a) if a.expired => TokenCheck::Invalid("the access token expired"),
+            Some(a) if a.resource != resource => {
+                TokenCheck::Invalid("the access token was issued for another resource")
+            }
+            Some(a) => TokenCheck::Valid(a.scope.clone()),
+        }
+    }
+
+    /// Issues an access token (and a refresh token) for a grant; `first` is a client's first
+    /// code grant, the one the expiry and revocation faults spoil.
+    fn issue(
+        d: &mut AsData,
+        fault: AsFault,
+        client_id: &str,
+        resource: &str,
+        scope: &str,
+        first: bool,
+    ) -> Value {
+        let access = random_token();
+        let refresh = random_token();
+        let audience = if fault == AsFault::WrongAudience {
+            "https://another-resource.invalid/mcp".to_string()
+        } else {
+            resource.to_string()
+        };
+        let expired = first && matches!(fault, AsFault::ExpiredToken | AsFault::RevokedRefresh);
+        d.access.insert(
+            access.clone(),
+            Access {
+                resource: audience,
+                scope: scope.to_string(),
+                expired,
+                revoked: false,
+            },
+        );
+        d.refresh.insert(
+            refresh.clone(),
+            Refresh {
+                client_id: client_id.to_string(),
+                resource: resource.to_string(),
+                scope: scope.to_string(),
+                revoked: first && fault == AsFault::RevokedRefresh,
+            },
+        );
+        let mut body = json!({
+            "access_token": access,
+            "token_type": "Bearer",
+            "expires_in": ACCESS_SECONDS,
+            "refresh_token": refresh,
+        });
+        if !scope.is_empty() {
+            body["scope"] = json!(scope);
+        }
+        body
+    }
+}
+
+/// The issuer of the variant for `fault` on a kitchen at `base`.
+pub fn issuer(base: &str, fault: AsFault) -> String {
+    format!("{base}/oauth/{}", fault.name())
+}
+
+fn base_of(s: &Shared, headers: &HeaderMap) -> String {
+    crate::mcp::base_url(s, headers)
+}
+
+/// The answer for a path naming no fault variant.
+fn no_such_server() -> Response<Body> {
+    oauth_error(404, "not_found", "no such authorization server")
+}
+
+/// `GET /.well-known/oauth-authorization-server/oauth/{fault}` (RFC 8414 path insertion).
+pub async fn metadata(
+    State(s): State<Arc<Shared>>,
+    Path(fault): Path<String>,
+    headers: HeaderMap,
+) -> Response<Body> {
+    let Some(fault) = AsFault::parse(&fault) else {
+        return no_such_server();
+    };
+    if fault == AsFault::Metadata404 {
+        return oauth_error(
+            404,
+            "not_found",
+            "this authorization server publishes no metadata",
+        );
+    }
+    let i = issuer(&base_of(&s, &headers), fault);
+    let mut m = json!({
+        "issuer": i,
+        "authorization_endpoint": format!("{i}/authorize"),
+        "token_endpoint": format!("{i}/token"),
+        "registration_endpoint": format!("{i}/register"),
+        "revocation_endpoint": format!("{i}/revoke"),
+        "response_types_supported": ["code"],
+        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "token_endpoint_auth_methods_supported": ["none"],
+        "scopes_supported": [BASE_SCOPE, WRITE_SCOPE],
+        "code_challenge_methods_supported": ["S256"],
+    });
+    if fault == AsFault::MissingPkce {
+        if let Some(o) = m.as_object_mut() {
+            o.remove("code_challenge_methods_supported");
+        }
+    }
+    json_response(200, &m)
+}
+
+/// `POST /oauth/{fault}/register`: every client is a public client.
+pub async fn register(
+    State(s): State<Arc<Shared>>,
+    Path(fault): Path<String>,
+    body: String,
+) -> Response<Body> {
+    if AsFault::parse(&fault).is_none() {
+        return no_such_server();
+    }
+    let Ok(doc) = serde_json::from_str::<Value>(&body) else {
+        return oauth_error(400, "invalid_client_metadata", "the body is not JSON");
+    };
+    let uris: Vec<String> = doc["redirect_uris"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
+    if uris.is_empty() {
+        return oauth_error(400, "invalid_redirect_uri", "redirect_uris is required");
+    }
+    let id = format!("kitchen-client-{}", random_token());
+    let mut d = s.auth.data.lock().expect("as lock");
+    AuthServer::bump(&mut d, "registrations");
+    d.clients.insert(id.clone(), uris.clone());
+    json_response(
+        201,
+        &json!({ "client_id": id, "redirect_uris": uris, "token_endpoint_auth_method": "none" }),
+    )
+}
+
+/// `GET /oauth/{fault}/authorize`: approves at once by redirecting with a code; PKCE S256 and a
+/// registered redirect URI are required.
+pub async fn authorize(
+    State(s): State<Arc<Shared>>,
+    Path(fault): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response<Body> {
+    if AsFault::parse(&fault).is_none() {
+        return no_such_server();
+    }
+    let get = |k: &str| q.get(k).cloned().unwrap_or_default();
+    let (client_id, redirect) = (get("client_id"), get("redirect_uri"));
+    let mut d = s.auth.data.lock().expect("as lock");
+    AuthServer::bump(&mut d, "authorizations");
+    if !d
+        .clients
+        .get(&client_id)
+        .is_some_and(|u| u.contains(&redirect))
+    {
+        // Never redirect to an unverified URI (RFC 6749 §4.1.2.1).
+        return oauth_error(400, "invalid_request", "unknown client_id or redirect_uri");
+    }
+    let sep = if redirect.contains('?') { '&' } else { '?' };
+    let state = crate::mcp::percent_encode(&get("state"));
+    if get("code_challenge").is_empty() || get("code_challenge_method") != "S256" {
+        let to = format!("{redirect}{sep}error=invalid_request&error_description=PKCE+S256+required&state={state}");
+        return Response::builder()
+            .status(302)
+            .header("location", to)
+            .body(Body::empty())
+            .expect("redirect");
+    }
+    let code = random_token();
+    d.codes.insert(
+        code.clone(),
+        Code {
+            client_id,
+            challenge: get("code_challenge"),
+            redirect_uri: redirect.clone(),
+            resource: get("resource"),
+            scope: get("scope"),
+        },
+    );
+    Response::builder()
+        .status(302)
+        .header(
+            "location",
+            format!("{redirect}{sep}code={code}&state={state}"),
+        )
+        .body(Body::empty())
+        .expect("redirect")
+}
+
+/// `POST /oauth/{fault}/token`: authorization_code (PKCE checked, one use) and refresh_token.
+pub async fn token(
+    State(s): State<Arc<Shared>>,
+    Path(fault): Path<String>,
+    body: String,
+) -> Response<Body> {
+    let Some(fault) = AsFault::parse(&fault) else {
+        return no_such_server();
+    };
+    let f = form_pairs(&body);
+    let get = |k: &str| f.get(k).cloned().unwrap_or_default();
+    let mut d = s.auth.data.lock().expect("as lock");
+    let refuse = |d: &mut AsData, error: &str, why: &str| {
+        AuthServer::bump(d, "refusedTokenRequests");
+        oauth_error(400, error, why)
+    };
+    match get("grant_type").as_str() {
+        "authorization_code" => {
+            let Some(c) = d.codes.remove(&get("code")) else {
+                return refuse(&mut d, "invalid_grant", "unknown or used code");
+            };
+            if c.client_id != get("client_id") || c.redirect_uri != get("redirect_uri") {
+                return refuse(&mut d, "invalid_grant", "client_id or redirect_uri differ");
+            }
+            if s256(&get("code_verifier")) != c.challenge {
+                return refuse(&mut d, "invalid_grant", "code_verifier does not match");
+            }
+            AuthServer::bump(&mut d, "codeGrants");
+            let resource = if get("resource").is_empty() {
+                c.resource.clone()
+            } else {
+                get("resource")
+            };
+            let first = d.granted.insert(c.client_id.clone());
+            let body = AuthServer::issue(&mut d, fault, &c.client_id, &resource, &c.scope, first);
+            json_response(200, &body)
+        }
+        "refresh_token" => {
+            let Some(r) = d.refresh.get(&get("refresh_token")).cloned() else {
+                return refuse(&mut d, "invalid_grant", "unknown refresh token");
+            };
+            if r.revoked {
+                return refuse(&mut d, "invalid_grant", "the refresh token was revoked");
+            }
+            if r.client_id != get("client_id") {
+                return refuse(
+                    &mut d,
+                    "invalid_grant",
+                    "the refresh token belongs to another client",
+                );
+            }
+            d.refresh.remove(&get("refresh_token"));
+            AuthServer::bump(&mut d, "refreshGrants");
+            let body = AuthServer::issue(&mut d, fault, &r.client_id, &r.resource, &r.scope, false);
+            json_response(200, &body)
+        }
+        _ => refuse(
+            &mut d,
+            "unsupported_grant_type",
+            "authorization_code or refresh_token",
+        ),
+    }
+}
+
+/// `POST /oauth/{fault}/revoke` (RFC 7009): revokes an access or refresh token; 200 either way.
+pub async fn revoke(
+    State(s): State<Arc<Shared>>,
+    Path(fault): Path<String>,
+    body: String,
+) -> Response<Body> {
+    if AsFault::parse(&fault).is_none() {
+        return no_such_server();
+    }
+    let f = form_pairs(&body);
+    let token = f.get("token").cloned().unwrap_or_default();
+    let mut d = s.auth.data.lock().expect("as lock");
+    AuthServer::bump(&mut d, "revocations");
+    if let Some(a) = d.access.get_mut(&token) {
+        a.revoked = true;
+    }
+    if let Some(r) = d.refresh.get_mut(&token) {
+        r.revoked = true;
+    }
+    json_response(200, &json!({}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faults_round_trip_their_names() {
+        for (n, f) in AsFault::ALL {
+            assert_eq!(AsFault::parse(n), Some(*f));
+            assert_eq!(f.name(), *n);
+        }
+        assert_eq!(AsFault::parse("nope"), None);
+    }
+
+    #[test]
+    fn tokens_are_judged_by_audience_expiry_and_revocation() {
+        let a = AuthServer::default();
+        let mut d = a.data.lock().unwrap();
+        let good = AuthServer::issue(
+            &mut d,
+            AsFault::None,
+            "c",
+            "http://k/mcp",
+            "mcp:tools",
+            true,
+        );
+        let expired =
+            AuthServer::issue(&mut d, AsFault::ExpiredToken, "c", "http://k/mcp", "", true);
+        let other = AuthServer::issue(
+            &mut d,
+            AsFault::WrongAudience,
+            "c",
+            "http://k/mcp",
+            "",
+            false,
+        );
+        drop(d);
+        let t = |v: &Value| v["access_token"].as_str().unwrap().to_string();
+        assert_eq!(
+            a.check(&t(&good), "http://k/mcp"),
+            TokenCheck::Valid("mcp:tools".into())
+        );
+        assert!(matches!(
+            a.check(&t(&good), "http://k/other"),
+            TokenCheck::Invalid(_)
+        ));
+        assert_eq!(
+            a.check(&t(&expired), "http://k/mcp"),
+            TokenCheck::Invalid("the access token expired")
+        );
+        assert!(matches!(
+            a.check(&t(&other), "http://k/mcp"),
+            TokenCheck::Invalid(_)
+        ));
+        assert!(matches!(
+            a.check("nope", "http://k/mcp"),
+            TokenCheck::Invalid(_)
+        ));
+        assert_eq!(form_pairs("a=1&b=x%20y+z&c")["b"], "x y z");
+    }
+}
