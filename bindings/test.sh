@@ -34,14 +34,8 @@ for f in crates/mcp-triage-core/tests/golden/*.jsonl; do
 done
 
 echo "== Python: build the wheel (maturin), pip install it into bindings/python/.venv"
-venv="$root/bindings/python/.venv"
-lock="$root/bindings/python/requirements.lock"
-if [ ! -x "$venv/bin/python" ] || ! cmp -s "$lock" "$venv/requirements.lock"; then
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check --no-input -r "$lock"
-  cp "$lock" "$venv/requirements.lock"
-fi
+source bindings/python/venv.sh
+venv="$bindings_venv"
 (cd bindings/python && "$venv/bin/maturin" build --quiet -j "$JOBS" -o "$tmp/wheels")
 "$venv/bin/pip" install --quiet --disable-pip-version-check --no-input --force-reinstall --no-deps "$tmp"/wheels/mcp_triage-*.whl
 echo "== Python: tests (pytest, hypothesis)"
@@ -54,7 +48,7 @@ if [ ! -f "$node_dir/node_modules/.package-lock.json" ] ||
   ! cmp -s "$node_dir/package-lock.json" "$node_dir/node_modules/.package-lock.json.ci"; then
   (cd "$node_dir" && npm ci --no-audit --no-fund && cp package-lock.json node_modules/.package-lock.json.ci)
 fi
-(cd "$node_dir" && CARGO_BUILD_JOBS="$JOBS" npx napi build)
+(cd "$node_dir" && CARGO_BUILD_JOBS="$JOBS" npx napi build --dts native.d.ts)
 (cd "$node_dir" && npm pack --silent --pack-destination "$tmp" >/dev/null)
 node_versions=(node)
 if [ -x interop/node_modules/.bin/node ]; then

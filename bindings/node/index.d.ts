@@ -93,8 +93,8 @@ export type BodyInput = Uint8Array | ArrayBufferView | ArrayBuffer;
 
 /** What the classifier must know about the call besides the response. */
 export interface ClassifyOptions {
-  /** The request id the response must answer (default 1); 1 and "1" differ. */
-  expectId?: number | string;
+  /** The request id the response must answer (default 1); 1 and "1" differ; a BigInt for ids beyond 2^53. */
+  expectId?: number | bigint | string;
   /** The negotiated revision, or "unknown" (the default) to be lenient. */
   protocolVersion?: ProtocolVersion | string;
   /** The tool's outputSchema: a JSON Schema object, or an OutputSchema compiled once. */

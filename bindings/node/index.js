@@ -107,9 +107,13 @@ function contextArgs(options) {
   checkKeys('options', options, CONTEXT_OPTIONS);
   const { expectId = 1, protocolVersion = 'unknown', outputSchema, now, limits } = options;
   if (typeof expectId === 'number') {
-    if (!Number.isSafeInteger(expectId)) throw new RangeError(`options.expectId must be a safe integer or a string, got ${expectId}`);
+    if (!Number.isSafeInteger(expectId)) {
+      throw new RangeError(`options.expectId must be a safe integer (a BigInt beyond 2^53) or a string, got ${expectId}`);
+    }
+  } else if (typeof expectId === 'bigint') {
+    if (BigInt.asIntN(64, expectId) !== expectId) throw new RangeError(`options.expectId must fit in a signed 64-bit integer, got ${expectId}`);
   } else if (typeof expectId !== 'string') {
-    throw typeError('options.expectId', 'an integer or a string', expectId);
+    throw typeError('options.expectId', 'an integer, a BigInt or a string', expectId);
   }
   if (typeof protocolVersion !== 'string') throw typeError('options.protocolVersion', 'a string', protocolVersion);
   let schema = null;

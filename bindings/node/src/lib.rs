@@ -44,7 +44,7 @@ fn head_of(status: u32, headers: Vec<String>) -> Result<ResponseHead> {
 }
 
 fn context_of(
-    expect_id: Either<i64, String>,
+    expect_id: Either3<i64, String, BigInt>,
     protocol_version: String,
     output_schema: Option<&OutputSchema>,
     now_ms: f64,
@@ -58,8 +58,13 @@ fn context_of(
         ))
     })?;
     let id = match expect_id {
-        Either::A(n) => RequestId::Number(n),
-        Either::B(s) => RequestId::String(s),
+        Either3::A(n) => RequestId::Number(n),
+        Either3::B(s) => RequestId::String(s),
+        // Ids beyond 2^53 cannot be JavaScript numbers; they come as BigInt.
+        Either3::C(big) => match big.get_i64() {
+            (n, true) => RequestId::Number(n),
+            _ => return Err(invalid("expectId must fit in a signed 64-bit integer")),
+        },
     };
     if !now_ms.is_finite() || now_ms < 0.0 {
         return Err(invalid(format!(
@@ -107,7 +112,7 @@ pub fn classify_json(
     status: u32,
     headers: Vec<String>,
     body: &[u8],
-    expect_id: Either<i64, String>,
+    expect_id: Either3<i64, String, BigInt>,
     protocol_version: String,
     output_schema: Option<&OutputSchema>,
     now_ms: f64,
@@ -160,7 +165,7 @@ impl NativeStreamClassifier {
     pub fn new(
         status: u32,
         headers: Vec<String>,
-        expect_id: Either<i64, String>,
+        expect_id: Either3<i64, String, BigInt>,
         protocol_version: String,
         output_schema: Option<&OutputSchema>,
         now_ms: f64,

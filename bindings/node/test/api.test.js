@@ -9,7 +9,7 @@ const OK = Buffer.from('{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError"
 const JSON_CT = { 'content-type': 'application/json' };
 
 test('classify returns the verdict object', () => {
-  assert.deepStrictEqual(classify(200, JSON_CT, OK), { layer: 'application', outcome: 'TOOL_SUCCESS' });
+  assert.deepStrictEqual(classify(200, JSON_CT, OK), { layer: 'application', outcome: 'TOOL_SUCCESS', resultType: 'complete', isError: false });
   const v = classify(503, [['Content-Type', 'application/json'], ['Retry-After', '2']], new Uint8Array(0));
   assert.deepEqual([v.outcome, v.status, v.retryAfterMs], ['HTTP_ERROR', 503, 2000]);
 });

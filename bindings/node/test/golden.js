@@ -36,7 +36,7 @@ function cases() {
     if (expected.length !== lines.length) {
       throw new Error(`${path.basename(file)}: ${lines.length} cases, ${expected.length} core verdicts`);
     }
-    lines.forEach((line, i) => out.push({ file: path.basename(file), line: i + 1, testCase: JSON.parse(line), want: JSON.parse(expected[i]) }));
+    lines.forEach((line, i) => out.push({ file: path.basename(file), line: i + 1, testCase: { ...JSON.parse(line), rawLine: line }, want: JSON.parse(expected[i]) }));
   }
   return out;
 }
@@ -53,6 +53,10 @@ function classifyArguments(c) {
   }
   const body = 'bodyBase64' in c ? Buffer.from(c.bodyBase64, 'base64') : Buffer.from(c.body ?? '', 'utf8');
   const options = { expectId: c.expectId ?? 1, now: 0 };
+  if (typeof c.expectId === 'number' && !Number.isSafeInteger(c.expectId)) {
+    // JSON.parse rounded it: read the digits from the line itself (a BigInt, as index.d.ts says).
+    options.expectId = BigInt(c.rawLine.match(/"expectId":\s*(-?\d+)/)[1]);
+  }
   if ('protocolVersion' in c) options.protocolVersion = c.protocolVersion;
   if ('outputSchema' in c) options.outputSchema = c.outputSchema;
   if ('now' in c) options.now = new Date(c.now);

@@ -11,7 +11,7 @@ const { goldenFiles, nonBlankLines, classifyArguments } = require('./golden.js')
 // Real bodies from the golden vectors, so that mutations reach the JSON, SSE and rule code.
 const seedBodies = goldenFiles()
   .flatMap((f) => nonBlankLines(f))
-  .map((l) => classifyArguments(JSON.parse(l))[2])
+  .map((l) => classifyArguments({ ...JSON.parse(l), rawLine: l })[2])
   .filter((b) => b.length < 4096);
 
 const contentTypes = ['application/json', 'text/event-stream', 'application/json; charset=latin1', 'text/html', ''];

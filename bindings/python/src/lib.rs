@@ -250,9 +250,6 @@ fn verdict_out<'py>(py: Python<'py>, v: &Verdict) -> PyResult<Bound<'py, PyAny>>
     pythonize(py, v).map_err(PyErr::from)
 }
 
-/// classify(status, headers, body, *, expect_id=1, protocol_version="unknown", output_schema=None, now=None, limits=None)
-/// --
-///
 /// Classifies one complete HTTP response to a `tools/call` and returns its verdict as a dict
 /// (the verdict JSON: `layer`, `outcome`, and `status`, `code`, `detail`, `warnings`, ... when
 /// they apply).
@@ -265,7 +262,10 @@ fn verdict_out<'py>(py: Python<'py>, v: &Verdict) -> PyResult<Bound<'py, PyAny>>
 /// is the clock `Retry-After` dates are read against. `limits` overrides size limits by their
 /// camelCase names (`maxBodyBytes`, `maxDepth`, ...).
 #[pyfunction]
-#[pyo3(signature = (status, headers, body, *, expect_id = None, protocol_version = "unknown", output_schema = None, now = None, limits = None))]
+#[pyo3(
+    signature = (status, headers, body, *, expect_id = None, protocol_version = "unknown", output_schema = None, now = None, limits = None),
+    text_signature = "(status, headers, body, *, expect_id=1, protocol_version='unknown', output_schema=None, now=None, limits=None)"
+)]
 #[allow(clippy::too_many_arguments)]
 fn classify<'py>(
     py: Python<'py>,
@@ -316,9 +316,6 @@ impl OutputSchema {
     }
 }
 
-/// StreamClassifier(status, headers, *, expect_id=1, protocol_version="unknown", output_schema=None, now=None, limits=None)
-/// --
-///
 /// The incremental classifier for a response read chunk by chunk: `feed(chunk)` each chunk as
 /// it arrives, stop reading once `is_decided` is true (an SSE stream can be decided by its
 /// response event before it ends), then `finish()` for the verdict dict; `interrupted(reason)`
@@ -344,7 +341,10 @@ fn finished_error() -> PyErr {
 #[pymethods]
 impl StreamClassifier {
     #[new]
-    #[pyo3(signature = (status, headers, *, expect_id = None, protocol_version = "unknown", output_schema = None, now = None, limits = None))]
+    #[pyo3(
+        signature = (status, headers, *, expect_id = None, protocol_version = "unknown", output_schema = None, now = None, limits = None),
+        text_signature = "(status, headers, *, expect_id=1, protocol_version='unknown', output_schema=None, now=None, limits=None)"
+    )]
     #[allow(clippy::too_many_arguments)]
     fn new<'py>(
         py: Python<'py>,
@@ -419,9 +419,6 @@ fn random_unit() -> PyResult<f64> {
     })
 }
 
-/// decide_retry(verdict, hints=None, delivery="sent", attempt=1, options=None, *, tool="", resumes=0, local_server=False, legacy_session=False, legacy_stream=False, reinitialized=False, relisted=False, jitter=None)
-/// --
-///
 /// The retry policy after one attempt: returns `{"action", "delayMs"?, "reason",
 /// "lastEventId"?}` with `action` one of `done`, `resend`, `resume`, `reinitialize`,
 /// `relist_tools`, `give_up`.
@@ -439,7 +436,10 @@ fn random_unit() -> PyResult<f64> {
 /// whether the session was already re-initialised or the tools re-listed. `jitter` in [0, 1]
 /// fixes the backoff jitter (default: `random.random()`).
 #[pyfunction]
-#[pyo3(signature = (verdict, hints = None, delivery = None, attempt = 1, options = None, *, tool = "", resumes = 0, local_server = false, legacy_session = false, legacy_stream = false, reinitialized = false, relisted = false, jitter = None))]
+#[pyo3(
+    signature = (verdict, hints = None, delivery = None, attempt = 1, options = None, *, tool = "", resumes = 0, local_server = false, legacy_session = false, legacy_stream = false, reinitialized = false, relisted = false, jitter = None),
+    text_signature = "(verdict, hints=None, delivery='sent', attempt=1, options=None, *, tool='', resumes=0, local_server=False, legacy_session=False, legacy_stream=False, reinitialized=False, relisted=False, jitter=None)"
+)]
 #[allow(clippy::too_many_arguments)]
 fn decide_retry<'py>(
     py: Python<'py>,

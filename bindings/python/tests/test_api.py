@@ -11,7 +11,12 @@ JSON = {"Content-Type": "application/json"}
 
 
 def test_classify_returns_the_verdict_dict():
-    assert mcp_triage.classify(200, JSON, OK) == {"layer": "application", "outcome": "TOOL_SUCCESS"}
+    assert mcp_triage.classify(200, JSON, OK) == {
+        "layer": "application",
+        "outcome": "TOOL_SUCCESS",
+        "resultType": "complete",
+        "isError": False,
+    }
     v = mcp_triage.classify(503, [("content-type", "application/json"), ("Retry-After", "2")], b"")
     assert (v["outcome"], v["status"], v["retryAfterMs"]) == ("HTTP_ERROR", 503, 2000)
 
