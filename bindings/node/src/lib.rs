@@ -32,7 +32,7 @@ fn head_of(status: u32, headers: Vec<String>) -> Result<ResponseHead> {
                 "status must be an HTTP status 100-999, got {status}"
             ))
         })?;
-    if headers.len() % 2 != 0 {
+    if !headers.len().is_multiple_of(2) {
         return Err(invalid("headers must come as name, value pairs"));
     }
     let mut head = ResponseHead::new(status);
@@ -107,6 +107,8 @@ fn verdict_json(v: &Verdict) -> String {
 }
 
 /// Classifies one complete response; returns the verdict as JSON text.
+// Flat arguments: index.js spreads the checked options object into them (one N-API call).
+#[allow(clippy::too_many_arguments)]
 #[napi(js_name = "classifyJson")]
 pub fn classify_json(
     status: u32,
@@ -231,9 +233,9 @@ struct CallState {
     relisted: bool,
 }
 
-fn parse_arg<T: for<'de> Deserialize<'de>>(what: &str, json: Option<String>) -> Result<T>
+fn parse_arg<T>(what: &str, json: Option<String>) -> Result<T>
 where
-    T: Default,
+    T: for<'de> Deserialize<'de> + Default,
 {
     match json {
         None => Ok(T::default()),
