@@ -58,7 +58,7 @@ for (const [what, call, kind, words] of [
   ['schema string', () => classify(200, JSON_CT, OK, { outputSchema: '{}' }), TypeError, 'outputSchema must be an object'],
   ['now negative', () => classify(200, JSON_CT, OK, { now: -1 }), Error, 'now must be a time at or after 1970'],
   ['now string', () => classify(200, JSON_CT, OK, { now: 'today' }), TypeError, 'options.now must be a Date'],
-  ['limits typo', () => classify(200, JSON_CT, OK, { limits: { maxBody: 1 } }), Error, 'limits has no member "maxBody"'],
+  ['limits typo', () => classify(200, JSON_CT, OK, { limits: { maxBody: 1 } }), Error, 'unknown field `maxBody`'],
   ['verdict string', () => decideRetry('HTTP_ERROR'), TypeError, 'verdict must be a verdict object'],
   ['verdict shape', () => decideRetry({ outcome: 'NOPE' }), Error, 'verdict is not a verdict'],
   ['delivery', () => decideRetry(TIMEOUT, null, 'maybe'), Error, 'delivery must be'],

@@ -68,7 +68,7 @@ def test_limits_by_name():
         (lambda: mcp_triage.classify(200, JSON, OK, output_schema="{}"), TypeError, "output_schema must be a dict"),
         (lambda: mcp_triage.classify(200, JSON, OK, now=-1), ValueError, "now must be a time at or after 1970"),
         (lambda: mcp_triage.classify(200, JSON, OK, now="today"), TypeError, "now must be Unix seconds"),
-        (lambda: mcp_triage.classify(200, JSON, OK, limits={"maxBody": 1}), ValueError, 'limits has no member "maxBody"'),
+        (lambda: mcp_triage.classify(200, JSON, OK, limits={"maxBody": 1}), ValueError, "unknown field `maxBody`"),
         (lambda: mcp_triage.classify(200, JSON, OK, limits={"maxBodyBytes": -1}), ValueError, "limits:"),
         (lambda: mcp_triage.decide_retry("HTTP_ERROR"), TypeError, "verdict must be a dict"),
         (lambda: mcp_triage.decide_retry({"outcome": "NOPE"}), ValueError, "verdict is not a verdict"),
