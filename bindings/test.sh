@@ -56,7 +56,7 @@ if [ -x interop/node_modules/.bin/node ]; then
 fi
 for n in "${node_versions[@]}"; do
   echo "== Node $("$n" --version): tests (node:test, fast-check)"
-  (cd "$node_dir" && "$n" --test test/)
+  (cd "$node_dir" && "$n" --test test/*.test.js test/*.test.mjs)
 done
 
 echo "== Node: the packed package, installed with npm, loads with require and import"
