@@ -10,7 +10,7 @@ HeaderText = Union[str, bytes]
 Headers = Union[Mapping[str, HeaderText], Iterable[Tuple[HeaderText, HeaderText]], None]
 Now = Union[int, float, datetime, None]
 
-class Warning(TypedDict):
+class VerdictWarning(TypedDict):
     code: str
     detail: str
 
@@ -29,7 +29,7 @@ class Verdict(TypedDict, total=False):
     stream: dict[str, Any]
     taskId: str
     limit: dict[str, Any]
-    warnings: list[Warning]
+    warnings: list[VerdictWarning]
     detail: str
 
 class RetryDecision(TypedDict, total=False):
