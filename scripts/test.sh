@@ -3,12 +3,13 @@
 #
 #   bash scripts/test.sh            formatting, lints, unit/golden/property/integration tests,
 #                                   and the interop runs against software nobody here wrote
-#   SKIP_INTEROP=1 bash scripts/test.sh   the cargo part only (no npm installs)
+#   SKIP_INTEROP=1 bash scripts/test.sh   the cargo part only (no npm installs, no bindings)
 #
 # Needs: the Rust toolchain, python3 with venv, node + npm (the interop scripts install their pinned
 # npm packages, Node 22 among them, from interop/package-lock.json, and the pinned Python packages
-# from interop/python/requirements.lock into interop/.venv), and Debian's chromium (the HTML report
-# test). All network tests use 127.0.0.1.
+# from interop/python/requirements.lock into interop/.venv; bindings/test.sh those of
+# bindings/python/requirements.lock and bindings/node/package-lock.json), and Debian's chromium
+# (the HTML report test). All network tests use 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -39,6 +40,8 @@ if [ "${SKIP_INTEROP:-0}" != 1 ]; then
   bash interop/judge/judge-interop.sh
   step "interop: mcp-triage wrap around server-everything over stdio (same bytes both ways)"
   bash interop/wrap-everything.sh
+  step "bindings: Python wheel and npm package built from this checkout; golden vectors, properties, API (both languages)"
+  bash bindings/test.sh
 fi
 
 printf '\n== all tests passed in %ss ==\n' "$(( $(date +%s) - start ))"

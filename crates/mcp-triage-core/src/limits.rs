@@ -3,9 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Size, depth and count limits for one response.
+/// Size, depth and count limits for one response. From JSON (as the Python and Node bindings
+/// take them), absent members keep their defaults and an unknown one is an error, so that a
+/// misspelt limit is reported instead of silently left at its default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct Limits {
     /// Largest `application/json` body that is classified.
     pub max_body_bytes: u64,
@@ -38,5 +40,22 @@ impl Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits::DEFAULT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deserialises_by_camel_case_name_and_refuses_unknown_members() {
+        let l: Limits = serde_json::from_str(r#"{"maxBodyBytes":10}"#).unwrap();
+        assert_eq!(l.max_body_bytes, 10);
+        assert_eq!(l.max_depth, Limits::DEFAULT.max_depth);
+        let typo = serde_json::from_str::<Limits>(r#"{"maxBody":10}"#).unwrap_err();
+        assert!(
+            typo.to_string().contains("unknown field `maxBody`"),
+            "{typo}"
+        );
     }
 }

@@ -25,13 +25,17 @@
 //! `judge`'s `bounded_resend` check), while the jitter still spreads a herd of clients over
 //! the step. A `Retry-After` beyond `max_wait` gives up rather than wait that long or ignore it.
 
+use serde::Deserialize;
+
 use crate::verdict::{Outcome, Verdict};
 
 /// The JSON-RPC error code of a 2026-07-28 `HeaderMismatch` (headers disagree with the body).
 pub const HEADER_MISMATCH: i64 = -32020;
 
-/// What the client knows about whether the request reached the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the client knows about whether the request reached the server. Its wire names
+/// (`never_sent`, `sent`, `maybe_executed`) are what embedders (the Python and Node bindings) pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Delivery {
     /// The request never left: connect refused, DNS failure, TLS failure before sending.
     NeverSent,
@@ -53,17 +57,22 @@ impl Delivery {
     }
 }
 
-/// The tool's behaviour hints from `tools/list` (absent hints are `None`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The tool's behaviour hints from `tools/list` (absent hints are `None`). It deserialises from
+/// the tool's `annotations` object as MCP sends it; the members the policy does not read (`title`,
+/// `destructiveHint`, `openWorldHint`, ...) are ignored there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 pub struct ToolHints {
     /// `annotations.readOnlyHint`.
+    #[serde(rename = "readOnlyHint", default)]
     pub read_only: Option<bool>,
     /// `annotations.idempotentHint`.
+    #[serde(rename = "idempotentHint", default)]
     pub idempotent: Option<bool>,
 }
 
-/// Whether the tool's annotations may be believed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Whether the tool's annotations may be believed (wire names `local_only`, `trust`, `distrust`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum AnnotationTrust {
     /// Believe them for local servers (stdio, loopback), not for remote ones: annotations are
     /// hints from the server, and only a server the user runs is trusted by default.
@@ -76,7 +85,11 @@ pub enum AnnotationTrust {
 }
 
 /// Policy options; the defaults are the issue's (2 resends, 200 ms ×2 backoff, 30 s max wait).
-#[derive(Debug, Clone, PartialEq)]
+/// It deserialises from an object with camelCase members (`maxRetries`, `backoffBaseMs`,
+/// `trust`, `safeTools`, ...), each optional; an unknown member is an error, so that a misspelt
+/// option is reported rather than silently left at its default.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct RetryOptions {
     /// Most resends of the request (resumes and re-initialisation are bounded separately).
     pub max_retries: u32,
@@ -517,6 +530,32 @@ mod tests {
 
     fn half() -> impl FnMut() -> f64 {
         || 0.5
+    }
+
+    /// The wire forms embedders pass (the Python and Node bindings): annotations as MCP sends
+    /// them, snake_case enums, camelCase options with unknown members refused.
+    #[test]
+    fn inputs_deserialise_from_their_wire_forms() {
+        let hints: ToolHints =
+            serde_json::from_str(r#"{"title":"Read","readOnlyHint":true,"destructiveHint":false}"#)
+                .unwrap();
+        assert_eq!(hints, READ_ONLY);
+        let d: Delivery = serde_json::from_str(r#""maybe_executed""#).unwrap();
+        assert_eq!(d, Delivery::MaybeExecuted);
+        assert!(serde_json::from_str::<Delivery>(r#""maybe""#).is_err());
+        let o: RetryOptions = serde_json::from_str(
+            r#"{"maxRetries":5,"trust":"distrust","safeTools":["get"],"idempotencyKey":true}"#,
+        )
+        .unwrap();
+        assert_eq!(o.max_retries, 5);
+        assert_eq!(o.trust, AnnotationTrust::Distrust);
+        assert_eq!(o.safe_tools, ["get"]);
+        assert_eq!(o.backoff_base_ms, RetryOptions::default().backoff_base_ms);
+        let typo = serde_json::from_str::<RetryOptions>(r#"{"maxRetry":5}"#).unwrap_err();
+        assert!(
+            typo.to_string().contains("unknown field `maxRetry`"),
+            "{typo}"
+        );
     }
 
     /// The table: (outcome, status, delivery, safe?, expected action name).
