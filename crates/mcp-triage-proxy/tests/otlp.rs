@@ -344,14 +344,17 @@ fn a_bearer_token_through_the_proxy_reaches_no_span_record_or_journal() {
             ("mcp-name", "test_simple_text"),
             ("authorization", bearer.as_str()),
         ];
-        let r = send(via, "POST", &path, &headers, Some(&body)).await.unwrap();
+        let r = send(via, "POST", &path, &headers, Some(&body))
+            .await
+            .unwrap();
         assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
-        // A 401 with the token too: a failing exchange records more (status, challenge).
-        let denied = format!(
-            "/s/auth.oauth_flow/mcp?access_token={QUERY_CANARY}&params=%7B%22fault%22%3A%22none%22%7D"
-        );
-        let r = send(via, "POST", &denied, &headers, Some(&body)).await.unwrap();
-        assert_eq!(r.status, 401);
+        // A 401 for the header token too: a failing exchange records more (status, challenge).
+        // (Scenario paths take their query as the scenario's parameters, so no access_token.)
+        let denied = "/s/auth.oauth_flow/mcp?params=%7B%22fault%22%3A%22none%22%7D";
+        let r = send(via, "POST", denied, &headers, Some(&body))
+            .await
+            .unwrap();
+        assert_eq!(r.status, 401, "{}", String::from_utf8_lossy(&r.body));
         proxy.shutdown().await;
     });
     writer.drain();
@@ -382,6 +385,11 @@ fn a_bearer_token_through_the_proxy_reaches_no_span_record_or_journal() {
     assert!(span_count >= 2, "{span_count} spans");
     let records = mem.0.lock().unwrap().clone();
     assert_eq!(records.len(), 2);
+    // The query token was there to leak: the record keeps the path with the value replaced.
+    assert_eq!(
+        serde_json::to_value(&records[0]).unwrap()["path"],
+        "/mcp?access_token=REDACTED"
+    );
     let journal = serde_json::to_string(&kitchen.kitchen().journal()).unwrap();
     for canary in [HEADER_CANARY, QUERY_CANARY] {
         for r in &records {
