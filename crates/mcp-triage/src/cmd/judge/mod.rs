@@ -323,7 +323,7 @@ async fn judge(args: &JudgeArgs, cmd: &str, cases: &[CaseDef]) -> Result<Report,
             handle.scenario_url(case.scenario),
             mcp_triage_kitchen::mcp::percent_encode(&case.params.to_string())
         );
-        let oauth_before = handle.kitchen().shared().auth.counters();
+        let oauth_before = handle.kitchen().oauth_counters();
         let run = match run_client(cmd, case, &url, timeout).await {
             Ok(r) => r,
             Err(e) => {
@@ -343,9 +343,9 @@ async fn judge(args: &JudgeArgs, cmd: &str, cases: &[CaseDef]) -> Result<Report,
             .filter(|e| e["instance"].as_str().is_some_and(|s| s.ends_with(&suffix)))
             .collect();
         let printed = format!("{}\n{}", run.stdout, run.stderr);
-        let oauth = case.oauth.then(|| {
-            checks::counter_delta(&oauth_before, &handle.kitchen().shared().auth.counters())
-        });
+        let oauth = case
+            .oauth
+            .then(|| checks::counter_delta(&oauth_before, &handle.kitchen().oauth_counters()));
         let cx = checks::Ctx {
             oauth: oauth.as_ref(),
             case,
