@@ -91,6 +91,28 @@ fn runtime_and_kitchen() -> (tokio::runtime::Runtime, mcp_triage_kitchen::Kitche
     (rt, kitchen)
 }
 
+/// A proxy in front of `kitchen` whose records go to memory and to `otlp`: the records, the
+/// proxy and the writer (dropping or draining it flushes the exporters).
+fn proxy_exporting_to(
+    rt: &tokio::runtime::Runtime,
+    kitchen: &mcp_triage_kitchen::KitchenHandle,
+    otlp: OtlpConsumer,
+) -> (
+    MemoryConsumer,
+    mcp_triage_proxy::http::ProxyHandle,
+    LogWriter,
+) {
+    let mem = MemoryConsumer::default();
+    let (sink, writer) = LogWriter::start(None, vec![Box::new(mem.clone()), Box::new(otlp)]);
+    let proxy = rt.block_on(async {
+        let o = mcp_triage_proxy::http::ProxyOptions::new(&kitchen.base_url()).unwrap();
+        mcp_triage_proxy::http::start("127.0.0.1:0".parse().unwrap(), o, sink)
+            .await
+            .unwrap()
+    });
+    (mem, proxy, writer)
+}
+
 fn attrs(kv: &[KeyValue]) -> HashMap<String, String> {
     kv.iter()
         .map(|k| {
@@ -123,13 +145,8 @@ fn spans_and_duration_histogram_reach_an_otlp_http_receiver() {
         &[],
     )
     .unwrap();
-    let mem = MemoryConsumer::default();
-    let (sink, writer) = LogWriter::start(None, vec![Box::new(mem.clone()), Box::new(otlp)]);
+    let (mem, proxy, writer) = proxy_exporting_to(&rt, &kitchen, otlp);
     rt.block_on(async {
-        let o = mcp_triage_proxy::http::ProxyOptions::new(&kitchen.base_url()).unwrap();
-        let proxy = mcp_triage_proxy::http::start("127.0.0.1:0".parse().unwrap(), o, sink)
-            .await
-            .unwrap();
         let via = proxy.local_addr();
         let ok = modern(via, "/mcp", 1, "tools/call", json!({"name":"test_simple_text","arguments":{}})).await.unwrap();
         assert_eq!(ok.status, 200);
@@ -321,13 +338,8 @@ fn a_bearer_token_through_the_proxy_reaches_no_span_record_or_journal() {
     let got: Received = Arc::default();
     let url = rt.block_on(receiver(got.clone()));
     let otlp = OtlpConsumer::new(&url, Peer::default(), Duration::from_millis(200), &[]).unwrap();
-    let mem = MemoryConsumer::default();
-    let (sink, writer) = LogWriter::start(None, vec![Box::new(mem.clone()), Box::new(otlp)]);
+    let (mem, proxy, writer) = proxy_exporting_to(&rt, &kitchen, otlp);
     rt.block_on(async {
-        let o = mcp_triage_proxy::http::ProxyOptions::new(&kitchen.base_url()).unwrap();
-        let proxy = mcp_triage_proxy::http::start("127.0.0.1:0".parse().unwrap(), o, sink)
-            .await
-            .unwrap();
         let via = proxy.local_addr();
         let bearer = format!("Bearer {HEADER_CANARY}");
         let path = format!("/mcp?access_token={QUERY_CANARY}");

@@ -283,19 +283,30 @@ fn bad_oauth_clients_fail_the_right_checks() {
             .2
             .clone()
     };
-    let (code, report) = judge_auth_cases(&format!(
-        "python3 '{}' {{url}} --oauth-loop",
-        script.display()
-    ));
-    assert_eq!(code, Some(1));
-    let all = statuses(&report);
-    for case in [
-        "auth.expired_token",
-        "auth.revoked_refresh",
-        "auth.wrong_audience",
-    ] {
-        assert_eq!(status(&all, case, "auth_bounded"), "fail", "{case}");
-    }
+    // bad-client.py in `mode` exits 1 on the auth cases and fails `check` in each of `cases`.
+    let bad_run = |mode: &str, check: &str, cases: &[&str]| {
+        let (code, report) =
+            judge_auth_cases(&format!("python3 '{}' {{url}} {mode}", script.display()));
+        assert_eq!(code, Some(1), "{mode}");
+        let all = statuses(&report);
+        for case in cases {
+            assert_eq!(
+                status(&all, case, check),
+                "fail",
+                "{mode}: {case} / {check}"
+            );
+        }
+        (report, all)
+    };
+    let (report, all) = bad_run(
+        "--oauth-loop",
+        "auth_bounded",
+        &[
+            "auth.expired_token",
+            "auth.revoked_refresh",
+            "auth.wrong_audience",
+        ],
+    );
     let loop_check = report["suites"][0]["cases"]
         .as_array()
         .unwrap()
@@ -321,19 +332,15 @@ fn bad_oauth_clients_fail_the_right_checks() {
     // It asks each token for this resource.
     assert_eq!(status(&all, "auth.expired_token", "token_audience"), "pass");
 
-    let (code, report) = judge_auth_cases(&format!(
-        "python3 '{}' {{url}} --oauth-wrong-resource",
-        script.display()
-    ));
-    assert_eq!(code, Some(1));
-    let all = statuses(&report);
-    for case in [
-        "auth.expired_token",
-        "auth.scope_step_up",
-        "auth.wrong_audience",
-    ] {
-        assert_eq!(status(&all, case, "token_audience"), "fail", "{case}");
-    }
+    let (report, all) = bad_run(
+        "--oauth-wrong-resource",
+        "token_audience",
+        &[
+            "auth.expired_token",
+            "auth.scope_step_up",
+            "auth.wrong_audience",
+        ],
+    );
     // It does not loop.
     assert_eq!(status(&all, "auth.expired_token", "auth_bounded"), "pass");
     // No token ever reaches a record: the journal shows the header redacted.
