@@ -1109,6 +1109,66 @@ mod tests {
         assert_eq!(g[1].status, Status::Fail);
     }
 
+    /// Issue 13 item 3: the auth checks read the journal and the authorization server's
+    /// counters grown during the case.
+    #[test]
+    fn auth_checks_bound_loops_and_need_a_stated_give_up() {
+        let c = case("auth.wrong_audience");
+        let refused = |id: u64| {
+            json!({"receivedMs": id, "httpMethod": "POST", "era": "legacy", "method": "initialize",
+                   "id": id, "status": 401, "headers": {"authorization": "[redacted]"}})
+        };
+        let grown = counter_delta(
+            &json!({"authorizations": 5, "codeGrants": 5, "refreshGrants": 1}),
+            &json!({"authorizations": 7, "codeGrants": 7, "refreshGrants": 2}),
+        );
+        assert_eq!(
+            grown,
+            json!({"authorizations": 2, "codeGrants": 2, "refreshGrants": 1})
+        );
+        let with = |entries: &[Value], oauth: &Value, exit: Option<i32>, output: &str, k| {
+            let mut cx = ctx(&c, entries, exit, output);
+            cx.oauth = Some(oauth);
+            grade(k, &cx)
+        };
+        // One request refused four times, three token requests: within the bounds. The same
+        // request a fifth time is a loop; four requests refused once each are not.
+        let four = [refused(1), refused(1), refused(1), refused(1)];
+        let k = CheckKind::AuthBounded;
+        assert_eq!(with(&four, &grown, Some(1), "x", k).status, Status::Pass);
+        let mut five = four.to_vec();
+        five.push(refused(1));
+        let r = with(&five, &grown, Some(1), "x", k);
+        assert_eq!(r.status, Status::Fail, "{r:?}");
+        assert!(r.evidence.last().unwrap().contains("authorization server"));
+        let spread: Vec<Value> = (1..=6).map(refused).collect();
+        assert_eq!(with(&spread, &grown, Some(1), "x", k).status, Status::Pass);
+        let many = json!({"authorizations": 3, "codeGrants": 3});
+        assert_eq!(with(&four, &many, Some(1), "x", k).status, Status::Fail);
+        // Giving up: a non-zero exit with a message; exit 0 or silence fail.
+        let k = CheckKind::GivesUp;
+        assert_eq!(
+            with(&four, &grown, Some(1), "gave up: 401", k).status,
+            Status::Pass
+        );
+        assert_eq!(with(&four, &grown, Some(0), "ok", k).status, Status::Fail);
+        assert_eq!(with(&four, &grown, Some(1), " \n", k).status, Status::Fail);
+        // Under missing_pkce, any authorization is a failure, message or not.
+        let c = case("auth.missing_pkce");
+        let mut cx = ctx(&c, &four, Some(1), "refused");
+        let authorized = json!({"authorizations": 1});
+        cx.oauth = Some(&authorized);
+        assert_eq!(grade(k, &cx).status, Status::Fail);
+        // A token asked for another resource fails token_audience.
+        let c = case("auth.expired_token");
+        let mut cx = ctx(&c, &four, Some(0), "");
+        let misdirected = json!({"misdirectedTokens": 1});
+        cx.oauth = Some(&misdirected);
+        assert_eq!(grade(CheckKind::TokenAudience, &cx).status, Status::Fail);
+        cx.oauth = Some(&grown);
+        assert_eq!(grade(CheckKind::TokenAudience, &cx).status, Status::Pass);
+    }
+
     #[test]
     fn negotiated_version_is_the_calls_header() {
         let mut e = call(0, 1, "t", 200);
