@@ -11,18 +11,30 @@ that grades resends, each with its journal line (crates/mcp-triage/tests/judge.r
         sends the call once, then exits N without a word, whatever came back: a client
         that ends without an outcome (as Node does with exit 13 when a top-level await
         never settles), which must fail `reported_outcome` and collect no resend check.
+    python3 bad-client.py URL --oauth-loop
+        authorizes (RFC 9728 discovery, registration, PKCE, following the kitchen's
+        auto-approving redirect), then resends every request refused with 401 eight more
+        times with the same token: must fail `auth_bounded` in the `auth.*` cases.
+    python3 bad-client.py URL --oauth-wrong-resource
+        authorizes as above but asks for a token for another resource (RFC 8707 `resource`)
+        and presents it here: must fail `token_audience`.
 
 Standard library only; talks to 127.0.0.1 only because the judge gives it a loopback URL.
 """
+import base64
+import hashlib
 import json
 import os
+import re
 import sys
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 
 URL = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MCP_TRIAGE_URL", "")
 SILENT_EXIT = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[2] == "--silent-exit" else None
+OAUTH_MODE = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2].startswith("--oauth-") else None
 if not URL.startswith("http://127.0.0.1:"):
     sys.exit("usage: bad-client.py http://127.0.0.1:PORT/...  (loopback only)")
 TOOL = os.environ.get("MCP_TRIAGE_TOOL", "run_configured_test_scenario")
@@ -30,7 +42,7 @@ ARGS = json.loads(os.environ.get("MCP_TRIAGE_ARGS", "{}"))
 VERSION = "2025-11-25"
 
 
-def post(body, session=None):
+def post(body, session=None, token=None):
     headers = {
         "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream",
@@ -38,6 +50,8 @@ def post(body, session=None):
     }
     if session:
         headers["Mcp-Session-Id"] = session
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
     req = urllib.request.Request(URL, data=json.dumps(body).encode(), headers=headers, method="POST")
     try:
         with urllib.request.urlopen(req, timeout=5) as r:
@@ -48,11 +62,88 @@ def post(body, session=None):
         return None, None, f"{type(e).__name__}: {e}"
 
 
-status, session, _ = post({
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args):
+        return None
+
+
+def fetch(url, data=None, form=False):
+    """GET (or POST JSON / a form) a loopback URL; (status, headers, body) without following
+    redirects."""
+    if not url.startswith("http://127.0.0.1:"):
+        sys.exit(f"bad-client: {url} is not loopback")
+    headers = {"Accept": "application/json"}
+    if data is not None:
+        if form:
+            data = urllib.parse.urlencode(data).encode()
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        else:
+            data = json.dumps(data).encode()
+            headers["Content-Type"] = "application/json"
+    req = urllib.request.Request(url, data=data, headers=headers)
+    try:
+        with urllib.request.build_opener(NoRedirect).open(req, timeout=5) as r:
+            return r.status, r.headers, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read().decode("utf-8", "replace")
+
+
+def oauth_token(wrong_resource):
+    """The authorization code flow against the server's authorization server; with
+    `wrong_resource` the token is asked for another resource than this one."""
+    _, headers, _ = fetch(URL, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
+    challenge = headers.get("WWW-Authenticate", "")
+    found = re.search(r'resource_metadata="([^"]+)"', challenge)
+    if not found:
+        sys.exit(f"bad-client: no resource_metadata in the challenge {challenge!r}")
+    prm = json.loads(fetch(found.group(1))[2])
+    issuer = urllib.parse.urlsplit(prm["authorization_servers"][0])
+    meta = json.loads(fetch(f"{issuer.scheme}://{issuer.netloc}/.well-known/oauth-authorization-server{issuer.path}")[2])
+    redirect = "http://127.0.0.1:9/callback"
+    client = json.loads(fetch(meta["registration_endpoint"], {"redirect_uris": [redirect]})[2])["client_id"]
+    resource = prm["resource"] + "-elsewhere" if wrong_resource else prm["resource"]
+    verifier = base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=").decode()
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    query = urllib.parse.urlencode({
+        "response_type": "code", "client_id": client, "redirect_uri": redirect, "state": "s",
+        "code_challenge": challenge, "code_challenge_method": "S256",
+        "scope": " ".join(prm.get("scopes_supported", [])), "resource": resource,
+    })
+    _, headers, _ = fetch(f"{meta['authorization_endpoint']}?{query}")
+    code = urllib.parse.parse_qs(urllib.parse.urlsplit(headers.get("Location", "")).query).get("code")
+    if not code:
+        sys.exit(f"bad-client: no code in the redirect {headers.get('Location')!r}")
+    answer = json.loads(fetch(meta["token_endpoint"], {
+        "grant_type": "authorization_code", "code": code[0], "redirect_uri": redirect,
+        "client_id": client, "code_verifier": verifier, "resource": resource,
+    }, form=True)[2])
+    return answer["access_token"]
+
+
+TOKEN = oauth_token(OAUTH_MODE == "--oauth-wrong-resource") if OAUTH_MODE else None
+
+
+def send(body, session=None):
+    """One request; in --oauth-loop mode a 401 is resent eight more times, same token."""
+    answer = post(body, session, TOKEN)
+    for _ in range(8 if OAUTH_MODE == "--oauth-loop" else 0):
+        if answer[0] != 401:
+            break
+        answer = post(body, session, TOKEN)
+    return answer
+
+
+status, session, _ = send({
     "jsonrpc": "2.0", "id": 0, "method": "initialize",
     "params": {"protocolVersion": VERSION, "capabilities": {},
                "clientInfo": {"name": "bad-client", "version": "0"}},
 })
+if OAUTH_MODE:
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": TOOL, "arguments": ARGS}}
+    post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session, TOKEN)
+    status, _, body = send(call, session)
+    print(f"{status} {body[:200]!r}")
+    sys.exit(0)
 post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
 
 call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": TOOL, "arguments": ARGS}}

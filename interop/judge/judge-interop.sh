@@ -103,7 +103,7 @@ base=next(c for c in cases if c["name"] == "baseline")
 assert base["output"].startswith("exit: 0\n"), "baseline did not succeed:\n" + base["output"]' "$out/$1.json"
   "$judge_python" -c '
 import json,sys; r=json.load(open(sys.argv[1])); n=len(r["suites"][0]["cases"])
-assert n == 11, f"{n} cases"' "$out/$1.json"
+assert n == 17, f"{n} cases"' "$out/$1.json"
   if [ "$record" = 1 ]; then
     mkdir -p docs/judge
     {
@@ -139,7 +139,10 @@ judge_one openai-agents "OpenAI Agents SDK openai-agents $agents_v" "$judge_pyth
 if [ "${JUDGE_CALL:-strict}" != skip ] && "$bin" call --help >/dev/null 2>&1; then
   echo "== judge: mcp-triage call" >&2
   answer='elicitation/create={"action":"accept","content":{"reason":"approved by the judge run"}}'
-  call_cmd="$bin call {url} \"\$MCP_TRIAGE_TOOL\" --args \"\$MCP_TRIAGE_ARGS\" --answer '$answer'"
+  # OAuth on: the auth.* cases need it (the kitchen's authorization server approves by
+  # redirect, which --authorize follow follows); the other cases never see a 401. No token
+  # cache, so each case authorizes afresh.
+  call_cmd="$bin call {url} \"\$MCP_TRIAGE_TOOL\" --args \"\$MCP_TRIAGE_ARGS\" --oauth --authorize follow --no-token-store --answer '$answer'"
   set +e
   "$bin" judge --name "mcp-triage call" --timeout "$timeout_s" --report "junit:$out/call.xml" \
     --client "$call_cmd" >"$out/call.txt"

@@ -86,7 +86,10 @@ impl AsFault {
 /// An access token as the server keeps it.
 #[derive(Debug, Clone)]
 struct Access {
+    /// The audience the server bound the token to.
     resource: String,
+    /// The resource the client asked for (RFC 8707 `resource`); empty when it named none.
+    requested: String,
     scope: String,
     expired: bool,
     revoked: bool,
@@ -170,7 +173,9 @@ impl AuthServer {
     }
 
     /// Counters: `registrations`, `authorizations`, `codeGrants`, `refreshGrants`,
-    /// `refusedTokenRequests`, `revocations`.
+    /// `refusedTokenRequests`, `revocations`, and `misdirectedTokens`: access tokens presented
+    /// at a resource other than the one the client asked for (or asked for none), which the
+    /// judge grades as a token sent to another resource.
     pub fn counters(&self) -> Value {
         let d = self.data.lock().expect("as lock");
         let mut m = serde_json::Map::new();
@@ -181,15 +186,22 @@ impl AuthServer {
             "refreshGrants",
             "refusedTokenRequests",
             "revocations",
+            "misdirectedTokens",
         ] {
             m.insert(k.into(), json!(d.counters.get(k).copied().unwrap_or(0)));
         }
         Value::Object(m)
     }
 
-    /// Judges a bearer token presented to the resource at `resource`.
+    /// Judges a bearer token presented to the resource at `resource`. A token the client asked
+    /// for another resource (or for none) is counted as misdirected before it is judged: under
+    /// `wrong_audience` the server, not the client, picked the wrong audience, so only what the
+    /// client asked for tells whether the client sent a token where it does not belong.
     pub fn check(&self, token: &str, resource: &str) -> TokenCheck {
-        let d = self.data.lock().expect("as lock");
+        let mut d = self.data.lock().expect("as lock");
+        if d.access.get(token).is_some_and(|a| a.requested != resource) {
+            AuthServer::bump(&mut d, "misdirectedTokens");
+        }
         match d.access.get(token) {
             None => TokenCheck::Invalid("unknown access token"),
             Some(a) if a.revoked => TokenCheck::Invalid("the access token was revoked"),
@@ -223,6 +235,7 @@ impl AuthServer {
             access.clone(),
             Access {
                 resource: audience,
+                requested: resource.to_string(),
                 scope: scope.to_string(),
                 expired,
                 revoked: false,
@@ -529,6 +542,9 @@ mod tests {
             a.check("nope", "http://k/mcp"),
             TokenCheck::Invalid(_)
         ));
+        // Only the good token shown at http://k/other went where it was not asked for: the
+        // wrong-audience token was asked for http://k/mcp, and the server picked its audience.
+        assert_eq!(a.counters()["misdirectedTokens"], 1);
         assert_eq!(form_pairs("a=1&b=x%20y+z&c")["b"], "x y z");
     }
 }

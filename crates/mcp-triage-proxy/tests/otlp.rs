@@ -91,6 +91,28 @@ fn runtime_and_kitchen() -> (tokio::runtime::Runtime, mcp_triage_kitchen::Kitche
     (rt, kitchen)
 }
 
+/// A proxy in front of `kitchen` whose records go to memory and to `otlp`: the records, the
+/// proxy and the writer (dropping or draining it flushes the exporters).
+fn proxy_exporting_to(
+    rt: &tokio::runtime::Runtime,
+    kitchen: &mcp_triage_kitchen::KitchenHandle,
+    otlp: OtlpConsumer,
+) -> (
+    MemoryConsumer,
+    mcp_triage_proxy::http::ProxyHandle,
+    LogWriter,
+) {
+    let mem = MemoryConsumer::default();
+    let (sink, writer) = LogWriter::start(None, vec![Box::new(mem.clone()), Box::new(otlp)]);
+    let proxy = rt.block_on(async {
+        let o = mcp_triage_proxy::http::ProxyOptions::new(&kitchen.base_url()).unwrap();
+        mcp_triage_proxy::http::start("127.0.0.1:0".parse().unwrap(), o, sink)
+            .await
+            .unwrap()
+    });
+    (mem, proxy, writer)
+}
+
 fn attrs(kv: &[KeyValue]) -> HashMap<String, String> {
     kv.iter()
         .map(|k| {
@@ -123,13 +145,8 @@ fn spans_and_duration_histogram_reach_an_otlp_http_receiver() {
         &[],
     )
     .unwrap();
-    let mem = MemoryConsumer::default();
-    let (sink, writer) = LogWriter::start(None, vec![Box::new(mem.clone()), Box::new(otlp)]);
+    let (mem, proxy, writer) = proxy_exporting_to(&rt, &kitchen, otlp);
     rt.block_on(async {
-        let o = mcp_triage_proxy::http::ProxyOptions::new(&kitchen.base_url()).unwrap();
-        let proxy = mcp_triage_proxy::http::start("127.0.0.1:0".parse().unwrap(), o, sink)
-            .await
-            .unwrap();
         let via = proxy.local_addr();
         let ok = modern(via, "/mcp", 1, "tools/call", json!({"name":"test_simple_text","arguments":{}})).await.unwrap();
         assert_eq!(ok.status, 200);
@@ -307,4 +324,91 @@ fn a_collector_url_must_be_an_http_or_https_origin() {
             assert!(e.contains("http://host:port or https://host:port"), "{e}");
         }
     }
+}
+
+/// Issue 13 acceptance (canary): a bearer token sent through the proxy, in the Authorization
+/// header and in an `access_token=` query parameter (RFC 6750 §2.3, which clients should not use
+/// but some do), appears in no exported span or metric (the raw OTLP bytes are searched, so
+/// every attribute, name and event is covered), in no record, and not in the kitchen's journal.
+#[test]
+fn a_bearer_token_through_the_proxy_reaches_no_span_record_or_journal() {
+    const HEADER_CANARY: &str = "canaryHeaderTok3nQ7";
+    const QUERY_CANARY: &str = "canaryQueryTok3nZ9";
+    let (rt, kitchen) = runtime_and_kitchen();
+    let got: Received = Arc::default();
+    let url = rt.block_on(receiver(got.clone()));
+    let otlp = OtlpConsumer::new(&url, Peer::default(), Duration::from_millis(200), &[]).unwrap();
+    let (mem, proxy, writer) = proxy_exporting_to(&rt, &kitchen, otlp);
+    rt.block_on(async {
+        let via = proxy.local_addr();
+        let bearer = format!("Bearer {HEADER_CANARY}");
+        let path = format!("/mcp?access_token={QUERY_CANARY}");
+        let mut params = json!({"name": "test_simple_text", "arguments": {}});
+        params["_meta"] =
+            mcp_triage_kitchen::testing::meta_as(json!({"name": "proxy-test", "version": "0"}));
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+            .to_string();
+        let headers = [
+            mcp_triage_kitchen::testing::ACCEPT,
+            mcp_triage_kitchen::testing::CT,
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "test_simple_text"),
+            ("authorization", bearer.as_str()),
+        ];
+        let r = send(via, "POST", &path, &headers, Some(&body))
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        // A 401 for the header token too: a failing exchange records more (status, challenge).
+        // (Scenario paths take their query as the scenario's parameters, so no access_token.)
+        let denied = "/s/auth.oauth_flow/mcp?params=%7B%22fault%22%3A%22none%22%7D";
+        let r = send(via, "POST", denied, &headers, Some(&body))
+            .await
+            .unwrap();
+        assert_eq!(r.status, 401, "{}", String::from_utf8_lossy(&r.body));
+        proxy.shutdown().await;
+    });
+    writer.drain();
+    let received = got.lock().unwrap().clone();
+    assert!(
+        received.iter().any(|(p, _)| p == "/v1/traces"),
+        "spans were exported: {:?}",
+        received.iter().map(|(p, _)| p).collect::<Vec<_>>()
+    );
+    let mut span_count = 0;
+    for (path, body) in &received {
+        for canary in [HEADER_CANARY, QUERY_CANARY] {
+            assert!(
+                !body.windows(canary.len()).any(|w| w == canary.as_bytes()),
+                "{canary} in an OTLP export to {path}"
+            );
+        }
+        if path == "/v1/traces" {
+            let req = ExportTraceServiceRequest::decode(body.as_ref()).unwrap();
+            span_count += req
+                .resource_spans
+                .iter()
+                .flat_map(|rs| &rs.scope_spans)
+                .map(|ss| ss.spans.len())
+                .sum::<usize>();
+        }
+    }
+    assert!(span_count >= 2, "{span_count} spans");
+    let records = mem.0.lock().unwrap().clone();
+    assert_eq!(records.len(), 2);
+    // The query token was there to leak: the record keeps the path with the value replaced.
+    assert_eq!(
+        serde_json::to_value(&records[0]).unwrap()["path"],
+        "/mcp?access_token=REDACTED"
+    );
+    let journal = serde_json::to_string(&kitchen.kitchen().journal()).unwrap();
+    for canary in [HEADER_CANARY, QUERY_CANARY] {
+        for r in &records {
+            let text = serde_json::to_string(r).unwrap();
+            assert!(!text.contains(canary), "{canary} in a record: {text}");
+        }
+        assert!(!journal.contains(canary), "{canary} in the journal");
+    }
+    rt.block_on(kitchen.shutdown());
 }

@@ -198,5 +198,152 @@ fn judge_rejects_bad_arguments() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown report format"));
     let o = run(&["--list"]);
     assert!(o.status.success());
-    assert!(String::from_utf8_lossy(&o.stdout).contains("session.expire"));
+    let listed = String::from_utf8_lossy(&o.stdout);
+    assert!(listed.contains("session.expire"));
+    assert!(listed.contains("auth.wrong_audience"));
+}
+
+/// Runs `judge` on the `auth.*` cases with `client`, quietly; the exit code and the report.
+fn judge_auth_cases(client: &str) -> (Option<i32>, Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-triage"))
+        .arg("judge")
+        .args(["--client", client, "--scenario", "auth.oauth_flow"])
+        .args(["--timeout", "20", "--report", "json:-", "--quiet"])
+        .output()
+        .expect("run mcp-triage judge");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let json = &stdout[stdout.find("\n{").expect("JSON report after the matrix") + 1..];
+    (out.status.code(), serde_json::from_str(json).unwrap())
+}
+
+/// The status of every check of every case: `(case, check, status)`.
+fn statuses(report: &Value) -> Vec<(String, String, String)> {
+    let mut v = Vec::new();
+    for c in report["suites"][0]["cases"].as_array().unwrap() {
+        for k in c["checks"].as_array().unwrap() {
+            v.push((
+                c["name"].as_str().unwrap().to_string(),
+                k["name"].as_str().unwrap().to_string(),
+                k["status"].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    v
+}
+
+/// Issue 13 item 3: `mcp-triage call` with OAuth (following the kitchen's auto-approving
+/// redirect, no token cache between cases) passes every auth case, in both eras: it refreshes
+/// an expired token once, re-authorizes when the refresh is revoked, steps up scope, asks each
+/// token for this resource, and gives up with a message on wrong_audience, missing_pkce and
+/// metadata_404 (wrong_audience failed auth_bounded with 15 refused requests before the
+/// client stopped re-authorizing after a request gave up).
+#[test]
+fn call_with_oauth_passes_every_auth_case() {
+    let bin = env!("CARGO_BIN_EXE_mcp-triage");
+    for era in ["", " --protocol-version 2025-11-25"] {
+        let client = format!(
+            "'{bin}' call {{url}} \"$MCP_TRIAGE_TOOL\" --args \"$MCP_TRIAGE_ARGS\" --oauth --authorize follow --no-token-store{era}"
+        );
+        let (code, report) = judge_auth_cases(&client);
+        let all = statuses(&report);
+        let failed: Vec<_> = all.iter().filter(|(_, _, s)| s == "fail").collect();
+        assert!(failed.is_empty(), "{era}: {failed:?}");
+        assert_eq!(code, Some(0), "{era}");
+        let cases: std::collections::BTreeSet<&str> =
+            all.iter().map(|(c, _, _)| c.as_str()).collect();
+        assert_eq!(cases.len(), 6, "{cases:?}");
+        for (case, check) in [
+            ("auth.expired_token", "refresh_once"),
+            ("auth.scope_step_up", "scope_step_up"),
+            ("auth.expired_token", "token_audience"),
+            ("auth.wrong_audience", "auth_bounded"),
+            ("auth.wrong_audience", "gives_up"),
+            ("auth.missing_pkce", "gives_up"),
+            ("auth.metadata_404", "gives_up"),
+        ] {
+            assert!(
+                all.iter()
+                    .any(|(c, k, s)| c == case && k == check && s == "pass"),
+                "{era}: {case} / {check}: {all:?}"
+            );
+        }
+    }
+}
+
+/// Issue 13 item 3: a client that resends a request refused with 401 (same token) fails
+/// `auth_bounded` with the journal lines; one that asks its token for another resource fails
+/// `token_audience`; neither refreshes, and both authorize without PKCE in the metadata.
+#[test]
+fn bad_oauth_clients_fail_the_right_checks() {
+    let script = repo().join("interop/judge/bad-client.py");
+    let status = |all: &[(String, String, String)], case: &str, check: &str| {
+        all.iter()
+            .find(|(c, k, _)| c == case && k == check)
+            .unwrap_or_else(|| panic!("{case} / {check}: {all:?}"))
+            .2
+            .clone()
+    };
+    // bad-client.py in `mode` exits 1 on the auth cases and fails `check` in each of `cases`.
+    let bad_run = |mode: &str, check: &str, cases: &[&str]| {
+        let (code, report) =
+            judge_auth_cases(&format!("python3 '{}' {{url}} {mode}", script.display()));
+        assert_eq!(code, Some(1), "{mode}");
+        let all = statuses(&report);
+        for case in cases {
+            assert_eq!(
+                status(&all, case, check),
+                "fail",
+                "{mode}: {case} / {check}"
+            );
+        }
+        (report, all)
+    };
+    let (report, all) = bad_run(
+        "--oauth-loop",
+        "auth_bounded",
+        &[
+            "auth.expired_token",
+            "auth.revoked_refresh",
+            "auth.wrong_audience",
+        ],
+    );
+    let loop_check = report["suites"][0]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "auth.wrong_audience")
+        .unwrap()["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["name"] == "auth_bounded")
+        .unwrap()
+        .clone();
+    let evidence = loop_check["evidence"].as_array().unwrap();
+    assert!(evidence[0].as_str().unwrap().contains("\"status\":401"));
+    assert!(evidence.iter().any(|e| e
+        .as_str()
+        .unwrap()
+        .contains("authorization server during the case")));
+    assert!(!loop_check["references"].as_array().unwrap().is_empty());
+    assert_eq!(status(&all, "auth.expired_token", "refresh_once"), "fail");
+    assert_eq!(status(&all, "auth.missing_pkce", "gives_up"), "fail");
+    assert_eq!(status(&all, "auth.wrong_audience", "gives_up"), "fail");
+    // It asks each token for this resource.
+    assert_eq!(status(&all, "auth.expired_token", "token_audience"), "pass");
+
+    let (report, all) = bad_run(
+        "--oauth-wrong-resource",
+        "token_audience",
+        &[
+            "auth.expired_token",
+            "auth.scope_step_up",
+            "auth.wrong_audience",
+        ],
+    );
+    // It does not loop.
+    assert_eq!(status(&all, "auth.expired_token", "auth_bounded"), "pass");
+    // No token ever reaches a record: the journal shows the header redacted.
+    let text = report.to_string();
+    assert!(text.contains("[redacted]"));
 }

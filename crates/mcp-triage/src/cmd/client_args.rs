@@ -166,8 +166,9 @@ pub struct OAuthArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
     pub authorize_timeout: f64,
 
-    /// Most authorizations (including scope step-ups) for one request.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    /// Most authorizations (including scope step-ups) for one request; once one request gives
+    /// up, later ones do not authorize again.
+    #[arg(long, value_name = "N", default_value_t = 2)]
     pub max_authorizations: u32,
 
     /// The token cache file (default: oauth-tokens.json in the user's config directory).

@@ -30,6 +30,16 @@ pub enum CheckKind {
     InTime,
     /// The client ended with success (exit 0) or a stated failure, not silently.
     ReportedOutcome,
+    /// OAuth: bounded 401s, authorizations and token requests (no loop).
+    AuthBounded,
+    /// OAuth: an expired access token is recovered by exactly one refresh.
+    RefreshOnce,
+    /// OAuth: 403 insufficient_scope on tools/call, then re-authorized and called again.
+    ScopeStepUp,
+    /// OAuth: every token presented was asked for this resource (RFC 8707).
+    TokenAudience,
+    /// OAuth: no usable token can be had; the client stops with a stated failure.
+    GivesUp,
 }
 
 impl CheckKind {
@@ -48,6 +58,11 @@ impl CheckKind {
             CheckKind::Headers2026 => "headers_2026",
             CheckKind::InTime => "in_time",
             CheckKind::ReportedOutcome => "reported_outcome",
+            CheckKind::AuthBounded => "auth_bounded",
+            CheckKind::RefreshOnce => "refresh_once",
+            CheckKind::ScopeStepUp => "scope_step_up",
+            CheckKind::TokenAudience => "token_audience",
+            CheckKind::GivesUp => "gives_up",
         }
     }
 
@@ -96,6 +111,26 @@ impl CheckKind {
             CheckKind::ReportedOutcome => &[
                 "judge: a client ends with success or a stated failure; one that exits non-zero without a word, or with a runtime's own exit (Node 13: unsettled top-level await), leaves its user without an answer",
             ],
+            CheckKind::AuthBounded => &[
+                "RFC 6750 §3.1 invalid_token: the client MAY request a new access token and retry; one that is refused again is no reason to try forever",
+                "spec 2025-11-25 basic/authorization §Error Handling: 401 means authorization required or token invalid; the client gets a token once, not in a loop",
+            ],
+            CheckKind::RefreshOnce => &[
+                "RFC 6749 §1.5 and §6: a refresh token obtains a new access token when the current one expires, without a new authorization",
+                "spec 2025-11-25 basic/authorization §Token Handling; OAuth 2.1 draft §4.3 refresh token grant",
+            ],
+            CheckKind::ScopeStepUp => &[
+                "spec 2025-11-25 basic/authorization §Scope Challenge Handling: on 403 with error=\"insufficient_scope\" the client SHOULD re-authorize with the challenge's scope and retry (with a bound on attempts)",
+                "RFC 6750 §3.1 insufficient_scope",
+            ],
+            CheckKind::TokenAudience => &[
+                "spec 2025-11-25 basic/authorization §Resource Parameter Implementation: clients MUST send the resource parameter (RFC 8707) naming the MCP server in authorization and token requests",
+                "spec 2025-11-25 basic/authorization §Access Token Privilege Restriction / security best practices (token passthrough): a token is for the server it was issued for and MUST NOT be sent elsewhere",
+            ],
+            CheckKind::GivesUp => &[
+                "spec 2025-11-25 basic/authorization §Authorization Code Protection: if code_challenge_methods_supported is absent the client MUST refuse to proceed",
+                "RFC 9728 §3 / RFC 8414 §3: without the metadata there is no authorization server to ask; the client ends with a stated failure (non-zero exit, a message), not a loop or silence",
+            ],
         }
     }
 }
@@ -118,6 +153,9 @@ pub struct CaseDef {
     pub checks: &'static [CheckKind],
     /// Retry-After the scenario sends, in ms (rate-limited case).
     pub retry_after_ms: u64,
+    /// An OAuth case: the client runs with `MCP_TRIAGE_AUTH=oauth` and should authorize
+    /// (following the kitchen's auto-approving redirect) when the server asks.
+    pub oauth: bool,
 }
 
 /// Every case, in the order the matrix shows them.
@@ -133,6 +171,7 @@ pub fn all() -> Vec<CaseDef> {
         arguments,
         checks,
         retry_after_ms: 0,
+        oauth: false,
     };
     // Most cases: the scenario's own id, its run_configured_test_scenario tool, one message.
     let scenario = |id, params: Value, checks| case(id, id, params, run, msg.clone(), checks);
@@ -179,5 +218,38 @@ pub fn all() -> Vec<CaseDef> {
             json!({ "afterRequests": 0, "countMethod": "tools/call", "sessions": 1 }),
             &[Reinitialize],
         ),
+        oauth_case(
+            "auth.expired_token",
+            &[AuthBounded, RefreshOnce, TokenAudience],
+        ),
+        oauth_case("auth.revoked_refresh", &[AuthBounded, TokenAudience]),
+        oauth_case(
+            "auth.scope_step_up",
+            &[ScopeStepUp, AuthBounded, TokenAudience],
+        ),
+        oauth_case(
+            "auth.wrong_audience",
+            &[GivesUp, AuthBounded, TokenAudience],
+        ),
+        oauth_case("auth.missing_pkce", &[GivesUp]),
+        oauth_case("auth.metadata_404", &[GivesUp]),
     ]
+}
+
+/// An `auth.oauth_flow` case: `auth.<fault>` meets the kitchen's authorization server
+/// misbehaving as `fault` says. The kitchen approves every authorization at once by
+/// redirecting, so a client that follows the redirect needs no person; one that does no OAuth
+/// fails these cases, which is its gap.
+fn oauth_case(id: &'static str, checks: &'static [CheckKind]) -> CaseDef {
+    let fault = id.strip_prefix("auth.").expect("auth.<fault>");
+    CaseDef {
+        id,
+        scenario: "auth.oauth_flow",
+        params: json!({ "fault": fault }),
+        tool: "run_configured_test_scenario",
+        arguments: json!({ "message": "from mcp-triage judge" }),
+        checks,
+        retry_after_ms: 0,
+        oauth: true,
+    }
 }

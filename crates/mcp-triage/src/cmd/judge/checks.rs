@@ -25,7 +25,31 @@ pub struct Ctx<'a> {
     pub exit: Option<i32>,
     /// What the client printed: stdout, then stderr.
     pub output: &'a str,
+    /// OAuth cases: how much each counter of the kitchen's authorization server grew during
+    /// the case (`registrations`, `authorizations`, `codeGrants`, `refreshGrants`,
+    /// `refusedTokenRequests`, `misdirectedTokens`, …).
+    pub oauth: Option<&'a Value>,
 }
+
+/// `after - before` for every numeric counter of `after`.
+pub fn counter_delta(before: &Value, after: &Value) -> Value {
+    let mut m = Map::new();
+    for (k, v) in after.as_object().into_iter().flatten() {
+        let a = v.as_u64().unwrap_or(0);
+        let b = before[k].as_u64().unwrap_or(0);
+        m.insert(k.clone(), json!(a.saturating_sub(b)));
+    }
+    Value::Object(m)
+}
+
+/// Token requests an OAuth client may make in one case: one authorization code, one refresh,
+/// one more authorization when the refresh is refused or the scope must grow.
+const MAX_TOKEN_REQUESTS: u64 = 3;
+/// Authorizations (visits to the authorize endpoint) an OAuth client may make in one case.
+const MAX_AUTHORIZATIONS: u64 = 2;
+/// 401 answers one request may collect: the first challenge, and one per token the client
+/// tried with it (first, refreshed, re-authorized).
+const MAX_UNAUTHORIZED: usize = 4;
 
 /// A journal entry cut down to the fields a reader needs to see why a check decided.
 pub fn journal_line(e: &Value) -> String {
@@ -51,7 +75,11 @@ pub fn journal_line(e: &Value) -> String {
     let mut h = Map::new();
     if let Some(hs) = e["headers"].as_object() {
         for (k, v) in hs {
-            if k.starts_with("mcp-") || k == "last-event-id" || k == "idempotency-key" {
+            if k.starts_with("mcp-")
+                || k == "last-event-id"
+                || k == "idempotency-key"
+                || k == "authorization"
+            {
                 h.insert(k.clone(), v.clone());
             }
         }
@@ -165,6 +193,237 @@ pub fn grade(kind: CheckKind, cx: &Ctx<'_>) -> Check {
         CheckKind::Headers2026 => headers_2026(cx),
         CheckKind::InTime => in_time(cx),
         CheckKind::ReportedOutcome => reported_outcome(cx),
+        CheckKind::AuthBounded => auth_bounded(cx),
+        CheckKind::RefreshOnce => refresh_once(cx),
+        CheckKind::ScopeStepUp => scope_step_up(cx),
+        CheckKind::TokenAudience => token_audience(cx),
+        CheckKind::GivesUp => gives_up(cx),
+    }
+}
+
+fn counter(cx: &Ctx<'_>, k: &str) -> u64 {
+    cx.oauth.and_then(|o| o[k].as_u64()).unwrap_or(0)
+}
+
+/// The authorization server's counters as evidence.
+fn counters_line(cx: &Ctx<'_>) -> String {
+    format!(
+        "authorization server during the case: {}",
+        cx.oauth.cloned().unwrap_or(Value::Null)
+    )
+}
+
+fn token_requests(cx: &Ctx<'_>) -> u64 {
+    counter(cx, "codeGrants") + counter(cx, "refreshGrants") + counter(cx, "refusedTokenRequests")
+}
+
+fn auth_fail(cx: &Ctx<'_>, k: CheckKind, m: String, ev: &[&Value]) -> Check {
+    let mut lines: Vec<String> = ev.iter().map(|e| journal_line(e)).collect();
+    lines.push(counters_line(cx));
+    cx.check(k, Status::Fail, m).with_evidence(lines)
+}
+
+fn unauthorized<'a>(cx: &Ctx<'a>) -> Vec<&'a Value> {
+    cx.entries
+        .iter()
+        .filter(|e| e["status"] == json!(401))
+        .collect()
+}
+
+fn auth_bounded(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::AuthBounded;
+    let refused = unauthorized(cx);
+    // The same request (method and id) sent again and again after 401s is the loop; a client
+    // that gave up on one request and goes on to its next meets one 401 there, which is not.
+    let mut most: Vec<&Value> = Vec::new();
+    for e in &refused {
+        let same: Vec<&Value> = refused
+            .iter()
+            .copied()
+            .filter(|o| {
+                o["method"] == e["method"] && o["id"] == e["id"] && o["session"] == e["session"]
+            })
+            .collect();
+        if same.len() > most.len() {
+            most = same;
+        }
+    }
+    let (tokens, authorizations) = (token_requests(cx), counter(cx, "authorizations"));
+    if most.len() > MAX_UNAUTHORIZED {
+        return auth_fail(
+            cx,
+            k,
+            format!(
+                "one {} request answered 401 {} times (at most {MAX_UNAUTHORIZED}): the client loops on a refused token",
+                s(most[0], "method").unwrap_or("HTTP"),
+                most.len()
+            ),
+            &[most[0], most[MAX_UNAUTHORIZED]],
+        );
+    }
+    if tokens > MAX_TOKEN_REQUESTS {
+        return auth_fail(
+            cx,
+            k,
+            format!("{tokens} token requests (at most {MAX_TOKEN_REQUESTS})"),
+            &[],
+        );
+    }
+    if authorizations > MAX_AUTHORIZATIONS {
+        return auth_fail(
+            cx,
+            k,
+            format!("{authorizations} authorizations (at most {MAX_AUTHORIZATIONS})"),
+            &[],
+        );
+    }
+    cx.pass(
+        k,
+        format!(
+            "{} answers 401 (at most {} for one request), {tokens} token requests, {authorizations} authorizations",
+            refused.len(),
+            most.len()
+        ),
+    )
+}
+
+fn refresh_once(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::RefreshOnce;
+    let (refreshes, codes) = (counter(cx, "refreshGrants"), counter(cx, "codeGrants"));
+    if codes == 0 {
+        return cx.skip(k, "no authorization code was exchanged: no token to expire");
+    }
+    match refreshes {
+        1 if codes == 1 => cx.pass(k, "the expired token was replaced by one refresh"),
+        1 => auth_fail(
+            cx,
+            k,
+            format!("refreshed once, yet authorized {codes} times"),
+            &[],
+        ),
+        0 => auth_fail(
+            cx,
+            k,
+            format!(
+                "no refresh: the expired access token was {}",
+                if codes > 1 {
+                    "replaced by a new authorization although the refresh token was good"
+                } else {
+                    "not replaced"
+                }
+            ),
+            &unauthorized(cx),
+        ),
+        n => auth_fail(cx, k, format!("{n} refreshes (one is enough)"), &[]),
+    }
+}
+
+fn scope_step_up(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::ScopeStepUp;
+    let calls = cx.calls();
+    let Some(pos) = calls.iter().position(|e| e["status"] == json!(403)) else {
+        return cx.skip(k, "no tools/call was answered 403 insufficient_scope");
+    };
+    let forbidden = calls.iter().filter(|e| e["status"] == json!(403)).count();
+    if forbidden > 2 {
+        return auth_fail(
+            cx,
+            k,
+            format!("{forbidden} tools/call answered 403 (a step-up is tried once)"),
+            &[calls[pos]],
+        );
+    }
+    let ok = calls[pos + 1..].iter().find(|e| {
+        e["status"]
+            .as_u64()
+            .is_some_and(|s| (200..300).contains(&s))
+    });
+    match ok {
+        Some(_) if counter(cx, "codeGrants") >= 2 => cx.pass(
+            k,
+            "403 insufficient_scope, re-authorized with more scope, called again",
+        ),
+        Some(e) => auth_fail(
+            cx,
+            k,
+            "called again without a new authorization".into(),
+            &[calls[pos], e],
+        ),
+        None => auth_fail(
+            cx,
+            k,
+            "not called again with more scope after 403 insufficient_scope".into(),
+            &[calls[pos]],
+        ),
+    }
+}
+
+fn token_audience(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::TokenAudience;
+    let presented = cx
+        .entries
+        .iter()
+        .filter(|e| header(e, "authorization").is_some())
+        .count();
+    let misdirected = counter(cx, "misdirectedTokens");
+    if misdirected > 0 {
+        let with_token: Vec<&Value> = cx
+            .entries
+            .iter()
+            .filter(|e| header(e, "authorization").is_some())
+            .take(2)
+            .collect();
+        return auth_fail(
+            cx,
+            k,
+            format!("{misdirected} requests carried a token asked for another resource (or for none: no RFC 8707 resource)"),
+            &with_token,
+        );
+    }
+    if presented == 0 {
+        return cx.skip(k, "no request carried a token");
+    }
+    cx.pass(
+        k,
+        format!("{presented} requests with a token, each asked for this resource"),
+    )
+}
+
+fn gives_up(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::GivesUp;
+    if cx.timed_out {
+        return auth_fail(
+            cx,
+            k,
+            format!("still trying after {} s", cx.timeout_s),
+            &cx.entries.last().into_iter().collect::<Vec<_>>(),
+        );
+    }
+    if cx.case.params["fault"] == "missing_pkce" && counter(cx, "authorizations") > 0 {
+        return auth_fail(
+            cx,
+            k,
+            "authorized although the metadata lists no S256 code_challenge_methods_supported"
+                .into(),
+            &[],
+        );
+    }
+    let last = cx.output.lines().map(str::trim).rfind(|l| !l.is_empty());
+    match (cx.exit, last) {
+        (Some(0), _) => auth_fail(
+            cx,
+            k,
+            "exit 0 although no usable token can be had".into(),
+            &[],
+        ),
+        (_, None) => auth_fail(cx, k, "stopped without a word".into(), &[]),
+        (code, Some(said)) => cx.pass(
+            k,
+            format!(
+                "exit {}, stated: {said}",
+                code.map_or("by signal".into(), |c| c.to_string())
+            ),
+        ),
     }
 }
 
@@ -173,6 +432,16 @@ fn tool_called(cx: &Ctx<'_>) -> Check {
     let n = cx.calls().len();
     if n > 0 {
         return cx.pass(k, format!("{n} tools/call of {}", cx.case.tool));
+    }
+    if cx.case.checks.contains(&CheckKind::GivesUp) {
+        // No usable token: the call cannot get through, and stopping is graded by gives_up.
+        return cx.skip(
+            k,
+            format!(
+                "no tools/call of {}: no usable token can be had (graded by gives_up)",
+                cx.case.tool
+            ),
+        );
     }
     if cx.case.checks.contains(&CheckKind::Reinitialize) {
         if let Some(expired) = cx.entries.iter().find(|e| is_expiry(e)) {
@@ -612,6 +881,7 @@ mod tests {
                 timeout_s: 20.0,
                 exit: Some(0),
                 output: "",
+                oauth: None,
             },
         )
     }
@@ -774,6 +1044,7 @@ mod tests {
             timeout_s: 20.0,
             exit,
             output,
+            oauth: None,
         }
     }
 
@@ -836,6 +1107,66 @@ mod tests {
         assert_eq!(g[0].status, Status::Skip, "{:?}", g[0]);
         assert!(g[0].message.contains("tools/list"));
         assert_eq!(g[1].status, Status::Fail);
+    }
+
+    /// Issue 13 item 3: the auth checks read the journal and the authorization server's
+    /// counters grown during the case.
+    #[test]
+    fn auth_checks_bound_loops_and_need_a_stated_give_up() {
+        let c = case("auth.wrong_audience");
+        let refused = |id: u64| {
+            json!({"receivedMs": id, "httpMethod": "POST", "era": "legacy", "method": "initialize",
+                   "id": id, "status": 401, "headers": {"authorization": "[redacted]"}})
+        };
+        let grown = counter_delta(
+            &json!({"authorizations": 5, "codeGrants": 5, "refreshGrants": 1}),
+            &json!({"authorizations": 7, "codeGrants": 7, "refreshGrants": 2}),
+        );
+        assert_eq!(
+            grown,
+            json!({"authorizations": 2, "codeGrants": 2, "refreshGrants": 1})
+        );
+        let with = |entries: &[Value], oauth: &Value, exit: Option<i32>, output: &str, k| {
+            let mut cx = ctx(&c, entries, exit, output);
+            cx.oauth = Some(oauth);
+            grade(k, &cx)
+        };
+        // One request refused four times, three token requests: within the bounds. The same
+        // request a fifth time is a loop; four requests refused once each are not.
+        let four = [refused(1), refused(1), refused(1), refused(1)];
+        let k = CheckKind::AuthBounded;
+        assert_eq!(with(&four, &grown, Some(1), "x", k).status, Status::Pass);
+        let mut five = four.to_vec();
+        five.push(refused(1));
+        let r = with(&five, &grown, Some(1), "x", k);
+        assert_eq!(r.status, Status::Fail, "{r:?}");
+        assert!(r.evidence.last().unwrap().contains("authorization server"));
+        let spread: Vec<Value> = (1..=6).map(refused).collect();
+        assert_eq!(with(&spread, &grown, Some(1), "x", k).status, Status::Pass);
+        let many = json!({"authorizations": 3, "codeGrants": 3});
+        assert_eq!(with(&four, &many, Some(1), "x", k).status, Status::Fail);
+        // Giving up: a non-zero exit with a message; exit 0 or silence fail.
+        let k = CheckKind::GivesUp;
+        assert_eq!(
+            with(&four, &grown, Some(1), "gave up: 401", k).status,
+            Status::Pass
+        );
+        assert_eq!(with(&four, &grown, Some(0), "ok", k).status, Status::Fail);
+        assert_eq!(with(&four, &grown, Some(1), " \n", k).status, Status::Fail);
+        // Under missing_pkce, any authorization is a failure, message or not.
+        let c = case("auth.missing_pkce");
+        let mut cx = ctx(&c, &four, Some(1), "refused");
+        let authorized = json!({"authorizations": 1});
+        cx.oauth = Some(&authorized);
+        assert_eq!(grade(k, &cx).status, Status::Fail);
+        // A token asked for another resource fails token_audience.
+        let c = case("auth.expired_token");
+        let mut cx = ctx(&c, &four, Some(0), "");
+        let misdirected = json!({"misdirectedTokens": 1});
+        cx.oauth = Some(&misdirected);
+        assert_eq!(grade(CheckKind::TokenAudience, &cx).status, Status::Fail);
+        cx.oauth = Some(&grown);
+        assert_eq!(grade(CheckKind::TokenAudience, &cx).status, Status::Pass);
     }
 
     #[test]

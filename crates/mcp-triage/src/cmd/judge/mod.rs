@@ -9,7 +9,13 @@
 //!
 //! - `MCP_TRIAGE_SCENARIO`: the case id (e.g. `errors.tool_error`),
 //! - `MCP_TRIAGE_URL`: the MCP URL (also substituted for `{url}` in the command),
-//! - `MCP_TRIAGE_TOOL` and `MCP_TRIAGE_ARGS` (JSON): the one tool call to make.
+//! - `MCP_TRIAGE_TOOL` and `MCP_TRIAGE_ARGS` (JSON): the one tool call to make,
+//! - `MCP_TRIAGE_AUTH`: `oauth` in the `auth.*` cases (the server asks for OAuth; the kitchen's
+//!   authorization server approves at once by redirecting), empty otherwise.
+//!
+//! The `auth.*` cases are also graded by the kitchen authorization server's counters
+//! (`oauth` in `/kitchen/counters`), taken before and after the case: cases run one at a time,
+//! so the difference is this client's.
 
 pub mod cases;
 pub mod checks;
@@ -211,6 +217,7 @@ async fn run_client(
         .env("MCP_TRIAGE_URL", url)
         .env("MCP_TRIAGE_TOOL", case.tool)
         .env("MCP_TRIAGE_ARGS", case.arguments.to_string())
+        .env("MCP_TRIAGE_AUTH", if case.oauth { "oauth" } else { "" })
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -316,6 +323,7 @@ async fn judge(args: &JudgeArgs, cmd: &str, cases: &[CaseDef]) -> Result<Report,
             handle.scenario_url(case.scenario),
             mcp_triage_kitchen::mcp::percent_encode(&case.params.to_string())
         );
+        let oauth_before = handle.kitchen().oauth_counters();
         let run = match run_client(cmd, case, &url, timeout).await {
             Ok(r) => r,
             Err(e) => {
@@ -335,7 +343,11 @@ async fn judge(args: &JudgeArgs, cmd: &str, cases: &[CaseDef]) -> Result<Report,
             .filter(|e| e["instance"].as_str().is_some_and(|s| s.ends_with(&suffix)))
             .collect();
         let printed = format!("{}\n{}", run.stdout, run.stderr);
+        let oauth = case
+            .oauth
+            .then(|| checks::counter_delta(&oauth_before, &handle.kitchen().oauth_counters()));
         let cx = checks::Ctx {
+            oauth: oauth.as_ref(),
             case,
             entries: &entries,
             sse_retry_ms,
