@@ -28,6 +28,17 @@ pub enum Interruption {
 /// How many bytes of an unexpected body are kept to show in the verdict's detail.
 const SNIPPET_BYTES: usize = 160;
 
+/// Past this many buffered bytes a JSON body's buffer is reserved up to `maxBodyBytes` in one step
+/// instead of doubling. Doubling copies the body into a block twice its size each time and frees
+/// the old block; an allocator that keeps freed pages a while (mimalloc, which the proxy uses) then
+/// holds about twice the limit for a body that runs past it. Pages of the one reserved block are
+/// only touched as the body fills them, so resident memory stays near the body's size.
+const RESERVE_TO_LIMIT_AFTER: usize = 1 << 20;
+
+/// Limits above this keep doubling: reserving gigabytes of address space up front could fail
+/// where growing with the body would not.
+const RESERVE_TO_LIMIT_MAX: u64 = 1 << 30;
+
 #[derive(Debug)]
 enum State {
     /// Status outside 2xx: keep a bounded prefix of the body to decode a JSON-RPC error.
@@ -146,6 +157,13 @@ impl ResponseClassifier {
                     let v = self.limit_verdict("maxBodyBytes", limits.max_body_bytes);
                     self.state = State::Decided(Box::new(v));
                 } else {
+                    let needed = buf.len() + chunk.len();
+                    if needed > buf.capacity()
+                        && needed > RESERVE_TO_LIMIT_AFTER
+                        && limits.max_body_bytes <= RESERVE_TO_LIMIT_MAX
+                    {
+                        buf.reserve_exact(limits.max_body_bytes as usize - buf.len());
+                    }
                     buf.extend_from_slice(chunk);
                 }
             }
@@ -432,6 +450,50 @@ mod tests {
         let v = c.interrupted(Interruption::TimedOut("deadline".into()));
         assert_eq!(v.outcome, Outcome::Timeout);
         assert_eq!(v.stream.unwrap().notifications, 1);
+    }
+
+    fn json_capacity(c: &ResponseClassifier) -> Option<usize> {
+        match &c.state {
+            State::Json { buf } => Some(buf.capacity()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_large_json_body_reserves_up_to_the_limit_once() {
+        let limit = 8 << 20;
+        let c = ctx().with_limits(Limits {
+            max_body_bytes: limit,
+            ..Limits::DEFAULT
+        });
+        let json = ResponseHead::new(200).content_type("application/json");
+        let mut sm = ResponseClassifier::new(&json, c);
+        let chunk = [b' '; 64 << 10];
+        for _ in 0..16 {
+            sm.feed(&chunk);
+        }
+        // Up to 1 MiB the buffer grows as a Vec does.
+        assert!(json_capacity(&sm).unwrap() < limit as usize);
+        sm.feed(&chunk);
+        assert_eq!(json_capacity(&sm), Some(limit as usize));
+        // Filling it to the limit moves nothing: the capacity stays the one reservation.
+        for _ in 17..128 {
+            sm.feed(&chunk);
+        }
+        assert_eq!(json_capacity(&sm), Some(limit as usize));
+        sm.feed(b" ");
+        assert_eq!(sm.finish().limit.unwrap().name, "maxBodyBytes");
+
+        // A limit too large to reserve keeps the Vec's own growth.
+        let c = ctx().with_limits(Limits {
+            max_body_bytes: 4 << 30,
+            ..Limits::DEFAULT
+        });
+        let mut sm = ResponseClassifier::new(&json, c);
+        for _ in 0..17 {
+            sm.feed(&chunk);
+        }
+        assert!(json_capacity(&sm).unwrap() < 4 << 20);
     }
 
     #[test]
