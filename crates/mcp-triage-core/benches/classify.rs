@@ -190,6 +190,33 @@ fn benches(c: &mut Criterion) {
         b.iter(|| feed_in_chunks(black_box(&head), black_box(&body), &ctx, 4096))
     });
 
+    // A large body fed as the proxy and client feed it: past 1 MiB it is scanned as it arrives
+    // and only a compacted copy is kept; beside it the same body buffered whole (the path taken
+    // with an output schema), so the cost of bounded memory is read off in the same run.
+    for (name, body) in [
+        ("text-8MiB", text_result(8 * MIB)),
+        ("image-base64-8MiB", image_result(8 * MIB)),
+    ] {
+        let head = json_head();
+        group.throughput(Throughput::Bytes(body.len() as u64));
+        group
+            .sample_size(20)
+            .measurement_time(Duration::from_secs(6));
+        for (how, after) in [("compacted", Some(1 << 20)), ("whole", None)] {
+            let feed = |body: &[u8]| {
+                let mut c = ResponseClassifier::new(&head, ctx.clone()).compact_json_after(after);
+                for chunk in body.chunks(64 << 10) {
+                    c.feed(chunk);
+                }
+                c.finish().outcome
+            };
+            assert_eq!(feed(&body), Outcome::ToolSuccess, "{name} {how}");
+            group.bench_function(format!("json/{name}/64KiB-chunks/{how}"), |b| {
+                b.iter(|| feed(black_box(&body)))
+            });
+        }
+    }
+
     // 10,000 levels of structuredContent, two more for the envelope and the result: raise
     // maxDepth so that it is classified in full rather than stopped at the limit.
     let deep_ctx = CallContext::new(1).with_limits(Limits {

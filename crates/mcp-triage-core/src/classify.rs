@@ -10,7 +10,7 @@
 use crate::http::{
     parse_retry_after, parse_www_authenticate, reason, MediaType, MediaTypeKind, ResponseHead,
 };
-use crate::json::{self, ParseFailure};
+use crate::json::{self, Compactor, ParseFailure, ScanFailure, KEEP_SOLID_CHARS};
 use crate::protocol::CallContext;
 use crate::rules::{classify_document, Findings};
 use crate::sse::{with_stack_for_depth, SseClassifier, StreamEvent};
@@ -39,12 +39,21 @@ const RESERVE_TO_LIMIT_AFTER: usize = 1 << 20;
 /// where growing with the body would not.
 const RESERVE_TO_LIMIT_MAX: u64 = 1 << 30;
 
+/// Past this many bytes a JSON body is no longer buffered whole: it is scanned as it arrives and
+/// only a compacted copy (long string values cut) is kept, so a huge answer costs about this much
+/// memory instead of up to `maxBodyBytes`. Smaller bodies are parsed as they are: the compacted
+/// path reaches the same verdict, but in words of its own for a body that is not JSON.
+const COMPACT_AFTER: usize = 1 << 20;
+
 #[derive(Debug)]
 enum State {
     /// Status outside 2xx: keep a bounded prefix of the body to decode a JSON-RPC error.
     HttpError { buf: Vec<u8>, truncated: bool },
     /// `application/json`: buffer up to `maxBodyBytes`.
     Json { buf: Vec<u8> },
+    /// `application/json` past [`COMPACT_AFTER`] bytes: scanned as it arrives, only a compacted
+    /// copy kept (see `json/compact.rs`).
+    JsonCompacted(Box<Compactor>),
     /// `text/event-stream`.
     Sse(Box<SseClassifier>),
     /// Any other media type: keep a snippet for the detail.
@@ -62,6 +71,8 @@ pub struct ResponseClassifier {
     ctx: CallContext,
     status: u16,
     state: State,
+    /// Bytes of JSON body buffered whole before it is compacted instead (`None`: never).
+    compact_after: Option<usize>,
     body_bytes: u64,
     findings: Findings,
     retry_after_ms: Option<u64>,
@@ -108,15 +119,31 @@ impl ResponseClassifier {
                 },
             }
         };
+        // The compacted copy cuts long strings: not when a schema reads every character of
+        // `structuredContent`, nor when the expected id is itself a long string.
+        let id_is_long = matches!(&ctx.expected_id, crate::RequestId::String(s) if s.chars().count() >= KEEP_SOLID_CHARS);
+        let compact_after = (ctx.output_schema.is_none() && !id_is_long).then_some(COMPACT_AFTER);
         ResponseClassifier {
             status: head.status,
             state,
+            compact_after,
             body_bytes: 0,
             findings,
             retry_after_ms,
             auth,
             ctx,
         }
+    }
+
+    /// Sets how many bytes of an `application/json` body are buffered whole before the rest is
+    /// scanned as it arrives and only a compacted copy is kept (default 1 MiB; `None`: always
+    /// buffer whole). The verdict is the same either way, except that a body that is not JSON
+    /// is described in the scanner's words. Tests set `Some(0)` to compare the two paths.
+    pub fn compact_json_after(mut self, bytes: Option<usize>) -> Self {
+        if self.compact_after.is_some() {
+            self.compact_after = bytes;
+        }
+        self
     }
 
     /// True once the verdict is known: the caller may stop reading the body.
@@ -156,6 +183,14 @@ impl ResponseClassifier {
                 if buf.len() as u64 + chunk.len() as u64 > limits.max_body_bytes {
                     let v = self.limit_verdict("maxBodyBytes", limits.max_body_bytes);
                     self.state = State::Decided(Box::new(v));
+                } else if self
+                    .compact_after
+                    .is_some_and(|after| buf.len() + chunk.len() > after)
+                {
+                    let mut c = Compactor::new(limits.max_depth, limits.max_body_bytes);
+                    c.feed(buf);
+                    c.feed(chunk);
+                    self.state = State::JsonCompacted(Box::new(c));
                 } else {
                     let needed = buf.len() + chunk.len();
                     if needed > buf.capacity()
@@ -165,6 +200,14 @@ impl ResponseClassifier {
                         buf.reserve_exact(limits.max_body_bytes as usize - buf.len());
                     }
                     buf.extend_from_slice(chunk);
+                }
+            }
+            State::JsonCompacted(c) => {
+                if self.body_bytes > limits.max_body_bytes {
+                    let v = self.limit_verdict("maxBodyBytes", limits.max_body_bytes);
+                    self.state = State::Decided(Box::new(v));
+                } else {
+                    c.feed(chunk);
                 }
             }
             State::Sse(s) => s.feed(chunk),
@@ -187,6 +230,13 @@ impl ResponseClassifier {
             State::HttpError { buf, truncated } => self.http_error(&buf, truncated, None),
             _ if self.body_bytes == 0 => self.missing_response(),
             State::Json { buf } => self.json_body(&buf),
+            State::JsonCompacted(c) => match c.finish() {
+                Ok(copy) => self.json_body(&copy),
+                Err(f) => {
+                    let hint = scan_hint(&f);
+                    failure_verdict(f.failure, hint)
+                }
+            },
             State::Sse(s) => s.finish(),
             State::Other { snippet, media } => {
                 self.state = State::Other { snippet, media };
@@ -356,18 +406,39 @@ pub(crate) fn json_verdict(body: &[u8], ctx: &CallContext) -> Verdict {
             let depth = parsed.depth;
             with_stack_for_depth(depth, || classify_document(&parsed, ctx))
         }
-        Err(ParseFailure::Malformed(why)) => {
+        Err(failure) => {
             let hint = if body.starts_with(b"\xEF\xBB\xBF") {
-                " (the body starts with a byte order mark)"
+                BOM_HINT
             } else if body.iter().all(u8::is_ascii_whitespace) {
-                " (the body is only white space)"
+                WHITE_SPACE_HINT
             } else {
                 ""
             };
-            Verdict::new(Outcome::MalformedJson)
-                .with_detail(format!("the body is not valid JSON: {why}{hint}"))
+            failure_verdict(failure, hint)
         }
-        Err(ParseFailure::TooDeep { max }) => {
+    }
+}
+
+const BOM_HINT: &str = " (the body starts with a byte order mark)";
+const WHITE_SPACE_HINT: &str = " (the body is only white space)";
+
+/// The hint for a body the compacting scanner refused (the body itself is gone by then).
+fn scan_hint(f: &ScanFailure) -> &'static str {
+    if f.starts_with_bom {
+        BOM_HINT
+    } else if f.only_white_space {
+        WHITE_SPACE_HINT
+    } else {
+        ""
+    }
+}
+
+/// The verdict for a body that is not a classifiable JSON value.
+fn failure_verdict(failure: ParseFailure, hint: &str) -> Verdict {
+    match failure {
+        ParseFailure::Malformed(why) => Verdict::new(Outcome::MalformedJson)
+            .with_detail(format!("the body is not valid JSON: {why}{hint}")),
+        ParseFailure::TooDeep { max } => {
             let mut v = Verdict::new(Outcome::LimitExceeded).with_detail(format!(
                 "the body nests JSON deeper than maxDepth = {max}; it was not classified further"
             ));
@@ -459,10 +530,16 @@ mod tests {
         }
     }
 
+    /// A context whose output schema keeps JSON bodies whole (no compaction).
+    fn ctx_keeping_bodies_whole() -> CallContext {
+        let schema = crate::OutputSchema::compile(&serde_json::json!({"type": "object"})).unwrap();
+        ctx().with_output_schema(std::sync::Arc::new(schema))
+    }
+
     #[test]
     fn a_large_json_body_reserves_up_to_the_limit_once() {
         let limit = 8 << 20;
-        let c = ctx().with_limits(Limits {
+        let c = ctx_keeping_bodies_whole().with_limits(Limits {
             max_body_bytes: limit,
             ..Limits::DEFAULT
         });
@@ -485,7 +562,7 @@ mod tests {
         assert_eq!(sm.finish().limit.unwrap().name, "maxBodyBytes");
 
         // A limit too large to reserve keeps the Vec's own growth.
-        let c = ctx().with_limits(Limits {
+        let c = ctx_keeping_bodies_whole().with_limits(Limits {
             max_body_bytes: 4 << 30,
             ..Limits::DEFAULT
         });
@@ -494,6 +571,46 @@ mod tests {
             sm.feed(&chunk);
         }
         assert!(json_capacity(&sm).unwrap() < 4 << 20);
+    }
+
+    #[test]
+    fn a_large_json_body_is_compacted_as_it_arrives() {
+        let json = ResponseHead::new(200).content_type("application/json");
+        let limit = 32u64 << 20;
+        let c = ctx().with_limits(Limits {
+            max_body_bytes: limit,
+            ..Limits::DEFAULT
+        });
+        let mut sm = ResponseClassifier::new(&json, c.clone());
+        sm.feed(br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"oops "#);
+        let chunk = [b'x'; 64 << 10];
+        for _ in 0..256 {
+            sm.feed(&chunk);
+        }
+        // 16 MiB in: the classifier holds the compacted copy, not the body.
+        match &sm.state {
+            State::JsonCompacted(c) => assert!(c.held() < 64 << 10, "{}", c.held()),
+            other => panic!("not compacting: {other:?}"),
+        }
+        sm.feed(br#""}],"isError":true}}"#);
+        let v = sm.finish();
+        assert_eq!(v.outcome, Outcome::ToolError);
+        assert!(v
+            .detail
+            .unwrap()
+            .starts_with("the tool reported an error: oops xxx"));
+
+        // Past the limit it is still LIMIT_EXCEEDED, at the same byte as before.
+        let mut sm = ResponseClassifier::new(&json, c);
+        sm.feed(b"[\"");
+        for _ in 1..(limit as usize / chunk.len()) {
+            sm.feed(&chunk);
+        }
+        sm.feed(&chunk[2..]);
+        assert!(!sm.is_decided());
+        sm.feed(b"x");
+        assert!(sm.is_decided());
+        assert_eq!(sm.finish().limit.unwrap().name, "maxBodyBytes");
     }
 
     #[test]

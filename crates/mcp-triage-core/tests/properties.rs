@@ -6,6 +6,8 @@
 //! - (b) SSE chunk invariance: realistic generated streams fed in random chunk splits (and one
 //!   byte at a time) give exactly the verdict `classify` gives on the whole body.
 //! - (c) the same for `application/json` bodies.
+//! - (c') the same bodies, and ones with long strings, scanned and compacted as large bodies
+//!   are: the verdict of the whole body.
 //! - (d) duplicate member names: inside `result` → `INVALID_TOOL_RESULT`, in the envelope →
 //!   `INVALID_ENVELOPE`.
 //!
@@ -924,7 +926,7 @@ fn json_body() -> impl Strategy<Value = (JsonBody, Mangle)> {
 
 impl JsonBody {
     fn render(&self, expected: &RequestId, mangle: &Mangle) -> Vec<u8> {
-        let mut out = match self {
+        let out = match self {
             JsonBody::One(m, pretty) => m.render(expected, *pretty).into_bytes(),
             JsonBody::Batch(ms) => {
                 let items: Vec<Value> = ms.iter().map(|m| m.to_value(expected)).collect();
@@ -941,6 +943,11 @@ impl JsonBody {
                 s.into_bytes()
             }
         };
+        JsonBody::render_raw(out, mangle)
+    }
+
+    /// Applies `mangle` to a rendered body.
+    fn render_raw(mut out: Vec<u8>, mangle: &Mangle) -> Vec<u8> {
         match mangle {
             Mangle::None => {}
             Mangle::Truncate(i) => out.truncate(i.index(out.len() + 1)),
@@ -1178,6 +1185,96 @@ proptest! {
             let sv = classify(&ResponseHead::new(200).content_type("text/event-stream"), sse.as_bytes(), &ctx);
             prop_assert_eq!(sv.outcome, v.outcome, "as SSE: {}", data);
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (c') Large JSON bodies are scanned and compacted: the same verdicts as the whole body
+// ---------------------------------------------------------------------------------------------
+
+/// A string of up to ~3,000 characters: runs of any printable text, spaces, control
+/// characters and non-ASCII, so a cut after 1,024 solid characters lands anywhere.
+fn long_text() -> BoxedStrategy<String> {
+    vec(
+        prop_oneof![
+            4 => "\\PC{0,40}",
+            2 => " {1,200}",
+            1 => "[\\x00-\\x1f\\x7f]{1,8}",
+            1 => "[é€😀\\u{a0}\\u{2028}]{1,20}",
+        ],
+        0..120,
+    )
+    .prop_map(|parts| parts.concat())
+    .boxed()
+}
+
+/// A response whose strings may be long: tool text, error message, `jsonrpc`, id, a member name.
+fn long_string_body() -> BoxedStrategy<Value> {
+    prop_oneof![
+        3 => (vec(long_text(), 0..3), any::<bool>()).prop_map(|(texts, is_error)| {
+            let content: Vec<Value> = texts.into_iter().map(|t| json!({"type": "text", "text": t})).collect();
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"content": content, "isError": is_error}})
+        }),
+        1 => long_text().prop_map(|m| json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": m}})),
+        1 => long_text().prop_map(|t| json!({"jsonrpc": t, "id": 1, "result": {"content": []}})),
+        1 => long_text().prop_map(|t| json!({"jsonrpc": "2.0", "id": t, "result": {"content": []}})),
+        1 => long_text().prop_map(|t| {
+            let mut m = Map::new();
+            m.insert(t.clone(), json!(t));
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "_meta": Value::Object(m)}})
+        }),
+        1 => (long_text(), long_text()).prop_map(|(a, b)| json!({"jsonrpc": "2.0", "id": 1,
+            "result": {"resultType": a, "content": [{"type": b, "text": "x"}]}})),
+    ]
+    .boxed()
+}
+
+/// The whole body (parsed in one piece) and the same body scanned from its first byte on give
+/// the same verdict; a body that is not JSON is `MALFORMED_JSON` both ways.
+fn assert_compaction_invariant(
+    head: &ResponseHead,
+    body: &[u8],
+    ctx: &CallContext,
+    how: &Feeding,
+) -> Result<(), TestCaseError> {
+    let whole = classify(head, body, ctx);
+    let mut c = ResponseClassifier::new(head, ctx.clone()).compact_json_after(Some(0));
+    for chunk in chunks(body, how) {
+        c.feed(chunk);
+    }
+    let scanned = c.finish();
+    prop_assert_eq!(whole.outcome, scanned.outcome, "body {}", show(body));
+    if whole.outcome != Outcome::MalformedJson {
+        prop_assert_eq!(to_json(&whole), to_json(&scanned), "body {}", show(body));
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config(160))]
+
+    #[test]
+    fn compacted_json_gets_the_verdict_of_the_whole_body(
+        v in long_string_body(),
+        pretty in any::<bool>(),
+        m in mangle(),
+        how in feeding(),
+    ) {
+        let text = if pretty { serde_json::to_string_pretty(&v) } else { serde_json::to_string(&v) };
+        let body = JsonBody::render_raw(text.unwrap().into_bytes(), &m);
+        let head = ResponseHead::new(200).content_type("application/json");
+        assert_compaction_invariant(&head, &body, &CallContext::new(1), &how)?;
+    }
+
+    #[test]
+    fn compaction_keeps_the_verdict_of_realistic_bodies(
+        (b, m) in json_body(),
+        ctx in context(),
+        how in feeding(),
+    ) {
+        let body = b.render(&ctx.expected_id, &m);
+        let head = ResponseHead::new(200).content_type("application/json");
+        assert_compaction_invariant(&head, &body, &ctx, &how)?;
     }
 }
 

@@ -8,8 +8,10 @@
 //! of an f64 (`1e400`), which serde_json refuses, are valid JSON: they become [`Node::BigNumber`]
 //! (see [`node::parse_str`]).
 
+mod compact;
 mod node;
 
+pub(crate) use compact::{Compactor, ScanFailure, KEEP_SOLID_CHARS};
 pub(crate) use node::{
     drop_value_iteratively, escape_pointer, parse, JsonKind, Node, Object, ParseFailure, Parsed,
 };
