@@ -139,6 +139,11 @@ fn parse_ip(name: &str) -> Option<IpAddr> {
         .strip_prefix('[')
         .and_then(|n| n.strip_suffix(']'))
         .unwrap_or(name);
+    // The common case first, without `inet_aton`'s allocations: a dotted quad that the strict
+    // parser takes (four decimal parts, no leading zeros) means the same address to `inet_aton`.
+    if let Ok(v4) = bare.parse::<Ipv4Addr>() {
+        return Some(IpAddr::V4(v4));
+    }
     if let Ok(v6) = bare.parse::<Ipv6Addr>() {
         return Some(match v6.to_ipv4_mapped() {
             Some(v4) => IpAddr::V4(v4),
