@@ -125,8 +125,7 @@ if instr:
     per = {}
     for i in instr:
         per[(i["mode"], i["name"])] = (i["total_2n"] - i["total_n"]) / i["n"]
-        print(f"  {i['mode']:4} {LABELS[i['name']]:20} {per[(i['mode'], i['name'])]:10,.0f}"
-              f"   (startup and shutdown: {i['total_n'] - per[(i['mode'], i['name'])] * i['n']:,.0f})")
+        print(f"  {i['mode']:4} {LABELS[i['name']]:20} {per[(i['mode'], i['name'])]:10,.0f}")
     for mode in ("json", "sse"):
         p = per.get((mode, "nospin"))
         if p is None:
