@@ -4,10 +4,10 @@
 # rounds; instructions per exchange under callgrind; then a 1 GiB SSE response through the proxy
 # and its peak RSS.
 #
-#   bench/proxy-overhead.sh                 everything (about 12 minutes on 2 cores)
+#   bench/proxy-overhead.sh                 everything (about 8 minutes on 2 cores)
 #   bench/proxy-overhead.sh --quick         the throughput rounds only (shared and dedicated,
-#                                           3 rounds: about 3 minutes once built)
-#   bench/proxy-overhead.sh --instructions  the callgrind instruction counts only (about 2 minutes)
+#                                           3 rounds: about 2 minutes once built)
+#   bench/proxy-overhead.sh --instructions  the callgrind instruction counts only (about 1½ minutes)
 #   (env: ROUNDS=5 (3 with --quick) BENCH_SECONDS=2 CONCURRENCY=32 SSE_BYTES=1073741824 WORK_MS=5
 #    INSTR_EXCHANGES=2000 PROXY_BIN=path/to/another/mcp-triage NGINX=path/to/nginx)
 #
