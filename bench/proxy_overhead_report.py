@@ -118,6 +118,8 @@ if any(r["what"] in ("shared", "dedicated") for r in rows):
     if vs_nginx:
         targets.append("throughput >= nginx's: "
                        + ", ".join(f"{w} {say(v >= 1.0)} ({v:.2f}×)" for w, v in vs_nginx.items()))
+    else:
+        targets.append("throughput >= nginx's: not measured (no nginx)")
 
 if instr:
     print(f"instructions per exchange under callgrind (user space only; one exchange at a time; "
