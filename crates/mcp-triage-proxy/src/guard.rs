@@ -139,6 +139,11 @@ fn parse_ip(name: &str) -> Option<IpAddr> {
         .strip_prefix('[')
         .and_then(|n| n.strip_suffix(']'))
         .unwrap_or(name);
+    // The common case first, without `inet_aton`'s allocations: a dotted quad that the strict
+    // parser takes (four decimal parts, no leading zeros) means the same address to `inet_aton`.
+    if let Ok(v4) = bare.parse::<Ipv4Addr>() {
+        return Some(IpAddr::V4(v4));
+    }
     if let Ok(v6) = bare.parse::<Ipv6Addr>() {
         return Some(match v6.to_ipv4_mapped() {
             Some(v4) => IpAddr::V4(v4),
@@ -203,26 +208,29 @@ pub fn redact_query<'a>(path: &'a str, names: &[String]) -> Cow<'a, str> {
         return Cow::Borrowed(path);
     };
     let secret = |name: &str| {
-        let decoded = percent_decode(name);
+        // A name without `%` or `+` decodes to itself: no copy needed.
+        let decoded = if name.contains(['%', '+']) {
+            Cow::Owned(percent_decode(name))
+        } else {
+            Cow::Borrowed(name)
+        };
         ALWAYS_REDACTED_QUERY
             .iter()
             .any(|n| n.eq_ignore_ascii_case(&decoded))
             || names.iter().any(|n| n.eq_ignore_ascii_case(&decoded))
     };
-    let mut changed = false;
+    let is_secret_pair = |pair: &str| pair.split_once('=').is_some_and(|(name, _)| secret(name));
+    // Every exchange's path passes here and most queries hold no secret: look before building.
+    if !query.split('&').any(is_secret_pair) {
+        return Cow::Borrowed(path);
+    }
     let pairs: Vec<String> = query
         .split('&')
         .map(|pair| match pair.split_once('=') {
-            Some((name, _)) if secret(name) => {
-                changed = true;
-                format!("{name}={REDACTED}")
-            }
+            Some((name, _)) if secret(name) => format!("{name}={REDACTED}"),
             _ => pair.to_string(),
         })
         .collect();
-    if !changed {
-        return Cow::Borrowed(path);
-    }
     Cow::Owned(format!("{before}?{}", pairs.join("&")))
 }
 
@@ -372,6 +380,11 @@ mod tests {
         let none: Vec<String> = Vec::new();
         assert_eq!(redact_query("/mcp", &none), "/mcp");
         assert_eq!(redact_query("/mcp?a=1&b=2", &none), "/mcp?a=1&b=2");
+        // Nothing to redact: the path itself comes back, not a copy.
+        assert!(matches!(
+            redact_query("/mcp?a=1&b%20c=2&d+e=3", &none),
+            Cow::Borrowed("/mcp?a=1&b%20c=2&d+e=3")
+        ));
         assert_eq!(
             redact_query(
                 "/mcp?access_token=s3cret&a=1&TOKEN=x&key=&k%65y=y&keys=z",

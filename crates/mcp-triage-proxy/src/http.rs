@@ -60,16 +60,20 @@ use crate::record::{Record, RecordKind};
 use crate::RecordSink;
 
 /// Hop-by-hop header names (RFC 9110 §7.6.1), removed in both directions besides those the
-/// `Connection` header lists.
-const HOP_BY_HOP: [&str; 7] = [
-    "connection",
-    "proxy-connection",
-    "keep-alive",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
+/// `Connection` header lists. `HeaderName`s rather than strings, as are [`MCP_SESSION_ID`] and
+/// [`MCP_PROTOCOL_VERSION`]: a `HeaderMap` looked up by a string parses and checks the name on
+/// every call, which was about 2% of the proxy's instructions per exchange.
+static HOP_BY_HOP: [HeaderName; 7] = [
+    header::CONNECTION,
+    HeaderName::from_static("proxy-connection"),
+    HeaderName::from_static("keep-alive"),
+    header::TE,
+    header::TRAILER,
+    header::TRANSFER_ENCODING,
+    header::UPGRADE,
 ];
+static MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+static MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 
 /// How long a request body that the upstream never read is still read for its record.
 const REQUEST_DRAIN: Duration = Duration::from_secs(5);
@@ -1255,7 +1259,7 @@ impl std::fmt::Display for Cut {
 
 impl std::error::Error for Cut {}
 
-fn header_string(h: &HeaderMap, name: &str) -> Option<String> {
+fn header_string(h: &HeaderMap, name: &HeaderName) -> Option<String> {
     h.get(name)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
@@ -1273,7 +1277,7 @@ pub fn strip_hop_by_hop(h: &mut HeaderMap) {
     for n in listed {
         h.remove(n);
     }
-    for n in HOP_BY_HOP {
+    for n in &HOP_BY_HOP {
         h.remove(n);
     }
 }
@@ -1304,9 +1308,9 @@ async fn handle(
         }
     }
     let origin = Origin {
-        session_id: header_string(&parts.headers, "mcp-session-id"),
-        protocol_version: header_string(&parts.headers, "mcp-protocol-version"),
-        user_agent: header_string(&parts.headers, "user-agent"),
+        session_id: header_string(&parts.headers, &MCP_SESSION_ID),
+        protocol_version: header_string(&parts.headers, &MCP_PROTOCOL_VERSION),
+        user_agent: header_string(&parts.headers, &header::USER_AGENT),
         peer: String::from(&*peer),
     };
     let observer = &sh.observer;
@@ -1404,7 +1408,7 @@ async fn handle(
             strip_hop_by_hop(&mut parts.headers);
             let obs = ResponseObserver {
                 sh: sh.clone(),
-                session_assigned: header_string(&parts.headers, "mcp-session-id"),
+                session_assigned: header_string(&parts.headers, &MCP_SESSION_ID),
                 head,
                 response_headers,
                 bytes: 0,
@@ -1531,10 +1535,11 @@ fn refuse(
     r.outcome = "REFUSED".into();
     r.layer = Some("transport".into());
     r.classified = false;
-    r.client = header_string(&parts.headers, "user-agent").map(|ua| crate::record::ClientId {
-        user_agent: Some(ua),
-        ..Default::default()
-    });
+    r.client =
+        header_string(&parts.headers, &header::USER_AGENT).map(|ua| crate::record::ClientId {
+            user_agent: Some(ua),
+            ..Default::default()
+        });
     r.warnings.push(crate::record::ProxyWarning {
         code: refusal.code.into(),
         detail: format!("{} (from {peer})", refusal.reason),
