@@ -424,3 +424,278 @@ fn between(s: &str, start: &str, end: &str) -> Option<String> {
     let len = s[at..].find(end)?;
     Some(s[at..at + len].to_string())
 }
+
+/// SSE timing: `sse.keepalive` (its tool `run_configured_test_scenario`) sends comment lines `intervalMs` apart before its result, and the
+/// capture's `chunks` say when each arrived (offsets from the response head, at least the
+/// kitchen's delays apart); a stream that ends cleanly before its response
+/// (`sse.cut_before_response`) is `complete` and `STREAM_INCOMPLETE`, one broken mid-event
+/// (`sse.cut_mid_event`) ends `upstream_closed`, and classify judges every line as the proxy did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sse_chunks_keep_their_timing_and_a_cut_stream_says_so() {
+    let kitchen = kitchen().await;
+    let dir = tmpdir("sse");
+    let cap = dir.join("capture.jsonl");
+    let upstream = kitchen.base_url();
+    let cap2 = cap.clone();
+    let (status, err) = tokio::task::spawn_blocking(move || {
+        let proxy = start_proxy(&upstream, &[OsStr::new("--capture"), cap2.as_os_str()]);
+        let r = call(
+            &proxy.addr,
+            "/s/sse.keepalive/mcp?comments=3&intervalMs=150",
+            1,
+            "run_configured_test_scenario",
+            "{}",
+            &[],
+        );
+        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+        call(
+            &proxy.addr,
+            "/s/sse.cut_before_response/mcp",
+            2,
+            "run_configured_test_scenario",
+            "{}",
+            &[],
+        );
+        call(
+            &proxy.addr,
+            "/s/sse.cut_mid_event/mcp",
+            3,
+            "run_configured_test_scenario",
+            "{}",
+            &[],
+        );
+        stop(proxy)
+    })
+    .await
+    .unwrap();
+    assert!(status.success(), "{err}");
+    let lines = json_lines(&cap);
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    let keepalive = &lines[0];
+    assert_eq!(keepalive["end"], "complete");
+    assert_eq!(keepalive["contentType"], "text/event-stream");
+    let at: Vec<f64> = keepalive["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c[0].as_f64().unwrap())
+        .collect();
+    assert!(at.len() >= 4, "three comments and the result: {at:?}");
+    assert!(at.windows(2).all(|w| w[0] <= w[1]), "{at:?}");
+    // The three gaps the kitchen slept are in the offsets (lower bounds only: a loaded machine
+    // may add to them, never take away).
+    let gaps = at.windows(2).filter(|w| w[1] - w[0] >= 140.0).count();
+    assert!(gaps >= 2, "{at:?}");
+    assert!(*at.last().unwrap() >= 2.0 * 150.0, "{at:?}");
+    let sum: u64 = keepalive["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c[1].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum as usize, keepalive["body"].as_str().unwrap().len());
+    assert!(keepalive["headMs"].as_f64().unwrap() >= 0.0);
+    // `sse.cut_before_response` ends its body cleanly (the terminating chunk) without the
+    // response: HTTP-wise complete, MCP-wise incomplete.
+    let short = &lines[1];
+    assert_eq!(short["end"], "complete", "{short}");
+    assert_eq!(short["verdict"], "STREAM_INCOMPLETE", "{short}");
+    // `sse.cut_mid_event` breaks the connection inside an event.
+    let cut = &lines[2];
+    assert_eq!(cut["end"], "upstream_closed", "{cut}");
+    let verdicts = classify_batch(&cap);
+    assert_eq!(verdicts.len(), 3);
+    for (v, l) in verdicts.iter().zip(&lines) {
+        assert_eq!(v["outcome"], l["verdict"], "{l}");
+    }
+    kitchen.shutdown().await;
+}
+
+/// `--capture-max-bytes` rotates the file into FILE.1, FILE.2 (no more than `--capture-keep`),
+/// each file at most the limit; `--capture-max-body` cuts bodies and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn captures_rotate_and_bodies_are_bounded() {
+    let kitchen = kitchen().await;
+    let dir = tmpdir("rotate");
+    let cap = dir.join("capture.jsonl");
+    let upstream = kitchen.base_url();
+    let cap2 = cap.clone();
+    let (status, err) = tokio::task::spawn_blocking(move || {
+        let proxy = start_proxy(
+            &upstream,
+            &[
+                OsStr::new("--capture"),
+                cap2.as_os_str(),
+                OsStr::new("--capture-max-bytes=2500"),
+                OsStr::new("--capture-keep=2"),
+                OsStr::new("--capture-max-body=64"),
+            ],
+        );
+        for id in 0..12 {
+            let r = call(&proxy.addr, "/mcp", id, "test_simple_text", "{}", &[]);
+            assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+        }
+        stop(proxy)
+    })
+    .await
+    .unwrap();
+    assert!(status.success(), "{err}");
+    assert!(err.contains("12 exchange(s) captured"), "{err}");
+    let rotated = |n: u32| PathBuf::from(format!("{}.{n}", cap.display()));
+    let mut seen = 0;
+    for p in [cap.clone(), rotated(1), rotated(2)] {
+        let len = std::fs::metadata(&p).unwrap().len();
+        assert!(len > 0 && len <= 2500, "{}: {len}", p.display());
+        for l in json_lines(&p) {
+            assert_eq!(l["bodyTruncated"], true, "{l}");
+            assert_eq!(l["body"].as_str().unwrap().len(), 64);
+            assert_eq!(l["request"]["bodyTruncated"], true);
+            assert_eq!(l["verdict"], "TOOL_SUCCESS");
+            // The chunks still cover the whole body.
+            let sum: u64 = l["chunks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c[1].as_u64().unwrap())
+                .sum();
+            assert!(sum > 64, "{l}");
+            seen += 1;
+        }
+    }
+    assert!(!rotated(3).exists(), "--capture-keep 2");
+    assert!(
+        seen < 12,
+        "the oldest lines went with the third rotated file"
+    );
+    let newest = json_lines(&cap);
+    assert_eq!(newest.last().unwrap()["seq"], 12);
+    kitchen.shutdown().await;
+}
+
+/// A capture on a full disk (`/dev/full`): the failure is on stderr while the proxy runs, the
+/// final count says what was lost, the exit status is 1; a path that cannot be opened stops
+/// the proxy before it starts, naming the flag.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unwritable_capture_is_reported_and_fails_the_run() {
+    let kitchen = kitchen().await;
+    let upstream = kitchen.base_url();
+    let up2 = upstream.clone();
+    let (status, err) = tokio::task::spawn_blocking(move || {
+        let proxy = start_proxy(&up2, &["--capture", "/dev/full"].map(OsStr::new));
+        for id in 0..4 {
+            let r = call(&proxy.addr, "/mcp", id, "test_simple_text", "{}", &[]);
+            assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        stop(proxy)
+    })
+    .await
+    .unwrap();
+    let reported = err.find("cannot write the capture file");
+    let stopping = err.find("stopping");
+    assert!(reported.is_some() && reported < stopping, "{err}");
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("0 exchange(s) captured, 4 lost"), "{err}");
+    let out = Command::new(BIN)
+        .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", &upstream])
+        .args(["--capture", "/nonexistent-dir-of-mcp-triage/c.jsonl"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("cannot open --capture"), "{text}");
+    kitchen.shutdown().await;
+}
+
+/// A tiny stdio MCP server in POSIX sh: answers every request line with a tool result that
+/// echoes its id, and exits at EOF.
+const STDIO_SERVER: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  if [ -n "$id" ]; then
+    printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"ok %s"}]}}\n' "$id" "$id"
+  fi
+done
+"#;
+
+/// `wrap --capture`: each request line and the server's answer line are a capture line with
+/// `transport: "stdio"`, status 200 and a JSON body, which classify judges as the wrapper did.
+#[test]
+fn wrap_captures_each_request_and_its_answer_line() {
+    let dir = tmpdir("wrap");
+    let cap = dir.join("capture.jsonl");
+    let mut child = KillOnDrop(
+        Command::new(BIN)
+            .args(["wrap", "--capture"])
+            .arg(&cap)
+            .args(["--", "sh", "-c", STDIO_SERVER])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let input = concat!(
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"a\",\"arguments\":{\"x\":1,\"code\":\"CANARY-CODE\"}}}\n",
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n",
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"b\"}}\n",
+    );
+    child
+        .0
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let mut out = String::new();
+    child
+        .0
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let mut err = String::new();
+    child
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.0.wait().unwrap();
+    assert!(status.success(), "{err}");
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(err.contains("2 exchange(s) captured"), "{err}");
+    let text = std::fs::read_to_string(&cap).unwrap();
+    assert!(!text.contains("CANARY-CODE"), "{text}");
+    let lines = json_lines(&cap);
+    assert_eq!(lines.len(), 2, "{text}");
+    for (l, id) in lines.iter().zip([1, 2]) {
+        assert_eq!(l["transport"], "stdio");
+        assert_eq!(l["status"], 200);
+        assert_eq!(l["contentType"], "application/json");
+        assert_eq!(l["expectId"], id);
+        assert_eq!(l["method"], "tools/call");
+        assert_eq!(l["end"], "complete");
+        assert_eq!(l["verdict"], "TOOL_SUCCESS");
+        assert_eq!(l["sessionId"], "s1");
+        assert!(l["body"].as_str().unwrap().contains(&format!("ok {id}")));
+        assert!(l["request"]["body"]
+            .as_str()
+            .unwrap()
+            .contains("tools/call"));
+        assert!(l["request"].get("path").is_none());
+        assert_eq!(l["chunks"].as_array().unwrap().len(), 1);
+    }
+    // Absent arguments hash as {}.
+    let empty = lines[1]["argumentsHash"].as_str().unwrap();
+    assert_eq!(
+        empty,
+        "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+    );
+    let verdicts = classify_batch(&cap);
+    assert_eq!(verdicts.len(), 2);
+    assert!(verdicts.iter().all(|v| v["outcome"] == "TOOL_SUCCESS"));
+}
