@@ -699,3 +699,108 @@ fn wrap_captures_each_request_and_its_answer_line() {
     assert_eq!(verdicts.len(), 2);
     assert!(verdicts.iter().all(|v| v["outcome"] == "TOOL_SUCCESS"));
 }
+
+/// A legacy session (initialize, notifications/initialized, tools/list, tools/call, DELETE)
+/// through `proxy --capture --log`: every line's `verdict` is its record's `outcome`; the
+/// session id is `s1` everywhere; and classify agrees with the proxy's core verdict on each
+/// line. Where the wire names differ it is by design: a result to a method other than
+/// `tools/call` is `RESULT` in records (classify, which judges every line as a tool call, says
+/// `TOOL_SUCCESS`, the record's `verdict.outcome`), and a notification's 202 is `ACCEPTED` in
+/// records (no response is expected; classify, judging every line as the answer to a request,
+/// says `MISSING_RESPONSE`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_session_is_captured_with_its_methods_and_session() {
+    let kitchen = kitchen().await;
+    let dir = tmpdir("legacy");
+    let (cap, log) = (dir.join("capture.jsonl"), dir.join("records.jsonl"));
+    let upstream = kitchen.base_url();
+    let (cap2, log2) = (cap.clone(), log.clone());
+    let (status, err, sid) = tokio::task::spawn_blocking(move || {
+        let proxy = start_proxy(
+            &upstream,
+            &[
+                OsStr::new("--capture"),
+                cap2.as_os_str(),
+                OsStr::new("--log"),
+                log2.as_os_str(),
+            ],
+        );
+        let base = [
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ];
+        let init = http(
+            &proxy.addr,
+            "POST",
+            "/mcp",
+            &base,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"capture-test","version":"0"}}}"#,
+        );
+        assert!(init.starts_with("HTTP/1.1 200"), "{init}");
+        let sid = between(&init.to_ascii_lowercase(), "mcp-session-id: ", "\r\n").expect("sid");
+        let mut h = base.to_vec();
+        h.push(("mcp-session-id", &sid));
+        h.push(("mcp-protocol-version", "2025-11-25"));
+        for body in [
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"test_simple_text"}}"#,
+        ] {
+            http(&proxy.addr, "POST", "/mcp", &h, body);
+        }
+        http(&proxy.addr, "DELETE", "/mcp", &h, "");
+        let (status, err) = stop(proxy);
+        (status, err, sid)
+    })
+    .await
+    .unwrap();
+    assert!(status.success(), "{err}");
+    let lines = json_lines(&cap);
+    let records = json_lines(&log);
+    assert_eq!((lines.len(), records.len()), (5, 5), "{lines:#?}");
+    let text = std::fs::read_to_string(&cap).unwrap();
+    assert!(!text.contains(&sid), "session ids are renamed");
+    let verdicts = classify_batch(&cap);
+    assert_eq!(verdicts.len(), 5);
+    let methods: Vec<&str> = lines
+        .iter()
+        .map(|l| l["method"].as_str().unwrap_or("-"))
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/call",
+            "-"
+        ]
+    );
+    for (i, (line, classified)) in lines.iter().zip(&verdicts).enumerate() {
+        // Records are written in the order exchanges end; these ran one after another.
+        let record = &records[i];
+        assert_eq!(line["verdict"], record["outcome"], "{line}\n{record}");
+        assert_eq!(line["sessionId"], "s1", "{line}");
+        match line["method"].as_str() {
+            Some("tools/call") => assert_eq!(classified["outcome"], record["outcome"]),
+            Some("initialize") | Some("tools/list") => {
+                assert_eq!(record["outcome"], "RESULT");
+                assert_eq!(classified["outcome"], record["verdict"]["outcome"]);
+            }
+            Some("notifications/initialized") => {
+                assert_eq!(record["outcome"], "ACCEPTED");
+                assert_eq!(line["status"], 202);
+                // No response was due; classify, judging the line as a request's answer, says
+                // none came.
+                assert_eq!(classified["outcome"], "MISSING_RESPONSE");
+            }
+            _ => {
+                assert_eq!(line["request"]["method"], "DELETE");
+                assert_eq!(record["outcome"], "ACCEPTED");
+            }
+        }
+    }
+    assert_eq!(lines[0]["headers"]["mcp-session-id"], "s1");
+    assert_eq!(lines[2]["request"]["headers"]["mcp-session-id"], "s1");
+    kitchen.shutdown().await;
+}
