@@ -4,15 +4,17 @@
 //! SSE chunks (docs/capture-format.md).
 
 use std::collections::HashMap;
-use std::ffi::OsStr;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::ffi::{OsStr, OsString};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_mcp-triage");
+mod common;
+
+use common::{start_proxy, stop, KillOnDrop, BIN};
 
 fn tmpdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("mcp-triage-capture-{}-{name}", std::process::id()));
@@ -29,72 +31,33 @@ fn json_lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// Kills the process if the test fails before it stopped.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
+/// Runs `calls` (on a blocking thread, given the proxy's `host:port`) against a
+/// `mcp-triage proxy` in front of `upstream` started with `args`, then stops it with SIGTERM:
+/// its exit status, the rest of its stderr, and what `calls` returned.
+async fn through_proxy<T: Send + 'static>(
+    upstream: String,
+    args: Vec<OsString>,
+    calls: impl FnOnce(&str) -> T + Send + 'static,
+) -> (ExitStatus, String, T) {
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&OsStr> = args.iter().map(OsString::as_os_str).collect();
+        let proxy = start_proxy(&upstream, &args);
+        let out = calls(&proxy.addr);
+        let (status, err) = stop(proxy);
+        (status, err, out)
+    })
+    .await
+    .unwrap()
 }
 
-/// A `mcp-triage proxy` started by a test.
-struct RunningProxy {
-    child: KillOnDrop,
-    stderr: BufReader<std::process::ChildStderr>,
-    addr: String,
-}
-
-fn start_proxy(upstream: &str, extra: &[&OsStr]) -> RunningProxy {
-    let child = Command::new(BIN)
-        .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", upstream])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut child = KillOnDrop(child);
-    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
-    let mut start_line = String::new();
-    stderr.read_line(&mut start_line).unwrap();
-    let addr = start_line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("the proxy prints its URL: {start_line}"))
-        .trim_start_matches("http://")
-        .to_string();
-    RunningProxy {
-        child,
-        stderr,
-        addr,
+/// `--capture FILE` (and `--log RECORDS` when given) followed by `more`.
+fn capture_args(cap: &Path, log: Option<&Path>, more: &[&str]) -> Vec<OsString> {
+    let mut a: Vec<OsString> = vec!["--capture".into(), cap.into()];
+    if let Some(log) = log {
+        a.extend(["--log".into(), log.into()]);
     }
-}
-
-/// SIGTERM, then the exit status and the rest of stderr (bounded in time).
-fn stop(p: RunningProxy) -> (std::process::ExitStatus, String) {
-    let RunningProxy {
-        mut child,
-        mut stderr,
-        ..
-    } = p;
-    let kill = Command::new("kill")
-        .args(["-TERM", &child.0.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let mut rest = String::new();
-    stderr.read_to_string(&mut rest).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(s) = child.0.try_wait().unwrap() {
-            return (s, rest);
-        }
-        assert!(Instant::now() < deadline, "the proxy did not stop");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    a.extend(more.iter().map(OsString::from));
+    a
 }
 
 /// One HTTP/1.1 exchange on a fresh connection (`connection: close`): the raw response, or
@@ -141,14 +104,7 @@ fn call(
 }
 
 fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    mcp_triage_kitchen::mcp::percent_encode(s)
 }
 
 async fn kitchen() -> mcp_triage_kitchen::KitchenHandle {
@@ -185,21 +141,12 @@ async fn a_captured_chaos_soak_classifies_to_the_proxys_verdicts() {
     let dir = tmpdir("soak");
     let (cap, log) = (dir.join("capture.jsonl"), dir.join("records.jsonl"));
     let upstream = kitchen.base_url();
-    let (cap2, log2) = (cap.clone(), log.clone());
     let (clients, calls) = (6usize, 50usize);
-    let (status, err) = tokio::task::spawn_blocking(move || {
-        let proxy = start_proxy(
-            &upstream,
-            &[
-                OsStr::new("--capture"),
-                cap2.as_os_str(),
-                OsStr::new("--log"),
-                log2.as_os_str(),
-            ],
-        );
+    let args = capture_args(&cap, Some(&log), &[]);
+    let (status, err, ()) = through_proxy(upstream, args, move |addr| {
         let threads: Vec<_> = (0..clients)
             .map(|k| {
-                let addr = proxy.addr.clone();
+                let addr = addr.to_string();
                 std::thread::spawn(move || {
                     let mode = if k % 2 == 0 { "json" } else { "sse" };
                     let params = r#"{"seed":KK,"delayMs":2,"rates":{"http_503":0.1,"connection_close":0.05,"malformed_json":0.05,"jsonrpc_error":0.05,"delay":0.1,"sse_cut":0.1,"input_required":0.1}}"#
@@ -218,10 +165,8 @@ async fn a_captured_chaos_soak_classifies_to_the_proxys_verdicts() {
         for t in threads {
             t.join().unwrap();
         }
-        stop(proxy)
     })
-    .await
-    .unwrap();
+    .await;
     assert!(status.success(), "{err}");
     let n = clients * calls;
     assert!(err.contains(&format!("{n} exchange(s) captured")), "{err}");
@@ -303,10 +248,8 @@ async fn no_secret_reaches_the_capture() {
     let dir = tmpdir("canary");
     let cap = dir.join("capture.jsonl");
     let upstream = kitchen.base_url();
-    let cap2 = cap.clone();
-    let (status, err, canaries) = tokio::task::spawn_blocking(move || {
-        let proxy = start_proxy(&upstream, &[OsStr::new("--capture"), cap2.as_os_str()]);
-        let addr = proxy.addr.clone();
+    let args = capture_args(&cap, None, &[]);
+    let (status, err, canaries) = through_proxy(upstream, args, |addr| {
         let mut canaries = vec![
             "CANARY-BEARER-1f3a".to_string(),
             "CANARY-QUERY-77b2".to_string(),
@@ -384,11 +327,9 @@ async fn no_secret_reaches_the_capture() {
         assert!(r.starts_with("HTTP/1.1 200"), "{r}");
         canaries.push(access);
         canaries.push(refresh);
-        let (status, err) = stop(proxy);
-        (status, err, canaries)
+        canaries
     })
-    .await
-    .unwrap();
+    .await;
     assert!(status.success(), "{err}");
     let text = std::fs::read_to_string(&cap).unwrap();
     for c in &canaries {
@@ -436,11 +377,10 @@ async fn sse_chunks_keep_their_timing_and_a_cut_stream_says_so() {
     let dir = tmpdir("sse");
     let cap = dir.join("capture.jsonl");
     let upstream = kitchen.base_url();
-    let cap2 = cap.clone();
-    let (status, err) = tokio::task::spawn_blocking(move || {
-        let proxy = start_proxy(&upstream, &[OsStr::new("--capture"), cap2.as_os_str()]);
+    let args = capture_args(&cap, None, &[]);
+    let (status, err, ()) = through_proxy(upstream, args, |addr| {
         let r = call(
-            &proxy.addr,
+            addr,
             "/s/sse.keepalive/mcp?comments=3&intervalMs=150",
             1,
             "run_configured_test_scenario",
@@ -449,7 +389,7 @@ async fn sse_chunks_keep_their_timing_and_a_cut_stream_says_so() {
         );
         assert!(r.starts_with("HTTP/1.1 200"), "{r}");
         call(
-            &proxy.addr,
+            addr,
             "/s/sse.cut_before_response/mcp",
             2,
             "run_configured_test_scenario",
@@ -457,17 +397,15 @@ async fn sse_chunks_keep_their_timing_and_a_cut_stream_says_so() {
             &[],
         );
         call(
-            &proxy.addr,
+            addr,
             "/s/sse.cut_mid_event/mcp",
             3,
             "run_configured_test_scenario",
             "{}",
             &[],
         );
-        stop(proxy)
     })
-    .await
-    .unwrap();
+    .await;
     assert!(status.success(), "{err}");
     let lines = json_lines(&cap);
     assert_eq!(lines.len(), 3, "{lines:?}");
@@ -519,26 +457,19 @@ async fn captures_rotate_and_bodies_are_bounded() {
     let dir = tmpdir("rotate");
     let cap = dir.join("capture.jsonl");
     let upstream = kitchen.base_url();
-    let cap2 = cap.clone();
-    let (status, err) = tokio::task::spawn_blocking(move || {
-        let proxy = start_proxy(
-            &upstream,
-            &[
-                OsStr::new("--capture"),
-                cap2.as_os_str(),
-                OsStr::new("--capture-max-bytes=2500"),
-                OsStr::new("--capture-keep=2"),
-                OsStr::new("--capture-max-body=64"),
-            ],
-        );
+    let more = [
+        "--capture-max-bytes=2500",
+        "--capture-keep=2",
+        "--capture-max-body=64",
+    ];
+    let args = capture_args(&cap, None, &more);
+    let (status, err, ()) = through_proxy(upstream, args, |addr| {
         for id in 0..12 {
-            let r = call(&proxy.addr, "/mcp", id, "test_simple_text", "{}", &[]);
+            let r = call(addr, "/mcp", id, "test_simple_text", "{}", &[]);
             assert!(r.starts_with("HTTP/1.1 200"), "{r}");
         }
-        stop(proxy)
     })
-    .await
-    .unwrap();
+    .await;
     assert!(status.success(), "{err}");
     assert!(err.contains("12 exchange(s) captured"), "{err}");
     let rotated = |n: u32| PathBuf::from(format!("{}.{n}", cap.display()));
@@ -580,18 +511,16 @@ async fn captures_rotate_and_bodies_are_bounded() {
 async fn an_unwritable_capture_is_reported_and_fails_the_run() {
     let kitchen = kitchen().await;
     let upstream = kitchen.base_url();
-    let up2 = upstream.clone();
-    let (status, err) = tokio::task::spawn_blocking(move || {
-        let proxy = start_proxy(&up2, &["--capture", "/dev/full"].map(OsStr::new));
+    let args = capture_args(Path::new("/dev/full"), None, &[]);
+    let (status, err, ()) = through_proxy(upstream.clone(), args, |addr| {
         for id in 0..4 {
-            let r = call(&proxy.addr, "/mcp", id, "test_simple_text", "{}", &[]);
+            let r = call(addr, "/mcp", id, "test_simple_text", "{}", &[]);
             assert!(r.starts_with("HTTP/1.1 200"), "{r}");
         }
+        // The writer hits the full disk within a linger of the last line.
         std::thread::sleep(Duration::from_millis(300));
-        stop(proxy)
     })
-    .await
-    .unwrap();
+    .await;
     let reported = err.find("cannot write the capture file");
     let stopping = err.find("stopping");
     assert!(reported.is_some() && reported < stopping, "{err}");
@@ -714,23 +643,14 @@ async fn a_legacy_session_is_captured_with_its_methods_and_session() {
     let dir = tmpdir("legacy");
     let (cap, log) = (dir.join("capture.jsonl"), dir.join("records.jsonl"));
     let upstream = kitchen.base_url();
-    let (cap2, log2) = (cap.clone(), log.clone());
-    let (status, err, sid) = tokio::task::spawn_blocking(move || {
-        let proxy = start_proxy(
-            &upstream,
-            &[
-                OsStr::new("--capture"),
-                cap2.as_os_str(),
-                OsStr::new("--log"),
-                log2.as_os_str(),
-            ],
-        );
+    let args = capture_args(&cap, Some(&log), &[]);
+    let (status, err, sid) = through_proxy(upstream, args, |addr| {
         let base = [
             ("content-type", "application/json"),
             ("accept", "application/json, text/event-stream"),
         ];
         let init = http(
-            &proxy.addr,
+            addr,
             "POST",
             "/mcp",
             &base,
@@ -746,14 +666,12 @@ async fn a_legacy_session_is_captured_with_its_methods_and_session() {
             r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"test_simple_text"}}"#,
         ] {
-            http(&proxy.addr, "POST", "/mcp", &h, body);
+            http(addr, "POST", "/mcp", &h, body);
         }
-        http(&proxy.addr, "DELETE", "/mcp", &h, "");
-        let (status, err) = stop(proxy);
-        (status, err, sid)
+        http(addr, "DELETE", "/mcp", &h, "");
+        sid
     })
-    .await
-    .unwrap();
+    .await;
     assert!(status.success(), "{err}");
     let lines = json_lines(&cap);
     let records = json_lines(&log);
