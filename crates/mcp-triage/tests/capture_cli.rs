@@ -257,7 +257,7 @@ async fn no_secret_reaches_the_capture() {
             "CANARY-APIKEY-5e11".to_string(),
         ];
         let r = call(
-            &addr,
+            addr,
             "/s/baseline/mcp?responseMode=json",
             1,
             "test_simple_text",
@@ -272,7 +272,7 @@ async fn no_secret_reaches_the_capture() {
         // A secret in the query (the kitchen's MCP paths refuse unknown parameters, its
         // metadata path does not look at them).
         http(
-            &addr,
+            addr,
             "GET",
             "/.well-known/oauth-protected-resource?access_token=CANARY-QUERY-77b2",
             &[("authorization", "Bearer CANARY-BEARER-1f3a")],
@@ -281,7 +281,7 @@ async fn no_secret_reaches_the_capture() {
         // The OAuth flow of the kitchen's authorization server, through the proxy.
         let redirect = "http://127.0.0.1:9/callback";
         let reg = http(
-            &addr,
+            addr,
             "POST",
             "/oauth/none/register",
             &[("content-type", "application/json")],
@@ -292,7 +292,7 @@ async fn no_secret_reaches_the_capture() {
         canaries.push(verifier.to_string());
         let challenge = mcp_triage_client::oauth::pkce::s256(verifier);
         let auth = http(
-            &addr,
+            addr,
             "GET",
             &format!(
                 "/oauth/none/authorize?response_type=code&client_id={client_id}&redirect_uri={}&code_challenge={challenge}&code_challenge_method=S256&state=st&scope=mcp%3Atools",
@@ -304,7 +304,7 @@ async fn no_secret_reaches_the_capture() {
         let code = between(&auth, "code=", "&").expect("a code in Location");
         canaries.push(code.clone());
         let token = http(
-            &addr,
+            addr,
             "POST",
             "/oauth/none/token",
             &[("content-type", "application/x-www-form-urlencoded")],
@@ -317,7 +317,7 @@ async fn no_secret_reaches_the_capture() {
         let access = between(&token, r#""access_token":""#, "\"").expect("access_token");
         let refresh = between(&token, r#""refresh_token":""#, "\"").expect("refresh_token");
         let r = call(
-            &addr,
+            addr,
             "/s/baseline/mcp?responseMode=sse",
             2,
             "test_simple_text",
