@@ -21,3 +21,4 @@ pub mod probe;
 pub mod prompt;
 pub mod proxy;
 pub mod report;
+pub mod ui_args;
