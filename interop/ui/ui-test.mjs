@@ -105,7 +105,7 @@ try {
   await until("the unsafe retry", async () =>
     (await text("#total-unsafe")) === "1" &&
     (await text("#total-retries")) === "1" &&
-    (await page.$('#retries tr[data-unsafe="true"]')) !== null &&
+    ((await text('#retries tr[data-unsafe="true"] td.detail')) || "").includes("increment_counter") &&
     (await text('#tools tr[data-tool="increment_counter"] td[data-layer="transport"]')) === "1");
 
   if (!(await page.evaluate(() => window.__notReloaded === true))) fail("the page was reloaded");
