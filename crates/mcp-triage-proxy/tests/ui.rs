@@ -355,3 +355,91 @@ async fn metrics_and_events_follow_known_calls() {
     ui.shutdown().await;
     kitchen.shutdown().await;
 }
+
+/// A browser that stops reading: its queue fills, the writer drops it instead of waiting, and a
+/// client that keeps reading still gets every event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_is_dropped_without_blocking_records() {
+    use mcp_triage_proxy::record::{rfc3339, RecordKind};
+    use mcp_triage_proxy::Record;
+
+    let mut o = UiOptions::new("s");
+    o.client_queue = 256;
+    let hub = UiHub::new(o);
+    let ui = ui::start(
+        "127.0.0.1:0".parse().unwrap(),
+        hub.clone(),
+        UiGuard::default(),
+    )
+    .await
+    .unwrap();
+    // The stalled client: a small receive buffer, and it never reads past the head.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stalled = socket.connect(ui.local_addr()).await.unwrap();
+    let req = format!("GET /events HTTP/1.1\r\nHost: {}\r\n\r\n", ui.local_addr());
+    stalled.write_all(req.as_bytes()).await.unwrap();
+    let mut reader = Events::open(ui.local_addr()).await;
+    reader.next("snapshot").await;
+    let deadline = tokio::time::Instant::now() + STEP;
+    while hub.clients() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "both clients connect"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    // Records come from the writer thread; here a plain thread plays it, in bursts smaller
+    // than the queue with pauses between, so the reading client keeps up. Each event carries a
+    // 4 KiB detail: 16 MB in all, more than the kernel buffers the stalled client's socket.
+    let total = 4000;
+    let detail = "d".repeat(4096);
+    let writer = {
+        let hub = hub.clone();
+        std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            for i in 0..total {
+                let mut r = Record::new(i.to_string(), rfc3339(0), RecordKind::Request, "http");
+                r.method = Some("tools/call".into());
+                r.tool = Some("t".repeat(100));
+                r.outcome = "TOOL_ERROR".into();
+                r.layer = Some("application".into());
+                r.verdict = Some(
+                    mcp_triage_core::Verdict::new(mcp_triage_core::Outcome::ToolError)
+                        .with_detail(detail.clone()),
+                );
+                hub.record(&r);
+                if i % 8 == 7 {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
+            started.elapsed()
+        })
+    };
+    for i in 0..total {
+        let e = reader.next("record").await;
+        assert_eq!(e["recordId"], i.to_string());
+    }
+    let elapsed = tokio::task::spawn_blocking(move || writer.join().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        elapsed < STEP,
+        "recording never waited on a client: {elapsed:?}"
+    );
+    assert_eq!(hub.clients(), 1, "the stalled client was dropped");
+    let m = send(ui.local_addr(), "GET", "/metrics", &[], None)
+        .await
+        .unwrap();
+    assert_eq!(
+        sample(
+            &m.text(),
+            r#"mcp_triage_ui_clients_dropped_total{server="s"}"#
+        ),
+        Some(1.0)
+    );
+    drop(stalled);
+    hub.close();
+    ui.shutdown().await;
+}
