@@ -9,7 +9,8 @@ if [ ! -x "$_interop_dir/node_modules/.bin/node" ] ||
   [ ! -f "$_interop_dir/node_modules/@modelcontextprotocol/server-everything/package.json" ] ||
   [ ! -f "$_interop_dir/node_modules/@modelcontextprotocol/inspector-cli/package.json" ] ||
   [ ! -f "$_interop_dir/node_modules/@modelcontextprotocol/client/package.json" ] ||
-  [ ! -f "$_interop_dir/node_modules/@ai-sdk/mcp/package.json" ]; then
+  [ ! -f "$_interop_dir/node_modules/@ai-sdk/mcp/package.json" ] ||
+  [ ! -f "$_interop_dir/node_modules/playwright-core/package.json" ]; then
   (cd "$_interop_dir" && npm ci --no-audit --no-fund >&2)
 fi
 node22="$_interop_dir/node_modules/.bin/node"

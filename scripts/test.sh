@@ -40,6 +40,8 @@ if [ "${SKIP_INTEROP:-0}" != 1 ]; then
   bash interop/judge/judge-interop.sh
   step "interop: mcp-triage wrap around server-everything over stdio (same bytes both ways)"
   bash interop/wrap-everything.sh
+  step "interop: proxy --ui live page in headless Chromium (playwright-core), DOM updates and screenshot"
+  bash interop/ui/ui-test.sh
   step "bindings: Python wheel and npm package built from this checkout; golden vectors, properties, API (both languages)"
   bash bindings/test.sh
 fi

@@ -14,6 +14,7 @@
 //!   and `kitchen --replay` (off by default).
 //! - `otel` (feature `otlp`, default): spans and the `mcp.client.operation.duration` histogram
 //!   over OTLP/HTTP (http or https collectors).
+//! - [`ui`]: the live page, its SSE feed and Prometheus `/metrics` (`--ui ADDR`).
 //! - [`tls`]: the rustls client settings shared by https upstreams and https collectors.
 //!
 //! The core stays sans-IO; this crate is the I/O around it and depends on it, never the other way.
@@ -31,6 +32,7 @@ pub mod otel;
 pub mod record;
 pub mod stdio;
 pub mod tls;
+pub mod ui;
 
 pub use log::{
     open_append, AppendLog, LogWriter, MemoryConsumer, RecordConsumer, RecordSink, WriterStats,

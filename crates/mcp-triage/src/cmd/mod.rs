@@ -22,3 +22,4 @@ pub mod probe;
 pub mod prompt;
 pub mod proxy;
 pub mod report;
+pub mod ui_args;

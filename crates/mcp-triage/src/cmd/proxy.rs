@@ -68,6 +68,8 @@ pub struct RecordArgs {
     /// Seconds between metric exports.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     otlp_metrics_interval: f64,
+    #[command(flatten)]
+    ui: super::ui_args::UiArgs,
 }
 
 impl RecordArgs {
@@ -325,7 +327,19 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
         .start(&args.records.redact_header, &args.redact_query_param)?;
     options.capture = capture.as_ref().map(|(c, _)| c.clone());
     let capture_writer = capture.map(|(_, w)| w);
-    let consumers = args.records.consumers(peer)?;
+    let mut consumers = args.records.consumers(peer)?;
+    let ui_hub = args.records.ui.hub(
+        options
+            .upstream
+            .authority()
+            .map_or_else(|| args.upstream.clone(), |a| a.to_string()),
+    );
+    super::ui_args::UiArgs::add_consumer(ui_hub.as_ref(), &mut consumers);
+    let ui_guard = mcp_triage_proxy::ui::UiGuard {
+        host_check: options.host_check,
+        allowed_hosts: options.allowed_hosts.clone(),
+        allowed_origins: options.allowed_origins.clone(),
+    };
     let (sink, writer) = args.records.start_writer(true, consumers)?;
     let rt = if args.threads == 1 {
         tokio::runtime::Builder::new_current_thread()
@@ -354,6 +368,11 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
             args.upstream.trim_end_matches('/'),
             crate::allocator::name()
         );
+        let ui = args
+            .records
+            .ui
+            .start("mcp-triage proxy", ui_hub, ui_guard)
+            .await?;
         shutdown_signal().await;
         eprintln!("mcp-triage proxy: stopping; draining open exchanges");
         let refused = handle.refused_connections();
@@ -363,6 +382,9 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
             );
         }
         handle.shutdown().await;
+        if let Some(ui) = ui {
+            ui.shutdown().await;
+        }
         Ok::<_, String>(())
     })?;
     drop(rt);
@@ -414,11 +436,21 @@ pub fn run_wrap(args: WrapArgs) -> Result<ExitCode, String> {
     };
     let capture_writer = capture.map(|(_, w)| w);
     // Records never go to stdout: it carries the protocol.
-    let consumers = args
+    let mut consumers = args
         .records
         .consumers(mcp_triage_proxy::otel::Peer::default())?;
+    let ui_server = std::path::Path::new(command)
+        .file_name()
+        .map_or_else(|| command.clone(), |n| n.to_string_lossy().into_owned());
+    let ui_hub = args.records.ui.hub(ui_server);
+    super::ui_args::UiArgs::add_consumer(ui_hub.as_ref(), &mut consumers);
     let (sink, writer) = args.records.start_writer(false, consumers)?;
     let rt = runtime()?;
+    let _ui = rt.block_on(args.records.ui.start(
+        "mcp-triage wrap",
+        ui_hub,
+        mcp_triage_proxy::ui::UiGuard::default(),
+    ))?;
     let code = rt.block_on(mcp_triage_proxy::stdio::run(options, sink));
     // The relay tasks hold no sink once run returns; shut the runtime down so stdin's blocking
     // reader thread does not keep the process alive.
