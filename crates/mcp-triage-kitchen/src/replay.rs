@@ -681,7 +681,7 @@ fn answer(
     }
     let Some((x, nth, of, past_end)) = replay.next(&key) else {
         entry["replay"] = json!({ "unmatched": key.to_string() });
-        let (resp, what) = own_answer(replay, msg.as_ref(), &key);
+        let (resp, what) = own_answer(replay, entry["era"] == "modern", msg.as_ref(), &key);
         entry["injected"] = json!(format!("no captured line for {key}: {what}"));
         return resp;
     };
@@ -716,6 +716,7 @@ fn answer(
 /// The kitchen's own answer to a request the capture has no line for.
 fn own_answer(
     replay: &Replay,
+    era_modern: bool,
     msg: Option<&Value>,
     key: &ReplayKey,
 ) -> (Response<Body>, &'static str) {
@@ -731,9 +732,10 @@ fn own_answer(
         *r.status_mut() = StatusCode::ACCEPTED;
         return (r, "202 for a notification");
     };
-    let modern = msg["params"]["_meta"]
-        .get("io.modelcontextprotocol/protocolVersion")
-        .is_some();
+    let modern = era_modern
+        || msg["params"]["_meta"]
+            .get("io.modelcontextprotocol/protocolVersion")
+            .is_some();
     let mut result = match method {
         "initialize" => {
             let asked = msg["params"]["protocolVersion"].as_str().unwrap_or("");
@@ -833,6 +835,11 @@ fn body_stream(
     let tail = futures_util::stream::once(async move {
         if hold {
             std::future::pending::<()>().await;
+        }
+        if cut {
+            // Pending once before the error, so hyper flushes the bytes it already took
+            // (as the kitchen's own cuts do, see `sse::ABORT_FLUSH_GRACE`).
+            tokio::time::sleep(crate::sse::ABORT_FLUSH_GRACE).await;
         }
         cut.then(|| {
             Err(std::io::Error::other(
