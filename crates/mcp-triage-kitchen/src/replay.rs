@@ -51,6 +51,14 @@ use crate::{host_check, protocol, Kitchen};
 /// Name shown in `X-Kitchen-Scenario` and the journal's `scenario` for replayed answers.
 pub const REPLAY_SCENARIO: &str = "replay";
 
+/// Parses `--replay-speed` (the kitchen's and the judge's): a positive, finite number.
+pub fn parse_speed(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a positive number")),
+    }
+}
+
 /// Default bound on a capture file read for replay (the capture's own default file size).
 pub const DEFAULT_MAX_CAPTURE_BYTES: u64 = 256 * 1024 * 1024;
 
@@ -495,7 +503,7 @@ pub fn response_message(body: &[u8]) -> Option<Value> {
 
 /// The replay state: the capture, its index by key, and how often each key was asked.
 pub struct Replay {
-    capture: Capture,
+    capture: Arc<Capture>,
     index: HashMap<ReplayKey, Vec<usize>>,
     asked: Mutex<HashMap<ReplayKey, usize>>,
     tools: Vec<Value>,
@@ -504,7 +512,11 @@ pub struct Replay {
 
 impl Replay {
     /// Index a capture for serving.
-    pub fn new(capture: Capture, options: ReplayOptions) -> Result<Replay, CaptureError> {
+    pub fn new(
+        capture: impl Into<Arc<Capture>>,
+        options: ReplayOptions,
+    ) -> Result<Replay, CaptureError> {
+        let capture = capture.into();
         if !(options.speed.is_finite() && options.speed > 0.0) {
             return Err(CaptureError::Speed(options.speed));
         }

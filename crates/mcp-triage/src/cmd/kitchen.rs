@@ -52,19 +52,12 @@ pub struct KitchenArgs {
     replay: Option<std::path::PathBuf>,
 
     /// With --replay: divide the captured delays (response head, SSE chunks) by X.
-    #[arg(long, value_name = "X", default_value = "1", requires = "replay", value_parser = parse_speed)]
+    #[arg(long, value_name = "X", default_value = "1", requires = "replay", value_parser = mcp_triage_kitchen::replay::parse_speed)]
     replay_speed: f64,
 
     /// With --replay: the largest capture file read, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = mcp_triage_kitchen::replay::DEFAULT_MAX_CAPTURE_BYTES, requires = "replay")]
     replay_max_bytes: u64,
-}
-
-fn parse_speed(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("{s:?} is not a positive number")),
-    }
 }
 
 fn parse_params(s: &str) -> Result<serde_json::Value, String> {
