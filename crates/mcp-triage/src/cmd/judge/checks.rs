@@ -67,6 +67,7 @@ pub fn journal_line(e: &Value) -> String {
         "injected",
         "retry",
         "issued",
+        "replay",
     ] {
         if let Some(v) = e.get(k).filter(|v| !v.is_null()) {
             m.insert(k.into(), v.clone());

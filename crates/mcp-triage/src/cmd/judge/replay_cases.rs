@@ -194,13 +194,13 @@ mod tests {
     #[test]
     fn verdicts_choose_the_checks() {
         let err = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"boom"}],"isError":true}}"#;
-        let (cases, skipped) = cases(&capture(&[
+        let (found, skipped) = cases(&capture(&[
             call_line(1, 503, "", json!({})),
             call_line(2, 200, err, json!({})),
         ]));
         assert!(skipped.is_empty());
-        assert_eq!(cases.len(), 1, "one key, one case");
-        let c = &cases[0];
+        assert_eq!(found.len(), 1, "one key, one case");
+        let c = &found[0];
         assert_eq!(c.id, "seq1.t");
         assert_eq!(c.arguments, json!({"a": 1}));
         assert_eq!(
@@ -218,17 +218,17 @@ mod tests {
             Some("boom")
         );
 
-        let (cases, _) = cases(&capture(&[call_line(
+        let (found, _) = cases(&capture(&[call_line(
             1,
             429,
             "",
             json!({"retry-after": "2"}),
         )]));
         assert_eq!(
-            &*cases[0].checks,
+            &*found[0].checks,
             &[CheckKind::RetryAfter, CheckKind::CapturedOutcome]
         );
-        assert_eq!(cases[0].retry_after_ms, 2000);
+        assert_eq!(found[0].retry_after_ms, 2000);
     }
 
     #[test]
@@ -236,8 +236,8 @@ mod tests {
         let mut line = call_line(4, 200, "{}", json!({}));
         line["request"]["body"] = Value::Null;
         line["request"]["bodyTruncated"] = json!(true);
-        let (cases, skipped) = cases(&capture(&[line]));
-        assert!(cases.is_empty());
+        let (found, skipped) = cases(&capture(&[line]));
+        assert!(found.is_empty());
         assert!(
             skipped[0].contains("seq 4") && skipped[0].contains("not in the capture"),
             "{skipped:?}"
