@@ -1,7 +1,9 @@
 //! The exchange-file format: one recorded HTTP response to a `tools/call` per JSON line
 //! (`status`, `contentType`, `body` or `bodyBase64`, `expectId`, `headers`). mcp-triage adds
-//! optional `protocolVersion`, `outputSchema` and `now` (an HTTP-date) per line. Other members
-//! (`name`, `expect`, ...) are ignored.
+//! optional `protocolVersion`, `outputSchema` and `now` (an HTTP-date) per line, and reads
+//! `end` of a capture line (`proxy --capture`, docs/capture-format.md): a body that broke off
+//! is judged as broken off, as the proxy judged it. Other members (`name`, `expect`, ...) are
+//! ignored.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -11,7 +13,10 @@ use std::time::SystemTime;
 use base64::Engine as _;
 use serde::Deserialize;
 
-use crate::{CallContext, OutputSchema, ProtocolVersion, RequestId, ResponseHead};
+use crate::{
+    classify, CallContext, Interruption, OutputSchema, ProtocolVersion, RequestId,
+    ResponseClassifier, ResponseHead, Verdict,
+};
 
 /// One parsed line.
 #[derive(Debug)]
@@ -28,6 +33,36 @@ pub struct Exchange<'a> {
     pub output_schema: Option<Arc<OutputSchema>>,
     /// The line's `now`, if any.
     pub now: Option<SystemTime>,
+    /// How the body ended, for a capture line (`end`); None: it is the whole body.
+    pub end: Option<BodyEnd>,
+}
+
+/// How a captured response body ended (a capture line's `end`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyEnd {
+    /// `complete`: the body is whole.
+    Complete,
+    /// `upstream_closed`: the server's connection ended the body early.
+    UpstreamClosed,
+    /// `client_cancelled`: the client went away before the end.
+    ClientCancelled,
+    /// `timeout`: a limit of the recorder ended it.
+    Timeout,
+    /// `no_response`: no response head came; `status` is the recorder's own answer.
+    NoResponse,
+}
+
+impl BodyEnd {
+    fn parse(s: &str) -> Option<BodyEnd> {
+        Some(match s {
+            "complete" => BodyEnd::Complete,
+            "upstream_closed" => BodyEnd::UpstreamClosed,
+            "client_cancelled" => BodyEnd::ClientCancelled,
+            "timeout" => BodyEnd::Timeout,
+            "no_response" => BodyEnd::NoResponse,
+            _ => return None,
+        })
+    }
 }
 
 /// Why a line is not an exchange.
@@ -62,6 +97,8 @@ struct Line<'a> {
     output_schema: Option<serde_json::Value>,
     #[serde(default)]
     now: Option<String>,
+    #[serde(borrow, default)]
+    end: Option<Cow<'a, str>>,
 }
 
 impl<'a> Exchange<'a> {
@@ -135,6 +172,14 @@ impl<'a> Exchange<'a> {
                     .map_err(|_| ExchangeError(format!("\"now\" {d:?} is not an HTTP-date")))?,
             ),
         };
+        let end = match l.end.as_deref() {
+            None => None,
+            Some(e) => Some(BodyEnd::parse(e).ok_or_else(|| {
+                ExchangeError(format!(
+                    "\"end\" {e:?} is not one of complete, upstream_closed, client_cancelled, timeout, no_response"
+                ))
+            })?),
+        };
         Ok(Exchange {
             head,
             body,
@@ -142,7 +187,43 @@ impl<'a> Exchange<'a> {
             protocol_version,
             output_schema,
             now,
+            end,
         })
+    }
+
+    /// The line's verdict under `ctx` (see [`Exchange::context`]): the whole body classified,
+    /// or, for a capture line whose body broke off, the body so far classified as broken off
+    /// (as the recording proxy judged it), or, without a response head, the recorder's failure
+    /// (`TIMEOUT` when it answered 408 or 504, `CONNECTION_ERROR` otherwise).
+    pub fn classify(&self, ctx: &CallContext) -> Verdict {
+        let broken = |why: Interruption| {
+            let mut c = ResponseClassifier::new(&self.head, ctx.clone());
+            c.feed(&self.body);
+            c.interrupted(why)
+        };
+        match self.end {
+            None | Some(BodyEnd::Complete) => classify(&self.head, &self.body, ctx),
+            Some(BodyEnd::UpstreamClosed) => broken(Interruption::ConnectionLost(
+                "the upstream closed the connection (captured end: upstream_closed)".into(),
+            )),
+            Some(BodyEnd::ClientCancelled) => broken(Interruption::ConnectionLost(
+                "the client closed the connection (captured end: client_cancelled)".into(),
+            )),
+            Some(BodyEnd::Timeout) => broken(Interruption::TimedOut(
+                "a time limit ended the body (captured end: timeout)".into(),
+            )),
+            Some(BodyEnd::NoResponse) => {
+                let detail = format!(
+                    "no response head came (captured end: no_response; the recorder answered {})",
+                    self.head.status
+                );
+                if matches!(self.head.status, 408 | 504) {
+                    Verdict::timeout(detail)
+                } else {
+                    Verdict::connection_error(detail)
+                }
+            }
+        }
     }
 
     /// The context for this line: its own settings over `base`.
@@ -177,6 +258,37 @@ mod tests {
         assert_eq!(x.expected_id, RequestId::Number(7));
     }
 
+    /// A capture line's `end` decides how its body is judged: a cut SSE stream is broken off,
+    /// not merely short; no response head is the recorder's failure, whatever its status.
+    #[test]
+    fn captured_ends_are_judged_as_the_proxy_judged_them() {
+        let ctx = CallContext::new(RequestId::Number(1));
+        let sse = r#""status":200,"contentType":"text/event-stream","body":"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n""#;
+        let (whole, cut) = (
+            format!("{{{sse}}}"),
+            format!(r#"{{{sse},"end":"upstream_closed"}}"#),
+        );
+        let whole = Exchange::parse(whole.as_bytes()).unwrap();
+        let cut = Exchange::parse(cut.as_bytes()).unwrap();
+        assert_eq!(cut.end, Some(BodyEnd::UpstreamClosed));
+        let (w, c) = (whole.classify(&ctx), cut.classify(&ctx));
+        assert_eq!(c.outcome, crate::Outcome::StreamIncomplete, "{c:?}");
+        assert!(
+            c.detail
+                .as_deref()
+                .unwrap_or("")
+                .contains("upstream_closed"),
+            "{c:?}"
+        );
+        assert!(w.detail != c.detail);
+        let none = Exchange::parse(br#"{"status":502,"end":"no_response"}"#).unwrap();
+        assert_eq!(none.classify(&ctx).outcome, crate::Outcome::ConnectionError);
+        let late = Exchange::parse(br#"{"status":504,"end":"no_response"}"#).unwrap();
+        assert_eq!(late.classify(&ctx).outcome, crate::Outcome::Timeout);
+        let plain = Exchange::parse(br#"{"status":502}"#).unwrap();
+        assert_eq!(plain.classify(&ctx).outcome, crate::Outcome::HttpError);
+    }
+
     #[test]
     fn base64_and_errors() {
         let x = Exchange::parse(br#"{"status":200,"bodyBase64":"/w==","contentType":""}"#).unwrap();
@@ -188,6 +300,7 @@ mod tests {
             br#"{"status":200,"body":"a","bodyBase64":"YQ=="}"#,
             br#"{"status":200,"bodyBase64":"***"}"#,
             br#"{"status":200,"protocolVersion":"2099-01-01"}"#,
+            br#"{"status":200,"end":"finished"}"#,
             br#"[1]"#,
             b"{",
         ] {

@@ -54,6 +54,7 @@ use tokio::task::JoinSet;
 use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
 use tokio_rustls::TlsConnector;
 
+use crate::capture::{Capture, CaptureEnd, ExchangeCapture};
 use crate::guard::{redact_query, HostPolicy, Refusal};
 use crate::observe::{parse_messages, Call, Message, ObserveOptions, Observer, Origin};
 use crate::record::{Record, RecordKind};
@@ -131,6 +132,8 @@ pub struct ProxyOptions {
     /// Most client connections open at once. Past it a new connection gets a `503` naming the
     /// limit and is closed, so a flood of idle connections cannot take every file descriptor.
     pub max_connections: usize,
+    /// `--capture`: every exchange also goes to this capture file (None: off, nothing copied).
+    pub capture: Option<Arc<Capture>>,
 }
 
 /// When the proxy checks `Host` and `Origin` (see [`crate::guard`]).
@@ -162,6 +165,7 @@ impl ProxyOptions {
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             response_timeout: DEFAULT_RESPONSE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            capture: None,
         })
     }
 
@@ -240,6 +244,8 @@ struct Shared {
     body_read_timeout: Duration,
     /// See [`ProxyOptions::response_timeout`].
     response_timeout: Duration,
+    /// See [`ProxyOptions::capture`].
+    capture: Option<Arc<Capture>>,
     /// Set when the proxy spins (see [`Spin`]).
     spin: Option<Arc<Spin>>,
     /// Observe a response after its bytes went to the client (see [`Deferred`]), not before.
@@ -354,6 +360,7 @@ pub async fn start(
         redact_query_params: options.redact_query_params.clone(),
         body_read_timeout: options.body_read_timeout,
         response_timeout: options.response_timeout,
+        capture: options.capture.clone(),
     });
     let (stop, stop_rx) = watch::channel(false);
     if let Some(spin) = shared.spin.clone() {
@@ -1286,6 +1293,8 @@ struct Exchange {
     path: String,
     request: oneshot::Receiver<RequestCopy>,
     request_headers: Option<Vec<(String, String)>>,
+    /// The exchange's capture, with `--capture`.
+    capture: Option<Box<ExchangeCapture>>,
 }
 
 async fn handle(
@@ -1335,6 +1344,18 @@ async fn handle(
         .build()
         .expect("a request's path-and-query is a URI");
     strip_hop_by_hop(&mut parts.headers);
+    let capture = sh.capture.as_ref().map(|c| {
+        c.begin(
+            "http",
+            parts.method.as_str(),
+            &path,
+            parts
+                .headers
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_bytes())),
+            origin.session_id.as_deref(),
+        )
+    });
     // Credentials for this proxy, not for the upstream.
     parts.headers.remove(header::PROXY_AUTHORIZATION);
     // The upstream routes on its own name; the client's (checked above when the proxy checks
@@ -1358,6 +1379,7 @@ async fn handle(
         path: redact_query(&path, &sh.redact_query_params).into_owned(),
         request,
         request_headers,
+        capture,
     };
     // If this future is dropped before the response head arrives (the client went away, or the
     // proxy is shutting down), the guard still writes the exchange's record.
@@ -1376,7 +1398,7 @@ async fn handle(
             _ = response_deadline(&mut ex.request, limit) => Sent::TimedOut(limit),
         }
     };
-    let ex = guard.ex.take().expect("the guard is disarmed only here");
+    let mut ex = guard.ex.take().expect("the guard is disarmed only here");
     match result {
         Sent::Response(resp) => {
             let (mut parts, body) = resp.into_parts();
@@ -1402,6 +1424,13 @@ async fn handle(
                 )
             });
             strip_hop_by_hop(&mut parts.headers);
+            if let (Some(c), Some(capture)) = (ex.capture.as_mut(), sh.capture.as_ref()) {
+                let headers = parts
+                    .headers
+                    .iter()
+                    .map(|(n, v)| (n.as_str(), v.as_bytes()));
+                c.response_head(parts.status.as_u16(), capture.headers(headers));
+            }
             let obs = ResponseObserver {
                 sh: sh.clone(),
                 session_assigned: header_string(&parts.headers, "mcp-session-id"),
@@ -1483,7 +1512,9 @@ async fn handle(
             // client does not: it gets its answer now, and a shutdown that drops this handler
             // cannot drop the record with it.
             let code = status.map(|s| s.as_u16());
-            record_without_response(&sh, ex, move |plan, sh, ex| {
+            // Nothing answered (the client's connection is closed): 502 in a capture.
+            let answered = code.unwrap_or(502);
+            record_without_response(&sh, ex, answered, move |plan, sh, ex| {
                 plan.fail(sh, ex, verdict, reached, code, false)
             });
             match status {
@@ -1585,11 +1616,11 @@ struct PendingGuard {
 impl Drop for PendingGuard {
     fn drop(&mut self) {
         let Some(ex) = self.ex.take() else { return };
-        record_without_response(&self.sh, ex, |plan, sh, ex| {
+        record_without_response(&self.sh, ex, 502, |plan, sh, ex| {
             let v = Verdict::connection_error(
                 "the client closed the connection (or the proxy stopped) before the response; the upstream request was closed",
             );
-            plan.fail(sh, ex, v, true, None, true);
+            plan.fail(sh, ex, v, true, None, true)
         });
     }
 }
@@ -1598,14 +1629,20 @@ impl Drop for PendingGuard {
 /// the request body was read (so the retry state is updated before the client sees the
 /// failure and can resend), else once it has been (at most [`REQUEST_DRAIN`] later), off the
 /// forwarding path.
+///
+/// `answered` is the status the client got (for the capture; 502 when its connection was
+/// closed instead).
 fn record_without_response(
     sh: &Arc<Shared>,
     mut ex: Exchange,
-    write: impl FnOnce(Plan, &Shared, &Exchange) + Send + 'static,
+    answered: u16,
+    write: impl FnOnce(Plan, &Shared, &Exchange) -> String + Send + 'static,
 ) {
     if let Ok(copy) = ex.request.try_recv() {
-        let plan = plan_without_response(sh, &ex, copy);
-        write(plan, sh, &ex);
+        let capture = ex.capture.take();
+        let plan = plan_without_response(sh, &ex, &copy);
+        let verdict = write(plan, sh, &ex);
+        capture_without_response(sh, capture, copy, answered, &verdict);
         return;
     }
     let Ok(rt) = tokio::runtime::Handle::try_current() else {
@@ -1619,12 +1656,28 @@ fn record_without_response(
             .ok()
             .and_then(Result::ok)
             .unwrap_or_default();
-        let plan = plan_without_response(&sh, &ex, copy);
-        write(plan, &sh, &ex);
+        let capture = ex.capture.take();
+        let plan = plan_without_response(&sh, &ex, &copy);
+        let verdict = write(plan, &sh, &ex);
+        capture_without_response(&sh, capture, copy, answered, &verdict);
     });
 }
 
-fn plan_without_response(sh: &Arc<Shared>, ex: &Exchange, copy: RequestCopy) -> Plan {
+/// The capture line of an exchange without a response head (`end: "no_response"`).
+fn capture_without_response(
+    sh: &Shared,
+    capture: Option<Box<ExchangeCapture>>,
+    copy: RequestCopy,
+    answered: u16,
+    verdict: &str,
+) {
+    if let (Some(mut c), Some(to)) = (capture, sh.capture.as_ref()) {
+        c.request_body(&copy.bytes, copy.overflow);
+        c.finish(to, CaptureEnd::NoResponse, answered, verdict);
+    }
+}
+
+fn plan_without_response(sh: &Arc<Shared>, ex: &Exchange, copy: &RequestCopy) -> Plan {
     let obs = ResponseObserver {
         sh: sh.clone(),
         session_assigned: None,
@@ -1878,7 +1931,7 @@ impl ResponseObserver {
     }
 
     /// Decides what to record from the request's message(s).
-    fn plan(&self, ex: &Exchange, copy: RequestCopy) -> Plan {
+    fn plan(&self, ex: &Exchange, copy: &RequestCopy) -> Plan {
         let observer = &self.sh.observer;
         let mut plan = Plan {
             calls: Vec::new(),
@@ -2015,6 +2068,9 @@ impl ResponseObserver {
 
     fn feed(&mut self, chunk: &Bytes) {
         self.bytes += chunk.len() as u64;
+        if let Some(c) = self.ex.as_mut().and_then(|ex| ex.capture.as_mut()) {
+            c.chunk(chunk);
+        }
         if let Stage::Waiting { .. } = self.stage {
             self.try_activate();
         }
@@ -2058,7 +2114,15 @@ impl ResponseObserver {
 
     fn activate(&mut self, copy: RequestCopy) {
         let Some(ex) = self.ex.as_ref() else { return };
-        let mut plan = Box::new(self.plan(ex, copy));
+        let mut plan = Box::new(self.plan(ex, &copy));
+        if let Some(c) = self.ex.as_mut().and_then(|ex| ex.capture.as_mut()) {
+            c.request_body(&copy.bytes, copy.overflow);
+            c.protocol_version(
+                plan.calls
+                    .first()
+                    .and_then(|call| call.record.protocol_version.clone()),
+            );
+        }
         if let Stage::Waiting {
             pending, overflow, ..
         } = std::mem::replace(
@@ -2116,8 +2180,14 @@ impl ResponseObserver {
         let Stage::Active(plan) = self.stage else {
             return;
         };
-        let Some(ex) = self.ex else { return };
-        plan.finish(
+        let Some(mut ex) = self.ex else { return };
+        let capture = ex.capture.take();
+        let ended = match &end {
+            End::Finished => CaptureEnd::Complete,
+            End::Broken(_) => CaptureEnd::UpstreamClosed,
+            End::Cancelled => CaptureEnd::ClientCancelled,
+        };
+        let verdict = plan.finish(
             &self.sh,
             &ex,
             &self.head,
@@ -2126,6 +2196,9 @@ impl ResponseObserver {
             self.session_assigned.as_deref(),
             self.response_headers,
         );
+        if let (Some(c), Some(to)) = (capture, self.sh.capture.as_ref()) {
+            c.finish(to, ended, self.head.status, &verdict);
+        }
     }
 }
 
@@ -2170,7 +2243,8 @@ impl Plan {
         }
     }
 
-    /// No response at all: every request gets `verdict`.
+    /// No response at all: every request gets `verdict`. Returns the first record's outcome
+    /// (the exchange's verdict in a capture).
     fn fail(
         self,
         sh: &Shared,
@@ -2179,9 +2253,13 @@ impl Plan {
         reached: bool,
         status: Option<u16>,
         cancelled: bool,
-    ) {
+    ) -> String {
         let obs = &sh.observer;
+        let mut first: Option<String> = None;
         for mut call in self.calls {
+            first.get_or_insert_with(|| {
+                crate::record::outcome_and_layer(Some(call.method()), verdict.outcome).0
+            });
             call.record.request_bytes = self.request_bytes;
             call.record.cancelled = cancelled;
             if let Some(s) = status {
@@ -2198,8 +2276,10 @@ impl Plan {
             r.path.get_or_insert_with(|| ex.path.clone());
             r.http_statuses.extend(status);
             r.set_verdict(None, verdict.clone());
+            first.get_or_insert_with(|| r.outcome.clone());
             obs.emit(r);
         }
+        first.unwrap_or_default()
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -2212,8 +2292,10 @@ impl Plan {
         bytes: u64,
         session: Option<&str>,
         response_headers: Option<Vec<(String, String)>>,
-    ) {
+    ) -> String {
         let obs = &sh.observer;
+        // The first record's outcome: the exchange's verdict in a capture.
+        let mut first: Option<String> = None;
         let cancelled = matches!(end, End::Cancelled);
         let verdict = self.classifier.map(|c| match &end {
             End::Finished => c.finish(),
@@ -2241,6 +2323,11 @@ impl Plan {
                 (Some(v), None) => Some(v.clone()),
                 (None, None) => None,
             };
+            if let Some(v) = &v {
+                first.get_or_insert_with(|| {
+                    crate::record::outcome_and_layer(Some(call.method()), v.outcome).0
+                });
+            }
             match v {
                 Some(v) => obs.finish_call(call, v, true, session, tools.as_deref()),
                 None => {
@@ -2254,6 +2341,7 @@ impl Plan {
                         name: "maxBodyBytes".into(),
                         max: obs.options().limits.max_body_bytes,
                     });
+                    first.get_or_insert_with(|| v.outcome.as_str().to_string());
                     obs.finish_call(call, v, true, session, None)
                 }
             }
@@ -2270,6 +2358,7 @@ impl Plan {
                 (Some(v), false) => r.set_verdict(None, v.clone()),
                 (None, false) => r.outcome = "HTTP_ERROR".into(),
             }
+            first.get_or_insert_with(|| r.outcome.clone());
             obs.emit(r);
         }
         if let Some(mut r) = self.standalone {
@@ -2314,8 +2403,10 @@ impl Plan {
                     r.set_verdict(None, Verdict::connection_error(why.clone()));
                 }
             }
+            first.get_or_insert_with(|| r.outcome.clone());
             obs.emit(r);
         }
+        first.unwrap_or_default()
     }
 }
 

@@ -10,6 +10,8 @@
 //! - [`install`]: rewriting an `mcp.json` entry to go through the wrapper, and back.
 //! - [`observe`]: what both share: message parsing, sessions, tool annotations, retries, MRTR.
 //! - [`log`]: the record writer (drained on shutdown: no record is lost).
+//! - [`capture`]: `--capture`, every exchange as an exchange-file line for `classify --batch`
+//!   and `kitchen --replay` (off by default).
 //! - `otel` (feature `otlp`, default): spans and the `mcp.client.operation.duration` histogram
 //!   over OTLP/HTTP (http or https collectors).
 //! - [`tls`]: the rustls client settings shared by https upstreams and https collectors.
@@ -18,6 +20,7 @@
 
 #![deny(missing_docs)]
 
+pub mod capture;
 pub mod guard;
 pub mod http;
 pub mod install;

@@ -131,7 +131,7 @@ impl LogWriter {
         consumers: Vec<Box<dyn RecordConsumer>>,
     ) -> (RecordSink, LogWriter) {
         let (tx, rx) = unbounded_channel();
-        let out = out.map(|out| LineBatch::new(out, torn));
+        let out = out.map(|out| LineBatch::new(out, torn, "the record log"));
         let thread = std::thread::Builder::new()
             .name("mcp-triage-log".into())
             .spawn(move || write_loop(rx, out, consumers))
@@ -154,9 +154,13 @@ impl LogWriter {
     }
 }
 
-/// Whole lines waiting to be written, and what is known about the end of the file.
-struct LineBatch {
+/// Whole lines waiting to be written, and what is known about the end of the file. Shared by
+/// the record log and the capture file (`crate::capture`), so both count, report and recover
+/// from write failures the same way.
+pub(crate) struct LineBatch {
     out: Box<dyn Write + Send>,
+    /// What the output is, for messages ("the record log", "the capture file").
+    what: &'static str,
     buf: Vec<u8>,
     /// Lines in `buf`.
     lines: u64,
@@ -167,9 +171,10 @@ struct LineBatch {
 }
 
 impl LineBatch {
-    fn new(out: Box<dyn Write + Send>, torn: bool) -> LineBatch {
+    pub(crate) fn new(out: Box<dyn Write + Send>, torn: bool, what: &'static str) -> LineBatch {
         LineBatch {
             out,
+            what,
             buf: Vec::with_capacity(BATCH_BYTES + 1024),
             lines: 0,
             torn,
@@ -178,11 +183,18 @@ impl LineBatch {
     }
 
     fn push(&mut self, record: &Record, stats: &mut WriterStats) {
+        self.push_with(stats, |buf| {
+            serde_json::to_writer(buf, record).expect("a record serialises")
+        });
+    }
+
+    /// Adds one line: `line` appends it to the batch without its newline (serde_json escapes
+    /// control characters, so JSON is exactly one line). Writes the batch once it is full.
+    pub(crate) fn push_with(&mut self, stats: &mut WriterStats, line: impl FnOnce(&mut Vec<u8>)) {
         if self.buf.is_empty() && self.torn {
             self.buf.push(b'\n');
         }
-        serde_json::to_writer(&mut self.buf, record).expect("a record serialises");
-        // serde_json escapes control characters: a record is exactly one line.
+        line(&mut self.buf);
         self.buf.push(b'\n');
         self.lines += 1;
         if self.buf.len() >= BATCH_BYTES {
@@ -190,9 +202,16 @@ impl LineBatch {
         }
     }
 
+    /// Writes what is collected, then goes on on `out` (a rotated file: it starts clean).
+    pub(crate) fn switch_to(&mut self, out: Box<dyn Write + Send>, stats: &mut WriterStats) {
+        self.write(stats);
+        self.out = out;
+        self.torn = false;
+    }
+
     /// Writes the batch; counts the lines that reached the output whole as written, the rest
     /// as lost.
-    fn write(&mut self, stats: &mut WriterStats) {
+    pub(crate) fn write(&mut self, stats: &mut WriterStats) {
         if self.lines == 0 {
             return;
         }
@@ -236,8 +255,8 @@ impl LineBatch {
             None => {
                 if let Some((since_report, _)) = self.failing.take() {
                     eprintln!(
-                        "mcp-triage: the record log is writable again ({} record(s) lost in all; {since_report} since the last report)",
-                        stats.lost
+                        "mcp-triage: {} is writable again ({} record(s) lost in all; {since_report} since the last report)",
+                        self.what, stats.lost
                     );
                 }
             }
@@ -249,7 +268,8 @@ impl LineBatch {
         match &mut self.failing {
             None => {
                 eprintln!(
-                    "mcp-triage: cannot write the record log: {e}; {lost} record(s) lost (reported again at most once a second while it lasts)"
+                    "mcp-triage: cannot write {}: {e}; {lost} record(s) lost (reported again at most once a second while it lasts)",
+                    self.what
                 );
                 self.failing = Some((0, now));
             }
@@ -257,7 +277,8 @@ impl LineBatch {
                 *since += lost;
                 if now.duration_since(*at) >= REPORT_EVERY {
                     eprintln!(
-                        "mcp-triage: the record log still fails: {e}; {since} more record(s) lost"
+                        "mcp-triage: {} still fails: {e}; {since} more record(s) lost",
+                        self.what
                     );
                     *since = 0;
                     *at = now;
@@ -268,29 +289,63 @@ impl LineBatch {
 }
 
 fn write_loop(
-    mut rx: UnboundedReceiver<Record>,
-    mut out: Option<LineBatch>,
-    mut consumers: Vec<Box<dyn RecordConsumer>>,
+    rx: UnboundedReceiver<Record>,
+    out: Option<LineBatch>,
+    consumers: Vec<Box<dyn RecordConsumer>>,
 ) -> WriterStats {
-    let mut stats = WriterStats::default();
-    // Parked until a record arrives (or every sink is gone).
+    struct Writer {
+        out: Option<LineBatch>,
+        consumers: Vec<Box<dyn RecordConsumer>>,
+        stats: WriterStats,
+    }
+    let mut w = Writer {
+        out,
+        consumers,
+        stats: WriterStats::default(),
+    };
+    linger_loop(
+        rx,
+        &mut w,
+        |w, record| {
+            for c in w.consumers.iter_mut() {
+                c.consume(&record);
+            }
+            match w.out.as_mut() {
+                Some(batch) => batch.push(&record, &mut w.stats),
+                None => w.stats.records += 1,
+            }
+        },
+        // The queue is empty for now: make what was collected visible to readers of the file.
+        |w| {
+            if let Some(batch) = w.out.as_mut() {
+                batch.write(&mut w.stats);
+            }
+        },
+    );
+    for c in w.consumers.iter_mut() {
+        c.close();
+    }
+    w.stats
+}
+
+/// The writer thread's loop (see the module doc): hands each item to `each`, calls `idle` when
+/// the queue is empty for now (and once more at the end), lingers [`LINGER`] before it parks,
+/// and returns when every sender is gone and the queue is drained.
+pub(crate) fn linger_loop<T, S>(
+    mut rx: UnboundedReceiver<T>,
+    state: &mut S,
+    mut each: impl FnMut(&mut S, T),
+    mut idle: impl FnMut(&mut S),
+) {
+    // Parked until an item arrives (or every sender is gone).
     'parked: while let Some(first) = rx.blocking_recv() {
         let mut next = Some(first);
         loop {
-            while let Some(record) = next.take() {
-                for c in consumers.iter_mut() {
-                    c.consume(&record);
-                }
-                match out.as_mut() {
-                    Some(batch) => batch.push(&record, &mut stats),
-                    None => stats.records += 1,
-                }
+            while let Some(item) = next.take() {
+                each(state, item);
                 next = rx.try_recv().ok();
             }
-            // The queue is empty for now: make what was collected visible to readers of the file.
-            if let Some(batch) = out.as_mut() {
-                batch.write(&mut stats);
-            }
+            idle(state);
             std::thread::sleep(LINGER);
             match rx.try_recv() {
                 Ok(r) => next = Some(r),
@@ -299,13 +354,7 @@ fn write_loop(
             }
         }
     }
-    if let Some(batch) = out.as_mut() {
-        batch.write(&mut stats);
-    }
-    for c in consumers.iter_mut() {
-        c.close();
-    }
-    stats
+    idle(state);
 }
 
 /// A consumer that keeps records in memory (tests, and embedders that want records directly).

@@ -293,18 +293,24 @@ impl Record {
     /// request with a result is `RESULT` (its result is not a tool result, so the core's
     /// tool-result rules do not apply), while transport and envelope outcomes stay as judged.
     pub fn set_verdict(&mut self, method: Option<&str>, v: Verdict) {
-        use Outcome as O;
-        let is_tool_call = method.is_none_or(|m| m == "tools/call");
-        let (outcome, layer) = match v.outcome {
-            O::ToolSuccess | O::ToolError | O::InvalidToolResult if !is_tool_call => {
-                ("RESULT".to_string(), "application".to_string())
-            }
-            o => (o.as_str().to_string(), o.layer().as_str().to_string()),
-        };
-        self.classified = v.outcome != O::LimitExceeded;
+        let (outcome, layer) = outcome_and_layer(method, v.outcome);
+        self.classified = v.outcome != Outcome::LimitExceeded;
         self.outcome = outcome;
         self.layer = Some(layer);
         self.verdict = Some(v);
+    }
+}
+
+/// A record's `outcome` and `layer` for a verdict of a request with `method` (None: a
+/// `tools/call`): `RESULT` for a result to any other method.
+pub fn outcome_and_layer(method: Option<&str>, outcome: Outcome) -> (String, String) {
+    use Outcome as O;
+    let is_tool_call = method.is_none_or(|m| m == "tools/call");
+    match outcome {
+        O::ToolSuccess | O::ToolError | O::InvalidToolResult if !is_tool_call => {
+            ("RESULT".to_string(), "application".to_string())
+        }
+        o => (o.as_str().to_string(), o.layer().as_str().to_string()),
     }
 }
 

@@ -417,7 +417,7 @@ fn classify_block(block: &Block, base: &CallContext, out: BatchOutput) -> BlockR
             }
         };
         let ctx = x.context(base);
-        let v = classify(&x.head, &x.body, &ctx);
+        let v = x.classify(&ctx);
         r.summary.add(v.outcome, x.body.len());
         if let Some(format) = out.each {
             print_verdict(&mut r.printed, &v, format).expect("writing to a Vec cannot fail");

@@ -9,6 +9,7 @@ macro_rules! outln {
 }
 
 pub mod call;
+pub mod capture_args;
 pub mod classify;
 pub mod client_args;
 pub mod completions;

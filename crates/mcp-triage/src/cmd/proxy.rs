@@ -207,6 +207,8 @@ pub struct ProxyArgs {
     max_connections: u32,
     #[command(flatten)]
     records: RecordArgs,
+    #[command(flatten)]
+    capture: super::capture_args::CaptureArgs,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -316,6 +318,11 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
         address: options.upstream.host().map(str::to_string),
         port: Some(options.upstream_port()),
     };
+    let capture = args
+        .capture
+        .start(&args.records.redact_header, &args.redact_query_param)?;
+    options.capture = capture.as_ref().map(|(c, _)| c.clone());
+    let capture_writer = capture.map(|(_, w)| w);
     let consumers = args.records.consumers(peer)?;
     let (sink, writer) = args.records.start_writer(true, consumers)?;
     let rt = if args.threads == 1 {
@@ -358,7 +365,13 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
     })?;
     drop(rt);
     let stats = writer.drain();
-    Ok(report_records("mcp-triage proxy", &stats))
+    let code = report_records("mcp-triage proxy", &stats);
+    if let Some(w) = capture_writer {
+        if !super::capture_args::report_capture("mcp-triage proxy", &w.drain()) {
+            return Ok(ExitCode::from(1));
+        }
+    }
+    Ok(code)
 }
 
 pub fn run_wrap(args: WrapArgs) -> Result<ExitCode, String> {

@@ -1,0 +1,836 @@
+//! `--capture FILE.jsonl`: every exchange the proxy (or the stdio wrapper) forwarded, written as
+//! an exchange-file line plus what a replay needs (the request, the response head's delay, the
+//! body's chunk timing, how it ended), in the format fixed in `docs/capture-format.md`.
+//!
+//! Why a line per exchange and not per record: `classify --batch` reads a capture as it is (each
+//! line is one response with its `expectId`), and `kitchen --replay` serves one line per request.
+//!
+//! Why the proxy copies bodies again instead of reusing the records' copies: records never hold
+//! bodies (only verdicts), and the classifier's copy ends where its verdict is decided. The
+//! capture keeps its own bounded copy (`--capture-max-body`), only when `--capture` is given:
+//! without it no [`ExchangeCapture`] exists and the forwarding path only tests an `Option`.
+//!
+//! Secrets never reach the file (see [`DROPPED_HEADERS`], [`REDACTED_MEMBERS`], and
+//! [`ExchangeCapture::finish`] for bodies of requests that are not JSON-RPC). The writer is the
+//! record log's ([`crate::log::LineBatch`]): a write error is reported on stderr at once and
+//! counted, and the file rotates at `--capture-max-bytes` keeping `--capture-keep` old files.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use base64::Engine as _;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+
+use crate::guard::{redact_query, REDACTED};
+use crate::log::{linger_loop, open_append, LineBatch};
+use crate::observe::{arguments_hash, parse_messages, Message};
+use crate::record::{now_ms, rfc3339};
+use crate::WriterStats;
+
+/// The `capture` member: the format's version.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Default of [`CaptureOptions::max_bytes`]: 256 MiB per file.
+pub const DEFAULT_MAX_BYTES: u64 = 256 << 20;
+
+/// Default of [`CaptureOptions::keep`].
+pub const DEFAULT_KEEP: u32 = 4;
+
+/// Default of [`CaptureOptions::max_body`]: 1 MiB per body.
+pub const DEFAULT_MAX_BODY: u64 = 1 << 20;
+
+/// Request and response headers that never reach a capture (besides `--redact-header` names).
+pub const DROPPED_HEADERS: [&str; 5] = [
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+    "x-api-key",
+];
+
+/// JSON members whose string values are replaced by `"REDACTED"` in captured bodies: OAuth
+/// tokens, client secrets, PKCE verifiers and authorization codes. Only string values: a
+/// JSON-RPC error's numeric `code` stays as it is.
+pub const REDACTED_MEMBERS: [&str; 6] = [
+    "access_token",
+    "refresh_token",
+    "id_token",
+    "client_secret",
+    "code_verifier",
+    "code",
+];
+
+/// Query parameters of a `Location` header redacted besides the path's ones: an authorization
+/// redirect carries its one-use code there.
+const REDACTED_LOCATION_QUERY: [&str; 1] = ["code"];
+
+/// Capture settings (`--capture`, `--capture-max-bytes`, `--capture-keep`, `--capture-max-body`).
+#[derive(Debug, Clone)]
+pub struct CaptureOptions {
+    /// The file; rotated files are `FILE.1`, `FILE.2`, … (newest first).
+    pub path: PathBuf,
+    /// Bytes per file before it is rotated (a line is never split: a file ends at most one line
+    /// past this).
+    pub max_bytes: u64,
+    /// Rotated files kept (0: the full file is dropped when a new one begins).
+    pub keep: u32,
+    /// Bytes of each request and response body kept in the file.
+    pub max_body: u64,
+    /// Header names dropped besides [`DROPPED_HEADERS`] (`--redact-header`).
+    pub redact_headers: Vec<String>,
+    /// Query parameters redacted besides the defaults (`--redact-query-param`).
+    pub redact_query_params: Vec<String>,
+}
+
+impl CaptureOptions {
+    /// Options with the defaults, writing to `path`.
+    pub fn new(path: impl Into<PathBuf>) -> CaptureOptions {
+        CaptureOptions {
+            path: path.into(),
+            max_bytes: DEFAULT_MAX_BYTES,
+            keep: DEFAULT_KEEP,
+            max_body: DEFAULT_MAX_BODY,
+            redact_headers: Vec::new(),
+            redact_query_params: Vec::new(),
+        }
+    }
+}
+
+/// The proxy's side of a capture: numbers exchanges, renames session ids, queues lines for the
+/// writer thread. Cheap to share; the writer ends once every handle is dropped.
+pub struct Capture {
+    tx: UnboundedSender<CaptureLine>,
+    seq: AtomicU64,
+    sessions: Mutex<HashMap<String, String>>,
+    options: CaptureOptions,
+}
+
+impl std::fmt::Debug for Capture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Capture")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The writer thread; [`CaptureWriter::drain`] waits until every queued line is written.
+pub struct CaptureWriter {
+    thread: Option<JoinHandle<WriterStats>>,
+}
+
+impl CaptureWriter {
+    /// Waits for the writer to write every line queued by handles that are now dropped (every
+    /// [`Capture`] handle must be dropped first). `records` in the stats counts lines.
+    pub fn drain(mut self) -> WriterStats {
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+/// Opens (or appends to) the capture file and starts its writer. An unopenable path is an error
+/// naming it, before anything runs.
+pub fn start(options: CaptureOptions) -> Result<(Arc<Capture>, CaptureWriter), String> {
+    if options.max_bytes == 0 {
+        return Err("--capture-max-bytes must be at least 1".into());
+    }
+    let log = open_append(&options.path)
+        .map_err(|e| format!("cannot open --capture {}: {e}", options.path.display()))?;
+    let size = log.file.metadata().map(|m| m.len()).unwrap_or(0);
+    let (tx, rx) = unbounded_channel();
+    let files = Rotation {
+        path: options.path.clone(),
+        max_bytes: options.max_bytes,
+        keep: options.keep,
+        size,
+        batch: LineBatch::new(Box::new(log.file), log.torn, "the capture file"),
+        stats: WriterStats::default(),
+        scratch: Vec::new(),
+    };
+    let thread = std::thread::Builder::new()
+        .name("mcp-triage-capture".into())
+        .spawn(move || write_loop(rx, files))
+        .map_err(|e| format!("cannot start the capture writer: {e}"))?;
+    Ok((
+        Arc::new(Capture {
+            tx,
+            seq: AtomicU64::new(0),
+            sessions: Mutex::new(HashMap::new()),
+            options,
+        }),
+        CaptureWriter {
+            thread: Some(thread),
+        },
+    ))
+}
+
+impl Capture {
+    /// Starts the capture of an exchange whose request head just arrived. `headers` are the
+    /// request's end-to-end headers; secrets are dropped here.
+    pub fn begin<'a>(
+        &self,
+        transport: &'static str,
+        http_method: &str,
+        path: &str,
+        headers: impl Iterator<Item = (&'a str, &'a [u8])>,
+        session_id: Option<&str>,
+    ) -> Box<ExchangeCapture> {
+        Box::new(ExchangeCapture {
+            seq: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
+            at: rfc3339(now_ms()),
+            transport,
+            started: Instant::now(),
+            request: CapturedRequest {
+                method: http_method.to_string(),
+                path: redact_query(path, &self.options.redact_query_params).into_owned(),
+                headers: self.headers(headers),
+                body: None,
+                body_base64: None,
+                body_truncated: false,
+                body_omitted: false,
+            },
+            request_body: None,
+            rpc: None,
+            request_overflow: false,
+            session_id: session_id.map(str::to_string),
+            protocol_version: None,
+            head: None,
+            chunks: Vec::new(),
+            body: Vec::new(),
+            body_truncated: false,
+            max_body: self.options.max_body,
+        })
+    }
+
+    /// Headers minus secrets, one value per name (repeated ones joined with `, `).
+    pub fn headers<'a>(
+        &self,
+        headers: impl Iterator<Item = (&'a str, &'a [u8])>,
+    ) -> BTreeMap<String, String> {
+        let mut out: BTreeMap<String, String> = BTreeMap::new();
+        for (name, value) in headers {
+            let lower = name.to_ascii_lowercase();
+            if DROPPED_HEADERS.contains(&lower.as_str())
+                || self
+                    .options
+                    .redact_headers
+                    .iter()
+                    .any(|r| r.eq_ignore_ascii_case(&lower))
+            {
+                continue;
+            }
+            let mut value = String::from_utf8_lossy(value).into_owned();
+            if lower == "location" {
+                let mut names = self.options.redact_query_params.clone();
+                names.extend(REDACTED_LOCATION_QUERY.iter().map(|s| s.to_string()));
+                value = redact_query(&value, &names).into_owned();
+            }
+            out.entry(lower)
+                .and_modify(|v| {
+                    v.push_str(", ");
+                    v.push_str(&value);
+                })
+                .or_insert(value);
+        }
+        out
+    }
+
+    /// `s1`, `s2`, … for session ids in the order first seen.
+    fn session_alias(&self, id: &str) -> String {
+        let mut map = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let n = map.len() + 1;
+        map.entry(id.to_string())
+            .or_insert_with(|| format!("s{n}"))
+            .clone()
+    }
+
+    fn send(&self, line: CaptureLine) {
+        // A line sent after the writer ended (it cannot: handles keep it alive) is dropped.
+        let _ = self.tx.send(line);
+    }
+}
+
+/// How a response body ended (`end`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaptureEnd {
+    /// The body ended normally.
+    Complete,
+    /// The upstream ended it early (a cut stream, a broken connection).
+    UpstreamClosed,
+    /// The client went away before the end.
+    ClientCancelled,
+    /// A limit of the proxy ended it.
+    Timeout,
+    /// No response head: `status` is what the proxy answered.
+    NoResponse,
+}
+
+/// One exchange being captured: filled as the request and the response pass, written by
+/// [`ExchangeCapture::finish`].
+pub struct ExchangeCapture {
+    seq: u64,
+    at: String,
+    transport: &'static str,
+    started: Instant,
+    request: CapturedRequest,
+    request_body: Option<Vec<u8>>,
+    /// What the request is, when it is JSON-RPC (None: not read, or not JSON-RPC).
+    rpc: Option<Rpc>,
+    /// The request body was larger than the proxy reads (`--max-request-bytes`): not kept.
+    request_overflow: bool,
+    session_id: Option<String>,
+    protocol_version: Option<String>,
+    /// Status, headers (secrets dropped), when the head arrived, and its delay in ms.
+    head: Option<(u16, BTreeMap<String, String>, Instant, f64)>,
+    chunks: Vec<(f64, u64)>,
+    body: Vec<u8>,
+    body_truncated: bool,
+    max_body: u64,
+}
+
+impl ExchangeCapture {
+    /// The request body as the proxy read it (`overflow`: it was larger than the proxy reads;
+    /// then nothing of it is kept).
+    pub fn request_body(&mut self, bytes: &[u8], overflow: bool) {
+        let keep = bytes.len().min(self.max_body as usize);
+        self.request.body_truncated = overflow || keep < bytes.len();
+        self.request_overflow = overflow;
+        self.request_body = Some(bytes[..keep].to_vec());
+        if !overflow {
+            // Read from the whole body, not the kept part: the replay key must not depend on
+            // --capture-max-body.
+            self.rpc = parse_messages(bytes).map(|(messages, batch)| rpc_of(&messages, batch));
+            if self.protocol_version.is_none() {
+                self.protocol_version = protocol_version_of(bytes);
+            }
+        }
+    }
+
+    /// The protocol version the proxy's records give this exchange (header, `_meta` or the
+    /// session's), which beats the body's own.
+    pub fn protocol_version(&mut self, version: Option<String>) {
+        if version.is_some() {
+            self.protocol_version = version;
+        }
+    }
+
+    /// The response head arrived now (secrets already dropped from `headers` by
+    /// [`Capture::headers`]).
+    pub fn response_head(&mut self, status: u16, headers: BTreeMap<String, String>) {
+        let now = Instant::now();
+        let ms = ms_between(self.started, now);
+        self.head = Some((status, headers, now, ms));
+    }
+
+    /// A frame of the response body arrived now.
+    pub fn chunk(&mut self, data: &[u8]) {
+        let at = self
+            .head
+            .as_ref()
+            .map_or(0.0, |(_, _, t, _)| ms_between(*t, Instant::now()));
+        self.chunks.push((at, data.len() as u64));
+        let room = (self.max_body as usize).saturating_sub(self.body.len());
+        if data.len() > room {
+            self.body_truncated = true;
+        }
+        self.body.extend_from_slice(&data[..data.len().min(room)]);
+    }
+
+    /// Writes the line: `end` says how the body ended, `answered` is the status the proxy gave
+    /// when no head came (`end` is then [`CaptureEnd::NoResponse`]), `verdict` the proxy's
+    /// outcome for the exchange (its record's `outcome`).
+    pub fn finish(self, capture: &Capture, end: CaptureEnd, answered: u16, verdict: &str) {
+        let line = self.into_line(capture, end, answered, verdict);
+        capture.send(line);
+    }
+
+    fn into_line(
+        mut self,
+        capture: &Capture,
+        end: CaptureEnd,
+        answered: u16,
+        verdict: &str,
+    ) -> CaptureLine {
+        let request_bytes = self.request_body.take().unwrap_or_default();
+        let rpc = self.rpc.take();
+        // Bodies go into the file only for JSON-RPC requests (and streams the server opens on a
+        // GET): what a token endpoint or a registration sends and answers stays out.
+        let is_jsonrpc = rpc.is_some();
+        let (status, headers, head_ms) = match self.head.take() {
+            Some((s, h, _, ms)) => (s, h, Some(ms)),
+            None => (answered, BTreeMap::new(), None),
+        };
+        let content_type = headers.get("content-type").cloned();
+        let is_stream = content_type.as_deref().is_some_and(|c| {
+            c.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/event-stream")
+        });
+        let body_kept = is_jsonrpc || self.request_overflow || is_stream;
+        if is_jsonrpc || self.request_overflow {
+            let (body, base64) = body_text(redact_members(&request_bytes));
+            self.request.body = body;
+            self.request.body_base64 = base64;
+        } else if !request_bytes.is_empty() {
+            self.request.body_omitted = true;
+            self.request.body_truncated = false;
+        }
+        let rpc = rpc.unwrap_or_default();
+        let (body, body_base64, body_omitted) = if body_kept {
+            let (b, b64) = body_text(redact_members(&self.body));
+            (b, b64, false)
+        } else {
+            (None, None, !self.body.is_empty())
+        };
+        let session_id = self
+            .session_id
+            .clone()
+            .or_else(|| headers.get("mcp-session-id").cloned())
+            .map(|s| capture.session_alias(&s));
+        let rename = |h: &mut BTreeMap<String, String>| {
+            if let Some(v) = h.get_mut("mcp-session-id") {
+                *v = capture.session_alias(v);
+            }
+        };
+        let mut headers = headers;
+        rename(&mut headers);
+        rename(&mut self.request.headers);
+        CaptureLine {
+            capture: FORMAT_VERSION,
+            seq: self.seq,
+            at: self.at,
+            transport: self.transport,
+            status,
+            content_type,
+            body,
+            body_base64,
+            body_omitted,
+            expect_id: rpc.expect_id,
+            headers,
+            protocol_version: self.protocol_version,
+            method: rpc.method,
+            tool: rpc.tool,
+            arguments_hash: rpc.arguments_hash,
+            request: self.request,
+            head_ms,
+            chunks: self.chunks,
+            end,
+            body_truncated: self.body_truncated,
+            verdict: verdict.to_string(),
+            session_id,
+        }
+    }
+}
+
+/// The members a JSON-RPC request gives a line (all absent for a batch).
+#[derive(Debug, Default)]
+struct Rpc {
+    method: Option<String>,
+    tool: Option<String>,
+    arguments_hash: Option<String>,
+    expect_id: Option<Value>,
+}
+
+fn rpc_of(messages: &[Message], batch: bool) -> Rpc {
+    let mut rpc = Rpc::default();
+    if batch {
+        return rpc;
+    }
+    match messages.first() {
+        Some(Message::Request { id, method, params }) => {
+            rpc.method = Some(method.clone());
+            rpc.expect_id = Some(id.clone());
+            if method == "tools/call" {
+                let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+                rpc.tool = Some(name.to_string());
+                // Absent arguments hash as `{}`, as the format says.
+                let empty = Value::Object(Default::default());
+                let args = params.get("arguments").unwrap_or(&empty);
+                rpc.arguments_hash = Some(format!("sha256:{}", arguments_hash(args).0));
+            }
+        }
+        Some(Message::Notification { method }) => rpc.method = Some(method.clone()),
+        _ => {}
+    }
+    rpc
+}
+
+/// The `request` member.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CapturedRequest {
+    method: String,
+    path: String,
+    headers: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body_base64: Option<String>,
+    body_truncated: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    body_omitted: bool,
+}
+
+/// One line of the capture file (see `docs/capture-format.md`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CaptureLine {
+    capture: u32,
+    seq: u64,
+    at: String,
+    transport: &'static str,
+    status: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body_base64: Option<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    body_omitted: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expect_id: Option<Value>,
+    headers: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    protocol_version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments_hash: Option<String>,
+    request: CapturedRequest,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    head_ms: Option<f64>,
+    chunks: Vec<(f64, u64)>,
+    end: CaptureEnd,
+    body_truncated: bool,
+    verdict: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_id: Option<String>,
+}
+
+/// Milliseconds from `a` to `b`, to the microsecond.
+fn ms_between(a: Instant, b: Instant) -> f64 {
+    (b.saturating_duration_since(a).as_micros() as f64) / 1000.0
+}
+
+/// `body` for UTF-8 bytes, `bodyBase64` otherwise (a body cut mid-character included).
+fn body_text(bytes: Vec<u8>) -> (Option<String>, Option<String>) {
+    match String::from_utf8(bytes) {
+        Ok(s) => (Some(s), None),
+        Err(e) => (
+            None,
+            Some(base64::engine::general_purpose::STANDARD.encode(e.as_bytes())),
+        ),
+    }
+}
+
+/// The request's protocol version from its `_meta` (2026-07-28 requests carry it there).
+fn protocol_version_of(body: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    v.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// Replaces the string values of [`REDACTED_MEMBERS`] by `"REDACTED"`, wherever they are in
+/// the text: JSON, SSE `data:` lines, or a body cut short (which does not parse). Works on the
+/// bytes, so everything else stays byte for byte as it passed.
+fn redact_members(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len());
+    let mut i = 0;
+    'scan: while i < body.len() {
+        if body[i] == b'"' && !escaped(body, i) {
+            for name in REDACTED_MEMBERS {
+                let n = name.len();
+                let end_quote = i + 1 + n;
+                if body.len() > end_quote
+                    && &body[i + 1..end_quote] == name.as_bytes()
+                    && body[end_quote] == b'"'
+                {
+                    // `"name"`, blanks, `:`, blanks, then a string value?
+                    let mut j = end_quote + 1;
+                    while j < body.len() && body[j].is_ascii_whitespace() {
+                        j += 1;
+                    }
+                    if j >= body.len() || body[j] != b':' {
+                        continue;
+                    }
+                    j += 1;
+                    while j < body.len() && body[j].is_ascii_whitespace() {
+                        j += 1;
+                    }
+                    if j >= body.len() || body[j] != b'"' {
+                        continue;
+                    }
+                    // The value's end: the next quote not escaped (or the end of a cut body).
+                    let mut k = j + 1;
+                    while k < body.len() && (body[k] != b'"' || escaped(body, k)) {
+                        k += 1;
+                    }
+                    out.extend_from_slice(&body[i..=j]);
+                    out.extend_from_slice(REDACTED.as_bytes());
+                    if k < body.len() {
+                        out.push(b'"');
+                    }
+                    i = k + 1;
+                    continue 'scan;
+                }
+            }
+        }
+        out.push(body[i]);
+        i += 1;
+    }
+    out
+}
+
+/// True when the byte at `at` follows an odd number of backslashes.
+fn escaped(body: &[u8], at: usize) -> bool {
+    body[..at].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
+}
+
+/// The capture file and its rotation, on the writer thread.
+struct Rotation {
+    path: PathBuf,
+    max_bytes: u64,
+    keep: u32,
+    /// Bytes in the current file, written or batched.
+    size: u64,
+    batch: LineBatch,
+    stats: WriterStats,
+    scratch: Vec<u8>,
+}
+
+impl Rotation {
+    fn push(&mut self, line: &CaptureLine) {
+        self.scratch.clear();
+        serde_json::to_writer(&mut self.scratch, line).expect("a capture line serialises");
+        let n = self.scratch.len() as u64 + 1;
+        if self.size > 0 && self.size + n > self.max_bytes {
+            self.rotate();
+        }
+        let scratch = &self.scratch;
+        self.batch
+            .push_with(&mut self.stats, |buf| buf.extend_from_slice(scratch));
+        self.size += n;
+    }
+
+    /// `FILE` becomes `FILE.1` (older ones shift up, the one past `keep` goes) and a new `FILE`
+    /// begins. A failure is a write error like any other: reported, counted, and the lines that
+    /// cannot be written are lost.
+    fn rotate(&mut self) {
+        self.batch.write(&mut self.stats);
+        let out: Box<dyn Write + Send> = match rotate_files(&self.path, self.keep) {
+            Ok(file) => Box::new(file),
+            Err(e) => {
+                let why = format!("rotating {}: {e}", self.path.display());
+                Box::new(Failing(why))
+            }
+        };
+        self.batch.switch_to(out, &mut self.stats);
+        self.size = 0;
+    }
+}
+
+fn rotated(path: &Path, n: u32) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(format!(".{n}"));
+    PathBuf::from(s)
+}
+
+fn rotate_files(path: &Path, keep: u32) -> io::Result<std::fs::File> {
+    if keep == 0 {
+        std::fs::remove_file(path).or_else(|e| match e.kind() {
+            io::ErrorKind::NotFound => Ok(()),
+            _ => Err(e),
+        })?;
+    } else {
+        let _ = std::fs::remove_file(rotated(path, keep));
+        for n in (1..keep).rev() {
+            let from = rotated(path, n);
+            if from.exists() {
+                std::fs::rename(&from, rotated(path, n + 1))?;
+            }
+        }
+        std::fs::rename(path, rotated(path, 1))?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+}
+
+/// An output that refuses every write, with the reason a rotation failed.
+struct Failing(String);
+
+impl Write for Failing {
+    fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+        Err(io::Error::other(self.0.clone()))
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn write_loop(rx: UnboundedReceiver<CaptureLine>, mut files: Rotation) -> WriterStats {
+    linger_loop(
+        rx,
+        &mut files,
+        |f, line| f.push(&line),
+        |f| f.batch.write(&mut f.stats),
+    );
+    files.stats
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_members_are_redacted_and_numeric_codes_stay() {
+        let body = br#"{"access_token":"AT-1","refresh_token" : "RT\"2","error":{"code":-32601},"x":"say \"code\":\"no\"","code":"C-3"}"#;
+        let out = String::from_utf8(redact_members(body)).unwrap();
+        assert!(
+            !out.contains("AT-1") && !out.contains("RT") && !out.contains("C-3"),
+            "{out}"
+        );
+        assert!(out.contains(r#""code":-32601"#), "{out}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["access_token"], "REDACTED");
+        assert_eq!(v["refresh_token"], "REDACTED");
+        // SSE data lines and a body cut inside the secret.
+        let sse = b"event: message\ndata: {\"id_token\":\"ID-4\"}\n\n";
+        let out = String::from_utf8(redact_members(sse)).unwrap();
+        assert_eq!(out, "event: message\ndata: {\"id_token\":\"REDACTED\"}\n\n");
+        let cut = br#"{"client_secret":"CS-5"#;
+        assert_eq!(redact_members(cut), br#"{"client_secret":"REDACTED"#);
+    }
+
+    fn capture_in(name: &str, max_bytes: u64, keep: u32) -> (Arc<Capture>, CaptureWriter, PathBuf) {
+        let dir =
+            std::env::temp_dir().join(format!("mcp-triage-capture-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.jsonl");
+        let mut o = CaptureOptions::new(&path);
+        o.max_bytes = max_bytes;
+        o.keep = keep;
+        o.max_body = 16;
+        let (c, w) = start(o).unwrap();
+        (c, w, path)
+    }
+
+    fn exchange(c: &Capture, i: u64) {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"t","arguments":{{"b":1,"a":2}}}}}}"#
+        );
+        let mut x = c.begin(
+            "http",
+            "POST",
+            "/mcp?access_token=SECRET",
+            [
+                ("authorization", &b"Bearer SECRET"[..]),
+                ("mcp-session-id", b"abc"),
+                ("content-type", b"application/json"),
+            ]
+            .into_iter(),
+            Some("abc"),
+        );
+        x.request_body(body.as_bytes(), false);
+        x.response_head(
+            200,
+            c.headers(
+                [
+                    ("content-type", &b"application/json"[..]),
+                    ("set-cookie", b"SECRET"),
+                ]
+                .into_iter(),
+            ),
+        );
+        x.chunk(br#"{"jsonrpc":"2.0","id":1,"#);
+        x.chunk(br#""result":{}}"#);
+        x.finish(c, CaptureEnd::Complete, 0, "TOOL_SUCCESS");
+    }
+
+    #[test]
+    fn a_line_has_the_format_members_and_no_secret() {
+        let (c, w, path) = capture_in("line", 1 << 20, 1);
+        exchange(&c, 7);
+        drop(c);
+        assert_eq!(w.drain().records, 1);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("SECRET"), "{text}");
+        let v: Value = serde_json::from_str(text.trim()).unwrap();
+        assert_eq!(v["capture"], 1);
+        assert_eq!(v["seq"], 1);
+        assert_eq!(v["method"], "tools/call");
+        assert_eq!(v["tool"], "t");
+        assert_eq!(v["expectId"], 7);
+        // The canonical JSON of the arguments: keys sorted, no blanks.
+        let want = mcp_triage_core::record::hex(&<sha2::Sha256 as sha2::Digest>::digest(
+            br#"{"a":2,"b":1}"#,
+        ));
+        assert_eq!(v["argumentsHash"], format!("sha256:{want}"));
+        assert_eq!(v["request"]["path"], "/mcp?access_token=REDACTED");
+        assert_eq!(v["sessionId"], "s1");
+        assert_eq!(v["request"]["headers"]["mcp-session-id"], "s1");
+        assert_eq!(v["chunks"].as_array().unwrap().len(), 2);
+        assert_eq!(v["bodyTruncated"], true, "16 bytes kept of 37");
+        assert_eq!(v["body"].as_str().unwrap().len(), 16);
+        assert_eq!(v["request"]["bodyTruncated"], true);
+        assert_eq!(v["end"], "complete");
+        assert_eq!(v["verdict"], "TOOL_SUCCESS");
+    }
+
+    #[test]
+    fn files_rotate_and_only_keep_are_kept() {
+        let (c, w, path) = capture_in("rotate", 1500, 2);
+        for i in 0..12 {
+            exchange(&c, i);
+        }
+        drop(c);
+        let stats = w.drain();
+        assert_eq!((stats.records, stats.write_errors), (12, 0));
+        let lines = |p: &Path| {
+            std::fs::read_to_string(p)
+                .map(|t| t.lines().count())
+                .unwrap_or(0)
+        };
+        let (now, one, two) = (
+            lines(&path),
+            lines(&rotated(&path, 1)),
+            lines(&rotated(&path, 2)),
+        );
+        assert!(now > 0 && one > 0 && two > 0, "{now} {one} {two}");
+        assert!(
+            !rotated(&path, 3).exists(),
+            "only --capture-keep 2 rotated files"
+        );
+        for p in [path.clone(), rotated(&path, 1), rotated(&path, 2)] {
+            assert!(
+                std::fs::metadata(&p).unwrap().len() <= 1500,
+                "{}",
+                p.display()
+            );
+        }
+        // The newest lines are in FILE; seq grows from .2 to .1 to FILE.
+        let last_seq = |p: &Path| -> u64 {
+            let t = std::fs::read_to_string(p).unwrap();
+            serde_json::from_str::<Value>(t.lines().last().unwrap()).unwrap()["seq"]
+                .as_u64()
+                .unwrap()
+        };
+        assert!(last_seq(&rotated(&path, 2)) < last_seq(&rotated(&path, 1)));
+        assert_eq!(last_seq(&path), 12);
+    }
+}
