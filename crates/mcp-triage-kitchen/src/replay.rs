@@ -198,6 +198,8 @@ pub struct CapturedExchange {
     pub key: ReplayKey,
     /// The request's JSON body, when captured and JSON.
     pub request: Option<Value>,
+    /// The request's path without the query (`request.path`), when captured.
+    pub path: Option<String>,
     /// Response status.
     pub status: u16,
     /// Response headers as captured (`contentType` first as `content-type`).
@@ -266,6 +268,17 @@ fn path_only(path: &str) -> String {
 }
 
 impl Capture {
+    /// The MCP endpoint's path in the capture: the path of its first JSON-RPC request (so a
+    /// client replayed at the same path meets the `(HTTP method, path)` keys of GET streams and
+    /// answers), `/mcp` when none was captured.
+    pub fn mcp_path(&self) -> String {
+        self.exchanges
+            .iter()
+            .filter(|x| matches!(x.key, ReplayKey::Rpc { .. }))
+            .find_map(|x| x.path.clone())
+            .unwrap_or_else(|| "/mcp".to_string())
+    }
+
     /// Read and parse a capture file of at most `max_bytes`.
     pub fn read(path: &std::path::Path, max_bytes: u64) -> Result<Capture, CaptureError> {
         let size = std::fs::metadata(path)?.len();
@@ -468,6 +481,10 @@ fn parse_line(line: usize, text: &str, v: &Value) -> Result<CapturedExchange, St
         seq,
         key,
         request: request_body,
+        path: request
+            .and_then(|r| r.get("path"))
+            .and_then(Value::as_str)
+            .map(path_only),
         status,
         headers,
         body,
@@ -738,8 +755,10 @@ fn own_answer(
         return (r, "405");
     };
     let method = msg["method"].as_str().unwrap_or("");
-    let Some(id) = msg.get("id") else {
-        // A notification (or a response to a server request): accepted, nothing to say.
+    let id = msg.get("id").filter(|_| !method.is_empty());
+    let Some(id) = id else {
+        // A notification, or the client's answer to a server request (an elicitation on a
+        // legacy SSE stream): accepted, nothing to say.
         let mut r = Response::new(Body::empty());
         *r.status_mut() = StatusCode::ACCEPTED;
         return (r, "202 for a notification");

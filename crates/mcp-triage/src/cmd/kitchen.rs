@@ -98,12 +98,14 @@ pub fn run(args: KitchenArgs) -> Result<ExitCode, String> {
             response_mode: args.response_mode,
             ..KitchenOptions::default()
         };
+        let mut replay_path = None;
         let handle = match &args.replay {
             None => start(args.listen, options).await,
             Some(path) => {
                 let capture = Capture::read(path, args.replay_max_bytes)
                     .map_err(|e| format!("kitchen --replay {}: {e}", path.display()))?;
                 let n = capture.exchanges.len();
+                replay_path = Some(capture.mcp_path());
                 let replay = Replay::new(
                     capture,
                     ReplayOptions {
@@ -119,7 +121,11 @@ pub fn run(args: KitchenArgs) -> Result<ExitCode, String> {
             }
         }
         .map_err(|e| format!("kitchen: {e}"))?;
-        println!("{}", handle.mcp_url());
+        // A replay serves every path; the capture's MCP path is the one its clients used.
+        match &replay_path {
+            Some(p) => println!("{}{p}", handle.base_url()),
+            None => println!("{}", handle.mcp_url()),
+        }
         eprintln!(
             "kitchen: serving on {} (admin API {}/kitchen/scenarios); Ctrl-C stops it",
             handle.local_addr(),

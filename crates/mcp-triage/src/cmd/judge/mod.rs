@@ -395,7 +395,11 @@ async fn judge(
             }
         };
         let url = match &replayed {
-            Some(r) => r.mcp_url(),
+            Some(r) => format!(
+                "{}{}",
+                r.base_url(),
+                capture.as_ref().map_or("/mcp".into(), |c| c.mcp_path())
+            ),
             None => format!(
                 "{}?instance={tag}&params={}",
                 handle.scenario_url(&case.scenario),

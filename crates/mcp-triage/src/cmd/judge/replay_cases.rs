@@ -84,7 +84,10 @@ pub fn cases(capture: &Capture) -> (Vec<CaseDef>, Vec<String>) {
             .iter()
             .find(|t| t["name"] == **tool)
             .is_some_and(|t| t["annotations"]["readOnlyHint"] == true);
-        let (checks, retry_after_ms) = checks_for(&captured, read_only);
+        let asked_input = lines
+            .iter()
+            .any(|&i| asks_for_input(&capture.exchanges[i].body));
+        let (checks, retry_after_ms) = checks_for(&captured, read_only, asked_input);
         out.push(CaseDef {
             id: Cow::Owned(format!("seq{}.{tool}", first.seq)),
             scenario: Cow::Borrowed(REPLAY_SCENARIO),
@@ -129,7 +132,7 @@ fn tool_text(body: &[u8]) -> Option<String> {
 }
 
 /// The generic checks the captured verdicts call for, and the Retry-After (ms) of a 429.
-fn checks_for(captured: &Captured, read_only: bool) -> (Vec<CheckKind>, u64) {
+fn checks_for(captured: &Captured, read_only: bool, asked_input: bool) -> (Vec<CheckKind>, u64) {
     let status = |s: u16| {
         captured.lines.iter().any(|(_, v)| {
             v.outcome == Outcome::HttpError && v.text.contains(&format!("status={s}"))
@@ -155,7 +158,7 @@ fn checks_for(captured: &Captured, read_only: bool) -> (Vec<CheckKind>, u64) {
     if captured.has(Outcome::ToolError) || captured.has(Outcome::JsonrpcError) {
         checks.push(CheckKind::NoAutoResend);
     }
-    if captured.has(Outcome::InputRequired) {
+    if captured.has(Outcome::InputRequired) || asked_input {
         checks.push(CheckKind::MrtrRetry);
     }
     if captured.has(Outcome::StreamIncomplete) {
@@ -163,6 +166,17 @@ fn checks_for(captured: &Captured, read_only: bool) -> (Vec<CheckKind>, u64) {
     }
     checks.push(CheckKind::CapturedOutcome);
     (checks, retry_after_ms)
+}
+
+/// Whether a response body carries a request from the server to the client (an
+/// `elicitation/create` on a legacy SSE stream): an input round, graded by `mrtr_retry` as in
+/// the kitchen's own case (n/a in the legacy era, where there is no retry to grade).
+fn asks_for_input(body: &[u8]) -> bool {
+    body.split(|b| *b == b'\n').any(|line| {
+        line.strip_prefix(b"data:")
+            .and_then(|d| serde_json::from_slice::<serde_json::Value>(d.trim_ascii_start()).ok())
+            .is_some_and(|m| m["method"].is_string() && m.get("id").is_some())
+    })
 }
 
 /// The Retry-After the classifier read, from its text line (`Retry-After asks to wait N ms`).
@@ -229,6 +243,23 @@ mod tests {
             &[CheckKind::RetryAfter, CheckKind::CapturedOutcome]
         );
         assert_eq!(found[0].retry_after_ms, 2000);
+    }
+
+    #[test]
+    fn a_server_request_on_the_stream_is_an_input_round() {
+        let sse = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"elicitation/create\",\"params\":{}}\n\n\
+                   event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\n\n";
+        assert!(asks_for_input(sse.as_bytes()));
+        let note =
+            "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n";
+        assert!(!asks_for_input(note.as_bytes()));
+        let mut line = call_line(1, 200, sse, json!({}));
+        line["contentType"] = json!("text/event-stream");
+        let (found, _) = cases(&capture(&[line]));
+        assert_eq!(
+            &*found[0].checks,
+            &[CheckKind::MrtrRetry, CheckKind::CapturedOutcome]
+        );
     }
 
     #[test]

@@ -1,0 +1,311 @@
+//! Issue 14 acceptance, capture → replay → judge: a failure captured from a kitchen scenario by
+//! `proxy --capture`, replayed by `kitchen --replay` (through `judge --replay`), gives the same
+//! client verdicts and the same judge checks as the original scenario. For an SSE stream cut
+//! before its response, a 503, a tool error and an input round (`input_required`, then the
+//! completed call), with `mcp-triage call` as the client, in the 2026-07-28 era and held to
+//! 2025-11-25 (sessions, a standalone GET stream, resumption, elicitation on the SSE stream).
+//! Real processes on 127.0.0.1 only.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcp-triage");
+const ANSWER: &str =
+    r#"elicitation/create={"action":"accept","content":{"reason":"approved by the test"}}"#;
+
+/// Kills a process the test started if the test fails before it stopped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// Starts `mcp-triage ARGS` and returns it with the first `http://…` word of the first line
+/// of stdout (kitchen) or stderr (proxy).
+fn serve(args: &[&str], from_stderr: bool) -> (Running, String) {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).stdin(Stdio::null());
+    if from_stderr {
+        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    } else {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::null());
+    }
+    let mut child = Running(cmd.spawn().unwrap());
+    let mut line = String::new();
+    if from_stderr {
+        BufReader::new(child.0.stderr.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+    } else {
+        BufReader::new(child.0.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+    }
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("{args:?} prints its URL: {line}"))
+        .to_string();
+    (child, url)
+}
+
+/// SIGTERM (the proxy flushes its capture on the way out), then wait, bounded.
+fn stop(mut p: Running) {
+    let pid = p.0.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while p.0.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "process {pid} did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `mcp-triage call` as the judge runs it; `era` is extra arguments (`--protocol-version …`).
+fn client(era: &str) -> String {
+    format!(
+        "'{BIN}' call {{url}} \"$MCP_TRIAGE_TOOL\" --args \"$MCP_TRIAGE_ARGS\" --answer '{ANSWER}'{era}"
+    )
+}
+
+/// `mcp-triage judge ARGS --client <call> --report json:-`: the report's only case.
+fn judge(args: &[&str], era: &str) -> Value {
+    let out = Command::new(BIN)
+        .arg("judge")
+        .args(args)
+        .args([
+            "--client",
+            &client(era),
+            "--timeout",
+            "15",
+            "--report",
+            "json:-",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let json = &stdout[stdout.find("\n{").expect("JSON report after the matrix") + 1..];
+    let report: Value = serde_json::from_str(json).unwrap();
+    let cases = report["suites"][0]["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 1, "{args:?}: one case: {stdout}");
+    cases[0].clone()
+}
+
+/// `(check, status)` of a judged case.
+fn checks(case: &Value) -> Vec<(String, String)> {
+    case["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["name"].as_str().unwrap().into(),
+                k["status"].as_str().unwrap().into(),
+            )
+        })
+        .collect()
+}
+
+/// What `mcp-triage call` concluded, per attempt and overall, without timings: each attempt's
+/// verdict (`application/TOOL_ERROR`, with `status=…` when it names one) and the `result:` line
+/// up to its duration. (The detail of a verdict may differ: a capture keeps no body of a GET's
+/// answer, so a replayed 410 to a resumption has no JSON-RPC error in it.)
+fn client_verdicts(case: &Value) -> Vec<String> {
+    let output = case["output"].as_str().unwrap();
+    let mut v: Vec<String> = output
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            l.split_once('/').is_some_and(|(layer, _)| {
+                ["transport", "protocol", "interaction", "application"].contains(&layer)
+            })
+        })
+        .map(|l| {
+            let mut words = l.split_whitespace();
+            let verdict = words.next().unwrap_or_default().to_string();
+            match words.next().filter(|w| w.starts_with("status=")) {
+                Some(status) => format!("{verdict} {status}"),
+                None => verdict,
+            }
+        })
+        .collect();
+    let result = output
+        .lines()
+        .find(|l| l.starts_with("result: "))
+        .unwrap_or_else(|| panic!("the client states a result: {output}"));
+    v.push(
+        result
+            .rsplit_once(", ")
+            .expect("result line with a duration")
+            .0
+            .to_string(),
+    );
+    v
+}
+
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Runs the judge's case `case` (scenario, params, tool, arguments as `judge --list` shows them)
+/// through `proxy --capture` with `mcp-triage call`, and returns the capture file.
+fn capture(
+    dir: &Path,
+    era: &str,
+    case: &str,
+    scenario: &str,
+    params: &str,
+    tool: &str,
+    args: &str,
+) -> PathBuf {
+    let (kitchen, mcp_url) = serve(&["kitchen", "--listen", "127.0.0.1:0"], false);
+    let upstream = mcp_url.trim_end_matches("/mcp").to_string();
+    let file = dir.join(format!("{case}{}.jsonl", era.replace(' ', "_")));
+    let (proxy, proxy_url) = serve(
+        &[
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            &upstream,
+            "--capture",
+            file.to_str().unwrap(),
+        ],
+        true,
+    );
+    let url = format!(
+        "{proxy_url}/s/{scenario}/mcp?instance=capture&params={}",
+        percent_encode(params)
+    );
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(client(era).replace("{url}", &format!("'{url}'")))
+        .env("MCP_TRIAGE_TOOL", tool)
+        .env("MCP_TRIAGE_ARGS", args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code().is_some(),
+        "{case}: the client ran: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stop(proxy);
+    stop(kitchen);
+    file
+}
+
+#[test]
+fn a_captured_failure_replayed_gives_the_same_verdicts_and_checks() {
+    let dir = std::env::temp_dir().join(format!("mcp-triage-replay-accept-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let message = r#"{"message":"from mcp-triage judge"}"#;
+    for era in ["", " --protocol-version 2025-11-25"] {
+        for (case, scenario, params, tool, args, graded) in [
+            (
+                "sse.cut_before_response",
+                "sse.cut_before_response",
+                "{}",
+                "run_configured_test_scenario",
+                message,
+                "reissue_new_id",
+            ),
+            (
+                "http_503.increment_counter",
+                "errors.http_status_per_method",
+                r#"{"rules":{"tools/call":503}}"#,
+                "increment_counter",
+                r#"{"by":1}"#,
+                "no_unsafe_resend",
+            ),
+            (
+                "errors.tool_error",
+                "errors.tool_error",
+                "{}",
+                "run_configured_test_scenario",
+                message,
+                "no_auto_resend",
+            ),
+            (
+                "elicitation.approval",
+                "elicitation.approval",
+                "{}",
+                "run_configured_test_scenario",
+                message,
+                "mrtr_retry",
+            ),
+        ] {
+            let original = judge(&["--scenario", case], era);
+            let file = capture(&dir, era, case, scenario, params, tool, args);
+            let replayed = judge(&["--replay", file.to_str().unwrap()], era);
+            let case = format!("{case}{era}");
+
+            // The client concluded the same, attempt by attempt.
+            assert_eq!(
+                client_verdicts(&replayed),
+                client_verdicts(&original),
+                "{case}"
+            );
+            // Every check of the original scenario, with the same status; the replay adds only
+            // captured_outcome, which passes.
+            let (want, got) = (checks(&original), checks(&replayed));
+            // In 2025-11-25 the input round is an elicitation on the SSE stream: no MRTR retry to
+            // grade, n/a in both.
+            let expected = if era.is_empty() || graded != "mrtr_retry" {
+                "pass"
+            } else {
+                "n/a"
+            };
+            assert!(
+                want.iter().any(|(n, s)| n == graded && s == expected),
+                "{case}: {want:?}"
+            );
+            let same: Vec<(String, String)> = got
+                .iter()
+                .filter(|(n, _)| want.iter().any(|(w, _)| w == n))
+                .cloned()
+                .collect();
+            assert_eq!(same, want, "{case}");
+            let extra: Vec<&(String, String)> = got.iter().filter(|k| !want.contains(k)).collect();
+            assert_eq!(
+                extra,
+                [&("captured_outcome".to_string(), "pass".to_string())],
+                "{case}"
+            );
+            assert_eq!(
+                replayed["name"],
+                format!(
+                    "seq{}.{tool}",
+                    replayed["journal"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|e| e["method"] == "tools/call")
+                        .unwrap()["replay"]["seq"]
+                ),
+                "{case}"
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
