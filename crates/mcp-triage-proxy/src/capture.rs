@@ -183,15 +183,38 @@ impl Capture {
         headers: impl Iterator<Item = (&'a str, &'a [u8])>,
         session_id: Option<&str>,
     ) -> Box<ExchangeCapture> {
+        let path = redact_query(path, &self.options.redact_query_params).into_owned();
+        self.start(
+            transport,
+            Some((http_method.to_string(), path)),
+            self.headers(headers),
+            session_id,
+        )
+    }
+
+    /// Starts the capture of a request line the stdio wrapper just wrote to the server (no HTTP
+    /// method, path or headers: `request` holds only the body).
+    pub fn begin_stdio(&self, session_id: Option<&str>) -> Box<ExchangeCapture> {
+        self.start("stdio", None, BTreeMap::new(), session_id)
+    }
+
+    fn start(
+        &self,
+        transport: &'static str,
+        method_and_path: Option<(String, String)>,
+        headers: BTreeMap<String, String>,
+        session_id: Option<&str>,
+    ) -> Box<ExchangeCapture> {
+        let (method, path) = method_and_path.unzip();
         Box::new(ExchangeCapture {
             seq: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
             at: rfc3339(now_ms()),
             transport,
             started: Instant::now(),
             request: CapturedRequest {
-                method: http_method.to_string(),
-                path: redact_query(path, &self.options.redact_query_params).into_owned(),
-                headers: self.headers(headers),
+                method,
+                path,
+                headers,
                 body: None,
                 body_base64: None,
                 body_truncated: false,
@@ -468,8 +491,12 @@ fn rpc_of(messages: &[Message], batch: bool) -> Rpc {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct CapturedRequest {
-    method: String,
-    path: String,
+    /// The HTTP method (absent for stdio).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<String>,
+    /// Path and query, query secrets redacted (absent for stdio).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<String>,
     headers: BTreeMap<String, String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     body: Option<String>,

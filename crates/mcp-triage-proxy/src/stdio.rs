@@ -20,6 +20,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::process::Command;
 use tokio::sync::Mutex;
 
+use crate::capture::{Capture, CaptureEnd, ExchangeCapture};
 use crate::observe::{parse_messages, Call, Message, ObserveOptions, Observer, Origin};
 use crate::RecordSink;
 
@@ -32,10 +33,12 @@ pub struct WrapOptions {
     pub args: Vec<String>,
     /// Record options.
     pub observe: ObserveOptions,
+    /// `--capture`: each request and its answer line also go to this capture file.
+    pub capture: Option<Arc<Capture>>,
 }
 
-/// Open calls by JSON-RPC id (as JSON text).
-type Pending = Arc<Mutex<HashMap<String, Call>>>;
+/// Open calls by JSON-RPC id (as JSON text), with their captures (`--capture`).
+type Pending = Arc<Mutex<HashMap<String, (Call, Option<Box<ExchangeCapture>>)>>>;
 
 /// Runs the server under the wrapper on the process's own stdin/stdout; returns its exit code.
 pub async fn run(options: WrapOptions, sink: RecordSink) -> io::Result<i32> {
@@ -60,13 +63,14 @@ pub async fn run(options: WrapOptions, sink: RecordSink) -> io::Result<i32> {
         peer: options.command.clone(),
         ..Origin::default()
     };
-    let relay = relay(
+    let relay = relay_capturing(
         tokio::io::stdin(),
         child_in,
         child_out,
         tokio::io::stdout(),
         observer,
         origin,
+        options.capture.clone(),
     );
     tokio::pin!(relay);
     let forward = forward_signals(pid);
@@ -142,9 +146,33 @@ pub async fn relay<CI, SI, SO, CO>(
     SO: AsyncRead + Unpin,
     CO: AsyncWrite + Unpin,
 {
+    relay_capturing(
+        client_in, server_in, server_out, client_out, observer, origin, None,
+    )
+    .await
+}
+
+/// [`relay`], also writing each request and its answer line to `capture` when given.
+pub async fn relay_capturing<CI, SI, SO, CO>(
+    client_in: CI,
+    server_in: SI,
+    server_out: SO,
+    client_out: CO,
+    observer: Arc<Observer>,
+    origin: Origin,
+    capture: Option<Arc<Capture>>,
+) where
+    CI: AsyncRead + Unpin,
+    SI: AsyncWrite + Unpin,
+    SO: AsyncRead + Unpin,
+    CO: AsyncWrite + Unpin,
+{
     let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
-    let up = client_to_server(client_in, server_in, &observer, &origin, &pending);
-    let down = server_to_client(server_out, client_out, &observer, &origin, &pending);
+    let capture = capture.as_deref();
+    let up = client_to_server(client_in, server_in, &observer, &origin, &pending, capture);
+    let down = server_to_client(
+        server_out, client_out, &observer, &origin, &pending, capture,
+    );
     tokio::pin!(up);
     tokio::pin!(down);
     tokio::select! {
@@ -155,16 +183,21 @@ pub async fn relay<CI, SI, SO, CO>(
         _ = &mut up => down.await,
     }
     // Whatever is still open was never answered.
-    let open: Vec<Call> = pending.lock().await.drain().map(|(_, c)| c).collect();
-    for c in open {
-        observer.finish_call(
-            c,
-            Verdict::connection_error("the server closed its stdout before answering"),
-            true,
-            None,
-            None,
-        );
+    let open: Vec<_> = pending.lock().await.drain().map(|(_, c)| c).collect();
+    for (c, x) in open {
+        let v = Verdict::connection_error("the server closed its stdout before answering");
+        if let (Some(mut x), Some(to)) = (x, capture) {
+            x.response_head(200, json_head());
+            let name = crate::record::outcome_and_layer(Some(c.method()), v.outcome).0;
+            x.finish(to, CaptureEnd::UpstreamClosed, 200, &name);
+        }
+        observer.finish_call(c, v, true, None, None);
     }
+}
+
+/// The head a stdio answer gets in a capture: a line of JSON.
+fn json_head() -> std::collections::BTreeMap<String, String> {
+    [("content-type".to_string(), "application/json".to_string())].into()
 }
 
 async fn client_to_server<CI, SI>(
@@ -173,6 +206,7 @@ async fn client_to_server<CI, SI>(
     observer: &Observer,
     origin: &Origin,
     pending: &Pending,
+    capture: Option<&Capture>,
 ) where
     CI: AsyncRead + Unpin,
     SI: AsyncWrite + Unpin,
@@ -201,16 +235,22 @@ async fn client_to_server<CI, SI>(
                         let mut call = observer.start_call(id, method, params, origin);
                         call.started = started;
                         call.record.request_bytes = line.len() as u64;
+                        let x = capture.map(|c| {
+                            let mut x = c.begin_stdio(origin.session_id.as_deref());
+                            x.request_body(trim_eol(&line), false);
+                            x.protocol_version(call.record.protocol_version.clone());
+                            x
+                        });
                         if sent {
-                            pending.lock().await.insert(id.to_string(), call);
+                            pending.lock().await.insert(id.to_string(), (call, x));
                         } else {
-                            observer.finish_call(
-                                call,
-                                Verdict::connection_error("the server's stdin is closed"),
-                                false,
-                                None,
-                                None,
-                            );
+                            let v = Verdict::connection_error("the server's stdin is closed");
+                            if let (Some(x), Some(to)) = (x, capture) {
+                                let name =
+                                    crate::record::outcome_and_layer(Some(method), v.outcome).0;
+                                x.finish(to, CaptureEnd::NoResponse, 502, &name);
+                            }
+                            observer.finish_call(call, v, false, None, None);
                         }
                     }
                     other => {
@@ -236,6 +276,7 @@ async fn server_to_client<SO, CO>(
     observer: &Observer,
     origin: &Origin,
     pending: &Pending,
+    capture: Option<&Capture>,
 ) where
     SO: AsyncRead + Unpin,
     CO: AsyncWrite + Unpin,
@@ -263,7 +304,7 @@ async fn server_to_client<SO, CO>(
                 observer.server_request(id, method, origin, "");
             }
             (Some(id), None) => {
-                let Some(mut call) = pending.lock().await.remove(&id.to_string()) else {
+                let Some((mut call, x)) = pending.lock().await.remove(&id.to_string()) else {
                     continue;
                 };
                 let rid = serde_json::from_value::<RequestId>(id).unwrap_or(RequestId::Number(0));
@@ -296,6 +337,13 @@ async fn server_to_client<SO, CO>(
                     .map(str::to_string);
                 if is_init {
                     call.record.protocol_version = init_version;
+                }
+                if let (Some(mut x), Some(to)) = (x, capture) {
+                    x.response_head(200, json_head());
+                    x.chunk(body);
+                    let name =
+                        crate::record::outcome_and_layer(Some(call.method()), verdict.outcome).0;
+                    x.finish(to, CaptureEnd::Complete, 200, &name);
                 }
                 observer.finish_call(
                     call,

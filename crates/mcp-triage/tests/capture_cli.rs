@@ -4,15 +4,17 @@
 //! SSE chunks (docs/capture-format.md).
 
 use std::collections::HashMap;
-use std::ffi::OsStr;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::ffi::{OsStr, OsString};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_mcp-triage");
+mod common;
+
+use common::{start_proxy, stop, KillOnDrop, BIN};
 
 fn tmpdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("mcp-triage-capture-{}-{name}", std::process::id()));
@@ -29,72 +31,33 @@ fn json_lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// Kills the process if the test fails before it stopped.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
+/// Runs `calls` (on a blocking thread, given the proxy's `host:port`) against a
+/// `mcp-triage proxy` in front of `upstream` started with `args`, then stops it with SIGTERM:
+/// its exit status, the rest of its stderr, and what `calls` returned.
+async fn through_proxy<T: Send + 'static>(
+    upstream: String,
+    args: Vec<OsString>,
+    calls: impl FnOnce(&str) -> T + Send + 'static,
+) -> (ExitStatus, String, T) {
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&OsStr> = args.iter().map(OsString::as_os_str).collect();
+        let proxy = start_proxy(&upstream, &args);
+        let out = calls(&proxy.addr);
+        let (status, err) = stop(proxy);
+        (status, err, out)
+    })
+    .await
+    .unwrap()
 }
 
-/// A `mcp-triage proxy` started by a test.
-struct RunningProxy {
-    child: KillOnDrop,
-    stderr: BufReader<std::process::ChildStderr>,
-    addr: String,
-}
-
-fn start_proxy(upstream: &str, extra: &[&OsStr]) -> RunningProxy {
-    let child = Command::new(BIN)
-        .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", upstream])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut child = KillOnDrop(child);
-    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
-    let mut start_line = String::new();
-    stderr.read_line(&mut start_line).unwrap();
-    let addr = start_line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("the proxy prints its URL: {start_line}"))
-        .trim_start_matches("http://")
-        .to_string();
-    RunningProxy {
-        child,
-        stderr,
-        addr,
+/// `--capture FILE` (and `--log RECORDS` when given) followed by `more`.
+fn capture_args(cap: &Path, log: Option<&Path>, more: &[&str]) -> Vec<OsString> {
+    let mut a: Vec<OsString> = vec!["--capture".into(), cap.into()];
+    if let Some(log) = log {
+        a.extend(["--log".into(), log.into()]);
     }
-}
-
-/// SIGTERM, then the exit status and the rest of stderr (bounded in time).
-fn stop(p: RunningProxy) -> (std::process::ExitStatus, String) {
-    let RunningProxy {
-        mut child,
-        mut stderr,
-        ..
-    } = p;
-    let kill = Command::new("kill")
-        .args(["-TERM", &child.0.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let mut rest = String::new();
-    stderr.read_to_string(&mut rest).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(s) = child.0.try_wait().unwrap() {
-            return (s, rest);
-        }
-        assert!(Instant::now() < deadline, "the proxy did not stop");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    a.extend(more.iter().map(OsString::from));
+    a
 }
 
 /// One HTTP/1.1 exchange on a fresh connection (`connection: close`): the raw response, or
@@ -141,14 +104,7 @@ fn call(
 }
 
 fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    mcp_triage_kitchen::mcp::percent_encode(s)
 }
 
 async fn kitchen() -> mcp_triage_kitchen::KitchenHandle {
@@ -185,21 +141,12 @@ async fn a_captured_chaos_soak_classifies_to_the_proxys_verdicts() {
     let dir = tmpdir("soak");
     let (cap, log) = (dir.join("capture.jsonl"), dir.join("records.jsonl"));
     let upstream = kitchen.base_url();
-    let (cap2, log2) = (cap.clone(), log.clone());
     let (clients, calls) = (6usize, 50usize);
-    let (status, err) = tokio::task::spawn_blocking(move || {
-        let proxy = start_proxy(
-            &upstream,
-            &[
-                OsStr::new("--capture"),
-                cap2.as_os_str(),
-                OsStr::new("--log"),
-                log2.as_os_str(),
-            ],
-        );
+    let args = capture_args(&cap, Some(&log), &[]);
+    let (status, err, ()) = through_proxy(upstream, args, move |addr| {
         let threads: Vec<_> = (0..clients)
             .map(|k| {
-                let addr = proxy.addr.clone();
+                let addr = addr.to_string();
                 std::thread::spawn(move || {
                     let mode = if k % 2 == 0 { "json" } else { "sse" };
                     let params = r#"{"seed":KK,"delayMs":2,"rates":{"http_503":0.1,"connection_close":0.05,"malformed_json":0.05,"jsonrpc_error":0.05,"delay":0.1,"sse_cut":0.1,"input_required":0.1}}"#
@@ -218,10 +165,8 @@ async fn a_captured_chaos_soak_classifies_to_the_proxys_verdicts() {
         for t in threads {
             t.join().unwrap();
         }
-        stop(proxy)
     })
-    .await
-    .unwrap();
+    .await;
     assert!(status.success(), "{err}");
     let n = clients * calls;
     assert!(err.contains(&format!("{n} exchange(s) captured")), "{err}");
@@ -303,10 +248,8 @@ async fn no_secret_reaches_the_capture() {
     let dir = tmpdir("canary");
     let cap = dir.join("capture.jsonl");
     let upstream = kitchen.base_url();
-    let cap2 = cap.clone();
-    let (status, err, canaries) = tokio::task::spawn_blocking(move || {
-        let proxy = start_proxy(&upstream, &[OsStr::new("--capture"), cap2.as_os_str()]);
-        let addr = proxy.addr.clone();
+    let args = capture_args(&cap, None, &[]);
+    let (status, err, canaries) = through_proxy(upstream, args, |addr| {
         let mut canaries = vec![
             "CANARY-BEARER-1f3a".to_string(),
             "CANARY-QUERY-77b2".to_string(),
@@ -314,7 +257,7 @@ async fn no_secret_reaches_the_capture() {
             "CANARY-APIKEY-5e11".to_string(),
         ];
         let r = call(
-            &addr,
+            addr,
             "/s/baseline/mcp?responseMode=json",
             1,
             "test_simple_text",
@@ -329,7 +272,7 @@ async fn no_secret_reaches_the_capture() {
         // A secret in the query (the kitchen's MCP paths refuse unknown parameters, its
         // metadata path does not look at them).
         http(
-            &addr,
+            addr,
             "GET",
             "/.well-known/oauth-protected-resource?access_token=CANARY-QUERY-77b2",
             &[("authorization", "Bearer CANARY-BEARER-1f3a")],
@@ -338,7 +281,7 @@ async fn no_secret_reaches_the_capture() {
         // The OAuth flow of the kitchen's authorization server, through the proxy.
         let redirect = "http://127.0.0.1:9/callback";
         let reg = http(
-            &addr,
+            addr,
             "POST",
             "/oauth/none/register",
             &[("content-type", "application/json")],
@@ -349,7 +292,7 @@ async fn no_secret_reaches_the_capture() {
         canaries.push(verifier.to_string());
         let challenge = mcp_triage_client::oauth::pkce::s256(verifier);
         let auth = http(
-            &addr,
+            addr,
             "GET",
             &format!(
                 "/oauth/none/authorize?response_type=code&client_id={client_id}&redirect_uri={}&code_challenge={challenge}&code_challenge_method=S256&state=st&scope=mcp%3Atools",
@@ -361,7 +304,7 @@ async fn no_secret_reaches_the_capture() {
         let code = between(&auth, "code=", "&").expect("a code in Location");
         canaries.push(code.clone());
         let token = http(
-            &addr,
+            addr,
             "POST",
             "/oauth/none/token",
             &[("content-type", "application/x-www-form-urlencoded")],
@@ -374,7 +317,7 @@ async fn no_secret_reaches_the_capture() {
         let access = between(&token, r#""access_token":""#, "\"").expect("access_token");
         let refresh = between(&token, r#""refresh_token":""#, "\"").expect("refresh_token");
         let r = call(
-            &addr,
+            addr,
             "/s/baseline/mcp?responseMode=sse",
             2,
             "test_simple_text",
@@ -384,11 +327,9 @@ async fn no_secret_reaches_the_capture() {
         assert!(r.starts_with("HTTP/1.1 200"), "{r}");
         canaries.push(access);
         canaries.push(refresh);
-        let (status, err) = stop(proxy);
-        (status, err, canaries)
+        canaries
     })
-    .await
-    .unwrap();
+    .await;
     assert!(status.success(), "{err}");
     let text = std::fs::read_to_string(&cap).unwrap();
     for c in &canaries {
@@ -423,4 +364,361 @@ fn between(s: &str, start: &str, end: &str) -> Option<String> {
     let at = s.find(start)? + start.len();
     let len = s[at..].find(end)?;
     Some(s[at..at + len].to_string())
+}
+
+/// SSE timing: `sse.keepalive` (its tool `run_configured_test_scenario`) sends comment lines `intervalMs` apart before its result, and the
+/// capture's `chunks` say when each arrived (offsets from the response head, at least the
+/// kitchen's delays apart); a stream that ends cleanly before its response
+/// (`sse.cut_before_response`) is `complete` and `STREAM_INCOMPLETE`, one broken mid-event
+/// (`sse.cut_mid_event`) ends `upstream_closed`, and classify judges every line as the proxy did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sse_chunks_keep_their_timing_and_a_cut_stream_says_so() {
+    let kitchen = kitchen().await;
+    let dir = tmpdir("sse");
+    let cap = dir.join("capture.jsonl");
+    let upstream = kitchen.base_url();
+    let args = capture_args(&cap, None, &[]);
+    let (status, err, ()) = through_proxy(upstream, args, |addr| {
+        let r = call(
+            addr,
+            "/s/sse.keepalive/mcp?comments=3&intervalMs=150",
+            1,
+            "run_configured_test_scenario",
+            "{}",
+            &[],
+        );
+        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+        call(
+            addr,
+            "/s/sse.cut_before_response/mcp",
+            2,
+            "run_configured_test_scenario",
+            "{}",
+            &[],
+        );
+        call(
+            addr,
+            "/s/sse.cut_mid_event/mcp",
+            3,
+            "run_configured_test_scenario",
+            "{}",
+            &[],
+        );
+    })
+    .await;
+    assert!(status.success(), "{err}");
+    let lines = json_lines(&cap);
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    let keepalive = &lines[0];
+    assert_eq!(keepalive["end"], "complete");
+    assert_eq!(keepalive["contentType"], "text/event-stream");
+    let at: Vec<f64> = keepalive["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c[0].as_f64().unwrap())
+        .collect();
+    assert!(at.len() >= 4, "three comments and the result: {at:?}");
+    assert!(at.windows(2).all(|w| w[0] <= w[1]), "{at:?}");
+    // The three gaps the kitchen slept are in the offsets (lower bounds only: a loaded machine
+    // may add to them, never take away).
+    let gaps = at.windows(2).filter(|w| w[1] - w[0] >= 140.0).count();
+    assert!(gaps >= 2, "{at:?}");
+    assert!(*at.last().unwrap() >= 2.0 * 150.0, "{at:?}");
+    let sum: u64 = keepalive["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c[1].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum as usize, keepalive["body"].as_str().unwrap().len());
+    assert!(keepalive["headMs"].as_f64().unwrap() >= 0.0);
+    // `sse.cut_before_response` ends its body cleanly (the terminating chunk) without the
+    // response: HTTP-wise complete, MCP-wise incomplete.
+    let short = &lines[1];
+    assert_eq!(short["end"], "complete", "{short}");
+    assert_eq!(short["verdict"], "STREAM_INCOMPLETE", "{short}");
+    // `sse.cut_mid_event` breaks the connection inside an event.
+    let cut = &lines[2];
+    assert_eq!(cut["end"], "upstream_closed", "{cut}");
+    let verdicts = classify_batch(&cap);
+    assert_eq!(verdicts.len(), 3);
+    for (v, l) in verdicts.iter().zip(&lines) {
+        assert_eq!(v["outcome"], l["verdict"], "{l}");
+    }
+    kitchen.shutdown().await;
+}
+
+/// `--capture-max-bytes` rotates the file into FILE.1, FILE.2 (no more than `--capture-keep`),
+/// each file at most the limit; `--capture-max-body` cuts bodies and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn captures_rotate_and_bodies_are_bounded() {
+    let kitchen = kitchen().await;
+    let dir = tmpdir("rotate");
+    let cap = dir.join("capture.jsonl");
+    let upstream = kitchen.base_url();
+    let more = [
+        "--capture-max-bytes=2500",
+        "--capture-keep=2",
+        "--capture-max-body=64",
+    ];
+    let args = capture_args(&cap, None, &more);
+    let (status, err, ()) = through_proxy(upstream, args, |addr| {
+        for id in 0..12 {
+            let r = call(addr, "/mcp", id, "test_simple_text", "{}", &[]);
+            assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+        }
+    })
+    .await;
+    assert!(status.success(), "{err}");
+    assert!(err.contains("12 exchange(s) captured"), "{err}");
+    let rotated = |n: u32| PathBuf::from(format!("{}.{n}", cap.display()));
+    let mut seen = 0;
+    for p in [cap.clone(), rotated(1), rotated(2)] {
+        let len = std::fs::metadata(&p).unwrap().len();
+        assert!(len > 0 && len <= 2500, "{}: {len}", p.display());
+        for l in json_lines(&p) {
+            assert_eq!(l["bodyTruncated"], true, "{l}");
+            assert_eq!(l["body"].as_str().unwrap().len(), 64);
+            assert_eq!(l["request"]["bodyTruncated"], true);
+            assert_eq!(l["verdict"], "TOOL_SUCCESS");
+            // The chunks still cover the whole body.
+            let sum: u64 = l["chunks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c[1].as_u64().unwrap())
+                .sum();
+            assert!(sum > 64, "{l}");
+            seen += 1;
+        }
+    }
+    assert!(!rotated(3).exists(), "--capture-keep 2");
+    assert!(
+        seen < 12,
+        "the oldest lines went with the third rotated file"
+    );
+    let newest = json_lines(&cap);
+    assert_eq!(newest.last().unwrap()["seq"], 12);
+    kitchen.shutdown().await;
+}
+
+/// A capture on a full disk (`/dev/full`): the failure is on stderr while the proxy runs, the
+/// final count says what was lost, the exit status is 1; a path that cannot be opened stops
+/// the proxy before it starts, naming the flag.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unwritable_capture_is_reported_and_fails_the_run() {
+    let kitchen = kitchen().await;
+    let upstream = kitchen.base_url();
+    let args = capture_args(Path::new("/dev/full"), None, &[]);
+    let (status, err, ()) = through_proxy(upstream.clone(), args, |addr| {
+        for id in 0..4 {
+            let r = call(addr, "/mcp", id, "test_simple_text", "{}", &[]);
+            assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+        }
+        // The writer hits the full disk within a linger of the last line.
+        std::thread::sleep(Duration::from_millis(300));
+    })
+    .await;
+    let reported = err.find("cannot write the capture file");
+    let stopping = err.find("stopping");
+    assert!(reported.is_some() && reported < stopping, "{err}");
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("0 exchange(s) captured, 4 lost"), "{err}");
+    let out = Command::new(BIN)
+        .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", &upstream])
+        .args(["--capture", "/nonexistent-dir-of-mcp-triage/c.jsonl"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("cannot open --capture"), "{text}");
+    kitchen.shutdown().await;
+}
+
+/// A tiny stdio MCP server in POSIX sh: answers every request line with a tool result that
+/// echoes its id, and exits at EOF.
+const STDIO_SERVER: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  if [ -n "$id" ]; then
+    printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"ok %s"}]}}\n' "$id" "$id"
+  fi
+done
+"#;
+
+/// `wrap --capture`: each request line and the server's answer line are a capture line with
+/// `transport: "stdio"`, status 200 and a JSON body, which classify judges as the wrapper did.
+#[test]
+fn wrap_captures_each_request_and_its_answer_line() {
+    let dir = tmpdir("wrap");
+    let cap = dir.join("capture.jsonl");
+    let mut child = KillOnDrop(
+        Command::new(BIN)
+            .args(["wrap", "--capture"])
+            .arg(&cap)
+            .args(["--", "sh", "-c", STDIO_SERVER])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let input = concat!(
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"a\",\"arguments\":{\"x\":1,\"code\":\"CANARY-CODE\"}}}\n",
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n",
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"b\"}}\n",
+    );
+    child
+        .0
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let mut out = String::new();
+    child
+        .0
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let mut err = String::new();
+    child
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.0.wait().unwrap();
+    assert!(status.success(), "{err}");
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(err.contains("2 exchange(s) captured"), "{err}");
+    let text = std::fs::read_to_string(&cap).unwrap();
+    assert!(!text.contains("CANARY-CODE"), "{text}");
+    let lines = json_lines(&cap);
+    assert_eq!(lines.len(), 2, "{text}");
+    for (l, id) in lines.iter().zip([1, 2]) {
+        assert_eq!(l["transport"], "stdio");
+        assert_eq!(l["status"], 200);
+        assert_eq!(l["contentType"], "application/json");
+        assert_eq!(l["expectId"], id);
+        assert_eq!(l["method"], "tools/call");
+        assert_eq!(l["end"], "complete");
+        assert_eq!(l["verdict"], "TOOL_SUCCESS");
+        assert_eq!(l["sessionId"], "s1");
+        assert!(l["body"].as_str().unwrap().contains(&format!("ok {id}")));
+        assert!(l["request"]["body"]
+            .as_str()
+            .unwrap()
+            .contains("tools/call"));
+        assert!(l["request"].get("path").is_none());
+        assert_eq!(l["chunks"].as_array().unwrap().len(), 1);
+    }
+    // Absent arguments hash as {}.
+    let empty = lines[1]["argumentsHash"].as_str().unwrap();
+    assert_eq!(
+        empty,
+        "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+    );
+    let verdicts = classify_batch(&cap);
+    assert_eq!(verdicts.len(), 2);
+    assert!(verdicts.iter().all(|v| v["outcome"] == "TOOL_SUCCESS"));
+}
+
+/// A legacy session (initialize, notifications/initialized, tools/list, tools/call, DELETE)
+/// through `proxy --capture --log`: every line's `verdict` is its record's `outcome`; the
+/// session id is `s1` everywhere; and classify agrees with the proxy's core verdict on each
+/// line. Where the wire names differ it is by design: a result to a method other than
+/// `tools/call` is `RESULT` in records (classify, which judges every line as a tool call, says
+/// `TOOL_SUCCESS`, the record's `verdict.outcome`), and a notification's 202 is `ACCEPTED` in
+/// records (no response is expected; classify, judging every line as the answer to a request,
+/// says `MISSING_RESPONSE`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_session_is_captured_with_its_methods_and_session() {
+    let kitchen = kitchen().await;
+    let dir = tmpdir("legacy");
+    let (cap, log) = (dir.join("capture.jsonl"), dir.join("records.jsonl"));
+    let upstream = kitchen.base_url();
+    let args = capture_args(&cap, Some(&log), &[]);
+    let (status, err, sid) = through_proxy(upstream, args, |addr| {
+        let base = [
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ];
+        let init = http(
+            addr,
+            "POST",
+            "/mcp",
+            &base,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"capture-test","version":"0"}}}"#,
+        );
+        assert!(init.starts_with("HTTP/1.1 200"), "{init}");
+        let sid = between(&init.to_ascii_lowercase(), "mcp-session-id: ", "\r\n").expect("sid");
+        let mut h = base.to_vec();
+        h.push(("mcp-session-id", &sid));
+        h.push(("mcp-protocol-version", "2025-11-25"));
+        for body in [
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"test_simple_text"}}"#,
+        ] {
+            http(addr, "POST", "/mcp", &h, body);
+        }
+        http(addr, "DELETE", "/mcp", &h, "");
+        sid
+    })
+    .await;
+    assert!(status.success(), "{err}");
+    let lines = json_lines(&cap);
+    let records = json_lines(&log);
+    assert_eq!((lines.len(), records.len()), (5, 5), "{lines:#?}");
+    let text = std::fs::read_to_string(&cap).unwrap();
+    assert!(!text.contains(&sid), "session ids are renamed");
+    let verdicts = classify_batch(&cap);
+    assert_eq!(verdicts.len(), 5);
+    let methods: Vec<&str> = lines
+        .iter()
+        .map(|l| l["method"].as_str().unwrap_or("-"))
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/call",
+            "-"
+        ]
+    );
+    for (i, (line, classified)) in lines.iter().zip(&verdicts).enumerate() {
+        // Records are written in the order exchanges end; these ran one after another.
+        let record = &records[i];
+        assert_eq!(line["verdict"], record["outcome"], "{line}\n{record}");
+        assert_eq!(line["sessionId"], "s1", "{line}");
+        match line["method"].as_str() {
+            Some("tools/call") => assert_eq!(classified["outcome"], record["outcome"]),
+            Some("initialize") | Some("tools/list") => {
+                assert_eq!(record["outcome"], "RESULT");
+                assert_eq!(classified["outcome"], record["verdict"]["outcome"]);
+            }
+            Some("notifications/initialized") => {
+                assert_eq!(record["outcome"], "ACCEPTED");
+                assert_eq!(line["status"], 202);
+                // No response was due; classify, judging the line as a request's answer, says
+                // none came.
+                assert_eq!(classified["outcome"], "MISSING_RESPONSE");
+            }
+            _ => {
+                assert_eq!(line["request"]["method"], "DELETE");
+                assert_eq!(record["outcome"], "ACCEPTED");
+            }
+        }
+    }
+    assert_eq!(lines[0]["headers"]["mcp-session-id"], "s1");
+    assert_eq!(lines[2]["request"]["headers"]["mcp-session-id"], "s1");
+    kitchen.shutdown().await;
 }

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_mcp-triage");
+mod common;
+
+use common::{start_proxy, stop, KillOnDrop, BIN};
 
 fn tmpdir(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("mcp-triage-cli-{}-{name}", std::process::id()));
@@ -291,18 +293,6 @@ fn proxy_refuses_a_connect_timeout_out_of_range() {
     }
 }
 
-/// Kills the process if the test fails before it stopped.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_sigterm_drains_every_record() {
     let kitchen = mcp_triage_kitchen::start(
@@ -411,42 +401,6 @@ async fn proxy_sigterm_drains_every_record() {
     kitchen.shutdown().await;
 }
 
-/// A `mcp-triage proxy` started by a test: the process, its stderr after the start line, its
-/// `host:port` and its start line.
-struct RunningProxy {
-    child: KillOnDrop,
-    /// Kept open: a proxy whose stderr is closed cannot report.
-    stderr: BufReader<std::process::ChildStderr>,
-    addr: String,
-    start_line: String,
-}
-
-/// Starts `mcp-triage proxy` on a free port in front of `upstream` with `extra` arguments.
-fn start_proxy(upstream: &str, extra: &[&std::ffi::OsStr]) -> RunningProxy {
-    let child = Command::new(BIN)
-        .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", upstream])
-        .args(extra)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut child = KillOnDrop(child);
-    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
-    let mut start_line = String::new();
-    stderr.read_line(&mut start_line).unwrap();
-    let addr = start_line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("the proxy prints its URL: {start_line}"))
-        .trim_start_matches("http://")
-        .to_string();
-    RunningProxy {
-        child,
-        stderr,
-        addr,
-        start_line,
-    }
-}
-
 /// One `tools/call` through the proxy at `addr` on a fresh connection; the raw response.
 fn call_through(addr: &str, id: u32) -> String {
     let body = format!(
@@ -462,33 +416,6 @@ fn call_through(addr: &str, id: u32) -> String {
     let mut resp = String::new();
     s.read_to_string(&mut resp).unwrap();
     resp
-}
-
-/// SIGTERM, then the exit status and the rest of stderr (bounded in time).
-fn stop(p: RunningProxy) -> (std::process::ExitStatus, String) {
-    let RunningProxy {
-        mut child,
-        mut stderr,
-        ..
-    } = p;
-    let kill = Command::new("kill")
-        .args(["-TERM", &child.0.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let mut rest = String::new();
-    stderr.read_to_string(&mut rest).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(s) = child.0.try_wait().unwrap() {
-            return (s, rest);
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the proxy did not stop on SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// A log on a full disk (`/dev/full` refuses every byte): the failure is on stderr while the

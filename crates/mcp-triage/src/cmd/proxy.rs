@@ -236,6 +236,8 @@ pub struct WrapArgs {
     config: Option<PathBuf>,
     #[command(flatten)]
     records: RecordArgs,
+    #[command(flatten)]
+    capture: super::capture_args::CaptureArgs,
     /// The server command and its arguments, after `--`.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
@@ -403,11 +405,14 @@ pub fn run_wrap(args: WrapArgs) -> Result<ExitCode, String> {
                 .into(),
         );
     };
+    let capture = args.capture.start(&args.records.redact_header, &[])?;
     let options = WrapOptions {
         command: command.clone(),
         args: rest.to_vec(),
         observe: args.records.observe(),
+        capture: capture.as_ref().map(|(c, _)| c.clone()),
     };
+    let capture_writer = capture.map(|(_, w)| w);
     // Records never go to stdout: it carries the protocol.
     let consumers = args
         .records
@@ -420,6 +425,13 @@ pub fn run_wrap(args: WrapArgs) -> Result<ExitCode, String> {
     rt.shutdown_timeout(Duration::from_millis(100));
     let code = code.map_err(|e| e.to_string())?;
     let stats = writer.drain();
+    if let Some(w) = capture_writer {
+        // `options` (and so the capture handle) went with the runtime's tasks.
+        if !super::capture_args::report_capture("mcp-triage wrap", &w.drain()) && code == 0 {
+            report_records("mcp-triage wrap", &stats);
+            return Ok(ExitCode::from(1));
+        }
+    }
     if stats.write_errors > 0 {
         // The server's exit code is the wrapper's, except that a clean exit with lost records
         // is not clean.
