@@ -6,71 +6,38 @@
 //! 2025-11-25 (sessions, a standalone GET stream, resumption, elicitation on the SSE stream).
 //! Real processes on 127.0.0.1 only.
 
+mod common;
+
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
+use common::{start_proxy, stop, KillOnDrop, BIN};
+use mcp_triage_kitchen::mcp::percent_encode;
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_mcp-triage");
 const ANSWER: &str =
     r#"elicitation/create={"action":"accept","content":{"reason":"approved by the test"}}"#;
 
-/// Kills a process the test started if the test fails before it stopped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-/// Starts `mcp-triage ARGS` and returns it with the first `http://…` word of the first line
-/// of stdout (kitchen) or stderr (proxy).
-fn serve(args: &[&str], from_stderr: bool) -> (Running, String) {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args).stdin(Stdio::null());
-    if from_stderr {
-        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-    } else {
-        cmd.stdout(Stdio::piped()).stderr(Stdio::null());
-    }
-    let mut child = Running(cmd.spawn().unwrap());
+/// `mcp-triage kitchen` on a free port: the process (killed when dropped) and its base URL.
+fn kitchen() -> (KillOnDrop, String) {
+    let mut child = KillOnDrop(
+        Command::new(BIN)
+            .args(["kitchen", "--listen", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let mut line = String::new();
-    if from_stderr {
-        BufReader::new(child.0.stderr.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-    } else {
-        BufReader::new(child.0.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-    }
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("{args:?} prints its URL: {line}"))
-        .to_string();
-    (child, url)
-}
-
-/// SIGTERM (the proxy flushes its capture on the way out), then wait, bounded.
-fn stop(mut p: Running) {
-    let pid = p.0.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while p.0.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "process {pid} did not stop");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line.trim().trim_end_matches("/mcp").to_string();
+    assert!(base.starts_with("http://127.0.0.1:"), "{line}");
+    (child, base)
 }
 
 /// `mcp-triage call` as the judge runs it; `era` is extra arguments (`--protocol-version …`).
@@ -156,17 +123,6 @@ fn client_verdicts(case: &Value) -> Vec<String> {
     v
 }
 
-fn percent_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 /// Runs the judge's case `case` (scenario, params, tool, arguments as `judge --list` shows them)
 /// through `proxy --capture` with `mcp-triage call`, and returns the capture file.
 fn capture(
@@ -178,21 +134,10 @@ fn capture(
     tool: &str,
     args: &str,
 ) -> PathBuf {
-    let (kitchen, mcp_url) = serve(&["kitchen", "--listen", "127.0.0.1:0"], false);
-    let upstream = mcp_url.trim_end_matches("/mcp").to_string();
+    let (_kitchen, upstream) = kitchen();
     let file = dir.join(format!("{case}{}.jsonl", era.replace(' ', "_")));
-    let (proxy, proxy_url) = serve(
-        &[
-            "proxy",
-            "--listen",
-            "127.0.0.1:0",
-            "--upstream",
-            &upstream,
-            "--capture",
-            file.to_str().unwrap(),
-        ],
-        true,
-    );
+    let proxy = start_proxy(&upstream, &[OsStr::new("--capture"), file.as_os_str()]);
+    let proxy_url = format!("http://{}", proxy.addr);
     let url = format!(
         "{proxy_url}/s/{scenario}/mcp?instance=capture&params={}",
         percent_encode(params)
@@ -209,8 +154,8 @@ fn capture(
         "{case}: the client ran: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    stop(proxy);
-    stop(kitchen);
+    let (status, stderr) = stop(proxy);
+    assert!(status.success(), "{case}: the proxy: {stderr}");
     file
 }
 
