@@ -5,6 +5,11 @@
 //! completed call), with `mcp-triage call` as the client, in the 2026-07-28 era and held to
 //! 2025-11-25 (sessions, a standalone GET stream, resumption, elicitation on the SSE stream).
 //! Real processes on 127.0.0.1 only.
+//!
+//! Before that, on the hand-written capture files of the kitchen's tests (one per failure kind):
+//! `mcp-triage call` passes every check of `judge --replay` and ends with the captured verdict;
+//! the resending bad client fails the resend checks with the replay's journal lines as
+//! evidence; bad input is a usage error naming what is wrong.
 
 mod common;
 
@@ -40,6 +45,20 @@ fn kitchen() -> (KillOnDrop, String) {
     (child, base)
 }
 
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A hand-written capture file of the kitchen's tests (docs/capture-format.md).
+fn fixture(name: &str) -> String {
+    repo()
+        .join(format!(
+            "crates/mcp-triage-kitchen/tests/fixtures/capture/{name}.jsonl"
+        ))
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// `mcp-triage call` as the judge runs it; `era` is extra arguments (`--protocol-version …`).
 fn client(era: &str) -> String {
     format!(
@@ -47,14 +66,15 @@ fn client(era: &str) -> String {
     )
 }
 
-/// `mcp-triage judge ARGS --client <call> --report json:-`: the report's only case.
-fn judge(args: &[&str], era: &str) -> Value {
+/// `mcp-triage judge ARGS --client CLIENT --report json:-`: the exit code and the report's
+/// only case.
+fn judge_case(args: &[&str], client: &str) -> (Option<i32>, Value) {
     let out = Command::new(BIN)
         .arg("judge")
         .args(args)
         .args([
             "--client",
-            &client(era),
+            client,
             "--timeout",
             "15",
             "--report",
@@ -68,7 +88,12 @@ fn judge(args: &[&str], era: &str) -> Value {
     let report: Value = serde_json::from_str(json).unwrap();
     let cases = report["suites"][0]["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 1, "{args:?}: one case: {stdout}");
-    cases[0].clone()
+    (out.status.code(), cases[0].clone())
+}
+
+/// [`judge_case`] with `mcp-triage call` in `era`: the case.
+fn judge(args: &[&str], era: &str) -> Value {
+    judge_case(args, &client(era)).1
 }
 
 /// `(check, status)` of a judged case.
@@ -252,5 +277,170 @@ fn a_captured_failure_replayed_gives_the_same_verdicts_and_checks() {
             );
         }
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn call_passes_every_replayed_failure_and_ends_with_the_captured_verdict() {
+    for (name, check, verdict) in [
+        (
+            "sse_cut_before_response",
+            "reissue_new_id",
+            "transport / STREAM_INCOMPLETE",
+        ),
+        (
+            "http_503_retry_after",
+            "no_unsafe_resend",
+            "transport / HTTP_ERROR",
+        ),
+        ("tool_error", "no_auto_resend", "application / TOOL_ERROR"),
+        ("input_required", "mrtr_retry", "application / TOOL_SUCCESS"),
+    ] {
+        let (code, case) = judge_case(&["--replay", &fixture(name)], &client(""));
+        let all = checks(&case);
+        let names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "tool_called",
+                check,
+                "captured_outcome",
+                "headers_2026",
+                "in_time",
+                "reported_outcome"
+            ],
+            "{name}"
+        );
+        assert!(all.iter().all(|(_, s)| s == "pass"), "{name}: {all:?}");
+        assert_eq!(code, Some(0), "{name}");
+        assert_eq!(case["name"], "seq1.run_configured_test_scenario");
+        let output = case["output"].as_str().unwrap();
+        assert!(
+            output.contains(&format!("result: {verdict}")),
+            "{name}: {output}"
+        );
+        // The journal in the report shows which captured line was served.
+        let served: Vec<&Value> = case["journal"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["method"] == "tools/call")
+            .collect();
+        assert_eq!(served[0]["replay"]["seq"], 1, "{name}");
+        if name == "input_required" {
+            assert_eq!(served[1]["replay"]["seq"], 2);
+        }
+    }
+}
+
+#[test]
+fn the_resending_client_fails_the_replayed_resend_checks() {
+    let client = format!(
+        "python3 '{}' {{url}}",
+        repo().join("interop/judge/bad-client.py").display()
+    );
+    for (name, check) in [
+        ("sse_cut_before_response", "reissue_new_id"),
+        ("http_503_retry_after", "no_unsafe_resend"),
+        ("tool_error", "no_auto_resend"),
+    ] {
+        let (code, case) = judge_case(&["--replay", &fixture(name)], &client);
+        assert_eq!(code, Some(1), "{name}");
+        let k = case["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["name"] == check)
+            .unwrap();
+        assert_eq!(k["status"], "fail", "{name}: {k}");
+        let evidence = k["evidence"].as_array().unwrap();
+        assert!(
+            evidence
+                .iter()
+                .any(|e| e.as_str().unwrap().contains("\"pastEnd\":true")),
+            "{name}: the resend was served the last line again: {evidence:?}"
+        );
+    }
+}
+
+#[test]
+fn bad_replay_input_is_a_usage_error_naming_it() {
+    let dir = std::env::temp_dir().join(format!("mcp-triage-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"status\":200,\"method\":\"ping\"}\n{\"status\":\"x\"}\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let o = Command::new(BIN).args(args).output().unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let bad = bad.to_str().unwrap();
+    let (code, err) = run(&["judge", "--client", "true", "--replay", bad]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("capture line 2") && err.contains("status"),
+        "{err}"
+    );
+    let (code, err) = run(&["kitchen", "--listen", "127.0.0.1:0", "--replay", bad]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("capture line 2"), "{err}");
+    let (code, err) = run(&[
+        "judge",
+        "--client",
+        "true",
+        "--replay",
+        "/nonexistent/c.jsonl",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("cannot read the capture"), "{err}");
+    let f = fixture("tool_error");
+    let f = f.as_str();
+    let (code, err) = run(&[
+        "judge",
+        "--client",
+        "true",
+        "--replay",
+        f,
+        "--replay-speed",
+        "0",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("not a positive number"), "{err}");
+    let (code, err) = run(&[
+        "judge",
+        "--client",
+        "true",
+        "--replay",
+        f,
+        "--replay-max-bytes",
+        "100",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("over the limit of 100"), "{err}");
+    // A capture with a call whose request body was not captured: named, not dropped.
+    let omitted = dir.join("omitted.jsonl");
+    std::fs::write(
+        &omitted,
+        "{\"seq\":3,\"status\":200,\"method\":\"tools/call\",\"tool\":\"t\",\"request\":{\"method\":\"POST\",\"path\":\"/mcp\",\"bodyTruncated\":true},\"body\":\"{}\"}\n",
+    )
+    .unwrap();
+    let (code, err) = run(&[
+        "judge",
+        "--client",
+        "true",
+        "--replay",
+        omitted.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("seq 3") && err.contains("not in the capture"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
