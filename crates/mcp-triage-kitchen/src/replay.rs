@@ -19,7 +19,8 @@
 //!   after `headMs`; an `end` of `upstream_closed` (or `client_cancelled`, or a body cut by the
 //!   capture's size limit) closes the connection after the last chunk without the final chunk
 //!   of a chunked body, as the upstream did; `timeout` keeps the stream open until the client
-//!   gives up.
+//!   gives up; `no_response` with status 502 (the upstream answered nothing) drops the
+//!   connection without a response, with 504 or 408 sends that status (the proxy's answer).
 //!
 //! The kitchen depends on no other crate of this workspace, so the `argumentsHash` of a request
 //! is computed here with the journal's canonical JSON (object keys sorted, no white space).
@@ -659,7 +660,15 @@ async fn handle(
     if let Some(HeadDelay(d)) = resp.extensions().get::<HeadDelay>().copied() {
         tokio::time::sleep(d).await;
     }
-    entry["status"] = json!(resp.status().as_u16());
+    let aborted = resp
+        .extensions()
+        .get::<crate::sse::AbortConnection>()
+        .is_some();
+    entry["status"] = if aborted {
+        Value::Null
+    } else {
+        json!(resp.status().as_u16())
+    };
     entry["contentType"] = resp
         .headers()
         .get(header::CONTENT_TYPE)
@@ -804,6 +813,11 @@ fn own_answer(
 
 /// Send one captured exchange: status, headers, the id-rewritten body in its chunks.
 fn serve(x: &CapturedExchange, request_id: Option<&Value>, speed: f64) -> Response<Body> {
+    if x.end == End::NoResponse && x.status == 502 {
+        // The upstream answered nothing (it closed, or the client did first): the proxy closed
+        // the client's connection too, so the replay drops it without a response.
+        return crate::sse::abort_response();
+    }
     let (body, ends) = rewrite_ids(x, request_id);
     let mut r = Response::new(Body::empty());
     *r.status_mut() = StatusCode::from_u16(x.status).unwrap_or(StatusCode::BAD_GATEWAY);

@@ -21,7 +21,14 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 async fn replay(name: &str, speed: f64) -> KitchenHandle {
-    let capture = Capture::read(&fixture(name), 1 << 20).expect("fixture parses");
+    serve(
+        Capture::read(&fixture(name), 1 << 20).expect("fixture parses"),
+        speed,
+    )
+    .await
+}
+
+async fn serve(capture: Capture, speed: f64) -> KitchenHandle {
     let replay = Replay::new(capture, ReplayOptions { speed }).unwrap();
     start_replay(
         "127.0.0.1:0".parse().unwrap(),
@@ -252,5 +259,27 @@ async fn a_503_keeps_its_status_headers_and_body() {
     assert_eq!(r.header("content-type"), Some("text/plain"));
     assert_eq!(r.text(), "Service Unavailable");
     assert_eq!(r.header("x-kitchen-scenario"), Some("replay"));
+    h.shutdown().await;
+}
+
+#[tokio::test]
+async fn no_response_drops_the_connection_or_sends_the_proxys_timeout() {
+    let line = |seq: u64, status: u16, tool: &str| {
+        json!({"capture": 1, "seq": seq, "method": "tools/call", "tool": tool,
+               "argumentsHash": mcp_triage_kitchen::replay::capture_arguments_hash(None),
+               "status": status, "body": "", "expectId": 1, "end": "no_response"})
+        .to_string()
+    };
+    let text = format!("{}\n{}\n", line(1, 502, "dropped"), line(2, 504, "slow"));
+    let h = serve(Capture::parse(text.as_bytes()).unwrap(), 1.0).await;
+    let call = |tool: &str| json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": tool}});
+    let (reads, closed) = raw_post(&h, &call("dropped")).await;
+    assert!(closed && reads.is_empty(), "no response at all: {reads:?}");
+    let slow = post_modern(&h, &call("slow")).await;
+    assert_eq!(slow.status, 504);
+    assert!(slow.body.is_empty());
+    let journal = h.kitchen().journal();
+    assert_eq!(journal[0]["status"], Value::Null, "{:?}", journal[0]);
+    assert_eq!(journal[0]["replay"]["end"], "no_response");
     h.shutdown().await;
 }
