@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::time::SystemTime;
 
 use mcp_triage_core::exchange::Exchange;
-use mcp_triage_core::{classify, CallContext, Outcome, RequestId};
+use mcp_triage_core::{CallContext, Outcome, RequestId};
 use mcp_triage_kitchen::replay::{response_message, Capture, ReplayKey};
 use serde_json::json;
 
@@ -114,7 +114,8 @@ pub fn cases(capture: &Capture) -> (Vec<CaseDef>, Vec<String>) {
 fn verdict_of(text: &str, now: SystemTime) -> Result<CapturedVerdict, String> {
     let x = Exchange::parse(text.as_bytes()).map_err(|e| e.to_string())?;
     let base = CallContext::new(RequestId::Number(1)).with_now(now);
-    let v = classify(&x.head, &x.body, &x.context(&base));
+    // As `classify --batch` does: a capture line's `end` decides how a broken-off body is judged.
+    let v = x.classify(&x.context(&base));
     Ok(CapturedVerdict {
         outcome: v.outcome,
         text: v.to_text_line(),
