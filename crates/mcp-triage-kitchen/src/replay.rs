@@ -713,7 +713,10 @@ fn answer(
         } = &key
         {
             entry["tool"] = json!(tool);
-            entry["argumentsHash"] = json!(arguments_hash);
+            // Bare hex, as in every other journal entry (the key's form has `sha256:`).
+            entry["argumentsHash"] = json!(arguments_hash
+                .as_deref()
+                .map(|h| h.trim_start_matches("sha256:")));
         }
         entry["retry"] = journal::retry_fields(&m["params"]).unwrap_or(Value::Null);
     }

@@ -13,6 +13,10 @@
 //! - `MCP_TRIAGE_AUTH`: `oauth` in the `auth.*` cases (the server asks for OAuth; the kitchen's
 //!   authorization server approves at once by redirecting), empty otherwise.
 //!
+//! With `--replay FILE.jsonl` the cases come from a capture file instead (`proxy --capture`):
+//! one per captured `tools/call`, each run against a fresh `kitchen --replay` of the file, graded
+//! by the generic checks the captured verdicts call for ([`replay_cases`]).
+//!
 //! The `auth.*` cases are also graded by the kitchen authorization server's counters
 //! (`oauth` in `/kitchen/counters`), taken before and after the case: cases run one at a time,
 //! so the difference is this client's.
@@ -41,6 +45,8 @@ Examples:
   mcp-triage judge --client 'python3 client.py {url}' --scenario errors.tool_error \\
       --expect-output 'errors.tool_error=Tool-side failure' --report junit:judge.xml --report html:judge.html
   mcp-triage judge --list                              # the cases and their checks
+  mcp-triage judge --client 'python3 client.py {url}' --replay capture.jsonl
+      # grade it on failures `proxy --capture capture.jsonl` recorded (one case per captured call)
 
 The client runs once per case with MCP_TRIAGE_SCENARIO, MCP_TRIAGE_URL, MCP_TRIAGE_TOOL and
 MCP_TRIAGE_ARGS (JSON) set and should make that one tool call, then exit 0 with its result or
