@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -67,6 +67,10 @@ pub const REDACTED_MEMBERS: [&str; 6] = [
     "code",
 ];
 
+/// Most `chunks` entries per exchange; frames past it are added to the last entry, so a stream
+/// that stays open for hours holds at most this many (16 bytes each).
+pub const MAX_CHUNKS: usize = 65_536;
+
 /// Query parameters of a `Location` header redacted besides the path's ones: an authorization
 /// redirect carries its one-use code there.
 const REDACTED_LOCATION_QUERY: [&str; 1] = ["code"];
@@ -106,10 +110,32 @@ impl CaptureOptions {
 /// The proxy's side of a capture: numbers exchanges, renames session ids, queues lines for the
 /// writer thread. Cheap to share; the writer ends once every handle is dropped.
 pub struct Capture {
-    tx: UnboundedSender<CaptureLine>,
+    tx: UnboundedSender<Box<Finished>>,
     seq: AtomicU64,
-    sessions: Mutex<HashMap<String, String>>,
     options: CaptureOptions,
+}
+
+/// A captured exchange on its way to the writer thread, which builds its line (redaction,
+/// base64, session names, JSON): the forwarding thread only copies bytes and queues this.
+struct Finished {
+    exchange: ExchangeCapture,
+    end: CaptureEnd,
+    answered: u16,
+    verdict: String,
+}
+
+/// `s1`, `s2`, … for session ids in the order first seen (on the writer thread).
+#[derive(Default)]
+struct SessionNames(HashMap<String, String>);
+
+impl SessionNames {
+    fn alias(&mut self, id: &str) -> String {
+        let n = self.0.len() + 1;
+        self.0
+            .entry(id.to_string())
+            .or_insert_with(|| format!("s{n}"))
+            .clone()
+    }
 }
 
 impl std::fmt::Debug for Capture {
@@ -154,6 +180,7 @@ pub fn start(options: CaptureOptions) -> Result<(Arc<Capture>, CaptureWriter), S
         batch: LineBatch::new(Box::new(log.file), log.torn, "the capture file"),
         stats: WriterStats::default(),
         scratch: Vec::new(),
+        sessions: SessionNames::default(),
     };
     let thread = std::thread::Builder::new()
         .name("mcp-triage-capture".into())
@@ -163,7 +190,6 @@ pub fn start(options: CaptureOptions) -> Result<(Arc<Capture>, CaptureWriter), S
         Arc::new(Capture {
             tx,
             seq: AtomicU64::new(0),
-            sessions: Mutex::new(HashMap::new()),
             options,
         }),
         CaptureWriter {
@@ -266,18 +292,9 @@ impl Capture {
         out
     }
 
-    /// `s1`, `s2`, … for session ids in the order first seen.
-    fn session_alias(&self, id: &str) -> String {
-        let mut map = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        let n = map.len() + 1;
-        map.entry(id.to_string())
-            .or_insert_with(|| format!("s{n}"))
-            .clone()
-    }
-
-    fn send(&self, line: CaptureLine) {
-        // A line sent after the writer ended (it cannot: handles keep it alive) is dropped.
-        let _ = self.tx.send(line);
+    fn send(&self, finished: Box<Finished>) {
+        // The writer ends only once every handle is gone, so this cannot fail while `self` lives.
+        let _ = self.tx.send(finished);
     }
 }
 
@@ -356,11 +373,18 @@ impl ExchangeCapture {
 
     /// A frame of the response body arrived now.
     pub fn chunk(&mut self, data: &[u8]) {
-        let at = self
-            .head
-            .as_ref()
-            .map_or(0.0, |(_, _, t, _)| ms_between(*t, Instant::now()));
-        self.chunks.push((at, data.len() as u64));
+        if self.chunks.len() >= MAX_CHUNKS {
+            // A stream open for hours: later frames add to the last entry (bounded memory).
+            if let Some(last) = self.chunks.last_mut() {
+                last.1 += data.len() as u64;
+            }
+        } else {
+            let at = self
+                .head
+                .as_ref()
+                .map_or(0.0, |(_, _, t, _)| ms_between(*t, Instant::now()));
+            self.chunks.push((at, data.len() as u64));
+        }
         let room = (self.max_body as usize).saturating_sub(self.body.len());
         if data.len() > room {
             self.body_truncated = true;
@@ -372,16 +396,20 @@ impl ExchangeCapture {
     /// when no head came (`end` is then [`CaptureEnd::NoResponse`]), `verdict` the proxy's
     /// outcome for the exchange (its record's `outcome`).
     pub fn finish(self, capture: &Capture, end: CaptureEnd, answered: u16, verdict: &str) {
-        let line = self.into_line(capture, end, answered, verdict);
-        capture.send(line);
+        capture.send(Box::new(Finished {
+            exchange: self,
+            end,
+            answered,
+            verdict: verdict.to_string(),
+        }));
     }
 
     fn into_line(
         mut self,
-        capture: &Capture,
+        sessions: &mut SessionNames,
         end: CaptureEnd,
         answered: u16,
-        verdict: &str,
+        verdict: String,
     ) -> CaptureLine {
         let request_bytes = self.request_body.take().unwrap_or_default();
         let rpc = self.rpc.take();
@@ -418,10 +446,10 @@ impl ExchangeCapture {
             .session_id
             .clone()
             .or_else(|| headers.get("mcp-session-id").cloned())
-            .map(|s| capture.session_alias(&s));
-        let rename = |h: &mut BTreeMap<String, String>| {
+            .map(|s| sessions.alias(&s));
+        let mut rename = |h: &mut BTreeMap<String, String>| {
             if let Some(v) = h.get_mut("mcp-session-id") {
-                *v = capture.session_alias(v);
+                *v = sessions.alias(v);
             }
         };
         let mut headers = headers;
@@ -448,7 +476,7 @@ impl ExchangeCapture {
             chunks: self.chunks,
             end,
             body_truncated: self.body_truncated,
-            verdict: verdict.to_string(),
+            verdict,
             session_id,
         }
     }
@@ -636,6 +664,7 @@ struct Rotation {
     batch: LineBatch,
     stats: WriterStats,
     scratch: Vec<u8>,
+    sessions: SessionNames,
 }
 
 impl Rotation {
@@ -709,11 +738,20 @@ impl Write for Failing {
     }
 }
 
-fn write_loop(rx: UnboundedReceiver<CaptureLine>, mut files: Rotation) -> WriterStats {
+fn write_loop(rx: UnboundedReceiver<Box<Finished>>, mut files: Rotation) -> WriterStats {
     linger_loop(
         rx,
         &mut files,
-        |f, line| f.push(&line),
+        |f, done| {
+            let Finished {
+                exchange,
+                end,
+                answered,
+                verdict,
+            } = *done;
+            let line = exchange.into_line(&mut f.sessions, end, answered, verdict);
+            f.push(&line);
+        },
         |f| f.batch.write(&mut f.stats),
     );
     files.stats
@@ -817,6 +855,26 @@ mod tests {
         assert_eq!(v["request"]["bodyTruncated"], true);
         assert_eq!(v["end"], "complete");
         assert_eq!(v["verdict"], "TOOL_SUCCESS");
+    }
+
+    #[test]
+    fn chunks_past_the_limit_add_to_the_last_entry() {
+        let (c, w, _) = capture_in("chunks", 1 << 20, 1);
+        let mut x = c.begin_stdio(None);
+        x.response_head(200, BTreeMap::new());
+        for _ in 0..MAX_CHUNKS + 10 {
+            x.chunk(b"ab");
+        }
+        assert_eq!(x.chunks.len(), MAX_CHUNKS);
+        let total: u64 = x.chunks.iter().map(|c| c.1).sum();
+        assert_eq!(
+            total,
+            2 * (MAX_CHUNKS as u64 + 10),
+            "every byte is still counted"
+        );
+        assert_eq!(x.chunks.last().unwrap().1, 22);
+        drop(c);
+        w.drain();
     }
 
     #[test]

@@ -722,3 +722,48 @@ async fn a_legacy_session_is_captured_with_its_methods_and_session() {
     assert_eq!(lines[2]["request"]["headers"]["mcp-session-id"], "s1");
     kitchen.shutdown().await;
 }
+
+/// No response head: a response timeout (the proxy answers 504) and an unreachable upstream
+/// (502) are lines with `end: "no_response"`, the proxy's status and an empty body, and
+/// classify judges them as the proxy did (`TIMEOUT`, `CONNECTION_ERROR`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exchanges_without_a_response_head_are_captured_as_the_proxy_answered() {
+    let kitchen = kitchen().await;
+    let dir = tmpdir("noresponse");
+    let cap = dir.join("capture.jsonl");
+    let held =
+        "/s/chaos.mix/mcp?params=%7B%22delayMs%22%3A3000%2C%22rates%22%3A%7B%22delay%22%3A1.0%7D%7D";
+    let args = capture_args(&cap, None, &["--response-timeout=0.3"]);
+    let (status, err, ()) = through_proxy(kitchen.base_url(), args, move |addr| {
+        let r = call(addr, held, 1, "test_simple_text", "{}", &[]);
+        assert!(r.starts_with("HTTP/1.1 504"), "{r}");
+    })
+    .await;
+    assert!(status.success(), "{err}");
+    // An upstream nobody listens on: bind a port, then free it.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let gone = format!("http://{}", free.local_addr().unwrap());
+    drop(free);
+    let cap2 = dir.join("capture2.jsonl");
+    let args = capture_args(&cap2, None, &[]);
+    let (status, err, ()) = through_proxy(gone, args, |addr| {
+        let r = call(addr, "/mcp", 2, "test_simple_text", "{}", &[]);
+        assert!(r.starts_with("HTTP/1.1 502"), "{r}");
+    })
+    .await;
+    assert!(status.success(), "{err}");
+    for (path, want_status, want) in [(&cap, 504, "TIMEOUT"), (&cap2, 502, "CONNECTION_ERROR")] {
+        let lines = json_lines(path);
+        assert_eq!(lines.len(), 1);
+        let l = &lines[0];
+        assert_eq!(l["end"], "no_response", "{l}");
+        assert_eq!(l["status"], want_status, "{l}");
+        assert_eq!(l["body"], "", "{l}");
+        assert!(l.get("headMs").is_none(), "{l}");
+        assert_eq!(l["verdict"], want, "{l}");
+        assert_eq!(l["method"], "tools/call");
+        let v = classify_batch(path);
+        assert_eq!(v[0]["outcome"], want, "{}", v[0]);
+    }
+    kitchen.shutdown().await;
+}
