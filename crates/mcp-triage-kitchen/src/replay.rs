@@ -584,9 +584,11 @@ pub async fn start_replay(
     crate::server::start_with(addr, options, move |kitchen| router(kitchen, replay)).await
 }
 
-/// The replay router: the admin API under `/kitchen/*`, every other path replayed.
+/// The replay router: the admin API under `/kitchen/*`, every other path replayed. A
+/// successful `POST /kitchen/reset` also starts every key over at its first captured line.
 pub fn router(kitchen: Kitchen, replay: Arc<Replay>) -> Router {
     let shared = kitchen.shared().clone();
+    let on_reset = replay.clone();
     Router::new()
         .merge(crate::admin::routes())
         .with_state(shared.clone())
@@ -594,6 +596,20 @@ pub fn router(kitchen: Kitchen, replay: Arc<Replay>) -> Router {
             let (shared, replay) = (shared.clone(), replay.clone());
             async move { handle(State((shared, replay)), req).await }
         })
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: axum::middleware::Next| {
+                let replay = on_reset.clone();
+                async move {
+                    let reset = req.method() == axum::http::Method::POST
+                        && req.uri().path() == "/kitchen/reset";
+                    let resp = next.run(req).await;
+                    if reset && resp.status().is_success() {
+                        replay.asked.lock().expect("replay lock").clear();
+                    }
+                    resp
+                }
+            },
+        ))
 }
 
 const HOP_BY_HOP: &[&str] = &[

@@ -175,6 +175,14 @@ async fn the_nth_call_gets_the_nth_line_with_its_id_rewritten() {
             (json!(2), json!(true))
         ]
     );
+    // POST /kitchen/reset starts the capture over (and empties the journal).
+    let reset = send(h.local_addr(), "POST", "/kitchen/reset", &[], None)
+        .await
+        .unwrap();
+    assert_eq!(reset.status, 200);
+    let again = post_modern(&h, &call(json!(9), json!({}))).await;
+    assert_eq!(again.json()["result"]["resultType"], "input_required");
+    assert_eq!(h.kitchen().journal()[0]["replay"]["seq"], 1);
     // What judge grades: the MRTR round issued, and the retry's echo.
     assert_eq!(calls[0]["issued"]["requestState"], state);
     assert_eq!(
