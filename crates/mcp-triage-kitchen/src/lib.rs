@@ -58,6 +58,7 @@ pub mod journal;
 pub mod mcp;
 pub mod oauth_as;
 pub mod protocol;
+pub mod replay;
 pub mod scenarios;
 pub mod server;
 pub mod session;

@@ -80,6 +80,16 @@ pub async fn start(
     addr: SocketAddr,
     options: KitchenOptions,
 ) -> Result<KitchenHandle, KitchenError> {
+    start_with(addr, options, crate::router).await
+}
+
+/// [`start`] with another router over the same state (`kitchen --replay` serves captured
+/// exchanges instead of scenarios, with the same accept loop, admin API and journal).
+pub(crate) async fn start_with(
+    addr: SocketAddr,
+    options: KitchenOptions,
+    router: impl FnOnce(Kitchen) -> Router,
+) -> Result<KitchenHandle, KitchenError> {
     crate::state::check_admin_token(&options)?;
     if !addr.ip().is_loopback() && options.admin_token.is_none() {
         return Err(KitchenError::NonLoopback(addr));
@@ -89,7 +99,7 @@ pub async fn start(
     let listener = TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     *kitchen.shared().local_addr.lock().expect("addr lock") = Some(local);
-    let app = crate::router(kitchen.clone());
+    let app = router(kitchen.clone());
     let (stop, stop_rx) = watch::channel(false);
     let task = tokio::spawn(accept_loop(
         listener,

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::Args;
+use mcp_triage_kitchen::replay::{start_replay, Capture, Replay, ReplayOptions};
 use mcp_triage_kitchen::{start, KitchenOptions, ResponseMode};
 
 pub const EXAMPLES: &str = "\
@@ -13,6 +14,8 @@ Examples:
       --params '{\"statusCodes\":[503,200]}'
   curl -s http://127.0.0.1:8765/kitchen/scenarios     # the catalogue
   # per-URL instances with their own counters: http://127.0.0.1:8765/s/errors.tool_error/mcp
+  mcp-triage kitchen --listen 127.0.0.1:0 --replay capture.jsonl --replay-speed 2
+      # serve what `proxy --capture capture.jsonl` recorded (docs/capture-format.md)
 
 The first line on stdout is the MCP URL. A non-loopback --listen needs --admin-token.";
 
@@ -43,6 +46,18 @@ pub struct KitchenArgs {
     /// How responses are sent unless a scenario says otherwise: auto, json or sse.
     #[arg(long, value_name = "MODE", default_value = "auto", value_parser = parse_mode)]
     response_mode: ResponseMode,
+
+    /// Serve the exchanges of a capture file (`proxy --capture`) instead of a scenario.
+    #[arg(long, value_name = "FILE.jsonl", conflicts_with_all = ["scenario", "params"])]
+    replay: Option<std::path::PathBuf>,
+
+    /// With --replay: divide the captured delays (response head, SSE chunks) by X.
+    #[arg(long, value_name = "X", default_value = "1", requires = "replay", value_parser = mcp_triage_kitchen::replay::parse_speed)]
+    replay_speed: f64,
+
+    /// With --replay: the largest capture file read, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = mcp_triage_kitchen::replay::DEFAULT_MAX_CAPTURE_BYTES, requires = "replay")]
+    replay_max_bytes: u64,
 }
 
 fn parse_params(s: &str) -> Result<serde_json::Value, String> {
@@ -83,10 +98,34 @@ pub fn run(args: KitchenArgs) -> Result<ExitCode, String> {
             response_mode: args.response_mode,
             ..KitchenOptions::default()
         };
-        let handle = start(args.listen, options)
-            .await
-            .map_err(|e| format!("kitchen: {e}"))?;
-        println!("{}", handle.mcp_url());
+        let mut replay_path = None;
+        let handle = match &args.replay {
+            None => start(args.listen, options).await,
+            Some(path) => {
+                let capture = Capture::read(path, args.replay_max_bytes)
+                    .map_err(|e| format!("kitchen --replay {}: {e}", path.display()))?;
+                let n = capture.exchanges.len();
+                replay_path = Some(capture.mcp_path());
+                let replay = Replay::new(
+                    capture,
+                    ReplayOptions {
+                        speed: args.replay_speed,
+                    },
+                )
+                .map_err(|e| format!("kitchen: {e}"))?;
+                eprintln!(
+                    "kitchen: replaying {n} captured exchanges of {}",
+                    path.display()
+                );
+                start_replay(args.listen, options, replay).await
+            }
+        }
+        .map_err(|e| format!("kitchen: {e}"))?;
+        // A replay serves every path; the capture's MCP path is the one its clients used.
+        match &replay_path {
+            Some(p) => println!("{}{p}", handle.base_url()),
+            None => println!("{}", handle.mcp_url()),
+        }
         eprintln!(
             "kitchen: serving on {} (admin API {}/kitchen/scenarios); Ctrl-C stops it",
             handle.local_addr(),

@@ -1,6 +1,9 @@
 //! The cases `judge` runs: which kitchen scenario (with which parameters) a client meets,
 //! which tool it is asked to call, and which checks grade what the kitchen saw.
 
+use std::borrow::Cow;
+
+use mcp_triage_core::Outcome;
 use serde_json::{json, Value};
 
 /// One graded check kind (see `checks.rs` for what each means).
@@ -40,6 +43,8 @@ pub enum CheckKind {
     TokenAudience,
     /// OAuth: no usable token can be had; the client stops with a stated failure.
     GivesUp,
+    /// `judge --replay`: the client ends as the captured line it was last served says.
+    CapturedOutcome,
 }
 
 impl CheckKind {
@@ -63,6 +68,7 @@ impl CheckKind {
             CheckKind::ScopeStepUp => "scope_step_up",
             CheckKind::TokenAudience => "token_audience",
             CheckKind::GivesUp => "gives_up",
+            CheckKind::CapturedOutcome => "captured_outcome",
         }
     }
 
@@ -131,6 +137,10 @@ impl CheckKind {
                 "spec 2025-11-25 basic/authorization §Authorization Code Protection: if code_challenge_methods_supported is absent the client MUST refuse to proceed",
                 "RFC 9728 §3 / RFC 8414 §3: without the metadata there is no authorization server to ask; the client ends with a stated failure (non-zero exit, a message), not a loop or silence",
             ],
+            CheckKind::CapturedOutcome => &[
+                "issue 14: a failure captured in production and replayed gives the client what the server gave it then; the classifier's verdict of the captured line says whether the call succeeded",
+                "seed article: a client reports a failed call as failed (with its layer) and a successful one as successful",
+            ],
         }
     }
 }
@@ -139,23 +149,58 @@ impl CheckKind {
 #[derive(Clone, Debug)]
 pub struct CaseDef {
     /// Case id (what `--scenario` selects and `MCP_TRIAGE_SCENARIO` carries).
-    pub id: &'static str,
-    /// Kitchen scenario id.
-    pub scenario: &'static str,
+    pub id: Cow<'static, str>,
+    /// Kitchen scenario id ([`REPLAY_SCENARIO`] for a case of `judge --replay`).
+    pub scenario: Cow<'static, str>,
     /// Scenario parameters.
     pub params: Value,
     /// Tool the client should call.
-    pub tool: &'static str,
+    pub tool: Cow<'static, str>,
     /// Its arguments.
     pub arguments: Value,
     /// The checks besides `tool_called`, `headers_2026`, `in_time` and `reported_outcome`
     /// (every case has those).
-    pub checks: &'static [CheckKind],
+    pub checks: Cow<'static, [CheckKind]>,
     /// Retry-After the scenario sends, in ms (rate-limited case).
     pub retry_after_ms: u64,
     /// An OAuth case: the client runs with `MCP_TRIAGE_AUTH=oauth` and should authorize
     /// (following the kitchen's auto-approving redirect) when the server asks.
     pub oauth: bool,
+    /// A case of `judge --replay`: what the capture says the call's exchanges were.
+    pub captured: Option<Captured>,
+}
+
+/// The scenario name of `judge --replay` cases.
+pub const REPLAY_SCENARIO: &str = "replay";
+
+/// The captured exchanges of one replayed call (one replay key), each with the verdict the
+/// classifier gives its captured line: what the client met, and so how it should have ended.
+#[derive(Clone, Debug, Default)]
+pub struct Captured {
+    /// `(seq, verdict)` per captured line of the call's key, in `seq` order.
+    pub lines: Vec<(u64, CapturedVerdict)>,
+}
+
+/// The classifier's verdict of one captured line, as far as grading needs it.
+#[derive(Clone, Debug)]
+pub struct CapturedVerdict {
+    /// The outcome.
+    pub outcome: Outcome,
+    /// The verdict's one-line text (`layer/OUTCOME status=… — detail`).
+    pub text: String,
+    /// The text of a tool result's content (a tool error's message), if any.
+    pub tool_text: Option<String>,
+}
+
+impl Captured {
+    /// Whether any captured line had `outcome`.
+    pub fn has(&self, outcome: Outcome) -> bool {
+        self.lines.iter().any(|(_, v)| v.outcome == outcome)
+    }
+    /// The verdict of the line with `seq`.
+    pub fn verdict(&self, seq: u64) -> Option<&CapturedVerdict> {
+        self.lines.iter().find(|(s, _)| *s == seq).map(|(_, v)| v)
+    }
 }
 
 /// Every case, in the order the matrix shows them.
@@ -163,15 +208,21 @@ pub fn all() -> Vec<CaseDef> {
     use CheckKind::*;
     let run = "run_configured_test_scenario";
     let msg = json!({ "message": "from mcp-triage judge" });
-    let case = |id, scenario, params: Value, tool, arguments: Value, checks| CaseDef {
-        id,
-        scenario,
+    let case = |id: &'static str,
+                scenario: &'static str,
+                params: Value,
+                tool: &'static str,
+                arguments: Value,
+                checks: &'static [CheckKind]| CaseDef {
+        id: Cow::Borrowed(id),
+        scenario: Cow::Borrowed(scenario),
         params,
-        tool,
+        tool: Cow::Borrowed(tool),
         arguments,
-        checks,
+        checks: Cow::Borrowed(checks),
         retry_after_ms: 0,
         oauth: false,
+        captured: None,
     };
     // Most cases: the scenario's own id, its run_configured_test_scenario tool, one message.
     let scenario = |id, params: Value, checks| case(id, id, params, run, msg.clone(), checks);
@@ -243,13 +294,14 @@ pub fn all() -> Vec<CaseDef> {
 fn oauth_case(id: &'static str, checks: &'static [CheckKind]) -> CaseDef {
     let fault = id.strip_prefix("auth.").expect("auth.<fault>");
     CaseDef {
-        id,
-        scenario: "auth.oauth_flow",
+        id: Cow::Borrowed(id),
+        scenario: Cow::Borrowed("auth.oauth_flow"),
         params: json!({ "fault": fault }),
-        tool: "run_configured_test_scenario",
+        tool: Cow::Borrowed("run_configured_test_scenario"),
         arguments: json!({ "message": "from mcp-triage judge" }),
-        checks,
+        checks: Cow::Borrowed(checks),
         retry_after_ms: 0,
         oauth: true,
+        captured: None,
     }
 }

@@ -67,6 +67,7 @@ pub fn journal_line(e: &Value) -> String {
         "injected",
         "retry",
         "issued",
+        "replay",
     ] {
         if let Some(v) = e.get(k).filter(|v| !v.is_null()) {
             m.insert(k.into(), v.clone());
@@ -107,7 +108,7 @@ impl Ctx<'_> {
     fn calls(&self) -> Vec<&Value> {
         self.entries
             .iter()
-            .filter(|e| is_call(e, self.case.tool))
+            .filter(|e| is_call(e, &self.case.tool))
             .collect()
     }
     fn check(&self, kind: CheckKind, status: Status, message: impl Into<String>) -> Check {
@@ -198,6 +199,7 @@ pub fn grade(kind: CheckKind, cx: &Ctx<'_>) -> Check {
         CheckKind::ScopeStepUp => scope_step_up(cx),
         CheckKind::TokenAudience => token_audience(cx),
         CheckKind::GivesUp => gives_up(cx),
+        CheckKind::CapturedOutcome => captured_outcome(cx),
     }
 }
 
@@ -427,6 +429,66 @@ fn gives_up(cx: &Ctx<'_>) -> Check {
     }
 }
 
+/// `judge --replay`: the last captured line the replay served for this case's call decides
+/// how the client should have ended: exit 0 after a successful call; otherwise a failure (a
+/// non-zero exit), or, after a tool error, exit 0 with the tool's error text shown (the tool's
+/// answer reached the user, which is what a tool error asks for).
+fn captured_outcome(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::CapturedOutcome;
+    let Some(captured) = &cx.case.captured else {
+        return cx.skip(k, "not a replayed case");
+    };
+    let Some(last) = cx
+        .calls()
+        .into_iter()
+        .rev()
+        .find(|e| e["replay"]["seq"].is_u64())
+    else {
+        return cx.skip(k, "no captured line was served (see tool_called)");
+    };
+    let seq = last["replay"]["seq"].as_u64().unwrap_or(0);
+    let Some(v) = captured.verdict(seq) else {
+        return cx.skip(k, format!("served seq {seq}, which is not this case's"));
+    };
+    if cx.timed_out {
+        return cx.skip(k, "stopped at the timeout (graded by in_time)");
+    }
+    let exit = cx
+        .exit
+        .map_or("a signal".to_string(), |c| format!("exit {c}"));
+    let said = format!(
+        "last served seq {seq}: {}; the client ended with {exit}",
+        v.text
+    );
+    let success = v.outcome == mcp_triage_core::Outcome::ToolSuccess;
+    let shown = |t: &Option<String>| {
+        t.as_deref()
+            .is_some_and(|t| !t.is_empty() && cx.output.contains(t))
+    };
+    let ok = match (success, cx.exit) {
+        (true, Some(0)) => true,
+        (true, _) => false,
+        (false, Some(0)) => v.outcome == mcp_triage_core::Outcome::ToolError && shown(&v.tool_text),
+        (false, _) => true,
+    };
+    if ok {
+        cx.pass(k, said)
+    } else {
+        cx.fail(
+            k,
+            format!(
+                "{said}: {}",
+                if success {
+                    "the call succeeded, the client did not say so"
+                } else {
+                    "the call failed, the client reported success"
+                }
+            ),
+            &[last],
+        )
+    }
+}
+
 fn tool_called(cx: &Ctx<'_>) -> Check {
     let k = CheckKind::ToolCalled;
     let n = cx.calls().len();
@@ -578,7 +640,13 @@ fn no_auto_resend(cx: &Ctx<'_>) -> Check {
             format!(
                 "tools/call sent {} times after a {} answer",
                 calls.len(),
-                if cx.case.scenario == "errors.tool_error" {
+                if cx.case.scenario == "errors.tool_error"
+                    || cx
+                        .case
+                        .captured
+                        .as_ref()
+                        .is_some_and(|c| c.has(mcp_triage_core::Outcome::ToolError))
+                {
                     "tool error (isError)"
                 } else {
                     "JSON-RPC error"

@@ -13,18 +13,25 @@
 //! - `MCP_TRIAGE_AUTH`: `oauth` in the `auth.*` cases (the server asks for OAuth; the kitchen's
 //!   authorization server approves at once by redirecting), empty otherwise.
 //!
+//! With `--replay FILE.jsonl` the cases come from a capture file instead (`proxy --capture`):
+//! one per captured `tools/call`, each run against a fresh `kitchen --replay` of the file, graded
+//! by the generic checks the captured verdicts call for ([`replay_cases`]).
+//!
 //! The `auth.*` cases are also graded by the kitchen authorization server's counters
 //! (`oauth` in `/kitchen/counters`), taken before and after the case: cases run one at a time,
 //! so the difference is this client's.
 
 pub mod cases;
 pub mod checks;
+pub mod replay_cases;
 
 use std::io::IsTerminal;
 use std::process::{ExitCode, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use mcp_triage_kitchen::replay::{start_replay, Capture, Replay, ReplayOptions};
 use mcp_triage_kitchen::{journal, start, KitchenOptions};
 use mcp_triage_report::{Case, Check, Report, ReportTarget, Status, Suite};
 use serde_json::Value;
@@ -38,6 +45,8 @@ Examples:
   mcp-triage judge --client 'python3 client.py {url}' --scenario errors.tool_error \\
       --expect-output 'errors.tool_error=Tool-side failure' --report junit:judge.xml --report html:judge.html
   mcp-triage judge --list                              # the cases and their checks
+  mcp-triage judge --client 'python3 client.py {url}' --replay capture.jsonl
+      # grade it on failures `proxy --capture capture.jsonl` recorded (one case per captured call)
 
 The client runs once per case with MCP_TRIAGE_SCENARIO, MCP_TRIAGE_URL, MCP_TRIAGE_TOOL and
 MCP_TRIAGE_ARGS (JSON) set and should make that one tool call, then exit 0 with its result or
@@ -72,6 +81,20 @@ pub struct JudgeArgs {
     /// Name of the judged client in the matrix and the reports (default: the command).
     #[arg(long, value_name = "NAME")]
     name: Option<String>,
+
+    /// Grade the client on the exchanges of a capture file (`proxy --capture`) instead of the
+    /// kitchen's scenarios: one case per captured tools/call (tool and arguments), served by
+    /// `kitchen --replay`.
+    #[arg(long, value_name = "FILE.jsonl")]
+    replay: Option<std::path::PathBuf>,
+
+    /// With --replay: divide the captured delays (response head, SSE chunks) by X.
+    #[arg(long, value_name = "X", default_value = "1", requires = "replay", value_parser = mcp_triage_kitchen::replay::parse_speed)]
+    replay_speed: f64,
+
+    /// With --replay: the largest capture file read, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = mcp_triage_kitchen::replay::DEFAULT_MAX_CAPTURE_BYTES, requires = "replay")]
+    replay_max_bytes: u64,
 
     /// List the cases and their checks, then exit.
     #[arg(long)]
@@ -117,26 +140,29 @@ fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-fn selected(args: &JudgeArgs) -> Result<Vec<CaseDef>, String> {
-    let all = cases::all();
+fn selected(args: &JudgeArgs, all: Vec<CaseDef>) -> Result<Vec<CaseDef>, String> {
     if args.scenarios.is_empty() {
         return Ok(all);
     }
     for want in &args.scenarios {
-        if !all.iter().any(|c| c.id == want || c.scenario == want) {
-            let ids: Vec<&str> = all.iter().map(|c| c.id).collect();
+        if !all.iter().any(|c| c.id == **want || c.scenario == **want) {
+            let ids: Vec<&str> = all.iter().map(|c| &*c.id).collect();
             return Err(format!("unknown case {want:?}; cases: {}", ids.join(", ")));
         }
     }
     Ok(all
         .into_iter()
-        .filter(|c| args.scenarios.iter().any(|w| c.id == w || c.scenario == w))
+        .filter(|c| {
+            args.scenarios
+                .iter()
+                .any(|w| c.id == **w || c.scenario == **w)
+        })
         .collect())
 }
 
 fn checks_of(c: &CaseDef) -> Vec<CheckKind> {
     let mut v = vec![CheckKind::ToolCalled];
-    v.extend_from_slice(c.checks);
+    v.extend_from_slice(&c.checks);
     v.extend([
         CheckKind::Headers2026,
         CheckKind::InTime,
@@ -213,9 +239,9 @@ async fn run_client(
     command
         .arg("-c")
         .arg(&line)
-        .env("MCP_TRIAGE_SCENARIO", case.id)
+        .env("MCP_TRIAGE_SCENARIO", &*case.id)
         .env("MCP_TRIAGE_URL", url)
-        .env("MCP_TRIAGE_TOOL", case.tool)
+        .env("MCP_TRIAGE_TOOL", &*case.tool)
         .env("MCP_TRIAGE_ARGS", case.arguments.to_string())
         .env("MCP_TRIAGE_AUTH", if case.oauth { "oauth" } else { "" })
         .stdin(Stdio::null())
@@ -269,7 +295,30 @@ async fn kill_group(child: &mut tokio::process::Child) {
 }
 
 pub fn run(args: JudgeArgs) -> Result<ExitCode, String> {
-    let cases = selected(&args)?;
+    let capture = match &args.replay {
+        None => None,
+        Some(path) => Some(Arc::new(
+            Capture::read(path, args.replay_max_bytes)
+                .map_err(|e| format!("judge --replay {}: {e}", path.display()))?,
+        )),
+    };
+    let all = match &capture {
+        None => cases::all(),
+        Some(c) => {
+            let (cases, skipped) = replay_cases::cases(c);
+            for why in &skipped {
+                eprintln!("judge --replay: {why}");
+            }
+            if cases.is_empty() {
+                return Err(format!(
+                    "judge --replay: the capture has no tools/call the client can be asked to make{}",
+                    if skipped.is_empty() { "" } else { " (see above)" }
+                ));
+            }
+            cases
+        }
+    };
+    let cases = selected(&args, all)?;
     if args.list {
         for c in &cases {
             let names: Vec<&str> = checks_of(c).iter().map(|k| k.name()).collect();
@@ -286,7 +335,7 @@ pub fn run(args: JudgeArgs) -> Result<ExitCode, String> {
     }
     let cmd = args.client.clone().ok_or("--client is required")?;
     for (id, _) in &args.expect_output {
-        if !cases.iter().any(|c| c.id == id) {
+        if !cases.iter().any(|c| c.id == **id) {
             return Err(format!(
                 "--expect-output names {id:?}, which is not a selected case"
             ));
@@ -296,7 +345,7 @@ pub fn run(args: JudgeArgs) -> Result<ExitCode, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    let report = runtime.block_on(judge(&args, &cmd, &cases))?;
+    let report = runtime.block_on(judge(&args, &cmd, &cases, capture))?;
     print_matrix(&report, use_color(&args.color));
     mcp_triage_report::write_all(&args.reports, &report)?;
     Ok(if report.passed() {
@@ -306,7 +355,15 @@ pub fn run(args: JudgeArgs) -> Result<ExitCode, String> {
     })
 }
 
-async fn judge(args: &JudgeArgs, cmd: &str, cases: &[CaseDef]) -> Result<Report, String> {
+/// Where the cases run: the kitchen's scenarios (one kitchen, an instance per case), or a
+/// capture replayed (a fresh replay kitchen per case, so each starts at the first line of
+/// every key).
+async fn judge(
+    args: &JudgeArgs,
+    cmd: &str,
+    cases: &[CaseDef],
+    capture: Option<Arc<Capture>>,
+) -> Result<Report, String> {
     let options = KitchenOptions::default();
     let sse_retry_ms = options.sse_retry_ms;
     let handle = start("127.0.0.1:0".parse().expect("loopback address"), options)
@@ -318,13 +375,61 @@ async fn judge(args: &JudgeArgs, cmd: &str, cases: &[CaseDef]) -> Result<Report,
     let mut out = Vec::new();
     for (i, case) in cases.iter().enumerate() {
         let tag = format!("judge-{i}");
-        let url = format!(
-            "{}?instance={tag}&params={}",
-            handle.scenario_url(case.scenario),
-            mcp_triage_kitchen::mcp::percent_encode(&case.params.to_string())
-        );
+        let replayed = match &capture {
+            None => None,
+            Some(c) => {
+                let replay = Replay::new(
+                    c.clone(),
+                    ReplayOptions {
+                        speed: args.replay_speed,
+                    },
+                )
+                .map_err(|e| format!("judge --replay: {e}"))?;
+                match start_replay(
+                    "127.0.0.1:0".parse().expect("loopback address"),
+                    KitchenOptions::default(),
+                    replay,
+                )
+                .await
+                {
+                    Ok(h) => Some(h),
+                    Err(e) => {
+                        handle.shutdown().await;
+                        return Err(format!("replay kitchen: {e}"));
+                    }
+                }
+            }
+        };
+        let url = match &replayed {
+            Some(r) => format!(
+                "{}{}",
+                r.base_url(),
+                capture.as_ref().map_or("/mcp".into(), |c| c.mcp_path())
+            ),
+            None => format!(
+                "{}?instance={tag}&params={}",
+                handle.scenario_url(&case.scenario),
+                mcp_triage_kitchen::mcp::percent_encode(&case.params.to_string())
+            ),
+        };
         let oauth_before = handle.kitchen().oauth_counters();
-        let run = match run_client(cmd, case, &url, timeout).await {
+        let run = run_client(cmd, case, &url, timeout).await;
+        let entries: Vec<Value> = match &replayed {
+            Some(r) => r.kitchen().journal(),
+            None => {
+                let suffix = format!("#{tag}");
+                handle
+                    .kitchen()
+                    .journal()
+                    .into_iter()
+                    .filter(|e| e["instance"].as_str().is_some_and(|s| s.ends_with(&suffix)))
+                    .collect()
+            }
+        };
+        if let Some(r) = replayed {
+            r.shutdown().await;
+        }
+        let run = match run {
             Ok(r) => r,
             Err(e) => {
                 handle.shutdown().await;
@@ -335,13 +440,6 @@ async fn judge(args: &JudgeArgs, cmd: &str, cases: &[CaseDef]) -> Result<Report,
             handle.shutdown().await;
             return Err(format!("{e} (case {})", case.id));
         }
-        let suffix = format!("#{tag}");
-        let entries: Vec<Value> = handle
-            .kitchen()
-            .journal()
-            .into_iter()
-            .filter(|e| e["instance"].as_str().is_some_and(|s| s.ends_with(&suffix)))
-            .collect();
         let printed = format!("{}\n{}", run.stdout, run.stderr);
         let oauth = case
             .oauth
@@ -357,7 +455,7 @@ async fn judge(args: &JudgeArgs, cmd: &str, cases: &[CaseDef]) -> Result<Report,
             output: &printed,
         };
         let mut graded: Vec<Check> = checks::grade_all(&checks_of(case), &cx);
-        for (_, text) in args.expect_output.iter().filter(|(id, _)| id == case.id) {
+        for (_, text) in args.expect_output.iter().filter(|(id, _)| *id == case.id) {
             let found = printed.to_lowercase().contains(&text.to_lowercase());
             graded.push(
                 Check::new(
@@ -426,11 +524,19 @@ async fn judge(args: &JudgeArgs, cmd: &str, cases: &[CaseDef]) -> Result<Report,
             name: args.name.clone().unwrap_or_else(|| cmd.to_string()),
             cases: out,
             duration_ms: Some(t0.elapsed().as_millis() as u64),
-            properties: vec![
+            properties: [
                 ("client".into(), cmd.to_string()),
                 ("mcp-triage".into(), env!("CARGO_PKG_VERSION").into()),
                 ("timeout".into(), format!("{} s", args.timeout)),
-            ],
+            ]
+            .into_iter()
+            .chain(args.replay.as_ref().map(|p| {
+                (
+                    "replay".to_string(),
+                    format!("{} (speed {})", p.display(), args.replay_speed),
+                )
+            }))
+            .collect(),
         }],
         ..Report::default()
     })
@@ -543,7 +649,7 @@ mod tests {
         let k = mcp_triage_kitchen::Kitchen::new(KitchenOptions::default()).unwrap();
         for c in cases::all() {
             k.shared()
-                .instance(c.scenario, &c.params, Some("t"))
+                .instance(&c.scenario, &c.params, Some("t"))
                 .unwrap_or_else(|e| panic!("{}: {e}", c.id));
         }
     }
