@@ -138,7 +138,9 @@ impl ResponseClassifier {
     /// Sets how many bytes of an `application/json` body are buffered whole before the rest is
     /// scanned as it arrives and only a compacted copy is kept (default 1 MiB; `None`: always
     /// buffer whole). The verdict is the same either way, except that a body that is not JSON
-    /// is described in the scanner's words. Tests set `Some(0)` to compare the two paths.
+    /// is described in the scanner's words. Tests set `Some(0)` to compare the two paths. Where
+    /// the body must stay whole (an output schema, an expected id that is a long string) this
+    /// changes nothing.
     pub fn compact_json_after(mut self, bytes: Option<usize>) -> Self {
         if self.compact_after.is_some() {
             self.compact_after = bytes;

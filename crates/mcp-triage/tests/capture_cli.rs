@@ -14,7 +14,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{start_proxy, stop, KillOnDrop, BIN};
+use common::{converse, start_proxy, stop, KillOnDrop, BIN};
 
 fn tmpdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("mcp-triage-capture-{}-{name}", std::process::id()));
@@ -570,30 +570,7 @@ fn wrap_captures_each_request_and_its_answer_line() {
         "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n",
         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"b\"}}\n",
     );
-    child
-        .0
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let mut out = String::new();
-    child
-        .0
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    let mut err = String::new();
-    child
-        .0
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    let status = child.0.wait().unwrap();
+    let (out, err, status) = converse(&mut child.0, input);
     assert!(status.success(), "{err}");
     assert_eq!(out.lines().count(), 2, "{out}");
     assert!(err.contains("2 exchange(s) captured"), "{err}");

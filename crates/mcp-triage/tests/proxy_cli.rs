@@ -9,7 +9,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{start_proxy, stop, KillOnDrop, BIN};
+use common::{converse, start_proxy, stop, KillOnDrop, BIN};
 
 fn tmpdir(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("mcp-triage-cli-{}-{name}", std::process::id()));
@@ -57,27 +57,7 @@ fn wrap_relays_bytes_passes_stderr_returns_the_exit_code_and_logs_each_request()
         "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n",
         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"b\"}}\n",
     );
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    let status = child.wait().unwrap();
+    let (out, err, status) = converse(&mut child, input);
     assert_eq!(status.code(), Some(3), "the server's exit code");
     assert_eq!(
         out,

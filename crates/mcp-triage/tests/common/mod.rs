@@ -85,3 +85,33 @@ pub fn stop(p: RunningProxy) -> (std::process::ExitStatus, String) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Writes `input` to a child's stdin, closes it, and reads stdout and stderr to their end (the
+/// wrap tests' whole conversation with `mcp-triage wrap`: a few lines each way).
+pub fn converse(
+    child: &mut std::process::Child,
+    input: &str,
+) -> (String, String, std::process::ExitStatus) {
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(input.as_bytes())
+        .unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout is piped")
+        .read_to_string(&mut out)
+        .unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr is piped")
+        .read_to_string(&mut err)
+        .unwrap();
+    (out, err, child.wait().unwrap())
+}
