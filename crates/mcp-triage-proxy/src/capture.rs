@@ -28,7 +28,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
-use crate::guard::{redact_query, REDACTED};
+use crate::guard::{is_secret_header, redact_query, REDACTED};
 use crate::log::{linger_loop, open_append, LineBatch};
 use crate::observe::{arguments_hash, parse_messages, Message};
 use crate::record::{now_ms, rfc3339};
@@ -46,14 +46,9 @@ pub const DEFAULT_KEEP: u32 = 4;
 /// Default of [`CaptureOptions::max_body`]: 1 MiB per body.
 pub const DEFAULT_MAX_BODY: u64 = 1 << 20;
 
-/// Request and response headers that never reach a capture (besides `--redact-header` names).
-pub const DROPPED_HEADERS: [&str; 5] = [
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "set-cookie",
-    "x-api-key",
-];
+/// Request and response headers that never reach a capture (besides `--redact-header` names):
+/// the records' list.
+pub use crate::guard::SECRET_HEADERS as DROPPED_HEADERS;
 
 /// JSON members whose string values are replaced by `"REDACTED"` in captured bodies: OAuth
 /// tokens, client secrets, PKCE verifiers and authorization codes. Only string values: a
@@ -71,10 +66,6 @@ pub const REDACTED_MEMBERS: [&str; 6] = [
 /// that stays open for hours holds at most this many (16 bytes each).
 pub const MAX_CHUNKS: usize = 65_536;
 
-/// Query parameters of a `Location` header redacted besides the path's ones: an authorization
-/// redirect carries its one-use code there.
-const REDACTED_LOCATION_QUERY: [&str; 1] = ["code"];
-
 /// Capture settings (`--capture`, `--capture-max-bytes`, `--capture-keep`, `--capture-max-body`).
 #[derive(Debug, Clone)]
 pub struct CaptureOptions {
@@ -91,6 +82,9 @@ pub struct CaptureOptions {
     pub redact_headers: Vec<String>,
     /// Query parameters redacted besides the defaults (`--redact-query-param`).
     pub redact_query_params: Vec<String>,
+    /// Replace each tool argument's value in captured `tools/call` requests by its hash
+    /// (`--capture-hash-arguments`); replay then matches those lines by tool only.
+    pub hash_arguments: bool,
 }
 
 impl CaptureOptions {
@@ -103,6 +97,7 @@ impl CaptureOptions {
             max_body: DEFAULT_MAX_BODY,
             redact_headers: Vec::new(),
             redact_query_params: Vec::new(),
+            hash_arguments: false,
         }
     }
 }
@@ -202,6 +197,7 @@ fn start_on(
         keep: options.keep,
         existing: size,
         open,
+        hash_arguments: options.hash_arguments,
         batch: LineBatch::new(out, torn, "the capture file"),
         stats: WriterStats::default(),
         scratch: Vec::new(),
@@ -292,20 +288,13 @@ impl Capture {
         let mut out: BTreeMap<String, String> = BTreeMap::new();
         for (name, value) in headers {
             let lower = name.to_ascii_lowercase();
-            if DROPPED_HEADERS.contains(&lower.as_str())
-                || self
-                    .options
-                    .redact_headers
-                    .iter()
-                    .any(|r| r.eq_ignore_ascii_case(&lower))
-            {
+            if is_secret_header(&lower, &self.options.redact_headers) {
                 continue;
             }
             let mut value = String::from_utf8_lossy(value).into_owned();
             if lower == "location" {
-                let mut names = self.options.redact_query_params.clone();
-                names.extend(REDACTED_LOCATION_QUERY.iter().map(|s| s.to_string()));
-                value = redact_query(&value, &names).into_owned();
+                // An authorization redirect carries its one-use code there.
+                value = redact_query(&value, &self.options.redact_query_params).into_owned();
             }
             out.entry(lower)
                 .and_modify(|v| {
@@ -435,9 +424,22 @@ impl ExchangeCapture {
         end: CaptureEnd,
         answered: u16,
         verdict: String,
+        hash_arguments: bool,
     ) -> CaptureLine {
-        let request_bytes = self.request_body.take().unwrap_or_default();
+        let mut request_bytes = self.request_body.take().unwrap_or_default();
         let rpc = self.rpc.take();
+        let arguments_hashed = hash_arguments && rpc.as_ref().is_some_and(|r| r.tool.is_some());
+        if arguments_hashed {
+            match hashed_arguments(&request_bytes) {
+                Some(bytes) => request_bytes = bytes,
+                None => {
+                    // A body cut short does not parse: its arguments cannot be hashed, so none
+                    // of it is kept.
+                    request_bytes.clear();
+                    self.request.body_omitted = true;
+                }
+            }
+        }
         // Bodies go into the file only for JSON-RPC requests (and streams the server opens on a
         // GET): what a token endpoint or a registration sends and answers stays out.
         let is_jsonrpc = rpc.is_some();
@@ -452,7 +454,7 @@ impl ExchangeCapture {
                 .starts_with("text/event-stream")
         });
         let body_kept = is_jsonrpc || self.request_overflow || is_stream;
-        if is_jsonrpc || self.request_overflow {
+        if (is_jsonrpc || self.request_overflow) && !self.request.body_omitted {
             let (body, base64) = body_text(redact_members(&request_bytes));
             self.request.body = body;
             self.request.body_base64 = base64;
@@ -496,6 +498,7 @@ impl ExchangeCapture {
             method: rpc.method,
             tool: rpc.tool,
             arguments_hash: rpc.arguments_hash,
+            arguments_hashed,
             request: self.request,
             head_ms,
             chunks: self.chunks,
@@ -538,6 +541,21 @@ fn rpc_of(messages: &[Message], batch: bool) -> Rpc {
         _ => {}
     }
     rpc
+}
+
+/// A `tools/call` request body with each value of `params.arguments` replaced by
+/// `"sha256:<hex>"` of its canonical JSON (`--capture-hash-arguments`); None when the body does
+/// not parse (cut at `--capture-max-body`). Arguments that are not an object are hashed whole.
+fn hashed_arguments(body: &[u8]) -> Option<Vec<u8>> {
+    let mut v: Value = serde_json::from_slice(body).ok()?;
+    let hash = |x: &Value| Value::String(format!("sha256:{}", arguments_hash(x).0));
+    if let Some(args) = v.pointer_mut("/params/arguments") {
+        match args {
+            Value::Object(map) => map.values_mut().for_each(|x| *x = hash(x)),
+            other => *other = hash(other),
+        }
+    }
+    serde_json::to_vec(&v).ok()
 }
 
 /// The `request` member.
@@ -588,6 +606,9 @@ struct CaptureLine {
     tool: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     arguments_hash: Option<String>,
+    /// `--capture-hash-arguments`: the request's argument values are hashes.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    arguments_hashed: bool,
     request: CapturedRequest,
     #[serde(skip_serializing_if = "Option::is_none")]
     head_ms: Option<f64>,
@@ -693,6 +714,8 @@ struct Rotation {
     existing: u64,
     /// Opens the file a rotation begins.
     open: OpenFn,
+    /// See [`CaptureOptions::hash_arguments`].
+    hash_arguments: bool,
     batch: LineBatch,
     stats: WriterStats,
     scratch: Vec<u8>,
@@ -801,7 +824,8 @@ fn write_loop(rx: UnboundedReceiver<Box<Finished>>, mut files: Rotation) -> Writ
                 answered,
                 verdict,
             } = *done;
-            let line = exchange.into_line(&mut f.sessions, end, answered, verdict);
+            let line =
+                exchange.into_line(&mut f.sessions, end, answered, verdict, f.hash_arguments);
             f.push(&line);
         },
         |f| f.batch.write(&mut f.stats),
