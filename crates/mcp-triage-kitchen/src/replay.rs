@@ -128,6 +128,25 @@ pub enum ReplayKey {
     },
 }
 
+impl ReplayKey {
+    /// The key without its arguments hash, for a `tools/call` that has one (None otherwise):
+    /// what a line captured with `--capture-hash-arguments` is keyed by.
+    fn by_tool_only(&self) -> Option<ReplayKey> {
+        match self {
+            ReplayKey::Rpc {
+                method,
+                tool,
+                arguments_hash: Some(_),
+            } => Some(ReplayKey::Rpc {
+                method: method.clone(),
+                tool: tool.clone(),
+                arguments_hash: None,
+            }),
+            _ => None,
+        }
+    }
+}
+
 impl std::fmt::Display for ReplayKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -373,11 +392,14 @@ fn parse_line(line: usize, text: &str, v: &Value) -> Result<CapturedExchange, St
     let key = match o.get("method") {
         Some(Value::String(method)) => {
             let tool = o.get("tool").and_then(Value::as_str).map(str::to_owned);
+            // `--capture-hash-arguments`: the line stands for every call of its tool.
+            let by_tool_only = o.get("argumentsHashed") == Some(&Value::Bool(true));
             let mut arguments_hash = o
                 .get("argumentsHash")
                 .and_then(Value::as_str)
+                .filter(|_| !by_tool_only)
                 .map(str::to_owned);
-            if method == "tools/call" && arguments_hash.is_none() {
+            if method == "tools/call" && arguments_hash.is_none() && !by_tool_only {
                 arguments_hash = Some(capture_arguments_hash(
                     request_body
                         .as_ref()
@@ -558,8 +580,13 @@ impl Replay {
     }
 
     /// The line for the next request with `key`: `(exchange, nth (1-based), of, past_end)`.
+    /// A `tools/call` whose arguments match no line falls back to the lines of its tool that
+    /// were captured with `--capture-hash-arguments` (keyed without arguments).
     fn next(&self, key: &ReplayKey) -> Option<(&CapturedExchange, usize, usize, bool)> {
-        let lines = self.index.get(key)?;
+        let (key, lines) = match self.index.get_key_value(key) {
+            Some(found) => found,
+            None => self.index.get_key_value(&key.by_tool_only()?)?,
+        };
         let mut asked = self.asked.lock().expect("replay lock");
         let n = asked.entry(key.clone()).or_insert(0);
         *n += 1;

@@ -28,7 +28,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
-use crate::guard::{redact_query, REDACTED};
+use crate::guard::{is_secret_header, redact_query, REDACTED};
 use crate::log::{linger_loop, open_append, LineBatch};
 use crate::observe::{arguments_hash, parse_messages, Message};
 use crate::record::{now_ms, rfc3339};
@@ -46,14 +46,9 @@ pub const DEFAULT_KEEP: u32 = 4;
 /// Default of [`CaptureOptions::max_body`]: 1 MiB per body.
 pub const DEFAULT_MAX_BODY: u64 = 1 << 20;
 
-/// Request and response headers that never reach a capture (besides `--redact-header` names).
-pub const DROPPED_HEADERS: [&str; 5] = [
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "set-cookie",
-    "x-api-key",
-];
+/// Request and response headers that never reach a capture (besides `--redact-header` names):
+/// the records' list.
+pub use crate::guard::SECRET_HEADERS as DROPPED_HEADERS;
 
 /// JSON members whose string values are replaced by `"REDACTED"` in captured bodies: OAuth
 /// tokens, client secrets, PKCE verifiers and authorization codes. Only string values: a
@@ -71,10 +66,6 @@ pub const REDACTED_MEMBERS: [&str; 6] = [
 /// that stays open for hours holds at most this many (16 bytes each).
 pub const MAX_CHUNKS: usize = 65_536;
 
-/// Query parameters of a `Location` header redacted besides the path's ones: an authorization
-/// redirect carries its one-use code there.
-const REDACTED_LOCATION_QUERY: [&str; 1] = ["code"];
-
 /// Capture settings (`--capture`, `--capture-max-bytes`, `--capture-keep`, `--capture-max-body`).
 #[derive(Debug, Clone)]
 pub struct CaptureOptions {
@@ -91,6 +82,9 @@ pub struct CaptureOptions {
     pub redact_headers: Vec<String>,
     /// Query parameters redacted besides the defaults (`--redact-query-param`).
     pub redact_query_params: Vec<String>,
+    /// Replace each tool argument's value in captured `tools/call` requests by its hash
+    /// (`--capture-hash-arguments`); replay then matches those lines by tool only.
+    pub hash_arguments: bool,
 }
 
 impl CaptureOptions {
@@ -103,6 +97,7 @@ impl CaptureOptions {
             max_body: DEFAULT_MAX_BODY,
             redact_headers: Vec::new(),
             redact_query_params: Vec::new(),
+            hash_arguments: false,
         }
     }
 }
@@ -171,13 +166,39 @@ pub fn start(options: CaptureOptions) -> Result<(Arc<Capture>, CaptureWriter), S
     let log = open_append(&options.path)
         .map_err(|e| format!("cannot open --capture {}: {e}", options.path.display()))?;
     let size = log.file.metadata().map(|m| m.len()).unwrap_or(0);
+    start_on(options, Box::new(log.file), log.torn, size, open_new)
+}
+
+/// Opens the file a rotation begins (see [`Rotation::open`]).
+type OpenFn = fn(&Path) -> io::Result<Box<dyn Write + Send>>;
+
+/// The real [`OpenFn`]: creates (or appends to) the file.
+fn open_new(path: &Path) -> io::Result<Box<dyn Write + Send>> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    Ok(Box::new(file))
+}
+
+/// [`start`] on an opened output holding `size` bytes already; `open` begins each rotated file
+/// (tests give a full disk here).
+fn start_on(
+    options: CaptureOptions,
+    out: Box<dyn Write + Send>,
+    torn: bool,
+    size: u64,
+    open: OpenFn,
+) -> Result<(Arc<Capture>, CaptureWriter), String> {
     let (tx, rx) = unbounded_channel();
     let files = Rotation {
         path: options.path.clone(),
         max_bytes: options.max_bytes,
         keep: options.keep,
-        size,
-        batch: LineBatch::new(Box::new(log.file), log.torn, "the capture file"),
+        existing: size,
+        open,
+        hash_arguments: options.hash_arguments,
+        batch: LineBatch::new(out, torn, "the capture file"),
         stats: WriterStats::default(),
         scratch: Vec::new(),
         sessions: SessionNames::default(),
@@ -267,20 +288,13 @@ impl Capture {
         let mut out: BTreeMap<String, String> = BTreeMap::new();
         for (name, value) in headers {
             let lower = name.to_ascii_lowercase();
-            if DROPPED_HEADERS.contains(&lower.as_str())
-                || self
-                    .options
-                    .redact_headers
-                    .iter()
-                    .any(|r| r.eq_ignore_ascii_case(&lower))
-            {
+            if is_secret_header(&lower, &self.options.redact_headers) {
                 continue;
             }
             let mut value = String::from_utf8_lossy(value).into_owned();
             if lower == "location" {
-                let mut names = self.options.redact_query_params.clone();
-                names.extend(REDACTED_LOCATION_QUERY.iter().map(|s| s.to_string()));
-                value = redact_query(&value, &names).into_owned();
+                // An authorization redirect carries its one-use code there.
+                value = redact_query(&value, &self.options.redact_query_params).into_owned();
             }
             out.entry(lower)
                 .and_modify(|v| {
@@ -410,9 +424,22 @@ impl ExchangeCapture {
         end: CaptureEnd,
         answered: u16,
         verdict: String,
+        hash_arguments: bool,
     ) -> CaptureLine {
-        let request_bytes = self.request_body.take().unwrap_or_default();
+        let mut request_bytes = self.request_body.take().unwrap_or_default();
         let rpc = self.rpc.take();
+        let arguments_hashed = hash_arguments && rpc.as_ref().is_some_and(|r| r.tool.is_some());
+        if arguments_hashed {
+            match hashed_arguments(&request_bytes) {
+                Some(bytes) => request_bytes = bytes,
+                None => {
+                    // A body cut short does not parse: its arguments cannot be hashed, so none
+                    // of it is kept.
+                    request_bytes.clear();
+                    self.request.body_omitted = true;
+                }
+            }
+        }
         // Bodies go into the file only for JSON-RPC requests (and streams the server opens on a
         // GET): what a token endpoint or a registration sends and answers stays out.
         let is_jsonrpc = rpc.is_some();
@@ -427,7 +454,7 @@ impl ExchangeCapture {
                 .starts_with("text/event-stream")
         });
         let body_kept = is_jsonrpc || self.request_overflow || is_stream;
-        if is_jsonrpc || self.request_overflow {
+        if (is_jsonrpc || self.request_overflow) && !self.request.body_omitted {
             let (body, base64) = body_text(redact_members(&request_bytes));
             self.request.body = body;
             self.request.body_base64 = base64;
@@ -471,6 +498,7 @@ impl ExchangeCapture {
             method: rpc.method,
             tool: rpc.tool,
             arguments_hash: rpc.arguments_hash,
+            arguments_hashed,
             request: self.request,
             head_ms,
             chunks: self.chunks,
@@ -513,6 +541,21 @@ fn rpc_of(messages: &[Message], batch: bool) -> Rpc {
         _ => {}
     }
     rpc
+}
+
+/// A `tools/call` request body with each value of `params.arguments` replaced by
+/// `"sha256:<hex>"` of its canonical JSON (`--capture-hash-arguments`); None when the body does
+/// not parse (cut at `--capture-max-body`). Arguments that are not an object are hashed whole.
+fn hashed_arguments(body: &[u8]) -> Option<Vec<u8>> {
+    let mut v: Value = serde_json::from_slice(body).ok()?;
+    let hash = |x: &Value| Value::String(format!("sha256:{}", arguments_hash(x).0));
+    if let Some(args) = v.pointer_mut("/params/arguments") {
+        match args {
+            Value::Object(map) => map.values_mut().for_each(|x| *x = hash(x)),
+            other => *other = hash(other),
+        }
+    }
+    serde_json::to_vec(&v).ok()
 }
 
 /// The `request` member.
@@ -563,6 +606,9 @@ struct CaptureLine {
     tool: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     arguments_hash: Option<String>,
+    /// `--capture-hash-arguments`: the request's argument values are hashes.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    arguments_hashed: bool,
     request: CapturedRequest,
     #[serde(skip_serializing_if = "Option::is_none")]
     head_ms: Option<f64>,
@@ -655,12 +701,21 @@ fn escaped(body: &[u8], at: usize) -> bool {
 }
 
 /// The capture file and its rotation, on the writer thread.
+///
+/// Why rotation counts only bytes that reached the file: on a full disk every write fails, and
+/// counting what was merely attempted made the file look full again and again, so each
+/// rotation pushed a good file out and kept an empty or torn one instead. Now a file rotates
+/// only once it really holds `max_bytes`, and an empty file never rotates.
 struct Rotation {
     path: PathBuf,
     max_bytes: u64,
     keep: u32,
-    /// Bytes in the current file, written or batched.
-    size: u64,
+    /// Bytes the current file held when it was opened (0 for a file a rotation began).
+    existing: u64,
+    /// Opens the file a rotation begins.
+    open: OpenFn,
+    /// See [`CaptureOptions::hash_arguments`].
+    hash_arguments: bool,
     batch: LineBatch,
     stats: WriterStats,
     scratch: Vec<u8>,
@@ -668,33 +723,43 @@ struct Rotation {
 }
 
 impl Rotation {
+    /// Bytes in the current file, written or batched (failed writes not included).
+    fn size(&self) -> u64 {
+        self.existing + self.batch.written() + self.batch.pending()
+    }
+
     fn push(&mut self, line: &CaptureLine) {
         self.scratch.clear();
         serde_json::to_writer(&mut self.scratch, line).expect("a capture line serialises");
         let n = self.scratch.len() as u64 + 1;
-        if self.size > 0 && self.size + n > self.max_bytes {
-            self.rotate();
+        if self.size() > 0 && self.size() + n > self.max_bytes {
+            // Write the batch first: only what reaches the file decides (see the type's doc).
+            self.batch.write(&mut self.stats);
+            if self.size() > 0 && self.size() + n > self.max_bytes {
+                self.rotate();
+            }
         }
         let scratch = &self.scratch;
         self.batch
             .push_with(&mut self.stats, |buf| buf.extend_from_slice(scratch));
-        self.size += n;
     }
 
     /// `FILE` becomes `FILE.1` (older ones shift up, the one past `keep` goes) and a new `FILE`
-    /// begins. A failure is a write error like any other: reported, counted, and the lines that
-    /// cannot be written are lost.
+    /// begins. A failure is a write error like any other: reported and counted; the next
+    /// writes try to open `FILE` again (see [`Reopen`]).
     fn rotate(&mut self) {
         self.batch.write(&mut self.stats);
-        let out: Box<dyn Write + Send> = match rotate_files(&self.path, self.keep) {
-            Ok(file) => Box::new(file),
-            Err(e) => {
-                let why = format!("rotating {}: {e}", self.path.display());
-                Box::new(Failing(why))
-            }
+        let out = match rotate_files(&self.path, self.keep).and_then(|()| (self.open)(&self.path)) {
+            Ok(out) => out,
+            Err(e) => Box::new(Reopen {
+                path: self.path.clone(),
+                why: format!("rotating {}: {e}", self.path.display()),
+                open: self.open,
+                out: None,
+            }),
         };
         self.batch.switch_to(out, &mut self.stats);
-        self.size = 0;
+        self.existing = 0;
     }
 }
 
@@ -704,7 +769,8 @@ fn rotated(path: &Path, n: u32) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn rotate_files(path: &Path, keep: u32) -> io::Result<std::fs::File> {
+/// Shifts the rotated files up and renames `FILE` to `FILE.1` (or removes it with `keep` 0).
+fn rotate_files(path: &Path, keep: u32) -> io::Result<()> {
     if keep == 0 {
         std::fs::remove_file(path).or_else(|e| match e.kind() {
             io::ErrorKind::NotFound => Ok(()),
@@ -720,21 +786,30 @@ fn rotate_files(path: &Path, keep: u32) -> io::Result<std::fs::File> {
         }
         std::fs::rename(path, rotated(path, 1))?;
     }
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
+    Ok(())
 }
 
-/// An output that refuses every write, with the reason a rotation failed.
-struct Failing(String);
+/// The output after a rotation failed: each write tries to open `FILE` again (appending), so
+/// the capture goes on once the cause is gone instead of losing every later line.
+struct Reopen {
+    path: PathBuf,
+    why: String,
+    open: OpenFn,
+    out: Option<Box<dyn Write + Send>>,
+}
 
-impl Write for Failing {
-    fn write(&mut self, _: &[u8]) -> io::Result<usize> {
-        Err(io::Error::other(self.0.clone()))
+impl Write for Reopen {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.out.is_none() {
+            match (self.open)(&self.path) {
+                Ok(out) => self.out = Some(out),
+                Err(e) => return Err(io::Error::other(format!("{}; reopening: {e}", self.why))),
+            }
+        }
+        self.out.as_mut().expect("just opened").write(buf)
     }
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        self.out.as_mut().map_or(Ok(()), |o| o.flush())
     }
 }
 
@@ -749,7 +824,8 @@ fn write_loop(rx: UnboundedReceiver<Box<Finished>>, mut files: Rotation) -> Writ
                 answered,
                 verdict,
             } = *done;
-            let line = exchange.into_line(&mut f.sessions, end, answered, verdict);
+            let line =
+                exchange.into_line(&mut f.sessions, end, answered, verdict, f.hash_arguments);
             f.push(&line);
         },
         |f| f.batch.write(&mut f.stats),
@@ -917,5 +993,92 @@ mod tests {
         };
         assert!(last_seq(&rotated(&path, 2)) < last_seq(&rotated(&path, 1)));
         assert_eq!(last_seq(&path), 12);
+    }
+
+    /// A disk with no room left: every write fails as write(2) does on a full file system.
+    struct FullDisk;
+
+    impl Write for FullDisk {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::from_raw_os_error(28)) // ENOSPC
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn open_full(_: &Path) -> io::Result<Box<dyn Write + Send>> {
+        Ok(Box::new(FullDisk))
+    }
+
+    /// Issue 23 item 3: on a full disk the failed writes used to count toward rotation, so
+    /// the good files were shifted out and replaced by empty ones. Now nothing rotates: FILE,
+    /// FILE.1 and FILE.2 keep what they held, and every line is counted lost.
+    #[test]
+    fn a_full_disk_never_rotates_the_good_files_away() {
+        let dir =
+            std::env::temp_dir().join(format!("mcp-triage-capture-{}-full", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.jsonl");
+        let good = [
+            (path.clone(), "{\"good\":0}\n"),
+            (rotated(&path, 1), "{\"good\":1}\n"),
+            (rotated(&path, 2), "{\"good\":2}\n"),
+        ];
+        for (p, text) in &good {
+            std::fs::write(p, text).unwrap();
+        }
+        let mut o = CaptureOptions::new(&path);
+        o.max_bytes = 1500;
+        o.keep = 2;
+        o.max_body = 16;
+        let size = good[0].1.len() as u64;
+        let (c, w) = start_on(o, Box::new(FullDisk), false, size, open_full).unwrap();
+        for i in 0..40 {
+            exchange(&c, i);
+        }
+        drop(c);
+        let stats = w.drain();
+        assert_eq!((stats.records, stats.lost), (0, 40));
+        assert!(stats.write_errors >= 1);
+        for (p, text) in &good {
+            assert_eq!(
+                std::fs::read_to_string(p).unwrap(),
+                *text,
+                "{} is intact",
+                p.display()
+            );
+        }
+        assert!(!rotated(&path, 3).exists());
+    }
+
+    /// A file a rotation began on a disk that then fills stays the current file: later
+    /// failed lines never rotate it (empty) over the good `.1`.
+    #[test]
+    fn a_disk_that_fills_after_a_rotation_keeps_the_rotated_file() {
+        let (_, _, path) = capture_in("fills", 1, 1);
+        std::fs::write(&path, "{\"good\":0}\n").unwrap();
+        let mut o = CaptureOptions::new(&path);
+        o.max_bytes = 1500;
+        o.keep = 1;
+        o.max_body = 16;
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        // The current file is full already: the first line rotates it, then the disk is full.
+        let (c, w) = start_on(o, Box::new(file), false, 1500, open_full).unwrap();
+        for i in 0..40 {
+            exchange(&c, i);
+        }
+        drop(c);
+        let stats = w.drain();
+        assert_eq!((stats.records, stats.lost), (0, 40));
+        assert_eq!(
+            std::fs::read_to_string(rotated(&path, 1)).unwrap(),
+            "{\"good\":0}\n",
+            "the rotated file is the good one, not an empty one"
+        );
     }
 }

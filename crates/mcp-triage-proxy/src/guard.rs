@@ -12,8 +12,58 @@
 use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-/// Query parameters whose values never reach a record, whatever the options say.
-pub const ALWAYS_REDACTED_QUERY: [&str; 3] = ["access_token", "token", "key"];
+/// Query parameters whose values never reach a record or a capture, whatever the options say
+/// (`--redact-query-param` adds to them). One list for both, so a capture never keeps what the
+/// records hide: OAuth tokens, codes and client secrets, API keys in their common spellings,
+/// passwords, and URL signatures (pre-signed S3/GCS links carry theirs in the query).
+pub const SECRET_QUERY_PARAMS: [&str; 20] = [
+    "access_token",
+    "refresh_token",
+    "id_token",
+    "token",
+    "code",
+    "code_verifier",
+    "client_secret",
+    "key",
+    "api_key",
+    "apikey",
+    "api-key",
+    "password",
+    "passwd",
+    "secret",
+    "signature",
+    "sig",
+    "auth",
+    "x-amz-signature",
+    "x-amz-security-token",
+    "x-goog-signature",
+];
+
+/// Header names whose values never reach a record, a span or a capture, whatever the options
+/// say (`--redact-header` adds to them; compared case-insensitively): credentials
+/// (`Authorization` and the API-key and token headers in common use) and cookies.
+pub const SECRET_HEADERS: [&str; 14] = [
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+    "x-api-key",
+    "api-key",
+    "x-auth-token",
+    "x-access-token",
+    "x-amz-security-token",
+    "x-goog-api-key",
+    "x-csrf-token",
+    "private-token",
+    "ocp-apim-subscription-key",
+    "x-functions-key",
+];
+
+/// True when `name` is a secret header: in [`SECRET_HEADERS`] or in `extra`.
+pub fn is_secret_header(name: &str, extra: &[String]) -> bool {
+    SECRET_HEADERS.iter().any(|h| h.eq_ignore_ascii_case(name))
+        || extra.iter().any(|h| h.eq_ignore_ascii_case(name))
+}
 
 /// What replaces a redacted query value in a record's `path`.
 pub const REDACTED: &str = "REDACTED";
@@ -201,7 +251,7 @@ fn inet_aton(s: &str) -> Option<Ipv4Addr> {
 }
 
 /// `path` (path and query) with the value of every query parameter named in `names` (or in
-/// [`ALWAYS_REDACTED_QUERY`]; names compared case-insensitively after percent-decoding) replaced
+/// [`SECRET_QUERY_PARAMS`]; names compared case-insensitively after percent-decoding) replaced
 /// by [`REDACTED`]. The parameter names and everything else stay as they were.
 pub fn redact_query<'a>(path: &'a str, names: &[String]) -> Cow<'a, str> {
     let Some((before, query)) = path.split_once('?') else {
@@ -214,7 +264,7 @@ pub fn redact_query<'a>(path: &'a str, names: &[String]) -> Cow<'a, str> {
         } else {
             Cow::Borrowed(name)
         };
-        ALWAYS_REDACTED_QUERY
+        SECRET_QUERY_PARAMS
             .iter()
             .any(|n| n.eq_ignore_ascii_case(&decoded))
             || names.iter().any(|n| n.eq_ignore_ascii_case(&decoded))
@@ -392,6 +442,13 @@ mod tests {
             ),
             "/mcp?access_token=REDACTED&a=1&TOKEN=REDACTED&key=REDACTED&k%65y=REDACTED&keys=z"
         );
+        for name in SECRET_QUERY_PARAMS {
+            let path = format!("/mcp?{name}=CANARY&a=1");
+            assert_eq!(
+                redact_query(&path, &none),
+                format!("/mcp?{name}=REDACTED&a=1")
+            );
+        }
         let extra = vec!["api_key".to_string()];
         assert_eq!(
             redact_query("/s/x/mcp?api_key=abc&token", &extra),

@@ -122,7 +122,7 @@ pub struct ProxyOptions {
     /// `Origin` values accepted besides loopback ones when `Origin` is checked.
     pub allowed_origins: Vec<String>,
     /// Query parameters whose values records never show (besides
-    /// [`crate::guard::ALWAYS_REDACTED_QUERY`]); the upstream still gets them.
+    /// [`crate::guard::SECRET_QUERY_PARAMS`]); the upstream still gets them.
     pub redact_query_params: Vec<String>,
     /// Longest wait for the next bytes of a request body once it started (a client that stalls
     /// mid-body). Past it the upstream request is closed, the client gets a `408` and the record

@@ -168,6 +168,10 @@ pub(crate) struct LineBatch {
     torn: bool,
     /// Records lost since the last report, and when that was (None: no failure going on).
     failing: Option<(u64, Instant)>,
+    /// Bytes that reached the current output (since [`LineBatch::new`] or the last
+    /// [`LineBatch::switch_to`]): what the capture's rotation counts, so failed writes never
+    /// make a file look full.
+    written: u64,
 }
 
 impl LineBatch {
@@ -179,7 +183,18 @@ impl LineBatch {
             lines: 0,
             torn,
             failing: None,
+            written: 0,
         }
+    }
+
+    /// Bytes that reached the current output (see [`LineBatch::written`]'s field).
+    pub(crate) fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// Bytes collected and not yet written.
+    pub(crate) fn pending(&self) -> u64 {
+        self.buf.len() as u64
     }
 
     fn push(&mut self, record: &Record, stats: &mut WriterStats) {
@@ -207,6 +222,7 @@ impl LineBatch {
         self.write(stats);
         self.out = out;
         self.torn = false;
+        self.written = 0;
     }
 
     /// Writes the batch; counts the lines that reached the output whole as written, the rest
@@ -246,6 +262,7 @@ impl LineBatch {
             ended.min(self.lines)
         };
         stats.records += whole;
+        self.written += at as u64;
         let lost = self.lines - whole;
         if at > 0 {
             // The file now ends where this write stopped.

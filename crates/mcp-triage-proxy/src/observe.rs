@@ -25,13 +25,9 @@ pub const MAX_ENTRIES: usize = 65_536;
 /// `_meta` key under which a client marks a call as safe to repeat.
 pub const IDEMPOTENCY_KEY: &str = "mcp-triage/idempotencyKey";
 
-/// Header names whose values never reach a log or a span, whatever the options say.
-pub const ALWAYS_REDACTED: [&str; 4] = [
-    "authorization",
-    "cookie",
-    "set-cookie",
-    "proxy-authorization",
-];
+/// Header names whose values never reach a log or a span, whatever the options say: the one
+/// list records and captures share.
+pub use crate::guard::SECRET_HEADERS as ALWAYS_REDACTED;
 
 /// Options that shape records.
 #[derive(Debug, Clone)]

@@ -744,3 +744,140 @@ async fn exchanges_without_a_response_head_are_captured_as_the_proxy_answered() 
     }
     kitchen.shutdown().await;
 }
+
+/// Issue 23 item 7: every name of the shared secret lists, as a query parameter and as a
+/// header, with a canary value: none reaches the capture nor the records (`--log-headers` on),
+/// while the exchange and the harmless parameter are there. The help names every one of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_listed_secret_name_stays_out_of_capture_and_records() {
+    use mcp_triage_proxy::guard::{SECRET_HEADERS, SECRET_QUERY_PARAMS};
+    let kitchen = kitchen().await;
+    let dir = tmpdir("names");
+    let (cap, log) = (dir.join("capture.jsonl"), dir.join("records.jsonl"));
+    let args = capture_args(&cap, Some(&log), &["--log-headers"]);
+    let (status, err, ()) = through_proxy(kitchen.base_url(), args, |addr| {
+        let query: Vec<String> = SECRET_QUERY_PARAMS
+            .iter()
+            .enumerate()
+            .map(|(i, n)| format!("{n}=CANARY-Q{i}-x"))
+            .collect();
+        let path = format!(
+            "/.well-known/oauth-protected-resource?{}&a=1",
+            query.join("&")
+        );
+        let headers: Vec<(String, String)> = SECRET_HEADERS
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.to_ascii_uppercase(), format!("CANARY-H{i}-x")))
+            .collect();
+        let refs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        http(addr, "GET", &path, &refs, "");
+        let r = call(
+            addr,
+            "/s/baseline/mcp?responseMode=json",
+            1,
+            "test_simple_text",
+            "{}",
+            &refs,
+        );
+        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    })
+    .await;
+    assert!(status.success(), "{err}");
+    let capture = std::fs::read_to_string(&cap).unwrap();
+    let records = std::fs::read_to_string(&log).unwrap();
+    for (what, text) in [("capture", &capture), ("records", &records)] {
+        assert!(
+            !text.contains("CANARY-"),
+            "a canary reached the {what}:\n{text}"
+        );
+        assert!(text.contains("a=1"), "the {what} keeps the rest:\n{text}");
+    }
+    assert_eq!(json_lines(&cap).len(), 2, "{capture}");
+    let help = Command::new(BIN)
+        .args(["proxy", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout).to_ascii_lowercase();
+    for name in SECRET_HEADERS.iter().chain(SECRET_QUERY_PARAMS.iter()) {
+        assert!(help.contains(name), "proxy --help names {name}");
+    }
+    kitchen.shutdown().await;
+}
+
+/// `--capture-hash-arguments`: the argument values never reach the capture (each is a hash),
+/// the line says `argumentsHashed`, and `kitchen --replay` answers it to a call of the same
+/// tool with other arguments (a capture without the flag would not match them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hashed_arguments_stay_out_and_replay_matches_by_tool() {
+    use mcp_triage_kitchen::replay::{start_replay, Capture, Replay, ReplayOptions};
+    let kitchen = kitchen().await;
+    let dir = tmpdir("hashargs");
+    let cap = dir.join("capture.jsonl");
+    let args = capture_args(&cap, None, &["--capture-hash-arguments"]);
+    let (status, err, ()) = through_proxy(kitchen.base_url(), args, |addr| {
+        let r = call(
+            addr,
+            "/s/baseline/mcp?responseMode=json",
+            1,
+            "test_simple_text",
+            r#"{"note":"CANARY-ARG-9a1","n":42}"#,
+            &[],
+        );
+        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    })
+    .await;
+    assert!(status.success(), "{err}");
+    kitchen.shutdown().await;
+    let text = std::fs::read_to_string(&cap).unwrap();
+    assert!(!text.contains("CANARY-ARG-9a1"), "{text}");
+    let line = &json_lines(&cap)[0];
+    assert_eq!(line["argumentsHashed"], true, "{text}");
+    let body: Value = serde_json::from_str(line["request"]["body"].as_str().unwrap()).unwrap();
+    let hashed = &body["params"]["arguments"];
+    assert!(
+        hashed["note"].as_str().unwrap().starts_with("sha256:"),
+        "{body}"
+    );
+    assert!(
+        hashed["n"].as_str().unwrap().starts_with("sha256:"),
+        "{body}"
+    );
+    let replay = Replay::new(
+        Capture::read(&cap, 1 << 20).unwrap(),
+        ReplayOptions { speed: 1.0 },
+    )
+    .unwrap();
+    let h = start_replay(
+        "127.0.0.1:0".parse().unwrap(),
+        mcp_triage_kitchen::KitchenOptions::default(),
+        replay,
+    )
+    .await
+    .unwrap();
+    let addr = h.local_addr().to_string();
+    let r = tokio::task::spawn_blocking(move || {
+        call(
+            &addr,
+            "/mcp",
+            7,
+            "test_simple_text",
+            r#"{"other":true}"#,
+            &[],
+        )
+    })
+    .await
+    .unwrap();
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    let served: Vec<Value> = h
+        .kitchen()
+        .journal()
+        .into_iter()
+        .filter(|e| e["method"] == "tools/call")
+        .collect();
+    assert_eq!(served[0]["replay"]["seq"], 1, "{served:?}");
+    h.shutdown().await;
+}

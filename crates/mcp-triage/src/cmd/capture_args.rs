@@ -14,9 +14,16 @@ use mcp_triage_proxy::WriterStats;
 pub struct CaptureArgs {
     /// Also write every exchange to this file, one JSON line each: an exchange-file line that
     /// `classify --batch` reads and `kitchen --replay` serves, with the request, the response
-    /// head's delay and the body's chunk timing (docs/capture-format.md). Authorization,
-    /// cookies, API keys, --redact-header names, query secrets and OAuth tokens in bodies are
-    /// left out. Off by default.
+    /// head's delay and the body's chunk timing (docs/capture-format.md). Left out: the headers
+    /// Authorization, Proxy-Authorization, Cookie, Set-Cookie, X-Api-Key, Api-Key, X-Auth-Token,
+    /// X-Access-Token, X-Amz-Security-Token, X-Goog-Api-Key, X-Csrf-Token, Private-Token,
+    /// Ocp-Apim-Subscription-Key, X-Functions-Key and --redact-header names; the values of the
+    /// query parameters access_token, refresh_token, id_token, token, code, code_verifier,
+    /// client_secret, key, api_key, apikey, api-key, password, passwd, secret, signature, sig,
+    /// auth, X-Amz-Signature, X-Amz-Security-Token, X-Goog-Signature and --redact-query-param
+    /// names; OAuth tokens, codes and secrets in bodies; bodies of requests that are not
+    /// JSON-RPC. KEPT: everything else, including tool arguments (replay matches on them; see
+    /// --capture-hash-arguments) and tool results. Off by default.
     #[arg(long, value_name = "FILE.jsonl")]
     capture: Option<PathBuf>,
     /// Bytes per capture file; past it the file becomes FILE.1 (older ones FILE.2, …) and a new
@@ -31,6 +38,11 @@ pub struct CaptureArgs {
     /// chunks still cover the whole body).
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BODY, requires = "capture")]
     capture_max_body: u64,
+    /// Replace the value of each tool argument in captured tools/call requests by
+    /// "sha256:<hex>" of its canonical JSON, so arguments never reach the file; `kitchen
+    /// --replay` then answers such a line to any call of its tool, whatever the arguments.
+    #[arg(long, requires = "capture")]
+    capture_hash_arguments: bool,
 }
 
 impl CaptureArgs {
@@ -47,6 +59,7 @@ impl CaptureArgs {
         options.max_bytes = self.capture_max_bytes;
         options.keep = self.capture_keep;
         options.max_body = self.capture_max_body;
+        options.hash_arguments = self.capture_hash_arguments;
         options.redact_headers = redact_headers.to_vec();
         options.redact_query_params = redact_query_params.to_vec();
         capture::start(options).map(Some)

@@ -43,8 +43,10 @@ pub struct RecordArgs {
     /// Put request and response headers into records (redacted names left out).
     #[arg(long)]
     log_headers: bool,
-    /// A header whose value never reaches a record (repeatable). Authorization, Cookie,
-    /// Set-Cookie and Proxy-Authorization are always redacted.
+    /// A header whose value never reaches a record or a capture (repeatable). Authorization,
+    /// Proxy-Authorization, Cookie, Set-Cookie, X-Api-Key, Api-Key, X-Auth-Token,
+    /// X-Access-Token, X-Amz-Security-Token, X-Goog-Api-Key, X-Csrf-Token, Private-Token,
+    /// Ocp-Apim-Subscription-Key and X-Functions-Key always are.
     #[arg(long, value_name = "NAME")]
     redact_header: Vec<String>,
     /// Largest JSON response body classified; larger ones are forwarded but not classified.
@@ -189,8 +191,11 @@ pub struct ProxyArgs {
     /// An Origin to accept besides loopback origins, scheme://host[:port] (repeatable).
     #[arg(long, value_name = "ORIGIN")]
     allow_origin: Vec<String>,
-    /// A query parameter whose value records show as REDACTED (repeatable), besides
-    /// access_token, token and key, which always are. The upstream still gets the value.
+    /// A query parameter whose value records and captures show as REDACTED (repeatable),
+    /// besides access_token, refresh_token, id_token, token, code, code_verifier,
+    /// client_secret, key, api_key, apikey, api-key, password, passwd, secret, signature, sig,
+    /// auth, X-Amz-Signature, X-Amz-Security-Token and X-Goog-Signature, which always are. The
+    /// upstream still gets the value.
     #[arg(long, value_name = "NAME")]
     redact_query_param: Vec<String>,
     /// Seconds the proxy waits for the next bytes of a request body (a client that stalls
