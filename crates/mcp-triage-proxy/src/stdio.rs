@@ -326,6 +326,7 @@ fn trim_eol(line: &[u8]) -> &[u8] {
 mod tests {
     use super::*;
     use crate::log::{LogWriter, MemoryConsumer};
+    use tokio::io::AsyncWriteExt;
 
     /// A scripted server on a duplex pipe: answers each request line with a canned line.
     #[tokio::test]
