@@ -135,13 +135,13 @@ impl StdioConn {
         ) {
             return Shutdown::Exited;
         }
-        if self.terminate() {
-            if matches!(
+        if self.terminate()
+            && matches!(
                 tokio::time::timeout(grace, self.child.wait()).await,
                 Ok(Ok(_))
-            ) {
-                return Shutdown::Terminated;
-            }
+            )
+        {
+            return Shutdown::Terminated;
         }
         let _ = self.child.start_kill();
         let _ = self.child.wait().await;
