@@ -23,7 +23,7 @@ use tokio::sync::Mutex;
 use crate::oauth::{AuthAttempts, BearerCell, OAuth};
 use crate::options::{CallOptions, ClientOptions, VersionChoice};
 use crate::sse_legacy::SseSession;
-use crate::stdio::{Line, StdioConn};
+use crate::stdio::{Line, StdioConn, STDIO_EXIT_GRACE};
 use crate::target::Target;
 use crate::wire::{self, Incoming, Sent};
 
@@ -1622,7 +1622,8 @@ impl Client {
         }
     }
 
-    /// Ends a legacy session (DELETE) and stops a stdio server.
+    /// Ends a legacy session (DELETE) and stops a stdio server the way the MCP stdio transport
+    /// says (stdin closed, then SIGTERM, then SIGKILL, each wait [`STDIO_EXIT_GRACE`]).
     pub async fn close(&self) {
         let mut st = self.state.lock().await;
         st.listener = None;
@@ -1636,7 +1637,7 @@ impl Client {
             }
             Transport::Stdio(conn) => {
                 let mut c = conn.lock().await;
-                let _ = c.child.start_kill();
+                c.shutdown(STDIO_EXIT_GRACE).await;
             }
         }
     }

@@ -37,4 +37,5 @@ pub use client::{header_value, Client, ConnectError, ToolInfo, IDEMPOTENCY_META}
 pub use mcp_triage_core::{CallRecord, RetryOrigin};
 pub use oauth::{AuthorizeMode, Grant, OAuthOptions};
 pub use options::{Answers, CallOptions, ClientOptions, Prompter, SharedPrompter, VersionChoice};
+pub use stdio::STDIO_EXIT_GRACE;
 pub use target::{Target, TargetError};

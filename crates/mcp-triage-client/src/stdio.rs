@@ -4,10 +4,15 @@
 //! bounded channel, so a flooding server is back-pressured rather than buffered without end. A
 //! second task keeps the last lines of stderr for the record. A process that exits or closes
 //! stdout while a call waits ends that call as `CONNECTION_ERROR`.
+//!
+//! Ending the server follows the MCP stdio shutdown ([`StdioConn::shutdown`]): close its stdin,
+//! wait, SIGTERM, wait, SIGKILL. An immediate SIGKILL loses whatever the server (or a wrapper
+//! such as `mcp-triage wrap` that records each exchange) had not written yet.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
@@ -24,9 +29,27 @@ pub(crate) enum Line {
     Closed,
 }
 
+/// How long [`StdioConn::shutdown`] waits for the server to exit after closing its stdin, and
+/// again after SIGTERM. Why 2 s: a server that exits on EOF does so in milliseconds (a wrapper
+/// writing its last records included); one that needs longer is most likely stuck, and a CLI
+/// call should not hang on it for more than a few seconds before SIGKILL.
+pub const STDIO_EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// How [`StdioConn::shutdown`] ended the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shutdown {
+    /// It exited after its stdin closed (or had exited already).
+    Exited,
+    /// It exited after SIGTERM.
+    Terminated,
+    /// It was killed (SIGKILL) after ignoring both.
+    Killed,
+}
+
 /// A running stdio server.
 pub(crate) struct StdioConn {
-    pub stdin: ChildStdin,
+    /// The server's stdin; `None` once [`StdioConn::shutdown`] closed it.
+    pub stdin: Option<ChildStdin>,
     pub lines: mpsc::Receiver<Line>,
     pub stderr: Arc<Mutex<VecDeque<String>>>,
     pub child: Child,
@@ -80,7 +103,7 @@ impl StdioConn {
             }
         });
         Ok(StdioConn {
-            stdin,
+            stdin: Some(stdin),
             lines: rx,
             stderr,
             child,
@@ -92,8 +115,53 @@ impl StdioConn {
     pub async fn send(&mut self, msg: &serde_json::Value) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(msg).map_err(std::io::Error::other)?;
         line.push(b'\n');
-        self.stdin.write_all(&line).await?;
-        self.stdin.flush().await
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "the server's stdin is closed (the client is shutting it down)",
+            ));
+        };
+        stdin.write_all(&line).await?;
+        stdin.flush().await
+    }
+
+    /// Ends the server as the MCP stdio transport says: close its stdin, wait up to `grace` for
+    /// it to exit, then SIGTERM, wait up to `grace` again, then SIGKILL.
+    pub async fn shutdown(&mut self, grace: Duration) -> Shutdown {
+        drop(self.stdin.take());
+        if matches!(
+            tokio::time::timeout(grace, self.child.wait()).await,
+            Ok(Ok(_))
+        ) {
+            return Shutdown::Exited;
+        }
+        if self.terminate()
+            && matches!(
+                tokio::time::timeout(grace, self.child.wait()).await,
+                Ok(Ok(_))
+            )
+        {
+            return Shutdown::Terminated;
+        }
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
+        Shutdown::Killed
+    }
+
+    /// Sends SIGTERM; false where there is no such signal or the process is gone.
+    #[cfg(unix)]
+    fn terminate(&self) -> bool {
+        match self.child.id().and_then(|p| i32::try_from(p).ok()) {
+            // SAFETY: kill(2) on the pid of our own child that has not been reaped yet (`id()`
+            // is None once it was), with a valid signal number; no memory is touched.
+            Some(pid) => unsafe { libc::kill(pid, libc::SIGTERM) == 0 },
+            None => false,
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn terminate(&self) -> bool {
+        false
     }
 
     /// The last stderr lines.
@@ -166,5 +234,64 @@ async fn read_lines(stdout: tokio::process::ChildStdout, tx: mpsc::Sender<Line>,
                 }
             }
         }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let p = std::env::temp_dir().join(format!(
+            "mcp-triage-client-stdio-{}-{name}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&p);
+        p
+    }
+
+    fn spawn(script: String) -> StdioConn {
+        StdioConn::spawn("sh", &["-c".into(), script], &BTreeMap::new(), 1 << 20, 10).unwrap()
+    }
+
+    /// A server that writes its last words after stdin's EOF gets to write them: the shutdown
+    /// starts by closing stdin, not with SIGKILL.
+    #[tokio::test]
+    async fn a_server_that_exits_on_eof_finishes_its_work() {
+        let done = scratch("eof");
+        let mut c = spawn(format!(
+            "cat >/dev/null; sleep 0.2; echo done > '{}'",
+            done.display()
+        ));
+        assert_eq!(c.shutdown(Duration::from_secs(5)).await, Shutdown::Exited);
+        assert_eq!(std::fs::read_to_string(&done).unwrap(), "done\n");
+        let _ = std::fs::remove_file(done);
+    }
+
+    /// A server that ignores stdin's EOF gets SIGTERM after the grace period, and can handle it.
+    #[tokio::test]
+    async fn a_server_that_ignores_eof_gets_sigterm() {
+        let done = scratch("term");
+        let mut c = spawn(format!(
+            "trap \"echo term > '{}'; exit 0\" TERM; while :; do sleep 0.05; done",
+            done.display()
+        ));
+        let grace = Duration::from_millis(300);
+        assert_eq!(c.shutdown(grace).await, Shutdown::Terminated);
+        assert_eq!(std::fs::read_to_string(&done).unwrap(), "term\n");
+        let _ = std::fs::remove_file(done);
+    }
+
+    /// A server that ignores SIGTERM too is killed after the second grace period.
+    #[tokio::test]
+    async fn a_server_that_ignores_sigterm_is_killed() {
+        let mut c = spawn("trap '' TERM; while :; do sleep 0.05; done".into());
+        let started = std::time::Instant::now();
+        assert_eq!(
+            c.shutdown(Duration::from_millis(200)).await,
+            Shutdown::Killed
+        );
+        assert!(started.elapsed() >= Duration::from_millis(400));
+        assert!(c.send(&serde_json::json!({})).await.is_err());
     }
 }

@@ -1,28 +1,41 @@
 //! The stdio observer: `mcp-triage wrap -- CMD ARGS…`.
 //!
 //! The host launches the wrapper instead of the server. The wrapper starts the server with piped
-//! stdin and stdout and relays both directions line by line, unchanged (every byte of a line,
-//! including its `\n`, is written before the line is looked at); the server's stderr is the
-//! wrapper's stderr. Records go only to the record sink, never to stdout, which belongs to the
-//! protocol. SIGINT, SIGTERM and SIGHUP are forwarded to the server (it runs in its own process
+//! stdin and stdout and relays both directions unchanged, chunk by chunk as bytes arrive (every
+//! byte is written before it is looked at; see `down` and `up` for what is kept of each line);
+//! the server's stderr is the wrapper's stderr. Records go only to the record sink, never to
+//! stdout, which belongs to the protocol; each record is sent to the sink when its exchange
+//! ends. SIGINT, SIGTERM and SIGHUP are forwarded to the server (it runs in its own process
 //! group, so a terminal's Ctrl-C reaches it once, through the wrapper), and the wrapper exits
 //! with the server's exit code (128 + signal when a signal ended it).
+//!
+//! Everything the server wrote is relayed, however late the client reads it; what cannot be
+//! delivered (the client closed its end) is reported on stderr and makes the exit code
+//! non-zero ([`RelayReport`]).
+
+mod down;
+mod scan;
+mod up;
 
 use std::collections::HashMap;
 use std::io;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::Duration;
 
-use mcp_triage_core::{classify, CallContext, ProtocolVersion, RequestId, ResponseHead, Verdict};
-use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use mcp_triage_core::Verdict;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::Command;
-use tokio::sync::Mutex;
+use tokio::sync::{watch, Mutex};
 
 use crate::capture::{Capture, CaptureEnd, ExchangeCapture};
-use crate::observe::{parse_messages, Call, Message, ObserveOptions, Observer, Origin};
+use crate::observe::{Call, ObserveOptions, Observer, Origin};
 use crate::RecordSink;
+
+pub use down::{IDLE_AFTER_EXIT, WHOLE_LINE_BYTES};
+
+/// Bytes read from either side at a time, and so the most that is relayed before a look.
+const CHUNK_BYTES: usize = 64 << 10;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -40,8 +53,48 @@ pub struct WrapOptions {
 /// Open calls by JSON-RPC id (as JSON text), with their captures (`--capture`).
 type Pending = Arc<Mutex<HashMap<String, (Call, Option<Box<ExchangeCapture>>)>>>;
 
-/// Runs the server under the wrapper on the process's own stdin/stdout; returns its exit code.
-pub async fn run(options: WrapOptions, sink: RecordSink) -> io::Result<i32> {
+/// What the relay could not do.
+#[derive(Debug, Default)]
+pub struct RelayReport {
+    /// Bytes of the server's output that did not reach the client.
+    pub undelivered: u64,
+    /// Why: writing to the client failed (it closed its end of our stdout).
+    pub client_error: Option<io::Error>,
+    /// The server exited but its stdout stayed open with nothing to read for
+    /// [`IDLE_AFTER_EXIT`] (a process it started holds it): the relay stopped there.
+    pub held_open: bool,
+}
+
+impl RelayReport {
+    /// The sentence for stderr, when something was not delivered or not read.
+    pub fn problem(&self) -> Option<String> {
+        if let Some(e) = &self.client_error {
+            return Some(format!(
+                "cannot write to the client ({e}): {} byte(s) of the server's output were not delivered",
+                self.undelivered
+            ));
+        }
+        self.held_open.then(|| {
+            format!(
+                "the server exited but its stdout stayed open with nothing to read for {} s (a process it started holds it?); stopped relaying",
+                IDLE_AFTER_EXIT.as_secs()
+            )
+        })
+    }
+}
+
+/// What `run` ended with: the server's exit code and what the relay could not do.
+#[derive(Debug)]
+pub struct WrapExit {
+    /// The server's exit code (128 + signal when a signal ended it).
+    pub code: i32,
+    /// See [`RelayReport`].
+    pub relay: RelayReport,
+}
+
+/// Runs the server under the wrapper on the process's own stdin/stdout, until the server
+/// exited and everything it wrote was relayed.
+pub async fn run(options: WrapOptions, sink: RecordSink) -> io::Result<WrapExit> {
     let mut cmd = Command::new(&options.command);
     cmd.args(&options.args)
         .stdin(Stdio::piped())
@@ -63,32 +116,40 @@ pub async fn run(options: WrapOptions, sink: RecordSink) -> io::Result<i32> {
         peer: options.command.clone(),
         ..Origin::default()
     };
-    let relay = relay_capturing(
-        tokio::io::stdin(),
-        child_in,
-        child_out,
-        tokio::io::stdout(),
+    let (exited_tx, exited_rx) = watch::channel(false);
+    let relay = relay_ends(
+        Ends {
+            client_in: tokio::io::stdin(),
+            server_in: child_in,
+            server_out: child_out,
+            client_out: tokio::io::stdout(),
+        },
         observer,
         origin,
         options.capture.clone(),
+        (exited_rx, IDLE_AFTER_EXIT),
     );
     tokio::pin!(relay);
     let forward = forward_signals(pid);
     tokio::pin!(forward);
-    let mut relay_done = false;
-    let status = loop {
+    let mut status = None;
+    let mut report = None;
+    // Until the server exited *and* the relay ended (EOF of the server's stdout): what the
+    // server wrote before it exited is still relayed, without a time limit on the client.
+    while status.is_none() || report.is_none() {
         tokio::select! {
-            s = child.wait() => break s?,
-            _ = &mut relay, if !relay_done => relay_done = true,
+            s = child.wait(), if status.is_none() => {
+                status = Some(s?);
+                let _ = exited_tx.send(true);
+            }
+            r = &mut relay, if report.is_none() => report = Some(r),
             _ = &mut forward => {}
         }
-    };
-    if !relay_done {
-        // The server exited: what it wrote is still relayed and its open calls are recorded
-        // (the relay ends at the EOF of the server's stdout).
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), relay).await;
     }
-    Ok(exit_code(status))
+    Ok(WrapExit {
+        code: exit_code(status.expect("the loop ends with a status")),
+        relay: report.unwrap_or_default(),
+    })
 }
 
 fn exit_code(status: std::process::ExitStatus) -> i32 {
@@ -132,6 +193,18 @@ async fn forward_signals(_pid: Option<u32>) {
     std::future::pending().await
 }
 
+/// The four ends a relay joins: the host's input and output, the server's stdin and stdout.
+pub struct Ends<CI, SI, SO, CO> {
+    /// What the host writes (our stdin).
+    pub client_in: CI,
+    /// The server's stdin.
+    pub server_in: SI,
+    /// The server's stdout.
+    pub server_out: SO,
+    /// Where the host reads (our stdout).
+    pub client_out: CO,
+}
+
 /// Relays both directions until both ends closed, observing every line.
 pub async fn relay<CI, SI, SO, CO>(
     client_in: CI,
@@ -140,7 +213,8 @@ pub async fn relay<CI, SI, SO, CO>(
     client_out: CO,
     observer: Arc<Observer>,
     origin: Origin,
-) where
+) -> RelayReport
+where
     CI: AsyncRead + Unpin,
     SI: AsyncWrite + Unpin,
     SO: AsyncRead + Unpin,
@@ -161,7 +235,33 @@ pub async fn relay_capturing<CI, SI, SO, CO>(
     observer: Arc<Observer>,
     origin: Origin,
     capture: Option<Arc<Capture>>,
-) where
+) -> RelayReport
+where
+    CI: AsyncRead + Unpin,
+    SI: AsyncWrite + Unpin,
+    SO: AsyncRead + Unpin,
+    CO: AsyncWrite + Unpin,
+{
+    // Nobody says the server exited: no idle limit on its stdout.
+    let (_never, exited) = watch::channel(false);
+    let ends = Ends {
+        client_in,
+        server_in,
+        server_out,
+        client_out,
+    };
+    relay_ends(ends, observer, origin, capture, (exited, IDLE_AFTER_EXIT)).await
+}
+
+/// The relay; `exit` says when the server exited and how long its stdout may then stay idle.
+pub async fn relay_ends<CI, SI, SO, CO>(
+    ends: Ends<CI, SI, SO, CO>,
+    observer: Arc<Observer>,
+    origin: Origin,
+    capture: Option<Arc<Capture>>,
+    exit: (watch::Receiver<bool>, Duration),
+) -> RelayReport
+where
     CI: AsyncRead + Unpin,
     SI: AsyncWrite + Unpin,
     SO: AsyncRead + Unpin,
@@ -169,19 +269,35 @@ pub async fn relay_capturing<CI, SI, SO, CO>(
 {
     let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
     let capture = capture.as_deref();
-    let up = client_to_server(client_in, server_in, &observer, &origin, &pending, capture);
-    let down = server_to_client(
-        server_out, client_out, &observer, &origin, &pending, capture,
+    let up = up::client_to_server(
+        ends.client_in,
+        ends.server_in,
+        &observer,
+        &origin,
+        &pending,
+        capture,
+    );
+    let down = down::server_to_client(
+        ends.server_out,
+        ends.client_out,
+        down::Down {
+            observer: &observer,
+            origin: &origin,
+            pending: &pending,
+            capture,
+            exited: exit.0,
+            idle_after_exit: exit.1,
+        },
     );
     tokio::pin!(up);
     tokio::pin!(down);
-    tokio::select! {
+    let report = tokio::select! {
         // The server closed its stdout (it is exiting): nothing more can be answered, so stop
         // relaying the host's input too.
-        _ = &mut down => {}
+        r = &mut down => r,
         // The host closed our stdin: the server got EOF; relay what it still says.
         _ = &mut up => down.await,
-    }
+    };
     // Whatever is still open was never answered.
     let open: Vec<_> = pending.lock().await.drain().map(|(_, c)| c).collect();
     for (c, x) in open {
@@ -193,170 +309,12 @@ pub async fn relay_capturing<CI, SI, SO, CO>(
         }
         observer.finish_call(c, v, true, None, None);
     }
+    report
 }
 
 /// The head a stdio answer gets in a capture: a line of JSON.
 fn json_head() -> std::collections::BTreeMap<String, String> {
     [("content-type".to_string(), "application/json".to_string())].into()
-}
-
-async fn client_to_server<CI, SI>(
-    client_in: CI,
-    mut server_in: SI,
-    observer: &Observer,
-    origin: &Origin,
-    pending: &Pending,
-    capture: Option<&Capture>,
-) where
-    CI: AsyncRead + Unpin,
-    SI: AsyncWrite + Unpin,
-{
-    let mut reader = BufReader::with_capacity(64 << 10, client_in);
-    let mut line = Vec::new();
-    let max = observer.options().max_request_bytes as usize;
-    loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        let sent = server_in.write_all(&line).await.is_ok() && server_in.flush().await.is_ok();
-        let started = Instant::now();
-        if line.len() > max {
-            let mut r = observer.new_record(crate::record::RecordKind::Http);
-            r.classified = false;
-            r.outcome = "FORWARDED".into();
-            r.request_bytes = line.len() as u64;
-            observer.emit(r);
-        } else if let Some((msgs, _batch)) = parse_messages(trim_eol(&line)) {
-            for m in msgs {
-                match &m {
-                    Message::Request { id, method, params } => {
-                        let mut call = observer.start_call(id, method, params, origin);
-                        call.started = started;
-                        call.record.request_bytes = line.len() as u64;
-                        let x = capture.map(|c| {
-                            let mut x = c.begin_stdio(origin.session_id.as_deref());
-                            x.request_body(trim_eol(&line), false);
-                            x.protocol_version(call.record.protocol_version.clone());
-                            x
-                        });
-                        if sent {
-                            pending.lock().await.insert(id.to_string(), (call, x));
-                        } else {
-                            let v = Verdict::connection_error("the server's stdin is closed");
-                            if let (Some(x), Some(to)) = (x, capture) {
-                                let name =
-                                    crate::record::outcome_and_layer(Some(method), v.outcome).0;
-                                x.finish(to, CaptureEnd::NoResponse, 502, &name);
-                            }
-                            observer.finish_call(call, v, false, None, None);
-                        }
-                    }
-                    other => {
-                        let mut r = observer.message_record(other, origin);
-                        r.request_bytes = line.len() as u64;
-                        r.outcome = if sent { "SENT" } else { "CONNECTION_ERROR" }.into();
-                        observer.emit(r);
-                    }
-                }
-            }
-        }
-        if !sent {
-            break;
-        }
-    }
-    // EOF from the host: the server sees EOF on its stdin (stdio shutdown).
-    let _ = server_in.shutdown().await;
-}
-
-async fn server_to_client<SO, CO>(
-    server_out: SO,
-    mut client_out: CO,
-    observer: &Observer,
-    origin: &Origin,
-    pending: &Pending,
-    capture: Option<&Capture>,
-) where
-    SO: AsyncRead + Unpin,
-    CO: AsyncWrite + Unpin,
-{
-    let mut reader = BufReader::with_capacity(64 << 10, server_out);
-    let mut line = Vec::new();
-    let limits = observer.options().limits;
-    loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        let _ = client_out.write_all(&line).await;
-        let _ = client_out.flush().await;
-        let body = trim_eol(&line);
-        // Only a line that can answer something is parsed; `id` of a message is needed first.
-        let Ok(v) = serde_json::from_slice::<Value>(body) else {
-            continue;
-        };
-        let id = v.get("id").cloned();
-        let method = v.get("method").and_then(Value::as_str).map(str::to_string);
-        match (id, method) {
-            (Some(id), Some(method)) => {
-                observer.server_request(id, method, origin, "");
-            }
-            (Some(id), None) => {
-                let Some((mut call, x)) = pending.lock().await.remove(&id.to_string()) else {
-                    continue;
-                };
-                let rid = serde_json::from_value::<RequestId>(id).unwrap_or(RequestId::Number(0));
-                let mut ctx = CallContext::new(rid)
-                    .with_limits(limits)
-                    .with_now(std::time::SystemTime::now());
-                if let Some(pv) = call
-                    .record
-                    .protocol_version
-                    .as_deref()
-                    .and_then(ProtocolVersion::parse)
-                {
-                    ctx = ctx.with_protocol_version(pv);
-                }
-                let head = ResponseHead::new(200).content_type("application/json");
-                let verdict = classify(&head, body, &ctx);
-                call.record.response_bytes = line.len() as u64;
-                let tools = (call.method() == "tools/list")
-                    .then(|| {
-                        v.pointer("/result/tools")
-                            .and_then(Value::as_array)
-                            .cloned()
-                    })
-                    .flatten();
-                let session = origin.session_id.clone();
-                let is_init = call.method() == "initialize";
-                let init_version = v
-                    .pointer("/result/protocolVersion")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-                if is_init {
-                    call.record.protocol_version = init_version;
-                }
-                if let (Some(mut x), Some(to)) = (x, capture) {
-                    x.response_head(200, json_head());
-                    x.chunk(body);
-                    let name =
-                        crate::record::outcome_and_layer(Some(call.method()), verdict.outcome).0;
-                    x.finish(to, CaptureEnd::Complete, 200, &name);
-                }
-                observer.finish_call(
-                    call,
-                    verdict,
-                    true,
-                    session.as_deref().filter(|_| is_init),
-                    tools.as_deref(),
-                );
-            }
-            _ => {}
-        }
-    }
-    let _ = client_out.flush().await;
 }
 
 fn trim_eol(line: &[u8]) -> &[u8] {
@@ -368,6 +326,7 @@ fn trim_eol(line: &[u8]) -> &[u8] {
 mod tests {
     use super::*;
     use crate::log::{LogWriter, MemoryConsumer};
+    use tokio::io::AsyncWriteExt;
 
     /// A scripted server on a duplex pipe: answers each request line with a canned line.
     #[tokio::test]

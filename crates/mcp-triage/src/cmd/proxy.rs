@@ -460,7 +460,16 @@ pub fn run_wrap(args: WrapArgs) -> Result<ExitCode, String> {
     // The relay tasks hold no sink once run returns; shut the runtime down so stdin's blocking
     // reader thread does not keep the process alive.
     rt.shutdown_timeout(Duration::from_millis(100));
-    let code = code.map_err(|e| e.to_string())?;
+    let exit = code.map_err(|e| e.to_string())?;
+    let mut code = exit.code;
+    if let Some(problem) = exit.relay.problem() {
+        // Output the server wrote did not reach the client: not a clean run, whatever the
+        // server's own exit code says.
+        eprintln!("mcp-triage wrap: {problem}");
+        if code == 0 {
+            code = 1;
+        }
+    }
     let stats = writer.drain();
     if let Some(w) = capture_writer {
         // `options` (and so the capture handle) went with the runtime's tasks.
