@@ -1,9 +1,9 @@
 //! The exchange-file format: one recorded HTTP response to a `tools/call` per JSON line
 //! (`status`, `contentType`, `body` or `bodyBase64`, `expectId`, `headers`). mcp-triage adds
-//! optional `protocolVersion`, `outputSchema` and `now` (an HTTP-date) per line, and reads
-//! `end` of a capture line (`proxy --capture`, docs/capture-format.md): a body that broke off
-//! is judged as broken off, as the proxy judged it. Other members (`name`, `expect`, ...) are
-//! ignored.
+//! optional `protocolVersion` (`""`: not given), `outputSchema` and `now` (an HTTP-date) per
+//! line, and reads `end` of a capture line (`proxy --capture`, docs/capture-format.md): a body
+//! that broke off is judged as broken off, as the proxy judged it. Other members (`name`,
+//! `expect`, ...) are ignored.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -153,7 +153,9 @@ impl<'a> Exchange<'a> {
             ),
             (None, None) => Cow::Borrowed(&b""[..]),
         };
-        let protocol_version = match l.protocol_version {
+        // `""` is "not given", as for `contentType`: a table column (a ClickHouse UDF's
+        // argument) has a value on every row, and an empty one must not make the row bad.
+        let protocol_version = match l.protocol_version.filter(|v| !v.is_empty()) {
             None => None,
             Some(v) => Some(ProtocolVersion::parse(&v).ok_or_else(|| {
                 ExchangeError(format!("\"protocolVersion\" {v:?} is not a known revision"))
@@ -287,6 +289,14 @@ mod tests {
         assert_eq!(late.classify(&ctx).outcome, crate::Outcome::Timeout);
         let plain = Exchange::parse(br#"{"status":502}"#).unwrap();
         assert_eq!(plain.classify(&ctx).outcome, crate::Outcome::HttpError);
+    }
+
+    #[test]
+    fn an_empty_protocol_version_is_not_given() {
+        let x = Exchange::parse(br#"{"status":200,"protocolVersion":""}"#).unwrap();
+        assert_eq!(x.protocol_version, None);
+        let x = Exchange::parse(br#"{"status":200,"protocolVersion":"2025-06-18"}"#).unwrap();
+        assert_eq!(x.protocol_version, ProtocolVersion::parse("2025-06-18"));
     }
 
     #[test]

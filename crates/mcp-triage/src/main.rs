@@ -62,6 +62,8 @@ enum Command {
     /// Observe a stdio MCP server: run it under the wrapper, relay unchanged, record each exchange.
     #[command(after_help = cmd::proxy::WRAP_EXAMPLES)]
     Wrap(cmd::proxy::WrapArgs),
+    /// Run as a database's user-defined function: ClickHouse's executable UDF protocol.
+    Udf(cmd::udf::UdfArgs),
 }
 
 fn main() -> ExitCode {
@@ -80,6 +82,7 @@ fn main() -> ExitCode {
         Command::ConformanceClient(args) => cmd::conformance::run(args),
         Command::Proxy(args) => cmd::proxy::run_proxy(args),
         Command::Wrap(args) => cmd::proxy::run_wrap(args),
+        Command::Udf(args) => cmd::udf::run(args),
     };
     match result {
         Ok(code) => code,

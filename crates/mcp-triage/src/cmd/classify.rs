@@ -87,6 +87,22 @@ pub struct ClassifyArgs {
     #[arg(long, value_name = "DATE", value_parser = parse_now)]
     now: Option<SystemTime>,
 
+    #[command(flatten)]
+    limits: LimitArgs,
+
+    /// With --batch: worker threads (default: the number of cores, at most 8).
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+
+    /// With --batch: the longest line accepted.
+    #[arg(long, value_name = "BYTES", default_value_t = 256 << 20)]
+    max_line_bytes: usize,
+}
+
+/// The classifier's limits as options, shared by every command that classifies recorded
+/// responses (`classify`, `udf clickhouse`), so they are spelled and defaulted alike.
+#[derive(Args, Clone)]
+pub struct LimitArgs {
     /// Largest application/json body classified.
     #[arg(long, value_name = "BYTES", default_value_t = Limits::DEFAULT.max_body_bytes)]
     max_body_bytes: u64,
@@ -102,14 +118,25 @@ pub struct ClassifyArgs {
     /// Deepest JSON nesting classified.
     #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT.max_depth)]
     max_depth: usize,
+}
 
-    /// With --batch: worker threads (default: the number of cores, at most 8).
-    #[arg(long, value_name = "N")]
-    jobs: Option<usize>,
+impl LimitArgs {
+    /// The core's limits these options set (the others at their defaults).
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_body_bytes: self.max_body_bytes,
+            max_event_bytes: self.max_event_bytes,
+            max_stream_bytes: self.max_stream_bytes,
+            max_depth: self.max_depth,
+            ..Limits::DEFAULT
+        }
+    }
+}
 
-    /// With --batch: the longest line accepted.
-    #[arg(long, value_name = "BYTES", default_value_t = 256 << 20)]
-    max_line_bytes: usize,
+/// One exchange's verdict under `base`, with the exchange's own settings (id, protocol version,
+/// schema, now) over it: the single place where a batch line or a UDF row is classified.
+pub fn classify_exchange(x: &Exchange<'_>, base: &CallContext) -> Verdict {
+    x.classify(&x.context(base))
 }
 
 fn parse_header(s: &str) -> Result<(String, String), String> {
@@ -141,7 +168,7 @@ fn parse_version(s: &str) -> Result<ProtocolVersion, String> {
     })
 }
 
-fn parse_now(s: &str) -> Result<SystemTime, String> {
+pub fn parse_now(s: &str) -> Result<SystemTime, String> {
     if let Ok(secs) = s.parse::<u64>() {
         return Ok(SystemTime::UNIX_EPOCH + Duration::from_secs(secs));
     }
@@ -163,13 +190,7 @@ fn base_context(args: &ClassifyArgs) -> Result<CallContext, String> {
     let mut ctx = CallContext::new(args.expect_id.clone())
         .with_protocol_version(args.protocol_version)
         .with_now(args.now.unwrap_or_else(SystemTime::now))
-        .with_limits(Limits {
-            max_body_bytes: args.max_body_bytes,
-            max_event_bytes: args.max_event_bytes,
-            max_stream_bytes: args.max_stream_bytes,
-            max_depth: args.max_depth,
-            ..Limits::DEFAULT
-        });
+        .with_limits(args.limits.limits());
     if let Some(path) = &args.output_schema {
         let text = std::fs::read(path)
             .map_err(|e| format!("cannot read --output-schema {}: {e}", path.display()))?;
@@ -416,8 +437,7 @@ fn classify_block(block: &Block, base: &CallContext, out: BatchOutput) -> BlockR
                 break;
             }
         };
-        let ctx = x.context(base);
-        let v = x.classify(&ctx);
+        let v = classify_exchange(&x, base);
         r.summary.add(v.outcome, x.body.len());
         if let Some(format) = out.each {
             print_verdict(&mut r.printed, &v, format).expect("writing to a Vec cannot fail");

@@ -22,4 +22,5 @@ pub mod probe;
 pub mod prompt;
 pub mod proxy;
 pub mod report;
+pub mod udf;
 pub mod ui_args;

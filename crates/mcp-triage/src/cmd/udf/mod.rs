@@ -1,0 +1,254 @@
+//! `mcp-triage udf clickhouse`: the classifier as a ClickHouse executable user-defined function
+//! (`executable` or `executable_pool`). ClickHouse writes the function's arguments on standard
+//! input, one row a line in the function's `<format>`, and reads exactly one result a line back,
+//! in order. Each row becomes an exchange (as a line of an exchange file) and gets the verdict
+//! `classify --batch --each` gives that line: the same `classify_exchange`.
+//!
+//! Row alignment is the protocol's one hard rule (a missing row fails the whole query), so a
+//! row that is not an exchange gets a result of its own, `{"error":"...","row":N}`, and nothing
+//! goes to stderr (ClickHouse can be set to fail a query on any stderr output). Only a broken
+//! stream (a bad chunk header, an input that ends inside a block, an I/O error) ends the process,
+//! with a message on stderr and exit status 2: results could no longer be matched to rows.
+
+mod rows;
+mod tsv;
+
+use std::io::{self, BufWriter, Write};
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use clap::{Args, Subcommand, ValueEnum};
+use mcp_triage_core::exchange::Exchange;
+use mcp_triage_core::{CallContext, RequestId};
+
+use super::classify::{classify_exchange, parse_now, LimitArgs};
+use rows::{Row, RowReader};
+
+pub const EXAMPLES: &str = "\
+Examples (see integrations/clickhouse/README.md for the function XML):
+  printf '200\\tapplication/json\\t{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\\t1\\n' \\
+    | mcp-triage udf clickhouse
+  mcp-triage udf clickhouse --format JSONEachRow --form full
+  mcp-triage udf clickhouse --chunk-header       (an executable_pool with send_chunk_header)
+
+Exit status: 0 at the end of the input; 2 when the stream broke (bad chunk header, input ended
+inside a block, I/O error), with the reason on stderr. A bad row is not an exit: it gets
+{\"error\":\"...\",\"row\":N} as its result, so every row keeps its result.";
+
+#[derive(Args)]
+pub struct UdfArgs {
+    #[command(subcommand)]
+    engine: Engine,
+}
+
+#[derive(Subcommand)]
+enum Engine {
+    /// ClickHouse's executable UDF protocol: rows on stdin, one verdict JSON a row on stdout.
+    #[command(after_help = EXAMPLES)]
+    Clickhouse(ClickhouseArgs),
+}
+
+/// The function's `<format>`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum RowFormat {
+    TabSeparated,
+    JsonEachRow,
+}
+
+fn parse_format(s: &str) -> Result<RowFormat, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "tabseparated" | "tsv" => Ok(RowFormat::TabSeparated),
+        "jsoneachrow" | "ndjson" | "jsonlines" => Ok(RowFormat::JsonEachRow),
+        _ => Err(format!(
+            "{s:?} is not a supported format (TabSeparated or JSONEachRow)"
+        )),
+    }
+}
+
+/// Which arguments the function declares.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
+pub enum Form {
+    /// mcp_classify(status UInt16, contentType String, body String, expectId Int64)
+    Basic,
+    /// mcp_classify_full(..., headers Map(String,String), protocolVersion String)
+    Full,
+}
+
+impl Form {
+    fn arity(self) -> usize {
+        match self {
+            Form::Basic => 4,
+            Form::Full => 6,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Form::Basic => "basic",
+            Form::Full => "full",
+        }
+    }
+
+    fn signature(self) -> &'static str {
+        match self {
+            Form::Basic => "status, contentType, body, expectId",
+            Form::Full => "status, contentType, body, expectId, headers, protocolVersion",
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct ClickhouseArgs {
+    /// The function's <format>: TabSeparated (alias TSV; bodies pass as bytes) or JSONEachRow
+    /// (arguments by name, as in an exchange file; bodies must be UTF-8).
+    #[arg(long, value_name = "FORMAT", default_value = "TabSeparated", value_parser = parse_format)]
+    format: RowFormat,
+
+    /// The arguments the function declares, in this order. JSONEachRow reads them by name and
+    /// accepts either form.
+    #[arg(long, value_enum, default_value_t = Form::Basic)]
+    form: Form,
+
+    /// The function sets <send_chunk_header>1</send_chunk_header>: each block starts with a line
+    /// holding its row count.
+    #[arg(long)]
+    chunk_header: bool,
+
+    /// JSONEachRow: the result's name, the function's <return_name>.
+    #[arg(long, value_name = "NAME", default_value = "result")]
+    return_name: String,
+
+    /// The longest row accepted; a longer one is read past and gets an error result.
+    #[arg(long, value_name = "BYTES", default_value_t = 256 << 20)]
+    max_row_bytes: usize,
+
+    /// "Now" for Retry-After dates: an HTTP-date or Unix seconds (default: the system clock).
+    #[arg(long, value_name = "DATE", value_parser = parse_now)]
+    now: Option<SystemTime>,
+
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+pub fn run(args: UdfArgs) -> Result<ExitCode, String> {
+    match args.engine {
+        Engine::Clickhouse(a) => run_clickhouse(&a),
+    }
+}
+
+/// Turns rows into result lines in the function's format.
+struct Answerer<'a> {
+    args: &'a ClickhouseArgs,
+    base: CallContext,
+    /// `{"<return_name>":` for JSONEachRow.
+    json_key: Vec<u8>,
+    rows_seen: u64,
+}
+
+impl Answerer<'_> {
+    fn exchange<'r>(&self, line: &'r [u8]) -> Result<Exchange<'r>, String> {
+        match self.args.format {
+            RowFormat::TabSeparated => tsv::parse_row(line, self.args.form),
+            RowFormat::JsonEachRow => {
+                let mut x = Exchange::parse(line).map_err(|e| e.to_string())?;
+                // The argument is an Int64; ClickHouse quotes 64-bit integers in JSON unless
+                // output_format_json_quote_64bit_integers = 0, so a digit string is that Int64.
+                if let RequestId::String(s) = &x.expected_id {
+                    let n = s
+                        .parse::<i64>()
+                        .map_err(|_| format!("\"expectId\" {s:?} is not an Int64"))?;
+                    x.expected_id = RequestId::Number(n);
+                }
+                Ok(x)
+            }
+        }
+    }
+
+    fn answer(&mut self, row: Row<'_>, out: &mut impl Write) -> io::Result<()> {
+        self.rows_seen += 1;
+        let verdict = match row {
+            Row::TooLong { limit } => Err(format!("longer than --max-row-bytes {limit}")),
+            Row::Line(line) => self
+                .exchange(line)
+                .map(|x| classify_exchange(&x, &self.base)),
+        };
+        let text = match verdict {
+            Ok(v) => serde_json::to_string(&v),
+            Err(e) => serde_json::to_string(&serde_json::json!({
+                "error": format!("row {}: {e}", self.rows_seen),
+                "row": self.rows_seen,
+            })),
+        }
+        .map_err(io::Error::other)?;
+        match self.args.format {
+            RowFormat::TabSeparated => tsv::write_escaped(out, text.as_bytes())?,
+            RowFormat::JsonEachRow => {
+                out.write_all(&self.json_key)?;
+                serde_json::to_writer(&mut *out, &text).map_err(io::Error::other)?;
+                out.write_all(b"}")?;
+            }
+        }
+        out.write_all(b"\n")
+    }
+}
+
+/// A chunk header: the block's row count, alone on its line.
+fn chunk_rows(row: Row<'_>) -> Result<u64, String> {
+    match row {
+        Row::Line(l) => {
+            let text = String::from_utf8_lossy(l);
+            text.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("chunk header {text:?} is not a row count (is send_chunk_header set without --chunk-header, or the reverse?)"))
+        }
+        Row::TooLong { limit } => Err(format!(
+            "a chunk header longer than --max-row-bytes {limit}"
+        )),
+    }
+}
+
+fn run_clickhouse(args: &ClickhouseArgs) -> Result<ExitCode, String> {
+    let mut answerer = Answerer {
+        args,
+        base: CallContext::new(RequestId::Number(1))
+            .with_now(args.now.unwrap_or_else(SystemTime::now))
+            .with_limits(args.limits.limits()),
+        json_key: format!("{{{}:", serde_json::Value::from(args.return_name.as_str())).into_bytes(),
+        rows_seen: 0,
+    };
+    let stdin = io::stdin();
+    let stdout = io::stdout();
+    let mut rows = RowReader::new(stdin.lock(), args.max_row_bytes);
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let io_err = |e: io::Error| format!("udf clickhouse: {e}");
+    loop {
+        let block = if args.chunk_header {
+            match rows.next_row(&mut out).map_err(io_err)? {
+                None => break,
+                Some(header) => Some(chunk_rows(header)?),
+            }
+        } else {
+            None
+        };
+        let mut done = 0u64;
+        while block.is_none_or(|n| done < n) {
+            match rows.next_row(&mut out).map_err(io_err)? {
+                Some(row) => answerer.answer(row, &mut out).map_err(io_err)?,
+                None => match block {
+                    None => break,
+                    Some(n) => {
+                        return Err(format!(
+                            "the input ended after {done} of a block's {n} rows"
+                        ))
+                    }
+                },
+            }
+            done += 1;
+        }
+        out.flush().map_err(io_err)?; // a block's results go out when it is answered
+        if block.is_none() {
+            break;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,257 @@
+//! ClickHouse's `TabSeparated` text, as an executable UDF receives and answers it: fields split
+//! by tabs, strings backslash-escaped (`\t`, `\n`, `\\`, `\0`, `\'`, ...), a `Map(String,String)`
+//! written as `{'name':'value',...}` with quoted, escaped strings. Bytes pass as bytes, so a body
+//! that is not UTF-8 reaches the classifier unchanged (JSONEachRow cannot carry one).
+
+use std::borrow::Cow;
+use std::io::{self, Write};
+
+use mcp_triage_core::exchange::Exchange;
+use mcp_triage_core::{ProtocolVersion, RequestId, ResponseHead};
+
+use super::Form;
+
+/// `\x` escapes as ClickHouse reads them; any other escaped byte stands for itself.
+fn unescaped(b: u8) -> u8 {
+    match b {
+        b'b' => 0x08,
+        b'f' => 0x0c,
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        b'0' => 0,
+        b'a' => 0x07,
+        b'v' => 0x0b,
+        other => other,
+    }
+}
+
+fn hex(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+/// A field's bytes with the escapes undone; borrowed when there is none (the common case).
+pub fn unescape(field: &[u8]) -> Cow<'_, [u8]> {
+    if memchr::memchr(b'\\', field).is_none() {
+        return Cow::Borrowed(field);
+    }
+    let mut out = Vec::with_capacity(field.len());
+    let mut i = 0;
+    while i < field.len() {
+        let b = field[i];
+        if b != b'\\' || i + 1 == field.len() {
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        let e = field[i + 1];
+        if e == b'x' && i + 3 < field.len() {
+            if let (Some(h), Some(l)) = (hex(field[i + 2]), hex(field[i + 3])) {
+                out.push(h << 4 | l);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(unescaped(e));
+        i += 2;
+    }
+    Cow::Owned(out)
+}
+
+/// Writes `bytes` escaped so that ClickHouse reads them back as one `String` field.
+pub fn write_escaped(out: &mut impl Write, bytes: &[u8]) -> io::Result<()> {
+    let mut from = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc: &[u8] = match b {
+            b'\\' => b"\\\\",
+            b'\t' => b"\\t",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            0 => b"\\0",
+            _ => continue,
+        };
+        out.write_all(&bytes[from..i])?;
+        out.write_all(esc)?;
+        from = i + 1;
+    }
+    out.write_all(&bytes[from..])
+}
+
+fn utf8(bytes: Cow<'_, [u8]>, what: &str) -> Result<String, String> {
+    String::from_utf8(bytes.into_owned()).map_err(|e| {
+        format!(
+            "{what} is not UTF-8 (invalid at byte {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// A `Map(String,String)` field: `{}` or `{'a':'b','c':'d'}`.
+pub fn parse_map(field: &[u8]) -> Result<Vec<(String, String)>, String> {
+    let bad = |why: &str| format!("headers {:?}: {why}", String::from_utf8_lossy(field));
+    let inner = field
+        .strip_prefix(b"{")
+        .and_then(|f| f.strip_suffix(b"}"))
+        .ok_or_else(|| bad("not a Map(String,String) ({...})"))?;
+    let mut pairs = Vec::new();
+    let mut rest = inner;
+    while !rest.is_empty() {
+        let (name, after) = quoted(rest).ok_or_else(|| bad("a name is not a quoted string"))?;
+        let after = after
+            .strip_prefix(b":")
+            .ok_or_else(|| bad("no ':' after a name"))?;
+        let (value, after) = quoted(after).ok_or_else(|| bad("a value is not a quoted string"))?;
+        pairs.push((utf8(name, "a header name")?, utf8(value, "a header value")?));
+        rest = match after {
+            [] => after,
+            [b',', more @ ..] if !more.is_empty() => more,
+            _ => return Err(bad("pairs must be separated by ','")),
+        };
+    }
+    Ok(pairs)
+}
+
+/// A `'...'` string at the start of `s` (escapes undone) and what follows it.
+fn quoted(s: &[u8]) -> Option<(Cow<'_, [u8]>, &[u8])> {
+    let body = s.strip_prefix(b"'")?;
+    let mut i = 0;
+    while i < body.len() {
+        match body[i] {
+            b'\\' => i += 2,
+            b'\'' => return Some((unescape(&body[..i]), &body[i + 1..])),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// One row of the function's arguments: `status contentType body expectId` (basic form), then
+/// `headers protocolVersion` (full form).
+pub fn parse_row(line: &[u8], form: Form) -> Result<Exchange<'_>, String> {
+    let fields: Vec<&[u8]> = line.split(|&b| b == b'\t').collect();
+    if fields.len() != form.arity() {
+        return Err(format!(
+            "{} tab-separated fields, the {} form has {} ({})",
+            fields.len(),
+            form.name(),
+            form.arity(),
+            form.signature()
+        ));
+    }
+    let status_text = String::from_utf8_lossy(fields[0]);
+    let status = status_text
+        .parse::<u16>()
+        .ok()
+        .filter(|s| (100..=999).contains(s))
+        .ok_or_else(|| format!("status {status_text:?} is not an HTTP status (100-999)"))?;
+    let content_type = utf8(unescape(fields[1]), "contentType")?;
+    let id_text = String::from_utf8_lossy(fields[3]);
+    let expected_id = id_text
+        .parse::<i64>()
+        .map(RequestId::Number)
+        .map_err(|_| format!("expectId {id_text:?} is not an Int64"))?;
+    let mut head = ResponseHead::new(status).content_type(&content_type);
+    let mut protocol_version = None;
+    if form == Form::Full {
+        for (name, value) in parse_map(fields[4])? {
+            // The contentType argument is the Content-Type, as in an exchange file.
+            if !name.eq_ignore_ascii_case("content-type") {
+                head = head.header(name, value);
+            }
+        }
+        let v = utf8(unescape(fields[5]), "protocolVersion")?;
+        if !v.is_empty() {
+            protocol_version = Some(
+                ProtocolVersion::parse(&v)
+                    .ok_or_else(|| format!("protocolVersion {v:?} is not a known revision"))?,
+            );
+        }
+    }
+    Ok(Exchange {
+        head,
+        body: unescape(fields[2]),
+        expected_id,
+        protocol_version,
+        output_schema: None,
+        now: None,
+        end: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unescape_undoes_clickhouse_escapes() {
+        assert_eq!(&*unescape(b"plain"), b"plain");
+        assert!(matches!(unescape(b"plain"), Cow::Borrowed(_)));
+        assert_eq!(
+            &*unescape(br"a\tb\nc\\d\0e\'f\x41\xZZ\q"),
+            b"a\tb\nc\\d\0e'fAxZZq"
+        );
+        assert_eq!(&*unescape(b"end\\"), b"end\\");
+    }
+
+    #[test]
+    fn write_escaped_round_trips() {
+        let raw = b"q\"uote\\ \t tab \n nl \r \0 \xc8 end";
+        let mut out = Vec::new();
+        write_escaped(&mut out, raw).unwrap();
+        assert!(!out.contains(&b'\t') && !out.contains(&b'\n'));
+        assert_eq!(&*unescape(&out), raw);
+    }
+
+    #[test]
+    fn maps_as_clickhouse_writes_them() {
+        assert!(parse_map(b"{}").unwrap().is_empty());
+        assert_eq!(
+            parse_map(br"{'Retry-After':'2\'s\\','X':'a,b:c'}").unwrap(),
+            [
+                ("Retry-After".to_string(), "2's\\".to_string()),
+                ("X".to_string(), "a,b:c".to_string())
+            ]
+        );
+        for bad in [&b"[]"[..], b"{'a'}", b"{'a':'b',}", b"{'a':'b'", b"{'a':b}"] {
+            assert!(parse_map(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn rows_of_both_forms() {
+        let x = parse_row(b"200\tapplication/json\t{\"a\":\"\\t\"}\t-7", Form::Basic).unwrap();
+        assert_eq!(x.head.status, 200);
+        assert_eq!(x.head.get("content-type"), Some("application/json"));
+        assert_eq!(&*x.body, b"{\"a\":\"\t\"}");
+        assert_eq!(x.expected_id, RequestId::Number(-7));
+        let x = parse_row(
+            b"429\t\t\t1\t{'Retry-After':'3','content-type':'x/y'}\t2025-06-18",
+            Form::Full,
+        )
+        .unwrap();
+        assert_eq!(x.head.get("retry-after"), Some("3"));
+        assert_eq!(x.head.get("content-type"), None);
+        assert_eq!(x.protocol_version, ProtocolVersion::parse("2025-06-18"));
+        assert_eq!(
+            parse_row(b"200\t\t\t1\t{}\t", Form::Full)
+                .unwrap()
+                .protocol_version,
+            None
+        );
+    }
+
+    #[test]
+    fn bad_rows_say_what_is_wrong() {
+        let err = |row: &[u8], form| parse_row(row, form).unwrap_err();
+        assert!(err(b"200\tx\tbody", Form::Basic).contains("3 tab-separated fields"));
+        assert!(err(b"0\tx\tb\t1", Form::Basic).contains("status \"0\""));
+        assert!(err(b"200\tx\tb\t1.5", Form::Basic).contains("expectId \"1.5\""));
+        assert!(err(b"200\t\xff\tb\t1", Form::Basic).contains("contentType is not UTF-8"));
+        assert!(err(b"200\tx\tb\t1\t{}\t2099-01-01", Form::Full).contains("protocolVersion"));
+        // A body need not be UTF-8: it reaches the classifier as bytes.
+        assert_eq!(
+            &*parse_row(b"200\tx\t\xff\t1", Form::Basic).unwrap().body,
+            b"\xff"
+        );
+    }
+}
