@@ -8,8 +8,8 @@
 # Needs: the Rust toolchain, python3 with venv, node + npm (the interop scripts install their pinned
 # npm packages, Node 22 among them, from interop/package-lock.json, and the pinned Python packages
 # from interop/python/requirements.lock into interop/.venv; bindings/test.sh those of
-# bindings/python/requirements.lock and bindings/node/package-lock.json), and Debian's chromium
-# (the HTML report test). All network tests use 127.0.0.1.
+# bindings/python/requirements.lock and bindings/node/package-lock.json, the engine tests those of
+# integrations/*/requirements.lock), and Debian's chromium (the HTML report test). All network tests use 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -44,6 +44,8 @@ if [ "${SKIP_INTEROP:-0}" != 1 ]; then
   bash interop/ui/ui-test.sh
   step "bindings: Python wheel and npm package built from this checkout; golden vectors, properties, API (both languages)"
   bash bindings/test.sh
+  step "engines: the ClickHouse functions in chdb (ClickHouse in-process) against classify --batch, 20,000 exchanges"
+  bash integrations/clickhouse/test.sh
 fi
 
 printf '\n== all tests passed in %ss ==\n' "$(( $(date +%s) - start ))"

@@ -161,8 +161,9 @@ def bad_rows(sess, names):
                f"FROM (SELECT number AS n FROM numbers(3)) ORDER BY n")
         rows = [json.loads(line) for line in sess.query(sql, "JSONEachRow").bytes().splitlines()]
         verdicts = [json.loads(r["r"]) for r in rows]
-        if "full" in fn:  # every row names an unknown protocol version
-            ok = all("protocolVersion" in v.get("error", "") for v in verdicts)
+        if "full" in fn:  # rows 0 and 2 name the unknown version, row 1 its bad status
+            ok = ("status" in verdicts[1].get("error", "")
+                  and all("protocolVersion" in verdicts[i].get("error", "") for i in (0, 2)))
         else:
             ok = ("status" in verdicts[1].get("error", "")
                   and verdicts[0].get("outcome") == verdicts[2].get("outcome") == "HTTP_ERROR")

@@ -50,8 +50,11 @@ fn every_command_help_has_examples() {
         "report",
         "completions",
         "man",
+        "udf clickhouse",
     ] {
-        let o = run(&[cmd, "--help"]);
+        let mut args: Vec<&str> = cmd.split(' ').collect();
+        args.push("--help");
+        let o = run(&args);
         assert!(o.status.success(), "{cmd}");
         assert!(
             String::from_utf8_lossy(&o.stdout).contains("Examples:"),

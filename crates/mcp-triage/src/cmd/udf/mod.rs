@@ -33,7 +33,8 @@ Examples (see integrations/clickhouse/README.md for the function XML):
 
 Exit status: 0 at the end of the input; 2 when the stream broke (bad chunk header, input ended
 inside a block, I/O error), with the reason on stderr. A bad row is not an exit: it gets
-{\"error\":\"...\",\"row\":N} as its result, so every row keeps its result.";
+{\"error\":\"...\",\"row\":N} as its result (with --chunk-header also \"block\":B, the block's
+number since the worker started, and N counts within the block), so every row keeps its result.";
 
 #[derive(Args)]
 pub struct UdfArgs {
@@ -142,7 +143,11 @@ struct Answerer<'a> {
     base: CallContext,
     /// `{"<return_name>":` for JSONEachRow.
     json_key: Vec<u8>,
+    /// Rows answered in this block (in this run without chunk headers), for error results.
     rows_seen: u64,
+    /// Blocks begun, with chunk headers: a pool worker lives across queries, so a row number
+    /// alone would count from the worker's start and name no row a user can find.
+    blocks_seen: Option<u64>,
 }
 
 impl Answerer<'_> {
@@ -172,10 +177,15 @@ impl Answerer<'_> {
                 .exchange(line)
                 .map(|x| classify_exchange(&x, &self.base)),
         };
-        let text = match verdict {
-            Ok(v) => serde_json::to_string(&v),
-            Err(e) => serde_json::to_string(&serde_json::json!({
+        let text = match (verdict, self.blocks_seen) {
+            (Ok(v), _) => serde_json::to_string(&v),
+            (Err(e), None) => serde_json::to_string(&serde_json::json!({
                 "error": format!("row {}: {e}", self.rows_seen),
+                "row": self.rows_seen,
+            })),
+            (Err(e), Some(block)) => serde_json::to_string(&serde_json::json!({
+                "error": format!("block {block} row {}: {e}", self.rows_seen),
+                "block": block,
                 "row": self.rows_seen,
             })),
         }
@@ -215,6 +225,7 @@ fn run_clickhouse(args: &ClickhouseArgs) -> Result<ExitCode, String> {
             .with_limits(args.limits.limits()),
         json_key: format!("{{{}:", serde_json::Value::from(args.return_name.as_str())).into_bytes(),
         rows_seen: 0,
+        blocks_seen: args.chunk_header.then_some(0),
     };
     let stdin = io::stdin();
     let stdout = io::stdout();
@@ -230,6 +241,10 @@ fn run_clickhouse(args: &ClickhouseArgs) -> Result<ExitCode, String> {
         } else {
             None
         };
+        if let Some(b) = answerer.blocks_seen.as_mut() {
+            *b += 1;
+            answerer.rows_seen = 0;
+        }
         let mut done = 0u64;
         while block.is_none_or(|n| done < n) {
             match rows.next_row(&mut out).map_err(io_err)? {

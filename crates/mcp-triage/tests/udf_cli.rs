@@ -1,0 +1,83 @@
+//! `mcp-triage udf clickhouse` as ClickHouse drives it: rows on stdin, one result a row on
+//! stdout, in order. The chdb test (integrations/clickhouse/test.sh) runs it inside a real
+//! engine; these cases pin the stream rules without one.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn udf(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-triage"))
+        .args(["udf", "clickhouse"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcp-triage runs");
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn results(out: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8(out.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(&l.replace("\\\\", "\\")).expect("a JSON result"))
+        .collect()
+}
+
+const OK_ROW: &str = "200\tapplication/json\t{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\t1\n";
+const BAD_ROW: &str = "0\t\t\t1\n";
+
+#[test]
+fn every_row_gets_its_result_in_order() {
+    let input = format!("{OK_ROW}{BAD_ROW}{OK_ROW}");
+    let out = udf(&[], input.as_bytes());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = results(&out);
+    assert_eq!(r.len(), 3);
+    assert_eq!(r[0]["outcome"], "TOOL_SUCCESS");
+    assert_eq!(r[1]["row"], 2);
+    assert!(r[1]["error"].as_str().unwrap().contains("status"), "{}", r[1]);
+    assert_eq!(r[2]["outcome"], "TOOL_SUCCESS");
+}
+
+#[test]
+fn chunk_headers_number_rows_within_their_block() {
+    let input = format!("2\n{OK_ROW}{OK_ROW}2\n{OK_ROW}{BAD_ROW}");
+    let out = udf(&["--chunk-header"], input.as_bytes());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = results(&out);
+    assert_eq!(r.len(), 4);
+    assert_eq!((r[3]["block"].as_u64(), r[3]["row"].as_u64()), (Some(2), Some(2)));
+    assert!(r[3]["error"].as_str().unwrap().starts_with("block 2 row 2: "), "{}", r[3]);
+}
+
+#[test]
+fn a_block_cut_short_is_exit_2_with_the_reason() {
+    let input = format!("3\n{OK_ROW}");
+    let out = udf(&["--chunk-header"], input.as_bytes());
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("after 1 of a block's 3 rows"), "{err}");
+}
+
+#[test]
+fn a_missing_chunk_header_says_which_setting_to_check() {
+    let out = udf(&["--chunk-header"], OK_ROW.as_bytes());
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("send_chunk_header"), "{err}");
+}
+
+#[test]
+fn a_row_over_the_limit_gets_an_error_and_the_next_row_its_verdict() {
+    let long = format!("200\tapplication/json\t{}\t1\n", "x".repeat(5000));
+    let input = format!("{long}{OK_ROW}");
+    let out = udf(&["--max-row-bytes", "1000"], input.as_bytes());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = results(&out);
+    assert_eq!(r.len(), 2);
+    assert!(r[0]["error"].as_str().unwrap().contains("--max-row-bytes 1000"), "{}", r[0]);
+    assert_eq!(r[1]["outcome"], "TOOL_SUCCESS");
+}
