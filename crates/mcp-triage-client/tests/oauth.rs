@@ -212,6 +212,53 @@ async fn without_oauth_a_401_is_only_reported() {
     k.shutdown().await;
 }
 
+#[tokio::test]
+async fn an_expires_in_of_u64_max_neither_wraps_nor_forces_refreshes() {
+    // 2^64-1 seconds: added to the clock it used to wrap to the past (a refresh before every
+    // request) or panic in a debug build.
+    let auth = TestAs::start(TestAsOptions {
+        access_tokens: vec![ACCESS.into()],
+        refresh_token: Some(REFRESH.into()),
+        expires_in: u64::MAX,
+    })
+    .await;
+    let k = protected(&auth.url).await;
+    let store = store_path("huge-expiry");
+    for _ in 0..2 {
+        let r = run(&k.mcp_url(), oauth_options(&store)).await;
+        assert_eq!(r.outcome, Outcome::ToolSuccess, "{r:?}");
+    }
+    let seen = auth.seen();
+    assert_eq!((seen.authorizations, seen.refresh_grants), (1, 0));
+    std::fs::remove_dir_all(store.parent().unwrap()).unwrap();
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_plain_http_authorization_server_off_loopback_is_refused_before_any_request() {
+    // `.invalid` never resolves (RFC 6761), so nothing can leave the machine even if the rule
+    // broke; with it, the client refuses at the metadata and never looks the host up.
+    let k = protected("http://as.mcp-triage.invalid").await;
+    let store = store_path("plain-http");
+    let mut o = oauth_options(&store);
+    o.list_tools_first = false;
+    let r = run(&k.mcp_url(), o).await;
+    assert_eq!(r.outcome, Outcome::HttpError, "{r:?}");
+    let failed = r
+        .warnings
+        .iter()
+        .find(|w| w.code == "AUTH_FAILED")
+        .unwrap_or_else(|| panic!("{:?}", r.warnings));
+    assert!(
+        failed.detail.contains("http://as.mcp-triage.invalid")
+            && failed.detail.contains("plain http"),
+        "{}",
+        failed.detail
+    );
+    let _ = std::fs::remove_dir_all(store.parent().unwrap());
+    k.shutdown().await;
+}
+
 // --- against the kitchen's own authorization server (`auth.oauth_flow`) ---------------------
 
 /// A kitchen serving `auth.oauth_flow` with `fault` as its stored selection.

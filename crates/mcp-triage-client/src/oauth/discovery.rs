@@ -74,6 +74,53 @@ pub fn authorization_server_metadata_urls(issuer: &Url) -> Vec<Url> {
     ]
 }
 
+/// Whether `u` may carry OAuth traffic (codes, PKCE verifiers, client secrets, tokens): https
+/// anywhere, plain http only to a loopback host. MCP authorization: "All authorization server
+/// endpoints MUST be served over HTTPS" (OAuth 2.1 §1.5); loopback is where a development
+/// server or a test authorization server runs, and its traffic never leaves the machine.
+pub fn secure_or_loopback(u: &Url) -> bool {
+    match u.scheme() {
+        "https" => true,
+        "http" => {
+            let Some(host) = u.host_str() else {
+                return false;
+            };
+            let bare = host.trim_start_matches('[').trim_end_matches(']');
+            match bare.parse::<std::net::IpAddr>() {
+                Ok(ip) => ip.is_loopback(),
+                Err(_) => {
+                    let d = host.to_ascii_lowercase();
+                    d == "localhost" || d.ends_with(".localhost")
+                }
+            }
+        }
+        _ => false,
+    }
+}
+
+/// `s` as the URL of an authorization-server `role` (issuer, metadata, authorization, token or
+/// registration endpoint): an http(s) URL, and https unless its host is loopback. The error
+/// names the role and the URL, so a user sees which document pointed where.
+pub fn authorization_server_url(s: &str, role: &str) -> Result<Url, String> {
+    let u = Url::parse(s)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .ok_or_else(|| format!("the {role} {s:?} is not an http(s) URL"))?;
+    check_authorization_server_url(&u, role)?;
+    Ok(u)
+}
+
+/// The https-unless-loopback rule of [`authorization_server_url`] for a parsed URL.
+pub fn check_authorization_server_url(u: &Url, role: &str) -> Result<(), String> {
+    if secure_or_loopback(u) {
+        return Ok(());
+    }
+    Err(format!(
+        "the {role} {u} is plain http on a host that is not loopback: refusing to send OAuth \
+         codes, verifiers, secrets or tokens in clear (authorization servers must use https)"
+    ))
+}
+
 /// The 2025-03-26 authorization base URL: the server URL with its path discarded.
 pub fn legacy_authorization_base(server: &Url) -> Url {
     at_origin(server, "/")
@@ -245,6 +292,39 @@ mod tests {
 
     fn strs(v: &[Url]) -> Vec<String> {
         v.iter().map(Url::to_string).collect()
+    }
+
+    #[test]
+    fn plain_http_only_to_loopback() {
+        for ok in [
+            "https://as.example.com/token",
+            "http://127.0.0.1:9/token",
+            "http://127.5.6.7/",
+            "http://[::1]:8080/t",
+            "http://localhost:3000/",
+            "http://LOCALHOST/",
+            "http://app.localhost/",
+        ] {
+            assert!(
+                authorization_server_url(ok, "token endpoint").is_ok(),
+                "{ok}"
+            );
+        }
+        for bad in [
+            "http://as.example.com/token",
+            "http://10.0.0.1/token",
+            "http://[2001:db8::1]/token",
+            "http://localhost.example.com/",
+            "http://127.0.0.1.nip.io/",
+        ] {
+            let e = authorization_server_url(bad, "token endpoint").unwrap_err();
+            assert!(
+                e.contains("token endpoint") && e.contains("plain http"),
+                "{bad}: {e}"
+            );
+        }
+        let e = authorization_server_url("ftp://x/", "issuer").unwrap_err();
+        assert!(e.contains("not an http(s) URL"), "{e}");
     }
 
     #[test]

@@ -530,15 +530,8 @@ impl OAuth {
                 )
             })?
             .to_string();
-        let issuer_url = Url::parse(&issuer)
-            .ok()
-            .filter(|u| matches!(u.scheme(), "http" | "https"))
-            .ok_or_else(|| {
-                format!(
-                    "the authorization server {:?} is not an http(s) URL",
-                    clean(&issuer)
-                )
-            })?;
+        let issuer_url = discovery::authorization_server_url(&issuer, "authorization server")
+            .map_err(|e| format!("{} (named by {prm_url})", clean(&e)))?;
         let mut tried = Vec::new();
         for url in discovery::authorization_server_metadata_urls(&issuer_url) {
             tried.push(url.to_string());
@@ -568,6 +561,7 @@ impl OAuth {
     /// base URL, its metadata optional, and the default endpoints the fallback.
     async fn discover_legacy(&self) -> Result<Discovered, String> {
         let base = discovery::legacy_authorization_base(&self.server);
+        discovery::check_authorization_server_url(&base, "2025-03-26 authorization base URL")?;
         let issuer = base.as_str().trim_end_matches('/').to_string();
         for url in discovery::authorization_server_metadata_urls(&base) {
             if let Some(meta) = self.get_json(&url).await? {
@@ -602,16 +596,9 @@ impl OAuth {
         let endpoint = |k: &str| -> Result<Option<String>, String> {
             match meta[k].as_str() {
                 None => Ok(None),
-                Some(s) => Url::parse(s)
-                    .ok()
-                    .filter(|u| matches!(u.scheme(), "http" | "https"))
+                Some(s) => discovery::authorization_server_url(s, k)
                     .map(|u| Some(u.to_string()))
-                    .ok_or_else(|| {
-                        format!(
-                            "the metadata at {url}: {k} {:?} is not an http(s) URL",
-                            clean(s)
-                        )
-                    }),
+                    .map_err(|e| format!("the metadata at {url}: {}", clean(&e))),
             }
         };
         let token_endpoint = endpoint("token_endpoint")?
@@ -745,8 +732,10 @@ impl OAuth {
         let client = self.client_for(st, d, &redirect_uri).await?;
         let pkce = pkce::Pkce::new()?;
         let state = pkce::random_token(16)?;
-        let mut url = Url::parse(&d.authorization_endpoint)
-            .map_err(|e| format!("the authorization endpoint is not a URL: {e}"))?;
+        let mut url = discovery::authorization_server_url(
+            &d.authorization_endpoint,
+            "authorization_endpoint",
+        )?;
         {
             let mut q = url.query_pairs_mut();
             q.append_pair("response_type", "code")
@@ -760,7 +749,7 @@ impl OAuth {
                 q.append_pair("scope", s);
             }
         }
-        let waiter = tokio::spawn(listener.wait(self.opts.authorize_timeout));
+        let waiter = tokio::spawn(listener.wait(state.clone(), self.opts.authorize_timeout));
         match self.opts.mode {
             AuthorizeMode::Follow => {
                 if let Err(e) = self.follow(&url, &redirect_uri).await {
@@ -830,7 +819,12 @@ impl OAuth {
 
     /// Fetches the authorization URL and follows its redirects (at most 10) until one leads
     /// to the loopback redirect URI, which is then requested so that the listener sees it.
+    /// Only redirects within the authorization endpoint's origin are followed: an automated
+    /// login must not be steered into fetching arbitrary URLs (another host, an internal
+    /// address) on the server's say-so.
     async fn follow(&self, start: &Url, redirect_uri: &str) -> Result<(), String> {
+        let callback = Url::parse(redirect_uri)
+            .map_err(|e| format!("the redirect URI {redirect_uri} is not a URL: {e}"))?;
         let mut url = start.clone();
         for _ in 0..10 {
             let resp = self.http.get(url.clone()).send().await.map_err(|e| {
@@ -853,9 +847,16 @@ impl OAuth {
             url = url
                 .join(&next)
                 .map_err(|e| format!("the authorization redirect is not a URL: {e}"))?;
-            if url.as_str().starts_with(redirect_uri) {
+            if url.origin() == callback.origin() && url.path() == callback.path() {
                 let _ = self.http.get(url).send().await;
                 return Ok(());
+            }
+            if url.origin() != start.origin() {
+                return Err(format!(
+                    "the authorization endpoint redirected to {}, which is neither the redirect URI nor on the authorization server's origin {}: --authorize follow does not go there",
+                    clean(url.as_str()),
+                    start.origin().ascii_serialization()
+                ));
             }
         }
         Err("the authorization endpoint redirected more than 10 times".to_string())
@@ -956,9 +957,11 @@ impl OAuth {
             client.client_secret.is_some(),
             client.token_endpoint_auth_method.as_deref(),
         );
+        // Checked here too, not only at discovery: a stored token names its token endpoint.
+        let token_url = discovery::authorization_server_url(&d.token_endpoint, "token_endpoint")?;
         let mut req = self
             .http
-            .post(&d.token_endpoint)
+            .post(token_url)
             .header("Accept", "application/json");
         // A configured key is used where the server takes private_key_jwt (RFC 7523 §2.2).
         let key = self.opts.client_key_pem.as_deref().filter(|_| {
@@ -1010,7 +1013,9 @@ impl OAuth {
         Ok(StoredToken {
             access_token: access.to_string(),
             refresh_token: doc["refresh_token"].as_str().map(str::to_string),
-            expires_at: doc["expires_in"].as_u64().map(|s| now_secs() + s),
+            expires_at: doc["expires_in"]
+                .as_u64()
+                .map(|s| now_secs().saturating_add(s)),
             issued_at: Some(now_secs()),
             scope: doc["scope"]
                 .as_str()
@@ -1025,6 +1030,55 @@ impl OAuth {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A one-shot HTTP server on 127.0.0.1 answering every request with `answer`; counts hits.
+    async fn one_answer_server(
+        answer: String,
+    ) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", l.local_addr().unwrap());
+        let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let h = hits.clone();
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = l.accept().await {
+                h.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let mut buf = [0u8; 4096];
+                let _ = sock.read(&mut buf).await;
+                let _ = sock.write_all(answer.as_bytes()).await;
+            }
+        });
+        (base, hits)
+    }
+
+    #[tokio::test]
+    async fn follow_goes_nowhere_but_the_servers_origin_and_the_redirect_uri() {
+        let (elsewhere, elsewhere_hits) =
+            one_answer_server("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".into()).await;
+        let redirect = format!(
+            "HTTP/1.1 302 Found\r\nLocation: {elsewhere}/internal\r\nContent-Length: 0\r\n\r\n"
+        );
+        let (authorize, _) = one_answer_server(redirect).await;
+        let oauth = OAuth::new(
+            "http://127.0.0.1:9/mcp",
+            OAuthOptions::default(),
+            BearerCell::default(),
+            Duration::from_secs(5),
+            Duration::from_secs(5),
+            "test".into(),
+        )
+        .unwrap();
+        let start = Url::parse(&format!("{authorize}/authorize")).unwrap();
+        let e = oauth
+            .follow(&start, "http://127.0.0.1:1/callback")
+            .await
+            .unwrap_err();
+        assert!(
+            e.contains("does not go there") && e.contains(&elsewhere),
+            "{e}"
+        );
+        assert_eq!(elsewhere_hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+    }
 
     #[test]
     fn refresh_is_due_within_the_margin_or_half_the_lifetime() {

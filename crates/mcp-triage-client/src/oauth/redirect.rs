@@ -36,61 +36,111 @@ pub async fn bind(port: u16) -> Result<Listener, String> {
     })
 }
 
+/// How long one connection to the listener may take to send its request head: a browser sends
+/// it at once, so an idle connection (a port scanner, a stuck tab) is closed quickly and never
+/// holds up the real redirect, which is served concurrently anyway.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What one connection to the listener brought.
+enum Arrival {
+    /// The callback with the state this login sent: the wait is over.
+    Redirect(HashMap<String, String>),
+    /// Anything else (another path, a wrong or missing state, an idle or garbled connection):
+    /// answered, and the wait goes on.
+    Ignored,
+}
+
 impl Listener {
-    /// Waits for the redirect to the callback path and returns its query parameters. Other
-    /// requests (a browser's favicon) get a 404 and are ignored; the wait ends at `timeout`.
-    pub async fn wait(self, timeout: Duration) -> Result<HashMap<String, String>, String> {
+    /// Waits for the redirect to the callback path whose `state` is `state`, and returns its
+    /// query parameters. Connections are served concurrently, each with a short head timeout;
+    /// other paths (a favicon) get a 404 and a callback with a wrong state a 400, and neither
+    /// ends the wait: one stray or forged request must not abort the login (CSRF protection
+    /// stays, since only the right state is accepted). The wait ends at `timeout`.
+    pub async fn wait(
+        self,
+        state: String,
+        timeout: Duration,
+    ) -> Result<HashMap<String, String>, String> {
+        let state = std::sync::Arc::new(state);
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<HashMap<String, String>>(1);
+        let mut conns = tokio::task::JoinSet::new();
         let run = async {
             loop {
-                let (mut sock, _) = self
-                    .inner
-                    .accept()
-                    .await
-                    .map_err(|e| format!("the redirect listener failed: {e}"))?;
-                let mut head = Vec::new();
-                let mut buf = [0u8; 2048];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_HEAD {
-                    match tokio::time::timeout(Duration::from_secs(10), sock.read(&mut buf)).await {
-                        Ok(Ok(n)) if n > 0 => head.extend_from_slice(&buf[..n]),
-                        _ => break,
+                tokio::select! {
+                    accepted = self.inner.accept() => {
+                        let (sock, _) = accepted
+                            .map_err(|e| format!("the redirect listener failed: {e}"))?;
+                        let (state, tx) = (state.clone(), tx.clone());
+                        conns.spawn(async move {
+                            if let Arrival::Redirect(p) = serve(sock, &state).await {
+                                let _ = tx.send(p).await;
+                            }
+                        });
                     }
+                    Some(params) = rx.recv() => return Ok(params),
                 }
-                let text = String::from_utf8_lossy(&head);
-                let target = text
-                    .lines()
-                    .next()
-                    .and_then(|l| l.strip_prefix("GET "))
-                    .and_then(|l| l.split(' ').next())
-                    .unwrap_or("");
-                let parsed = Url::parse(&format!("http://127.0.0.1{target}")).ok();
-                let Some(u) = parsed.filter(|u| u.path() == CALLBACK_PATH) else {
-                    let _ = sock
-                        .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-                        .await;
-                    continue;
-                };
-                let params: HashMap<String, String> = u.query_pairs().into_owned().collect();
-                let page = if params.contains_key("code") {
-                    "Authorization complete. You can close this window and return to mcp-triage."
-                } else {
-                    "Authorization failed; mcp-triage shows the reason."
-                };
-                let resp = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n{page}",
-                    page.len()
-                );
-                let _ = sock.write_all(resp.as_bytes()).await;
-                let _ = sock.shutdown().await;
-                return Ok(params);
             }
         };
-        tokio::time::timeout(timeout, run).await.map_err(|_| {
+        let out = tokio::time::timeout(timeout, run).await.map_err(|_| {
             format!(
-                "no authorization redirect arrived within {} s (raise --authorize-timeout, or check the URL was opened)",
+                "no authorization redirect with this login's state arrived within {} s (raise --authorize-timeout, or check the URL was opened)",
                 timeout.as_secs()
             )
-        })?
+        })?;
+        conns.abort_all();
+        out
     }
+}
+
+/// Reads one request head (bounded in bytes and time) and answers it.
+async fn serve(mut sock: tokio::net::TcpStream, state: &str) -> Arrival {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 2048];
+    let read = async {
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_HEAD {
+            match sock.read(&mut buf).await {
+                Ok(n) if n > 0 => head.extend_from_slice(&buf[..n]),
+                _ => break,
+            }
+        }
+    };
+    if tokio::time::timeout(HEAD_TIMEOUT, read).await.is_err() {
+        return Arrival::Ignored;
+    }
+    let text = String::from_utf8_lossy(&head);
+    let target = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("GET "))
+        .and_then(|l| l.split(' ').next())
+        .unwrap_or("");
+    let parsed = Url::parse(&format!("http://127.0.0.1{target}")).ok();
+    let Some(u) = parsed.filter(|u| u.path() == CALLBACK_PATH) else {
+        answer(&mut sock, "404 Not Found", "").await;
+        return Arrival::Ignored;
+    };
+    let params: HashMap<String, String> = u.query_pairs().into_owned().collect();
+    if params.get("state").map(String::as_str) != Some(state) {
+        let page = "This redirect does not carry the state of the login mcp-triage is waiting for; it was ignored.";
+        answer(&mut sock, "400 Bad Request", page).await;
+        return Arrival::Ignored;
+    }
+    let page = if params.contains_key("code") {
+        "Authorization complete. You can close this window and return to mcp-triage."
+    } else {
+        "Authorization failed; mcp-triage shows the reason."
+    };
+    answer(&mut sock, "200 OK", page).await;
+    Arrival::Redirect(params)
+}
+
+async fn answer(sock: &mut tokio::net::TcpStream, status: &str, page: &str) {
+    let resp = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n{page}",
+        page.len()
+    );
+    let _ = sock.write_all(resp.as_bytes()).await;
+    let _ = sock.shutdown().await;
 }
 
 /// Opens `url` in the user's browser with the platform's opener; `Err` when none started.
@@ -124,7 +174,7 @@ mod tests {
         let l = bind(0).await.unwrap();
         let uri = l.redirect_uri.clone();
         assert!(uri.starts_with("http://127.0.0.1:") && uri.ends_with("/callback"));
-        let waiter = tokio::spawn(l.wait(Duration::from_secs(10)));
+        let waiter = tokio::spawn(l.wait("s1".into(), Duration::from_secs(10)));
         let http = reqwest::Client::builder().no_proxy().build().unwrap();
         let base = uri.trim_end_matches(CALLBACK_PATH).to_string();
         let r = http
@@ -145,9 +195,50 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_wrong_state_and_idle_connections_do_not_end_or_delay_the_wait() {
+        let l = bind(0).await.unwrap();
+        let uri = l.redirect_uri.clone();
+        let addr = uri
+            .trim_start_matches("http://")
+            .trim_end_matches(CALLBACK_PATH)
+            .to_string();
+        let t0 = std::time::Instant::now();
+        let waiter = tokio::spawn(l.wait("right".into(), Duration::from_secs(20)));
+        // three connections that never send a byte
+        let mut idle = Vec::new();
+        for _ in 0..3 {
+            idle.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
+        }
+        let http = reqwest::Client::builder().no_proxy().build().unwrap();
+        let r = http
+            .get(format!("{uri}?code=forged&state=wrong"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 400);
+        let r = http.get(format!("{uri}?code=forged")).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 400);
+        assert!(!waiter.is_finished(), "a wrong state ended the wait");
+        let r = http
+            .get(format!("{uri}?code=real&state=right"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        let params = waiter.await.unwrap().unwrap();
+        assert_eq!(params["code"], "real");
+        // served while the idle connections were still open, not after their timeouts
+        assert!(t0.elapsed() < HEAD_TIMEOUT, "{:?}", t0.elapsed());
+        drop(idle);
+    }
+
+    #[tokio::test]
     async fn the_wait_is_bounded() {
         let l = bind(0).await.unwrap();
-        let e = l.wait(Duration::from_millis(50)).await.unwrap_err();
+        let e = l
+            .wait("s".into(), Duration::from_millis(50))
+            .await
+            .unwrap_err();
         assert!(e.contains("no authorization redirect"), "{e}");
     }
 }

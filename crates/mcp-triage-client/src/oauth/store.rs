@@ -121,7 +121,7 @@ impl TokenStore {
         let Some(p) = &self.path else {
             return Ok(StoreData::default());
         };
-        match std::fs::read(p) {
+        match read_private(p) {
             Ok(b) => serde_json::from_slice(&b).map_err(|e| {
                 format!(
                     "the token store {} is not a token store ({e}); remove it or pass another --token-store",
@@ -129,7 +129,7 @@ impl TokenStore {
                 )
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(StoreData::default()),
-            Err(e) => Err(format!("could not read the token store {}: {e}", p.display())),
+            Err(e) => Err(format!("the token store {}: {e}", p.display())),
         }
     }
 
@@ -139,14 +139,15 @@ impl TokenStore {
         let Some(p) = &self.path else {
             return Ok(());
         };
-        let fail =
-            |e: std::io::Error| format!("could not write the token store {}: {e}", p.display());
-        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let fail = |e: std::io::Error| format!("the token store {}: {e}", p.display());
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+        if let Some(dir) = dir {
             create_private_dir(dir).map_err(fail)?;
         }
+        // The file the rename replaces must be one we would read: not a link, not shared.
+        check_existing(p).map_err(fail)?;
         let body = serde_json::to_vec_pretty(data).map_err(|e| e.to_string())?;
-        let tmp = p.with_extension(format!("tmp{}", std::process::id()));
-        write_private(&tmp, &body).map_err(fail)?;
+        let tmp = write_temporary(dir.unwrap_or(Path::new(".")), p, &body).map_err(fail)?;
         std::fs::rename(&tmp, p).map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             fail(e)
@@ -168,23 +169,92 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
 }
 
-#[cfg(unix)]
-fn write_private(p: &Path, body: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(p)?;
-    f.write_all(body)?;
-    f.sync_all()
+fn refused(why: String) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::PermissionDenied, why)
 }
 
-#[cfg(not(unix))]
-fn write_private(p: &Path, body: &[u8]) -> std::io::Result<()> {
-    std::fs::write(p, body)
+/// An existing store must be a regular file only its owner can write: a symlink planted where
+/// the store lives would send tokens into (or read tokens from) a file someone else chose, and a
+/// file others can write could hold tokens they chose. A missing file is fine.
+fn check_existing(p: &Path) -> std::io::Result<()> {
+    let m = match std::fs::symlink_metadata(p) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if m.file_type().is_symlink() {
+        return Err(refused(
+            "is a symbolic link: refusing to read or write tokens through it (remove the link)"
+                .into(),
+        ));
+    }
+    if !m.is_file() {
+        return Err(refused("is not a regular file".into()));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = m.permissions().mode() & 0o777;
+        if mode & 0o022 != 0 {
+            return Err(refused(format!(
+                "is writable by others (mode {mode:o}): refusing to use it (chmod 600 it)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Reads the store after [`check_existing`], without following a link swapped in between.
+fn read_private(p: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    check_existing(p)?;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NOFOLLOW);
+    }
+    let mut out = Vec::new();
+    opts.open(p)?.read_to_end(&mut out)?;
+    Ok(out)
+}
+
+/// Writes `body` to a new file beside `p` with an unpredictable name, created exclusively
+/// (`O_EXCL`, which also refuses any symlink at that name) with mode 0600, and returns its path.
+fn write_temporary(dir: &Path, p: &Path, body: &[u8]) -> std::io::Result<PathBuf> {
+    use std::io::Write;
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("tokens");
+    for _ in 0..8 {
+        let mut r = [0u8; 12];
+        getrandom::fill(&mut r).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let hex: String = r.iter().map(|b| format!("{b:02x}")).collect();
+        let tmp = dir.join(format!(".{name}.{hex}.tmp"));
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+        }
+        match opts.open(&tmp) {
+            Ok(mut f) => {
+                let written = f.write_all(body).and_then(|_| f.sync_all());
+                return match written {
+                    Ok(()) => Ok(tmp),
+                    Err(e) => {
+                        let _ = std::fs::remove_file(&tmp);
+                        Err(e)
+                    }
+                };
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other(
+        "no unused temporary file name in 8 tries",
+    ))
 }
 
 #[cfg(test)]
@@ -233,6 +303,80 @@ mod tests {
         // Debug output never shows a secret.
         let dbg = format!("{d:?}");
         assert!(!dbg.contains("canary"), "{dbg}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_planted_symlink_is_refused_and_its_target_untouched() {
+        let dir = scratch("link");
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("victim");
+        std::fs::write(&target, b"{}").unwrap();
+        let p = dir.join("tokens.json");
+        std::os::unix::fs::symlink(&target, &p).unwrap();
+        let s = TokenStore::file(p.clone());
+        let e = s.load().unwrap_err();
+        assert!(e.contains("symbolic link"), "{e}");
+        let mut d = StoreData::default();
+        d.clients.insert(
+            "x".into(),
+            StoredClient {
+                client_id: "canary".into(),
+                ..Default::default()
+            },
+        );
+        let e = s.save(&d).unwrap_err();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"{}");
+        assert!(std::fs::symlink_metadata(&p)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        // no temporary left behind, and none at a predictable name
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left.len(), 2, "{left:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_store_others_can_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch("shared");
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("tokens.json");
+        std::fs::write(&p, b"{}").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let e = TokenStore::file(p.clone()).load().unwrap_err();
+        assert!(e.contains("writable by others"), "{e}");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(TokenStore::file(p).load().unwrap(), StoreData::default());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_old_temporary_name_is_not_followed() {
+        // A link planted at the name the store used to write through (FILE.tmp<pid>) is ignored.
+        let dir = scratch("oldtmp");
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("victim");
+        std::fs::write(&target, b"untouched").unwrap();
+        let p = dir.join("tokens.json");
+        let old = p.with_extension(format!("tmp{}", std::process::id()));
+        std::os::unix::fs::symlink(&target, &old).unwrap();
+        TokenStore::file(p.clone())
+            .save(&StoreData::default())
+            .unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"untouched");
+        assert!(!std::fs::symlink_metadata(&p)
+            .unwrap()
+            .file_type()
+            .is_symlink());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
