@@ -44,6 +44,8 @@ if [ "${SKIP_INTEROP:-0}" != 1 ]; then
   bash interop/ui/ui-test.sh
   step "bindings: Python wheel and npm package built from this checkout; golden vectors, properties, API (both languages)"
   bash bindings/test.sh
+  step "engines: the PySpark job (local[2]) over a capture archive against classify --batch"
+  bash integrations/spark/test.sh
   step "engines: the ClickHouse functions in chdb (ClickHouse in-process) against classify --batch, 20,000 exchanges"
   bash integrations/clickhouse/test.sh
 fi

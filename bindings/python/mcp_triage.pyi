@@ -56,6 +56,15 @@ def classify(
 ) -> Verdict:
     """Classifies one complete response to a tools/call; any bytes give a verdict."""
 
+def classify_exchange_line(
+    line: Union[Bytes, str],
+    *,
+    now: Now = None,
+    limits: Optional[Mapping[str, int]] = None,
+) -> Verdict:
+    """One line of an exchange or capture file, read and classified as `classify --batch` does;
+    ValueError naming what is wrong when the line is not an exchange."""
+
 class StreamClassifier:
     """The incremental classifier: feed chunks, stop once is_decided, then finish() or interrupted()."""
 

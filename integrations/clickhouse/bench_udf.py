@@ -2,8 +2,9 @@
 
 usage: bench_udf.py MCP_TRIAGE_BINARY MAKE_EXCHANGES_PY WORKDIR [--count N] [--runs R]
 
-Same exchanges as test_udf.py. Each function classifies every row of a Memory table and counts
-outcomes in SQL; the CLI classifies the same rows from a file on one thread. Medians of R runs;
+Same exchanges as test_udf.py. Each function classifies every row of a Memory table (the query
+sums the results' lengths, so every verdict is produced and read back); the CLI classifies the
+same rows from a file on one thread and counts outcomes. Medians of R runs;
 the ratio is the function's rows/s over the CLI's (target: at least 0.7). Exit 1 below target.
 """
 import argparse
@@ -55,8 +56,9 @@ def main():
             check=True, capture_output=True), a.runs)
         print(f"{form}: classify --batch --jobs 1: {n / cli:,.0f} rows/s ({cli:.2f} s)")
         for fn in (f for f in names if ("full" in f) == (form == "full")):
-            sql = (f"SELECT JSONExtractString({fn}({test_udf.fn_args(fn)}), 'outcome') AS o, "
-                   f"count() FROM ex GROUP BY o")
+            # every result is produced and read back; length() keeps the SQL around the
+            # function cheap, so the figure is the function's (test_udf.py checks the verdicts)
+            sql = f"SELECT sum(length({fn}({test_udf.fn_args(fn)}))) FROM ex"
             t = timed(lambda: sess.query(sql, "CSV"), a.runs)
             ratio = cli / t
             ok = ratio >= TARGET

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use mcp_triage_core::exchange::Exchange;
 use mcp_triage_core::retry::{self, Delivery, RetryAction, RetryInput, RetryOptions, ToolHints};
 use mcp_triage_core::{
     CallContext, Interruption, Limits, OutputSchema as CoreSchema, ProtocolVersion, RequestId,
@@ -310,6 +311,54 @@ fn classify<'py>(
     verdict_out(py, &v)
 }
 
+/// Classifies one line of an exchange file or a capture file (`proxy --capture`,
+/// docs/capture-format.md) exactly as `mcp-triage classify --batch` does: the line is read by
+/// the core's own exchange reader (`status`, `contentType`, `headers`, `body` or `bodyBase64`,
+/// `expectId`, `protocolVersion`, `outputSchema`, `now`, and a capture's `end`: a body that
+/// broke off is judged broken off, `no_response` is the recorder's `TIMEOUT` or
+/// `CONNECTION_ERROR`), so a Python job over capture archives never re-implements that mapping.
+///
+/// `line` is the line's bytes (bytes, bytearray, memoryview; a trailing newline is allowed) or a
+/// str. `now` and `limits` are `classify`'s and apply unless the line says otherwise (a line's
+/// `now`). Raises ValueError naming what is wrong when the line is not an exchange (the message
+/// `classify --batch` reports for it).
+#[pyfunction]
+#[pyo3(
+    signature = (line, *, now = None, limits = None),
+    text_signature = "(line, *, now=None, limits=None)"
+)]
+fn classify_exchange_line<'py>(
+    py: Python<'py>,
+    line: &Bound<'py, PyAny>,
+    now: Option<&Bound<'py, PyAny>>,
+    limits: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let line = if let Ok(s) = line.cast::<PyString>() {
+        Body::Owned(s.extract::<String>()?.into_bytes())
+    } else {
+        body_arg("line", line).map_err(|_| type_error("line", "bytes or str", line))?
+    };
+    let bytes = line.as_slice();
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    let base = CallContext::new(RequestId::Number(1))
+        .with_now(now_arg(now)?)
+        .with_limits(limits_arg(limits)?);
+    let run = || {
+        Exchange::parse(bytes).map(|x| {
+            let ctx = x.context(&base);
+            x.classify(&ctx)
+        })
+    };
+    let v = if bytes.len() >= DETACH_BODY_BYTES {
+        py.detach(run)
+    } else {
+        run()
+    }
+    .map_err(|e| PyValueError::new_err(format!("not an exchange line: {e}")))?;
+    verdict_out(py, &v)
+}
+
 /// A tool's outputSchema compiled once, to pass as `output_schema=` to many calls.
 ///
 /// Raises ValueError when the schema does not compile (JSON Schema 2020-12 unless it names
@@ -557,6 +606,7 @@ fn decide_retry<'py>(
 #[pymodule]
 fn mcp_triage(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(classify, m)?)?;
+    m.add_function(wrap_pyfunction!(classify_exchange_line, m)?)?;
     m.add_function(wrap_pyfunction!(decide_retry, m)?)?;
     m.add_class::<StreamClassifier>()?;
     m.add_class::<OutputSchema>()?;

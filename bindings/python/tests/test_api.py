@@ -1,6 +1,7 @@
 """The Python surface: argument forms, the exceptions bad arguments raise, the retry policy."""
 
 import datetime
+import json
 
 import pytest
 
@@ -125,3 +126,26 @@ def test_decide_retry_follows_the_core_policy():
     keyed = mcp_triage.decide_retry(v, None, "sent", 1, options={"idempotencyKey": True, "backoffBaseMs": 10}, jitter=0)
     assert (keyed["action"], keyed["delayMs"]) == ("resend", 10)
     assert mcp_triage.decide_retry(mcp_triage.classify(200, JSON, OK))["action"] == "done"
+
+
+def test_classify_exchange_line_reads_exchange_and_capture_lines():
+    line = '{"status":200,"contentType":"application/json","body":' + json.dumps(OK.decode()) + "}"
+    assert mcp_triage.classify_exchange_line(line)["outcome"] == "TOOL_SUCCESS"
+    assert mcp_triage.classify_exchange_line(line.encode() + b"\r\n")["outcome"] == "TOOL_SUCCESS"
+    # a capture's `end`: a body the upstream broke off is judged broken off
+    cut = ('{"status":200,"contentType":"text/event-stream","body":"event: message\\ndata: {",'
+           '"end":"upstream_closed","expectId":1}')
+    assert mcp_triage.classify_exchange_line(cut)["outcome"] == "STREAM_INCOMPLETE"
+    # no response head: 504 is the proxy's own response timeout
+    assert mcp_triage.classify_exchange_line('{"status":504,"end":"no_response"}')["outcome"] == "TIMEOUT"
+
+
+@pytest.mark.parametrize(
+    "line,words",
+    [(b"not json", "not an exchange line"), (b'{"status":42}', "status"), (b"[1]", "not an exchange line")],
+)
+def test_classify_exchange_line_names_what_is_wrong(line, words):
+    with pytest.raises(ValueError, match=words):
+        mcp_triage.classify_exchange_line(line)
+    with pytest.raises(TypeError):
+        mcp_triage.classify_exchange_line(42)

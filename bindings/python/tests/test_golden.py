@@ -4,7 +4,7 @@ whole (classify) and fed in chunks (StreamClassifier)."""
 import pytest
 
 import mcp_triage
-from golden import arguments, cases
+from golden import GOLDEN_DIR, arguments, cases
 
 CASES = cases()
 
@@ -26,3 +26,11 @@ def test_golden_vector_matches_the_core(name, line, case, want):
         if stream.is_decided:
             break
     assert stream.finish() == want, f"{case['name']}: fed in 7-byte chunks"
+
+
+@pytest.mark.parametrize("name,line,case,want", CASES, ids=[f"{c[0]}:{c[1]}" for c in CASES])
+def test_golden_line_as_an_exchange_line(name, line, case, want):
+    """The line's own bytes through the core's exchange reader: the CLI's verdict, with no
+    argument mapping in Python (now=0 is the clock `classify --batch --now 0` gave)."""
+    raw = [l for l in (GOLDEN_DIR / name).read_bytes().split(b"\n") if l.strip()][line - 1]
+    assert mcp_triage.classify_exchange_line(raw, now=0) == want, case["name"]

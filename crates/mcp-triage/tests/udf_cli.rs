@@ -26,19 +26,28 @@ fn results(out: &Output) -> Vec<serde_json::Value> {
         .collect()
 }
 
-const OK_ROW: &str = "200\tapplication/json\t{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\t1\n";
+const OK_ROW: &str =
+    "200\tapplication/json\t{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\t1\n";
 const BAD_ROW: &str = "0\t\t\t1\n";
 
 #[test]
 fn every_row_gets_its_result_in_order() {
     let input = format!("{OK_ROW}{BAD_ROW}{OK_ROW}");
     let out = udf(&[], input.as_bytes());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let r = results(&out);
     assert_eq!(r.len(), 3);
     assert_eq!(r[0]["outcome"], "TOOL_SUCCESS");
     assert_eq!(r[1]["row"], 2);
-    assert!(r[1]["error"].as_str().unwrap().contains("status"), "{}", r[1]);
+    assert!(
+        r[1]["error"].as_str().unwrap().contains("status"),
+        "{}",
+        r[1]
+    );
     assert_eq!(r[2]["outcome"], "TOOL_SUCCESS");
 }
 
@@ -46,11 +55,25 @@ fn every_row_gets_its_result_in_order() {
 fn chunk_headers_number_rows_within_their_block() {
     let input = format!("2\n{OK_ROW}{OK_ROW}2\n{OK_ROW}{BAD_ROW}");
     let out = udf(&["--chunk-header"], input.as_bytes());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let r = results(&out);
     assert_eq!(r.len(), 4);
-    assert_eq!((r[3]["block"].as_u64(), r[3]["row"].as_u64()), (Some(2), Some(2)));
-    assert!(r[3]["error"].as_str().unwrap().starts_with("block 2 row 2: "), "{}", r[3]);
+    assert_eq!(
+        (r[3]["block"].as_u64(), r[3]["row"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert!(
+        r[3]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("block 2 row 2: "),
+        "{}",
+        r[3]
+    );
 }
 
 #[test]
@@ -75,9 +98,20 @@ fn a_row_over_the_limit_gets_an_error_and_the_next_row_its_verdict() {
     let long = format!("200\tapplication/json\t{}\t1\n", "x".repeat(5000));
     let input = format!("{long}{OK_ROW}");
     let out = udf(&["--max-row-bytes", "1000"], input.as_bytes());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let r = results(&out);
     assert_eq!(r.len(), 2);
-    assert!(r[0]["error"].as_str().unwrap().contains("--max-row-bytes 1000"), "{}", r[0]);
+    assert!(
+        r[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("--max-row-bytes 1000"),
+        "{}",
+        r[0]
+    );
     assert_eq!(r[1]["outcome"], "TOOL_SUCCESS");
 }
