@@ -9,7 +9,8 @@
 # npm packages, Node 22 among them, from interop/package-lock.json, and the pinned Python packages
 # from interop/python/requirements.lock into interop/.venv; bindings/test.sh those of
 # bindings/python/requirements.lock and bindings/node/package-lock.json, the engine tests those of
-# integrations/*/requirements.lock), and Debian's chromium (the HTML report test). All network tests use 127.0.0.1.
+# integrations/*/requirements.lock), Debian's chromium (the HTML report test), a C compiler (cc)
+# and valgrind (the C-ABI tests of crates/mcp-triage-ffi). All network tests use 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -22,8 +23,11 @@ cargo fmt --all -- --check
 step "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets -j 2 -- -D warnings
 
-step "cargo test (unit, golden vectors, properties, CLI, differential vs the seed, kitchen)"
-cargo test --workspace -j 2
+step "cargo test (unit, golden vectors, properties, CLI, differential vs the seed, kitchen, C ABI)"
+# mcp-triage-ffi's tests/c_abi.rs compiles C programs (needs cc; valgrind too when
+# MCPT_REQUIRE_VALGRIND=1, as .ci/run sets) and compares their verdicts with the real CLI,
+# which this same cargo run builds before it runs any test.
+MCPT_CLI="$(realpath -m "${CARGO_TARGET_DIR:-target}")/debug/mcp-triage" cargo test --workspace -j 2
 
 if [ "${SKIP_INTEROP:-0}" != 1 ]; then
   step "interop: official MCP conformance suite 0.1.16, active server suite, against the kitchen"
