@@ -357,13 +357,30 @@ impl OAuth {
     fn forget_token(&self, st: &mut AuthState) {
         st.data.tokens.remove(&self.resource_key);
         self.bearer.set(None);
-        let _ = self.opts.store.save(&st.data);
+        let key = &self.resource_key;
+        if let Ok(d) = self.opts.store.update(&st.data, |d| {
+            d.tokens.remove(key);
+        }) {
+            st.data = d;
+        }
     }
 
+    /// Keeps the token (and the registration of its issuer) in memory and merges both into the
+    /// store, so another process's tokens for other servers survive.
     fn keep_token(&self, st: &mut AuthState, tok: StoredToken) -> Result<(), String> {
         self.bearer.set(Some(tok.access_token.clone()));
-        st.data.tokens.insert(self.resource_key.clone(), tok);
-        self.opts.store.save(&st.data)
+        let client = st.data.clients.get(&tok.issuer).cloned();
+        st.data
+            .tokens
+            .insert(self.resource_key.clone(), tok.clone());
+        let merged = self.opts.store.update(&st.data, |d| {
+            if let Some(c) = client {
+                d.clients.insert(tok.issuer.clone(), c);
+            }
+            d.tokens.insert(self.resource_key.clone(), tok);
+        })?;
+        st.data = merged;
+        Ok(())
     }
 
     /// After a 401, or a 403 with `insufficient_scope`: refresh once, else (step-up)

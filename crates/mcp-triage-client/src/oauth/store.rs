@@ -121,20 +121,53 @@ impl TokenStore {
         let Some(p) = &self.path else {
             return Ok(StoreData::default());
         };
-        match read_private(p) {
-            Ok(b) => serde_json::from_slice(&b).map_err(|e| {
+        read_data(p)
+            .map_err(|e| format!("the token store {}: {e}", p.display()))?
+            .map_err(|e| {
                 format!(
-                    "the token store {} is not a token store ({e}); remove it or pass another --token-store",
-                    p.display()
+                    "the token store {} is not a token store ({e}); it is kept as {} when a token is next saved",
+                    p.display(),
+                    corrupt_copy_name(p).display()
                 )
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(StoreData::default()),
-            Err(e) => Err(format!("the token store {}: {e}", p.display())),
+            })
+    }
+
+    /// Applies `change` to the store's current contents and writes the result, under an
+    /// exclusive lock (`flock` on `.NAME.lock` beside the file, waited for up to 10 s), and
+    /// returns what was written. Why not `save` of a snapshot: two `call`s to different servers
+    /// each load the store at their start, so whichever saved last dropped the other's token and
+    /// registration. A store that is not valid JSON is kept as `NAME.corrupt-<secs>` and
+    /// replaced. For the in-memory store `change` applies to `current`.
+    pub fn update(
+        &self,
+        current: &StoreData,
+        change: impl FnOnce(&mut StoreData),
+    ) -> Result<StoreData, String> {
+        let Some(p) = &self.path else {
+            let mut d = current.clone();
+            change(&mut d);
+            return Ok(d);
+        };
+        let fail = |e: std::io::Error| format!("the token store {}: {e}", p.display());
+        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            create_private_dir(dir).map_err(fail)?;
         }
+        let _lock = lock(p).map_err(fail)?;
+        let mut data = match read_data(p).map_err(fail)? {
+            Ok(d) => d,
+            Err(_) => {
+                std::fs::rename(p, corrupt_copy_name(p)).map_err(fail)?;
+                StoreData::default()
+            }
+        };
+        change(&mut data);
+        self.save(&data)?;
+        Ok(data)
     }
 
     /// Writes the file readable by its owner only, through a temporary file and a rename so
-    /// that a reader never sees half a file.
+    /// that a reader never sees half a file. Replaces the whole store: [`TokenStore::update`]
+    /// is what merges with other processes' changes.
     pub fn save(&self, data: &StoreData) -> Result<(), String> {
         let Some(p) = &self.path else {
             return Ok(());
@@ -167,6 +200,74 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 #[cfg(not(unix))]
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
+}
+
+/// The store's contents: the outer error is reading the file (a missing file is an empty
+/// store), the inner one its JSON.
+fn read_data(p: &Path) -> std::io::Result<Result<StoreData, serde_json::Error>> {
+    match read_private(p) {
+        Ok(b) => Ok(serde_json::from_slice(&b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Ok(StoreData::default())),
+        Err(e) => Err(e),
+    }
+}
+
+/// Where [`TokenStore::update`] keeps a store that is not valid JSON (this second's name).
+fn corrupt_copy_name(p: &Path) -> PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("tokens");
+    p.with_file_name(format!("{name}.corrupt-{secs}"))
+}
+
+/// How long [`TokenStore::update`] waits for another process's lock.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// An exclusive lock on `.NAME.lock` beside the store, held until the file is dropped.
+#[cfg(unix)]
+fn lock(p: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("tokens");
+    let lock_path = p.with_file_name(format!(".{name}.lock"));
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&lock_path)?;
+    let start = std::time::Instant::now();
+    loop {
+        // SAFETY: flock on a descriptor this function owns; no memory is involved.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(f);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+            return Err(e);
+        }
+        if start.elapsed() > LOCK_WAIT {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "{} is held by another process for more than {} s",
+                    lock_path.display(),
+                    LOCK_WAIT.as_secs()
+                ),
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// No advisory lock off Unix: updates there are last-writer-wins.
+#[cfg(not(unix))]
+fn lock(_p: &Path) -> std::io::Result<()> {
+    Ok(())
 }
 
 fn refused(why: String) -> std::io::Error {
@@ -377,6 +478,80 @@ mod tests {
             .unwrap()
             .file_type()
             .is_symlink());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn token(access: &str) -> StoredToken {
+        StoredToken {
+            access_token: access.into(),
+            issuer: "http://127.0.0.1:2".into(),
+            token_endpoint: "http://127.0.0.1:2/token".into(),
+            ..StoredToken::default()
+        }
+    }
+
+    #[test]
+    fn concurrent_updates_of_different_servers_keep_both() {
+        let dir = scratch("merge");
+        let p = dir.join("tokens.json");
+        // Two processes that loaded the (empty) store before either saved.
+        let stale = StoreData::default();
+        let a = TokenStore::file(p.clone());
+        let b = TokenStore::file(p.clone());
+        a.update(&stale, |d| {
+            d.tokens.insert("http://127.0.0.1:1/a".into(), token("ta"));
+        })
+        .unwrap();
+        let merged = b
+            .update(&stale, |d| {
+                d.tokens.insert("http://127.0.0.1:1/b".into(), token("tb"));
+            })
+            .unwrap();
+        assert_eq!(merged.tokens.len(), 2);
+        // Many at once, from threads (flock is per open file, so this is the cross-process case).
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                let p = p.clone();
+                std::thread::spawn(move || {
+                    for j in 0..10 {
+                        TokenStore::file(p.clone())
+                            .update(&StoreData::default(), |d| {
+                                d.tokens
+                                    .insert(format!("http://127.0.0.1:1/{i}/{j}"), token("t"));
+                            })
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(TokenStore::file(p).load().unwrap().tokens.len(), 82);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_corrupt_store_is_kept_as_a_copy_when_replaced() {
+        let dir = scratch("corrupt");
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("tokens.json");
+        std::fs::write(&p, b"{\"tokens\": [oops").unwrap();
+        let s = TokenStore::file(p.clone());
+        let e = s.load().unwrap_err();
+        assert!(e.contains("tokens.json.corrupt-"), "{e}");
+        s.update(&StoreData::default(), |d| {
+            d.tokens.insert("http://127.0.0.1:1/a".into(), token("ta"));
+        })
+        .unwrap();
+        assert_eq!(s.load().unwrap().tokens.len(), 1);
+        let copies: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().contains(".corrupt-"))
+            .collect();
+        assert_eq!(copies.len(), 1, "{copies:?}");
+        assert_eq!(std::fs::read(&copies[0]).unwrap(), b"{\"tokens\": [oops");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
