@@ -107,3 +107,52 @@ fn ui_limits_need_ui() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--ui"));
 }
+
+#[test]
+fn ui_token_from_the_environment_guards_the_view() {
+    let mut child = Command::new(BIN)
+        .args(["wrap", "--ui", "127.0.0.1:0", "--"])
+        .args(["sh", "-c", SERVER])
+        .env("MCP_TRIAGE_UI_TOKEN", "canary-ui-7d1e")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(!line.contains("canary"), "the token reached stderr: {line}");
+    let addr = line
+        .split("live view on http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("no live view address in {line:?}"))
+        .to_string();
+    assert!(get(&addr, "/metrics").starts_with("HTTP/1.1 401"));
+    assert!(get(&addr, "/?token=canary-ui-7d1e").starts_with("HTTP/1.1 200"));
+    drop(child.stdin.take());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
+#[test]
+fn an_empty_ui_token_is_refused() {
+    let o = Command::new(BIN)
+        .args([
+            "proxy",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--ui",
+            "127.0.0.1:0",
+        ])
+        .env("MCP_TRIAGE_UI_TOKEN", "")
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("must not be empty"));
+}

@@ -324,15 +324,31 @@ impl RecordConsumer for UiConsumer {
     }
 }
 
-/// Which `Host` and `Origin` the UI listener accepts: the proxy's settings.
-#[derive(Debug, Clone)]
+/// Which requests the UI listener serves: the proxy's `Host`/`Origin` settings, and a token.
+#[derive(Clone)]
 pub struct UiGuard {
-    /// When to check (auto: when the UI listens on a loopback address).
+    /// When to check `Host` and `Origin`. Auto means always, wherever the view listens: on a
+    /// non-loopback address it must be reached by a name given with `allowed_hosts` (or its
+    /// own IP), since the page shows tool names and failure details.
     pub host_check: HostCheck,
     /// Host names accepted besides loopback ones.
     pub allowed_hosts: Vec<String>,
     /// Origins accepted besides loopback ones.
     pub allowed_origins: Vec<String>,
+    /// When set, every request needs `Authorization: Bearer TOKEN` or `?token=TOKEN` (the
+    /// page passes its own query on to `/events`, since EventSource sends no headers).
+    pub token: Option<String>,
+}
+
+impl std::fmt::Debug for UiGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UiGuard")
+            .field("host_check", &self.host_check)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("token", &self.token.as_ref().map(|_| "…"))
+            .finish()
+    }
 }
 
 impl Default for UiGuard {
@@ -341,8 +357,44 @@ impl Default for UiGuard {
             host_check: HostCheck::Auto,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
+            token: None,
         }
     }
+}
+
+/// The warning to print when the view listens on `addr`: `Some` for a non-loopback address
+/// without a token, where anyone who reaches it reads tool names and failure details.
+pub fn exposure_warning(addr: SocketAddr, guard: &UiGuard) -> Option<String> {
+    if addr.ip().is_loopback() || guard.token.is_some() {
+        return None;
+    }
+    Some(format!(
+        "warning: the live view listens on {addr}, which is not a loopback address, without --ui-token: \
+         anyone who can reach it and name an allowed host reads tool names and failure details \
+         (set --ui-token, or MCP_TRIAGE_UI_TOKEN)"
+    ))
+}
+
+/// Whether `req` carries the token, as a Bearer header or a `token` query parameter; compared
+/// in constant time so the answer's timing says nothing about the token.
+fn has_token<B>(req: &Request<B>, token: &str) -> bool {
+    let header = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let query = req
+        .uri()
+        .query()
+        .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("token=")));
+    [header, query]
+        .into_iter()
+        .flatten()
+        .any(|given| constant_time_eq(given.as_bytes(), token.as_bytes()))
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// The running UI listener.
@@ -373,6 +425,14 @@ impl UiHandle {
 struct Server {
     hub: UiHub,
     policy: Option<HostPolicy>,
+    token: Option<String>,
+}
+
+/// Whether the view checks `Host` and `Origin`: unless told not to, always, not only on
+/// loopback as the proxy's own listener does (a proxy beyond loopback serves remote clients by
+/// design; the view, which shows what those clients did, serves its named operators only).
+fn checks_host(host_check: HostCheck) -> bool {
+    !matches!(host_check, HostCheck::Off)
 }
 
 /// Starts the UI listener on `listen`.
@@ -383,11 +443,7 @@ pub async fn start(listen: SocketAddr, hub: UiHub, guard: UiGuard) -> Result<UiH
     let addr = listener
         .local_addr()
         .map_err(|e| ProxyError::Listen(listen, e))?;
-    let check = match guard.host_check {
-        HostCheck::On => true,
-        HostCheck::Off => false,
-        HostCheck::Auto => addr.ip().is_loopback(),
-    };
+    let check = checks_host(guard.host_check);
     let max_connections = hub.lock().options.max_clients + SPARE_CONNECTIONS;
     let server = Arc::new(Server {
         hub,
@@ -396,6 +452,7 @@ pub async fn start(listen: SocketAddr, hub: UiHub, guard: UiGuard) -> Result<UiH
             allowed_origins: guard.allowed_origins,
             listen_ip: Some(addr.ip()),
         }),
+        token: guard.token,
     });
     let (stop, mut stop_rx) = watch::channel(false);
     let open = Arc::new(AtomicUsize::new(0));
@@ -441,6 +498,20 @@ fn serve(server: &Server, req: Request<Incoming>) -> Response<UiBody> {
         let origin = req.headers().get(header::ORIGIN).map(|v| v.as_bytes());
         if let Err(refusal) = policy.check(host, origin) {
             return text(StatusCode::FORBIDDEN, refusal.reason);
+        }
+    }
+    if let Some(token) = &server.token {
+        if !has_token(&req, token) {
+            let mut r = text(
+                StatusCode::UNAUTHORIZED,
+                "this live view needs its token: Authorization: Bearer TOKEN, or ?token=TOKEN"
+                    .to_string(),
+            );
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"mcp-triage live view\""),
+            );
+            return r;
         }
     }
     if req.method() != Method::GET {
@@ -664,6 +735,70 @@ mod tests {
         assert!(frame.contains("\"recordId\":\"3\""));
         hub.close();
         assert_eq!(hub.subscribe().err(), Some(SubscribeError::Closed));
+    }
+
+    async fn status(addr: SocketAddr, path: &str, extra: &str) -> u16 {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let req =
+            format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}Connection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut out = Vec::new();
+        s.read_to_end(&mut out).await.unwrap();
+        String::from_utf8_lossy(&out)[9..12].parse().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_token_guards_every_path_as_a_bearer_header_or_a_query() {
+        let hub = UiHub::new(UiOptions::new("s"));
+        let guard = UiGuard {
+            token: Some("canary-ui-token".into()),
+            ..UiGuard::default()
+        };
+        let ui = start("127.0.0.1:0".parse().unwrap(), hub, guard)
+            .await
+            .unwrap();
+        let a = ui.local_addr();
+        for path in ["/", "/metrics", "/events"] {
+            assert_eq!(status(a, path, "").await, 401, "{path}");
+            assert_eq!(status(a, &format!("{path}?token=wrong"), "").await, 401);
+            assert_eq!(
+                status(a, path, "Authorization: Bearer wrong\r\n").await,
+                401
+            );
+        }
+        assert_eq!(
+            status(a, "/metrics", "Authorization: Bearer canary-ui-token\r\n").await,
+            200
+        );
+        assert_eq!(status(a, "/?token=canary-ui-token", "").await, 200);
+        ui.shutdown().await;
+    }
+
+    #[test]
+    fn the_host_check_applies_by_default_wherever_the_view_listens() {
+        // Auto used to mean "only on a loopback address", leaving a view on 0.0.0.0 unchecked.
+        assert!(checks_host(HostCheck::Auto));
+        assert!(!checks_host(HostCheck::Off));
+        assert!(checks_host(HostCheck::On));
+    }
+
+    #[test]
+    fn a_view_beyond_loopback_without_a_token_is_warned_about() {
+        let g = UiGuard::default();
+        assert!(exposure_warning("127.0.0.1:1".parse().unwrap(), &g).is_none());
+        assert!(exposure_warning("[::1]:1".parse().unwrap(), &g).is_none());
+        let w = exposure_warning("0.0.0.0:9".parse().unwrap(), &g).unwrap();
+        assert!(
+            w.contains("not a loopback address") && w.contains("--ui-token"),
+            "{w}"
+        );
+        let t = UiGuard {
+            token: Some("t".into()),
+            ..UiGuard::default()
+        };
+        assert!(exposure_warning("0.0.0.0:9".parse().unwrap(), &t).is_none());
+        assert!(!format!("{t:?}").contains("\"t\""));
     }
 
     #[test]

@@ -344,6 +344,7 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
         host_check: options.host_check,
         allowed_hosts: options.allowed_hosts.clone(),
         allowed_origins: options.allowed_origins.clone(),
+        token: None, // from --ui-token, by UiArgs::start
     };
     let (sink, writer) = args.records.start_writer(true, consumers)?;
     let rt = if args.threads == 1 {

@@ -32,6 +32,19 @@ pub struct UiArgs {
     #[arg(long, value_name = "N", default_value_t = ui::DEFAULT_MAX_CLIENTS as u32,
           requires = "ui", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     ui_max_clients: u32,
+    /// Require this token on every request to the view (`Authorization: Bearer TOKEN`, or
+    /// `?token=TOKEN` in the page's URL); set it when --ui is not a loopback address (a warning
+    /// says so otherwise). From the environment, so it stays out of `ps`.
+    #[arg(long, value_name = "TOKEN", env = "MCP_TRIAGE_UI_TOKEN", hide_env_values = true,
+          requires = "ui", value_parser = non_empty_token)]
+    ui_token: Option<String>,
+}
+
+fn non_empty_token(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        return Err("the token must not be empty".into());
+    }
+    Ok(s.to_string())
 }
 
 impl UiArgs {
@@ -63,6 +76,11 @@ impl UiArgs {
         let (Some(addr), Some(hub)) = (self.ui, hub) else {
             return Ok(None);
         };
+        let mut guard = guard;
+        guard.token = self.ui_token.clone();
+        if let Some(w) = ui::exposure_warning(addr, &guard) {
+            eprintln!("{who}: {w}");
+        }
         let handle = ui::start(addr, hub, guard)
             .await
             .map_err(|e| format!("--ui: {e}"))?;
