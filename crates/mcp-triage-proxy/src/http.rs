@@ -82,6 +82,9 @@ const REQUEST_DRAIN: Duration = Duration::from_secs(5);
 /// Default of [`ProxyOptions::body_read_timeout`].
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Default of [`ProxyOptions::body_deadline`]: a request body has five minutes in all.
+pub const DEFAULT_BODY_DEADLINE: Duration = Duration::from_secs(300);
+
 /// Default of [`ProxyOptions::response_timeout`]: long, since a tool may work for minutes
 /// before a JSON answer.
 pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -128,6 +131,11 @@ pub struct ProxyOptions {
     /// mid-body). Past it the upstream request is closed, the client gets a `408` and the record
     /// a `TIMEOUT` naming this limit.
     pub body_read_timeout: Duration,
+    /// Longest time a request body may take in all, from its request head (zero: no limit).
+    /// The read timeout bounds each gap only, so without this a client sending a byte every
+    /// 29 s would hold its connection, and the upstream's, forever. Past it: as for the read
+    /// timeout, a `408`, the upstream request closed, a `TIMEOUT` record naming this limit.
+    pub body_deadline: Duration,
     /// Longest wait for the upstream's response head once the request body was sent whole
     /// (zero: no limit). Past it the upstream request is closed, the client gets a `504` and the
     /// record a `TIMEOUT` naming this limit. A response that has begun is never cut by it (an
@@ -167,6 +175,7 @@ impl ProxyOptions {
             allowed_origins: Vec::new(),
             redact_query_params: Vec::new(),
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            body_deadline: DEFAULT_BODY_DEADLINE,
             response_timeout: DEFAULT_RESPONSE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             capture: None,
@@ -246,6 +255,8 @@ struct Shared {
     redact_query_params: Vec<String>,
     /// See [`ProxyOptions::body_read_timeout`].
     body_read_timeout: Duration,
+    /// See [`ProxyOptions::body_deadline`].
+    body_deadline: Duration,
     /// See [`ProxyOptions::response_timeout`].
     response_timeout: Duration,
     /// See [`ProxyOptions::capture`].
@@ -363,6 +374,7 @@ pub async fn start(
         }),
         redact_query_params: options.redact_query_params.clone(),
         body_read_timeout: options.body_read_timeout,
+        body_deadline: options.body_deadline,
         response_timeout: options.response_timeout,
         capture: options.capture.clone(),
     });
@@ -386,6 +398,71 @@ pub async fn start(
     })
 }
 
+/// What the accept loop knows of one client connection: whether an exchange is open on it,
+/// and since when it has been idle. At `--max-connections` the connection idle longest is
+/// closed to admit the new one: a flood of connections that send nothing must not lock real
+/// clients out (they used to get 503 until the flood's header-read timeout, 30 s).
+struct ConnActivity {
+    base: Instant,
+    in_flight: AtomicUsize,
+    /// Milliseconds after `base` the connection last became idle (opened or an exchange ended).
+    idle_since_ms: AtomicU64,
+}
+
+impl ConnActivity {
+    fn new(base: Instant) -> Arc<ConnActivity> {
+        Arc::new(ConnActivity {
+            base,
+            in_flight: AtomicUsize::new(0),
+            idle_since_ms: AtomicU64::new(base.elapsed().as_millis() as u64),
+        })
+    }
+
+    /// `Some(idle since)` when no exchange is open.
+    fn idle_since(&self) -> Option<u64> {
+        (self.in_flight.load(Ordering::SeqCst) == 0)
+            .then(|| self.idle_since_ms.load(Ordering::SeqCst))
+    }
+}
+
+/// An exchange open on a connection, from its request head until its response is dropped.
+struct InFlight(Arc<ConnActivity>);
+
+impl InFlight {
+    fn new(a: &Arc<ConnActivity>) -> InFlight {
+        a.in_flight.fetch_add(1, Ordering::SeqCst);
+        InFlight(a.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let a = &self.0;
+        a.idle_since_ms
+            .store(a.base.elapsed().as_millis() as u64, Ordering::SeqCst);
+        a.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// At the connection cap: closes the connection idle longest, if one is idle; true if it did.
+fn close_longest_idle(tracked: &mut Vec<(Arc<ConnActivity>, tokio::task::AbortHandle)>) -> bool {
+    tracked.retain(|(_, h)| !h.is_finished());
+    let oldest = tracked
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (a, _))| a.idle_since().map(|t| (t, i)))
+        .min();
+    match oldest {
+        Some((_, i)) => {
+            let (_, h) = tracked.swap_remove(i);
+            // Dropping the connection's task closes its socket; no exchange is open on it.
+            h.abort();
+            true
+        }
+        None => false,
+    }
+}
+
 async fn accept_loop(
     listener: TcpListener,
     shared: Arc<Shared>,
@@ -395,6 +472,9 @@ async fn accept_loop(
 ) {
     let graceful = GracefulShutdown::new();
     let mut conns = JoinSet::new();
+    let mut tracked = Vec::new();
+    let base = Instant::now();
+    let mut evicted = 0u64;
     let refusing = Arc::new(AtomicUsize::new(0));
     loop {
         while conns.try_join_next().is_some() {}
@@ -407,7 +487,15 @@ async fn accept_loop(
                 };
                 // Connections that ended while this loop waited free their slots now.
                 while conns.try_join_next().is_some() {}
-                if conns.len() >= options.max_connections {
+                if conns.len() >= options.max_connections && close_longest_idle(&mut tracked) {
+                    evicted += 1;
+                    if evicted == 1 {
+                        eprintln!(
+                            "mcp-triage proxy: {} connections are open (--max-connections): closing the longest idle one for each new connection",
+                            options.max_connections
+                        );
+                    }
+                } else if conns.len() >= options.max_connections {
                     if refused.fetch_add(1, Ordering::Relaxed) == 0 {
                         eprintln!(
                             "mcp-triage proxy: {} connections are open (--max-connections): refusing new ones with 503 until some close",
@@ -429,15 +517,23 @@ async fn accept_loop(
                 let deferred = upstream.deferred.clone();
                 // Formatted once per connection, not per request.
                 let peer: Arc<str> = peer.ip().to_string().into();
+                let activity = ConnActivity::new(base);
+                let conn_activity = activity.clone();
                 let service = hyper::service::service_fn(move |req| {
-                    handle(sh.clone(), upstream.clone(), peer.clone(), req)
+                    let in_flight = InFlight::new(&conn_activity);
+                    let exchange = handle(sh.clone(), upstream.clone(), peer.clone(), req);
+                    async move {
+                        let mut resp = exchange.await?;
+                        resp.body_mut().in_flight = Some(in_flight);
+                        Ok::<_, Cut>(resp)
+                    }
                 });
                 let conn = http1::Builder::new()
                     .timer(TokioTimer::new())
                     .header_read_timeout(options.header_read_timeout)
                     .serve_connection(TokioIo::new(stream), service);
                 let conn = graceful.watch(conn);
-                conns.spawn(Paired::new(
+                let handle = conns.spawn(Paired::new(
                     Box::pin(async move {
                         let _ = conn.await;
                     }),
@@ -447,6 +543,7 @@ async fn accept_loop(
                     shared.observe_after_write,
                     shared.spin.clone(),
                 ));
+                tracked.push((activity, handle));
             }
             _ = stop.changed() => break,
         }
@@ -1340,6 +1437,7 @@ async fn handle(
         body,
         observer.options().max_request_bytes,
         sh.body_read_timeout,
+        sh.body_deadline,
     );
     let body_stalled = tap.timed_out.clone();
     // Origin form (RFC 9112 §3.2.1): the upstream is reached directly, `Host` names it.
@@ -1451,6 +1549,7 @@ async fn handle(
             Ok(Response::from_parts(
                 parts,
                 ResponseTap {
+                    in_flight: None,
                     inner: TapInner::Upstream(body),
                     observed: Some((
                         Arc::new(Mutex::new(TapState {
@@ -1478,16 +1577,13 @@ async fn handle(
                         false,
                     )
                 }
-                Sent::Failed(_) if body_stalled.load(Ordering::Relaxed) => {
-                    let limit = sh.body_read_timeout;
+                Sent::Failed(_) if body_stalled.get().is_some() => {
+                    let stalled = body_stalled.get().expect("checked");
                     let mut v = Verdict::timeout(
-                        BodyStalled(limit).to_string()
+                        stalled.to_string()
                             + "; the upstream request was closed before its body ended",
                     );
-                    v.limit = Some(mcp_triage_core::LimitHit {
-                        name: "bodyReadTimeoutMs".into(),
-                        max: limit.as_millis() as u64,
-                    });
+                    v.limit = Some(stalled.limit());
                     // An incomplete body is not a request the upstream can act on.
                     (Some(StatusCode::REQUEST_TIMEOUT), v, false)
                 }
@@ -1733,21 +1829,49 @@ pub struct RequestTap {
     /// Armed at the first wait for the client after a frame (not while the upstream is the one
     /// holding the body back: then the tap is not polled).
     idle: Option<Pin<Box<tokio::time::Sleep>>>,
-    /// Set when the body read timeout ended the body.
-    timed_out: Arc<AtomicBool>,
+    /// The whole-body deadline ([`ProxyOptions::body_deadline`]), armed at the request head.
+    deadline: Option<(Duration, Pin<Box<tokio::time::Sleep>>)>,
+    /// Set when a timeout ended the body, with which.
+    timed_out: Arc<std::sync::OnceLock<BodyStalled>>,
 }
 
-/// The client stalled mid-body past [`ProxyOptions::body_read_timeout`].
-#[derive(Debug)]
-struct BodyStalled(Duration);
+/// Why the proxy ended a request body the client was still sending.
+#[derive(Debug, Clone, Copy)]
+enum BodyStalled {
+    /// No bytes for [`ProxyOptions::body_read_timeout`].
+    Gap(Duration),
+    /// The whole body took longer than [`ProxyOptions::body_deadline`].
+    Deadline(Duration),
+}
+
+impl BodyStalled {
+    /// The limit, as the record names it.
+    fn limit(self) -> mcp_triage_core::LimitHit {
+        let (name, d) = match self {
+            BodyStalled::Gap(d) => ("bodyReadTimeoutMs", d),
+            BodyStalled::Deadline(d) => ("bodyDeadlineMs", d),
+        };
+        mcp_triage_core::LimitHit {
+            name: name.into(),
+            max: d.as_millis() as u64,
+        }
+    }
+}
 
 impl std::fmt::Display for BodyStalled {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "the client sent no request body bytes for {} ms (body read timeout)",
-            self.0.as_millis()
-        )
+        match self {
+            BodyStalled::Gap(d) => write!(
+                f,
+                "the client sent no request body bytes for {} ms (body read timeout)",
+                d.as_millis()
+            ),
+            BodyStalled::Deadline(d) => write!(
+                f,
+                "the client's request body was not complete {} ms after its head (body deadline)",
+                d.as_millis()
+            ),
+        }
     }
 }
 
@@ -1758,6 +1882,7 @@ impl RequestTap {
         body: Incoming,
         max: u64,
         idle_limit: Duration,
+        deadline: Duration,
     ) -> (RequestTap, oneshot::Receiver<RequestCopy>) {
         let (tx, rx) = oneshot::channel();
         let mut tap = RequestTap {
@@ -1767,7 +1892,9 @@ impl RequestTap {
             done: Some(tx),
             idle_limit,
             idle: None,
-            timed_out: Arc::new(AtomicBool::new(false)),
+            deadline: (!deadline.is_zero())
+                .then(|| (deadline, Box::pin(tokio::time::sleep(deadline)))),
+            timed_out: Arc::new(std::sync::OnceLock::new()),
         };
         if tap.inner.as_ref().is_some_and(Body::is_end_stream) {
             tap.complete();
@@ -1793,6 +1920,15 @@ impl RequestTap {
             let _ = tx.send(std::mem::take(&mut self.copy));
         }
     }
+
+    /// Ends the body for `why`: the error the upstream request fails with.
+    fn stall(&mut self, why: BodyStalled) -> Box<dyn std::error::Error + Send + Sync> {
+        let _ = self.timed_out.set(why);
+        self.complete();
+        // The rest of the body is not wanted any more (not even for the record).
+        self.inner = None;
+        Box::new(why)
+    }
 }
 
 impl Body for RequestTap {
@@ -1807,6 +1943,17 @@ impl Body for RequestTap {
         let Some(inner) = this.inner.as_mut() else {
             return Poll::Ready(None);
         };
+        let ended = Body::is_end_stream(inner);
+        let mut expired = None;
+        if let Some((limit, sleep)) = this.deadline.as_mut() {
+            if !ended && sleep.as_mut().poll(cx).is_ready() {
+                expired = Some(*limit);
+            }
+        }
+        if let Some(limit) = expired {
+            return Poll::Ready(Some(Err(this.stall(BodyStalled::Deadline(limit)))));
+        }
+        let inner = this.inner.as_mut().expect("checked above");
         let r = Pin::new(inner).poll_frame(cx);
         match &r {
             Poll::Ready(Some(Ok(frame))) => {
@@ -1825,11 +1972,7 @@ impl Body for RequestTap {
                     .idle
                     .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
                 if idle.as_mut().poll(cx).is_ready() {
-                    this.timed_out.store(true, Ordering::Relaxed);
-                    this.complete();
-                    // The rest of the body is not wanted any more (not even for the record).
-                    this.inner = None;
-                    return Poll::Ready(Some(Err(Box::new(BodyStalled(limit)))));
+                    return Poll::Ready(Some(Err(this.stall(BodyStalled::Gap(limit)))));
                 }
             }
         }
@@ -2523,6 +2666,8 @@ pub struct ResponseTap {
     /// What the observer has yet to see and the connection's queue it waits in; `None` for
     /// the proxy's own responses and once the body ended.
     observed: Option<(Arc<Mutex<TapState>>, Arc<Deferred>)>,
+    /// Marks the connection busy until this response is dropped (see [`ConnActivity`]).
+    in_flight: Option<InFlight>,
 }
 
 enum TapInner {
@@ -2535,6 +2680,7 @@ impl ResponseTap {
         ResponseTap {
             inner: TapInner::Fixed(Some(b)),
             observed: None,
+            in_flight: None,
         }
     }
 

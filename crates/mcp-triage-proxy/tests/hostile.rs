@@ -332,10 +332,46 @@ async fn a_client_stalling_mid_body_gets_a_408_and_a_timeout_record() {
     assert_one_timeout(&recs, 408, "bodyReadTimeoutMs", 300);
 }
 
-/// Idle connections up to `--max-connections` hold their slots; the next one gets a 503 naming
-/// the limit, and once one closes a request goes through again.
+/// Busy connections (an exchange open on each) up to `--max-connections` hold their slots; the
+/// next connection gets a 503 naming the limit, and once one closes a request goes through.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_past_the_cap_get_a_503_naming_it() {
+    let (up, _seen) = raw_upstream(None).await;
+    let (p, records, writer) = proxy(up, |o| o.max_connections = 4).await;
+    let mut busy = Vec::new();
+    for _ in 0..4 {
+        let mut c = TcpStream::connect(p.local_addr()).await.unwrap();
+        c.write_all(post("/mcp", "127.0.0.1", "", TOOLS_CALL).as_bytes())
+            .await
+            .unwrap();
+        busy.push(c);
+    }
+    // Let the proxy accept all four and forward their requests (the upstream never answers).
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let get = "GET /.well-known/oauth-protected-resource HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n";
+    let resp = exchange(p.local_addr(), get).await;
+    assert!(resp.starts_with("HTTP/1.1 503"), "{resp}");
+    assert!(
+        resp.contains("--max-connections") && resp.contains("(4,"),
+        "{resp}"
+    );
+    assert_eq!(p.refused_connections(), 1);
+    drop(busy.pop());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut c = TcpStream::connect(p.local_addr()).await.unwrap();
+    c.write_all(get.as_bytes()).await.unwrap();
+    let mut head = [0u8; 12];
+    let _ = tokio::time::timeout(Duration::from_millis(500), c.read(&mut head)).await;
+    assert!(!head.starts_with(b"HTTP/1.1 503"), "a slot came free");
+    drop((busy, c));
+    let _ = finish(p, records, writer).await;
+}
+
+/// Connections that send nothing fill `--max-connections`: a real client is not refused, the
+/// connection idle longest is closed to admit it (a flood used to lock clients out with 503s
+/// for the flood's header-read timeout, 30 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_the_longest_idle_connection_makes_room() {
     let kitchen = mcp_triage_kitchen::start(
         "127.0.0.1:0".parse().unwrap(),
         mcp_triage_kitchen::KitchenOptions::default(),
@@ -346,30 +382,29 @@ async fn connections_past_the_cap_get_a_503_naming_it() {
     let mut idle = Vec::new();
     for _ in 0..4 {
         idle.push(TcpStream::connect(p.local_addr()).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    // Let the proxy accept all four.
     tokio::time::sleep(Duration::from_millis(100)).await;
     let get = "GET /.well-known/oauth-protected-resource HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n";
-    let resp = exchange(p.local_addr(), get).await;
-    assert!(resp.starts_with("HTTP/1.1 503"), "{resp}");
-    assert!(
-        resp.contains("--max-connections") && resp.contains("(4,"),
-        "{resp}"
-    );
-    assert_eq!(p.refused_connections(), 1);
-    drop(idle.pop());
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let resp = exchange(p.local_addr(), get).await;
-    assert!(
-        !resp.starts_with("HTTP/1.1 503"),
-        "a slot came free: {resp}"
-    );
+    for _ in 0..3 {
+        let resp = exchange(p.local_addr(), get).await;
+        assert!(resp.starts_with("HTTP/1.1 "), "{resp}");
+        assert!(!resp.starts_with("HTTP/1.1 503"), "{resp}");
+    }
+    assert_eq!(p.refused_connections(), 0);
+    // The first idle connection (idle longest) was the first closed.
+    let mut buf = [0u8; 16];
+    let n = tokio::time::timeout(Duration::from_secs(2), idle[0].read(&mut buf))
+        .await
+        .expect("the longest idle connection was closed")
+        .unwrap_or(0);
+    assert_eq!(n, 0, "closed without an answer");
     drop(idle);
     let recs = finish(p, records, writer).await;
     assert_eq!(
         recs.len(),
-        1,
-        "only the forwarded request has a record: {recs:#?}"
+        3,
+        "only the forwarded requests have records: {recs:#?}"
     );
     kitchen.shutdown().await;
 }
@@ -528,4 +563,93 @@ async fn a_json_answer_declared_over_the_limit_is_forwarded_and_not_copied() {
             .contains("declares Content-Length"),
         "{v:#?}"
     );
+}
+
+const EARLY_OK: &str = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 64\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[],\"isError\":false}}";
+
+/// TOOLS_CALL with a `pad` member, `len` bytes in all.
+fn padded_call(len: usize) -> String {
+    let open = &TOOLS_CALL[..TOOLS_CALL.len() - 1];
+    let pad = "x".repeat(len - TOOLS_CALL.len() - 9);
+    let body = format!("{open},\"pad\":\"{pad}\"}}");
+    assert_eq!(body.len(), len);
+    body
+}
+
+/// Sends the head and then the body `step` bytes every `every`, in the background; returns the
+/// read half to read the answer from.
+async fn trickle(
+    addr: SocketAddr,
+    body: String,
+    step: usize,
+    every: Duration,
+) -> tokio::net::tcp::OwnedReadHalf {
+    let c = TcpStream::connect(addr).await.unwrap();
+    let (rd, mut wr) = c.into_split();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    tokio::spawn(async move {
+        wr.write_all(head.as_bytes()).await.unwrap();
+        for chunk in body.as_bytes().chunks(step) {
+            if wr.write_all(chunk).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(every).await;
+        }
+    });
+    rd
+}
+
+/// An upstream that answers as soon as it has the head, while the client still trickles its
+/// body (each gap within --body-read-timeout): the answer reaches the client at once, not after
+/// the body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_early_answer_to_a_trickling_body_reaches_the_client() {
+    let (up, _seen) = raw_upstream(Some(EARLY_OK)).await;
+    let (p, records, writer) = proxy(up, |o| o.body_read_timeout = Duration::from_secs(2)).await;
+    // 2,000 bytes, 10 every 100 ms: 20 s for the whole body.
+    let body = padded_call(2000);
+    let mut rd = trickle(p.local_addr(), body, 10, Duration::from_millis(100)).await;
+    let started = tokio::time::Instant::now();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&out).contains("\"isError\":false}}") {
+        let n = tokio::time::timeout(Duration::from_secs(8), rd.read(&mut buf))
+            .await
+            .expect("the early answer did not arrive within 8 s")
+            .unwrap();
+        assert!(
+            n > 0,
+            "closed before the answer: {}",
+            String::from_utf8_lossy(&out)
+        );
+        out.extend_from_slice(&buf[..n]);
+    }
+    assert!(String::from_utf8_lossy(&out).starts_with("HTTP/1.1 200"));
+    assert!(started.elapsed() < Duration::from_secs(8));
+    drop(rd);
+    let _ = finish(p, records, writer).await;
+}
+
+/// A body that keeps trickling within --body-read-timeout's gap still ends at the whole-body
+/// deadline (--body-deadline): a 408 naming it, and a TIMEOUT record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trickle_within_the_gap_ends_at_the_whole_body_deadline() {
+    let (up, _seen) = raw_upstream(None).await;
+    let (p, records, writer) = proxy(up, |o| {
+        o.body_read_timeout = Duration::from_secs(2);
+        o.body_deadline = Duration::from_millis(800);
+    })
+    .await;
+    let body = padded_call(1000);
+    let mut rd = trickle(p.local_addr(), body, 5, Duration::from_millis(100)).await;
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), rd.read_to_end(&mut out)).await;
+    let resp = String::from_utf8_lossy(&out);
+    assert!(resp.starts_with("HTTP/1.1 408"), "{resp}");
+    assert!(resp.contains("body deadline"), "{resp}");
+    let recs = finish(p, records, writer).await;
+    assert_one_timeout(&recs, 408, "bodyDeadlineMs", 800);
 }

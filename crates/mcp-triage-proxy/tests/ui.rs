@@ -326,7 +326,9 @@ async fn metrics_and_events_follow_known_calls() {
     // The page itself, and the DNS-rebinding check on this listener too.
     let page = send(ui.local_addr(), "GET", "/", &[], None).await.unwrap();
     assert_eq!(page.status, 200);
-    assert!(page.text().contains("new EventSource(\"/events\" + location.search)"));
+    assert!(page
+        .text()
+        .contains("new EventSource(\"/events\" + location.search)"));
     assert!(
         !page.text().contains("https://"),
         "the page loads nothing from elsewhere"

@@ -202,6 +202,11 @@ pub struct ProxyArgs {
     /// mid-body); past it the client gets a 408 and the record a TIMEOUT.
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     body_read_timeout: f64,
+    /// Seconds a whole request body may take from its head (a client that trickles a byte at a
+    /// time, each gap within --body-read-timeout); past it the client gets a 408 and the record
+    /// a TIMEOUT. 0: no limit.
+    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
+    body_deadline: f64,
     /// Seconds the proxy waits for the upstream's response head once the request was sent;
     /// past it the client gets a 504 and the record a TIMEOUT. 0: no limit. A response that has
     /// begun (an SSE stream) is never cut by it.
@@ -321,6 +326,7 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
     options.allowed_origins = args.allow_origin.clone();
     options.redact_query_params = args.redact_query_param.clone();
     options.body_read_timeout = seconds("--body-read-timeout", args.body_read_timeout, false)?;
+    options.body_deadline = seconds("--body-deadline", args.body_deadline, true)?;
     options.response_timeout = seconds("--response-timeout", args.response_timeout, true)?;
     options.max_connections = args.max_connections as usize;
     let peer = mcp_triage_proxy::otel::Peer {
