@@ -9,9 +9,14 @@
 #   --max-body-bytes, 64 MiB) and once more chunked JSON with --max-body-bytes 8388608; the
 #   proxy's peak RSS (VmHWM), the bytes the client got, and the record's outcome.
 # - Idle flood: IDLE connections that send nothing, against a proxy with --max-connections
-#   MAX_CONNECTIONS: how many it holds, how many get a 503, whether a real request during the
-#   flood gets the 503, the proxy's RSS during the flood, and that a request goes through again
-#   once the flood is gone.
+#   MAX_CONNECTIONS: how many it holds, how many it closed to make room (the longest idle) or
+#   refused with a 503, what a real request during the flood gets, the proxy's RSS during the
+#   flood, and that a request goes through once the flood is gone (issue 23 item 13).
+# - Trickled bodies (item 13): a body sent 1 byte every 0.5 s (within --body-read-timeout) to a
+#   proxy with --body-deadline 3: the status and when; the same body to an upstream that answers
+#   after the head: when the answer reaches the client.
+# - wrap (items 1, 11): a 50 MB answer read 6 s after the server exited (bytes delivered, exit
+#   status); a 1 GiB line without a newline (wrap's peak RSS, when the first bytes arrived).
 # - Early 413: a 100 MB chunked POST through the proxy to the kitchen, which refuses bodies over
 #   1 MiB: the status the client gets, the seconds it took, and the record.
 # - Full disk: the proxy logging to /dev/full: its exit status and its last stderr line.
@@ -121,24 +126,25 @@ for _ in range(n):
         print(f"connect failed after {len(conns)}: {e}")
         break
 time.sleep(1.0)
-# A connection the proxy refused has its 503 waiting and is closed.
-refused = held = 0
+# A connection the proxy refused has its 503 waiting; one it closed to make room reads EOF.
+refused = held = closed = 0
 for c in conns:
     c.setblocking(False)
     try:
         d = c.recv(4096)
         refused += d.startswith(b"HTTP/1.1 503")
+        closed += d == b""
     except BlockingIOError:
         held += 1
     except OSError:
-        pass
+        closed += 1
 rss = int([l.split()[1] for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS")][0])
 during = request()
 for c in conns:
     c.close()
 time.sleep(0.5)
 after = request()
-print(f"{len(conns)} idle connections in {time.time() - t:.1f} s: {held} held, {refused} got 503; "
+print(f"{len(conns)} idle connections in {time.time() - t:.1f} s: {held} held, {closed} closed to make room, {refused} got 503; "
       f"proxy RSS {rss_before/1024:.1f} MB before, {rss/1024:.1f} MB during; "
       f"a request during the flood: {during!r}; after it: {after!r}")
 PY
@@ -191,6 +197,117 @@ PY
 sleep 0.5
 stop_proxy "$proxy_pid"
 echo "  record: $(first_record early)"
+
+# trickle_client ADDR UNTIL: POSTs a tools/call whose body goes 1 byte every 0.5 s and prints
+# what the client got and when; UNTIL "status" stops at the status line, "body" at the answer.
+trickle_client() {
+  python3 - "$1" "$2" <<'PY'
+import socket, sys, threading, time
+host, port = sys.argv[1].rsplit(":", 1)
+until = b"\r\n" if sys.argv[2] == "status" else b'"isError":false}}'
+body = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{}}}'
+s = socket.create_connection((host, int(port)), timeout=30)
+s.sendall(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+          b"accept: application/json, text/event-stream\r\ncontent-length: %d\r\n\r\n" % len(body))
+def send():
+    try:
+        for b in body:
+            s.sendall(bytes([b]))
+            time.sleep(0.5)
+    except OSError:
+        pass
+t = time.time()
+threading.Thread(target=send, daemon=True).start()
+resp = b""
+try:
+    while until not in resp:
+        d = s.recv(4096)
+        if not d:
+            break
+        resp += d
+except OSError:
+    pass
+status = resp.split(b"\r\n", 1)[0].decode(errors="replace")
+print(f"client got {status!r} ({sys.argv[2]}) after {time.time() - t:.2f} s, "
+      f"while the body trickled ({len(body) * 0.5:.0f} s in all)")
+PY
+}
+
+echo "== trickled body: 1 byte every 0.5 s, --body-deadline 3 (gap limit 30 s)"
+start_proxy trickle "$kitchen" --body-deadline 3
+trickle_client "${proxy_url#http://}" status
+sleep 0.3
+stop_proxy "$proxy_pid"
+echo "  record: $(first_record trickle)"
+
+echo "== early answer to a trickled body (an upstream that answers after the head)"
+python3 - >"$out/early-up.addr" <<'PY' &
+import socket, threading
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(16)
+print("%s:%d" % l.getsockname(), flush=True)
+body = b'{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":false}}'
+def serve(c):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        d = c.recv(4096)
+        if not d:
+            return
+        data += d
+    c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
+    while c.recv(4096):
+        pass
+while True:
+    c, _ = l.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+pids+=("$!")
+wait_for "$out/early-up.addr" ":"
+start_proxy earlyanswer "http://$(head -n1 "$out/early-up.addr")"
+trickle_client "${proxy_url#http://}" body
+stop_proxy "$proxy_pid"
+
+echo "== wrap: a 50 MB answer read 6 s after the server exited; a 1 GiB line without newline"
+python3 - "$proxy_bin" "$out" <<'PY'
+import subprocess, sys, time
+binary, out = sys.argv[1], sys.argv[2]
+def hwm(pid):
+    try:
+        return int([l.split()[1] for l in open(f"/proc/{pid}/status") if l.startswith("VmHWM")][0])
+    except OSError:
+        return 0
+p = subprocess.Popen([binary, "wrap", "--log", f"{out}/wrap50.jsonl", "--", "sh", "-c",
+                      "head -c 52428800 /dev/zero | tr '\\0' x; echo"],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+time.sleep(6)
+got = 0
+while True:
+    d = p.stdout.read1(1 << 16)
+    if not d:
+        break
+    got += len(d)
+p.stdin.close()
+err = p.stderr.read().decode(errors="replace").strip().splitlines()
+print(f"50 MB answer read 6 s late: {got} of 52428801 bytes delivered; exit {p.wait()}"
+      + (f"; stderr: {err[-1]}" if err else ""))
+p = subprocess.Popen([binary, "wrap", "--log", f"{out}/wrap1g.jsonl", "--", "sh", "-c",
+                      "head -c 1073741824 /dev/zero | tr '\\0' x; sleep 1"],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+t = time.time()
+first = None
+got = peak = 0
+while True:
+    d = p.stdout.read1(1 << 16)
+    if not d:
+        break
+    if first is None:
+        first = time.time() - t
+    got += len(d)
+    peak = max(peak, hwm(p.pid))
+p.stdin.close()
+code = p.wait()
+print(f"1 GiB line without newline: {got >> 20} MiB relayed in {time.time() - t:.1f} s, first bytes after "
+      f"{first or 0:.2f} s; wrap's peak RSS {peak / 1024:.1f} MB; exit {code}")
+PY
 
 echo "== full disk: --log /dev/full"
 "$proxy_bin" proxy --listen 127.0.0.1:0 --upstream "$kitchen" --log /dev/full 2>"$out/fulldisk.log" &
