@@ -1246,3 +1246,56 @@ async fn invalid_chunked_body_is_400_not_413() {
     assert!(text.contains("Request body malformed"), "{text}");
     k.shutdown().await;
 }
+
+/// Issue 23 item 9: many requests with big headers keep `GET /kitchen/journal` under the byte
+/// cap; the oldest entries go, counted in `X-Kitchen-Journal-Dropped`; long header values are
+/// cut with a marker.
+#[tokio::test]
+async fn journal_stays_under_its_byte_cap_with_big_headers() {
+    let cap = 256 * 1024;
+    let k = kitchen_with(KitchenOptions {
+        journal_max_bytes: cap,
+        journal_max_field_bytes: 4096,
+        ..KitchenOptions::default()
+    })
+    .await;
+    let a = k.local_addr();
+    let big = "h".repeat(100 * 1024);
+    let ping = initialize_msg(1, "2025-06-18", json!({})).to_string();
+    for i in 0..300 {
+        let n = i.to_string();
+        let r = send(
+            a,
+            "POST",
+            "/mcp",
+            &[ACCEPT, CT, ("x-big", &big), ("x-n", &n)],
+            Some(&ping),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status, 200);
+    }
+    let j = send(a, "GET", "/kitchen/journal", &[], None).await.unwrap();
+    let text = j.text();
+    assert!(text.len() <= cap, "journal is {} bytes", text.len());
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.len() > 20, "{} entries kept", lines.len());
+    let last = lines.last().unwrap();
+    assert_eq!(last["headers"]["x-n"], "299");
+    let v = last["headers"]["x-big"].as_str().unwrap();
+    assert!(
+        v.ends_with(&format!("…[truncated {} bytes]", 100 * 1024 - 4096)),
+        "{}",
+        &v[v.len() - 40..]
+    );
+    let dropped: u64 = j
+        .header("x-kitchen-journal-dropped")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(dropped, 300 - lines.len() as u64);
+    k.shutdown().await;
+}

@@ -47,6 +47,16 @@ pub struct KitchenArgs {
     #[arg(long, value_name = "MODE", default_value = "auto", value_parser = parse_mode)]
     response_mode: ResponseMode,
 
+    /// The journal's bound in bytes (JSON Lines); past it the oldest entries are dropped and
+    /// counted (the `X-Kitchen-Journal-Dropped` header of `GET /kitchen/journal`).
+    #[arg(long, value_name = "BYTES", default_value_t = mcp_triage_kitchen::journal::DEFAULT_MAX_BYTES)]
+    journal_max_bytes: usize,
+
+    /// The longest string (a header value, say) kept in one journal entry; longer ones are
+    /// cut with a "…[truncated N bytes]" marker.
+    #[arg(long, value_name = "BYTES", default_value_t = mcp_triage_kitchen::journal::DEFAULT_MAX_FIELD_BYTES)]
+    journal_max_field: usize,
+
     /// Serve the exchanges of a capture file (`proxy --capture`) instead of a scenario.
     #[arg(long, value_name = "FILE.jsonl", conflicts_with_all = ["scenario", "params"])]
     replay: Option<std::path::PathBuf>,
@@ -113,6 +123,8 @@ pub fn run(args: KitchenArgs) -> Result<ExitCode, String> {
             scenario: args.scenario,
             params: args.params.unwrap_or_else(|| serde_json::json!({})),
             response_mode: args.response_mode,
+            journal_max_bytes: args.journal_max_bytes,
+            journal_max_field_bytes: args.journal_max_field,
             ..KitchenOptions::default()
         };
         let mut replay_path = None;
