@@ -134,12 +134,20 @@ async fn counters(State(s): State<Arc<Shared>>, h: HeaderMap) -> Response<Body> 
     )
 }
 
+/// How many journal entries were dropped (by its entry or byte bound) since start or reset.
+pub const JOURNAL_DROPPED_HEADER: &str = "x-kitchen-journal-dropped";
+
 async fn journal(State(s): State<Arc<Shared>>, h: HeaderMap) -> Response<Body> {
     guard!(s, h);
     let mut r = Response::new(Body::from(s.journal.to_json_lines()));
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/jsonl"),
+    );
+    // In a header, not a line: every line of the body stays an entry for its readers.
+    r.headers_mut().insert(
+        JOURNAL_DROPPED_HEADER,
+        HeaderValue::from(s.journal.dropped()),
     );
     r
 }

@@ -21,53 +21,126 @@ const REDACTED: &[&str] = &[
     "set-cookie",
 ];
 
-/// Bounded in-memory journal.
+/// Default bound on the journal's serialized size (`--journal-max-bytes`).
+pub const DEFAULT_MAX_BYTES: usize = 64 * 1024 * 1024;
+
+/// Default bound on one string of an entry, a header value say (`--journal-max-field`).
+pub const DEFAULT_MAX_FIELD_BYTES: usize = 8 * 1024;
+
+/// Bounded in-memory journal: by entries and by serialized bytes, each entry's strings cut
+/// to a bound, so that big headers cannot grow it (or `GET /kitchen/journal`) past the cap.
 pub struct Journal {
-    entries: Mutex<VecDeque<Value>>,
+    inner: Mutex<Inner>,
     capacity: usize,
+    max_bytes: usize,
+    max_field: usize,
+}
+
+/// Entries as their JSON text (what is served and what the byte bound counts).
+struct Inner {
+    lines: VecDeque<String>,
+    bytes: usize,
+    dropped: u64,
 }
 
 impl Journal {
-    /// A journal keeping the last `capacity` entries.
+    /// A journal keeping the last `capacity` entries, with the default byte bounds.
     pub fn new(capacity: usize) -> Journal {
+        Journal::with_limits(capacity, DEFAULT_MAX_BYTES, DEFAULT_MAX_FIELD_BYTES)
+    }
+
+    /// A journal keeping at most `capacity` entries and `max_bytes` of JSON Lines (one
+    /// newline per entry counted), strings of an entry cut to `max_field` bytes.
+    pub fn with_limits(capacity: usize, max_bytes: usize, max_field: usize) -> Journal {
         Journal {
-            entries: Mutex::new(VecDeque::new()),
+            inner: Mutex::new(Inner {
+                lines: VecDeque::new(),
+                bytes: 0,
+                dropped: 0,
+            }),
             capacity: capacity.max(1),
+            max_bytes,
+            max_field,
         }
     }
 
-    /// Append one entry, dropping the oldest when full.
-    pub fn push(&self, entry: Value) {
-        let mut e = self.entries.lock().expect("journal lock");
-        if e.len() >= self.capacity {
-            e.pop_front();
+    /// Append one entry, its long strings cut with a marker, dropping the oldest entries
+    /// while it would exceed either bound (an entry alone over the byte bound is dropped too,
+    /// and counted).
+    pub fn push(&self, mut entry: Value) {
+        truncate_strings(&mut entry, self.max_field);
+        let line = entry.to_string();
+        let size = line.len() + 1;
+        let mut e = self.inner.lock().expect("journal lock");
+        if size > self.max_bytes {
+            e.dropped += 1;
+            return;
         }
-        e.push_back(entry);
+        while e.lines.len() >= self.capacity || e.bytes + size > self.max_bytes {
+            match e.lines.pop_front() {
+                Some(old) => {
+                    e.bytes -= old.len() + 1;
+                    e.dropped += 1;
+                }
+                None => break,
+            }
+        }
+        e.bytes += size;
+        e.lines.push_back(line);
     }
 
     /// All entries, oldest first.
     pub fn entries(&self) -> Vec<Value> {
-        self.entries
+        self.inner
             .lock()
             .expect("journal lock")
+            .lines
             .iter()
-            .cloned()
+            .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
     }
 
     /// JSON Lines text.
     pub fn to_json_lines(&self) -> String {
-        let mut out = String::new();
-        for e in self.entries.lock().expect("journal lock").iter() {
-            out.push_str(&e.to_string());
+        let e = self.inner.lock().expect("journal lock");
+        let mut out = String::with_capacity(e.bytes);
+        for l in &e.lines {
+            out.push_str(l);
             out.push('\n');
         }
         out
     }
 
+    /// Entries dropped (oldest first, or too big alone) since the start or the last reset.
+    pub fn dropped(&self) -> u64 {
+        self.inner.lock().expect("journal lock").dropped
+    }
+
     /// Forget everything.
     pub fn clear(&self) {
-        self.entries.lock().expect("journal lock").clear();
+        let mut e = self.inner.lock().expect("journal lock");
+        e.lines.clear();
+        e.bytes = 0;
+        e.dropped = 0;
+    }
+}
+
+/// Cut every string in `v` longer than `max` bytes (at a character boundary), marking it with
+/// how many bytes were cut, so a journal reader sees the value was longer.
+fn truncate_strings(v: &mut Value, max: usize) {
+    match v {
+        Value::String(s) if s.len() > max => {
+            let mut at = max;
+            while !s.is_char_boundary(at) {
+                at -= 1;
+            }
+            let cut = s.len() - at;
+            s.truncate(at);
+            s.push_str(&format!("…[truncated {cut} bytes]"));
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| truncate_strings(x, max)),
+        Value::Object(o) => o.values_mut().for_each(|x| truncate_strings(x, max)),
+        _ => {}
     }
 }
 
@@ -189,6 +262,41 @@ mod tests {
             j.push(serde_json::json!({ "n": i }));
         }
         assert_eq!(j.to_json_lines(), "{\"n\":1}\n{\"n\":2}\n");
+    }
+
+    /// Issue 23 item 9: big headers keep the journal under its byte cap; long strings are cut
+    /// with a marker; the dropped entries are counted.
+    #[test]
+    fn journal_is_bounded_in_bytes_and_per_field() {
+        let j = Journal::with_limits(10_000, 64 * 1024, 1024);
+        let big = "x".repeat(390 * 1024);
+        for i in 0..200 {
+            j.push(serde_json::json!({ "n": i, "headers": { "x-big": big, "x-small": "s" } }));
+        }
+        let text = j.to_json_lines();
+        assert!(text.len() <= 64 * 1024, "{} bytes", text.len());
+        let entries = j.entries();
+        assert!(entries.len() > 10, "{} entries kept", entries.len());
+        let last = entries.last().unwrap();
+        assert_eq!(last["n"], 199);
+        assert_eq!(last["headers"]["x-small"], "s");
+        let v = last["headers"]["x-big"].as_str().unwrap();
+        assert!(v.starts_with(&"x".repeat(1024)), "{v}");
+        assert!(
+            v.ends_with(&format!("…[truncated {} bytes]", 390 * 1024 - 1024)),
+            "{v}"
+        );
+        assert_eq!(j.dropped(), 200 - entries.len() as u64);
+        // Multi-byte characters are cut at a boundary.
+        let j = Journal::with_limits(10, 1 << 20, 5);
+        j.push(serde_json::json!({ "s": "ééééé" }));
+        assert_eq!(j.entries()[0]["s"], "éé…[truncated 6 bytes]");
+        // One entry larger than the whole bound is dropped and counted, not kept.
+        let j = Journal::with_limits(10, 100, 1 << 20);
+        j.push(serde_json::json!({ "s": "y".repeat(200) }));
+        assert_eq!((j.entries().len(), j.dropped()), (0, 1));
+        j.clear();
+        assert_eq!(j.dropped(), 0);
     }
 
     #[test]

@@ -362,6 +362,19 @@ async fn handle_inner(
                 sid,
             )
         }
+        Ok(Err(e)) if !body_over_limit(&e) => {
+            trace.note("request body malformed");
+            return (
+                rpc_error(
+                    400,
+                    None,
+                    protocol::INVALID_REQUEST,
+                    &format!("Request body malformed: {e}"),
+                    None,
+                ),
+                sid,
+            );
+        }
         Ok(Err(_)) => {
             trace.note("request body over the size limit");
             return (
@@ -1756,6 +1769,20 @@ where
             .map(|b| (Ok::<Bytes, std::io::Error>(b), rx))
     });
     Body::from_stream(s)
+}
+
+/// Whether reading a request body failed on the size limit, not on the body itself: a bad
+/// chunked encoding (or a connection cut mid-body) is a malformed request (400), not a large
+/// one (413).
+pub(crate) fn body_over_limit(e: &axum::Error) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if err.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
 }
 
 #[cfg(test)]

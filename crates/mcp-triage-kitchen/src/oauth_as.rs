@@ -112,15 +112,100 @@ struct Refresh {
     revoked: bool,
 }
 
-#[derive(Default)]
+/// Most registrations, codes, access and refresh tokens kept, each: past it the oldest goes.
+pub const MAX_ENTRIES: usize = 10_000;
+/// The largest registration document accepted, in bytes (larger: 400).
+pub const MAX_REGISTRATION_BYTES: usize = 16 * 1024;
+/// How long a code may wait for its token request.
+const CODE_SECONDS: u64 = 60;
+/// How long a registration or refresh token is kept.
+const LONG_SECONDS: u64 = 24 * 3600;
+
+/// A map bounded in count, each entry with a lifetime: the oldest is evicted first when
+/// full, and an entry past its lifetime is gone. Clients that register or authorize without
+/// end cannot grow the server's memory (3,000 registrations of 100 KB cost 314 MB before).
+struct Bounded<V> {
+    map: HashMap<String, (std::time::Instant, V)>,
+    order: std::collections::VecDeque<String>,
+    max: usize,
+    ttl: std::time::Duration,
+}
+
+impl<V> Bounded<V> {
+    fn new(max: usize, ttl_seconds: u64) -> Bounded<V> {
+        Bounded {
+            map: HashMap::new(),
+            order: std::collections::VecDeque::new(),
+            max: max.max(1),
+            ttl: std::time::Duration::from_secs(ttl_seconds),
+        }
+    }
+    fn insert(&mut self, k: String, v: V) {
+        let now = std::time::Instant::now();
+        // Drop the expired and the removed from the front, then the oldest while full.
+        while let Some(front) = self.order.front() {
+            let stale = self
+                .map
+                .get(front)
+                .is_none_or(|(at, _)| now.duration_since(*at) >= self.ttl);
+            // The order also holds keys removed since (a used code): bound it too.
+            let long = self.order.len() >= 2 * self.max;
+            if !(stale || long || self.map.len() >= self.max) {
+                break;
+            }
+            let old = self.order.pop_front().expect("front");
+            if stale || long || self.map.len() >= self.max {
+                self.map.remove(&old);
+            }
+        }
+        self.order.push_back(k.clone());
+        self.map.insert(k, (now, v));
+    }
+    fn live(&self, k: &str) -> bool {
+        self.map
+            .get(k)
+            .is_some_and(|(at, _)| at.elapsed() < self.ttl)
+    }
+    fn get(&self, k: &str) -> Option<&V> {
+        self.live(k).then(|| &self.map[k].1)
+    }
+    fn get_mut(&mut self, k: &str) -> Option<&mut V> {
+        if !self.live(k) {
+            return None;
+        }
+        self.map.get_mut(k).map(|(_, v)| v)
+    }
+    fn remove(&mut self, k: &str) -> Option<V> {
+        let live = self.live(k);
+        self.map.remove(k).filter(|_| live).map(|(_, v)| v)
+    }
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+}
+
 struct AsData {
-    clients: HashMap<String, Vec<String>>,
-    codes: HashMap<String, Code>,
-    access: HashMap<String, Access>,
-    refresh: HashMap<String, Refresh>,
+    clients: Bounded<Vec<String>>,
+    codes: Bounded<Code>,
+    access: Bounded<Access>,
+    refresh: Bounded<Refresh>,
     /// Clients that have had a code grant (the faults hit each client's first one only).
     granted: std::collections::HashSet<String>,
     counters: HashMap<&'static str, u64>,
+}
+
+impl Default for AsData {
+    fn default() -> Self {
+        AsData {
+            clients: Bounded::new(MAX_ENTRIES, LONG_SECONDS),
+            codes: Bounded::new(MAX_ENTRIES, CODE_SECONDS),
+            access: Bounded::new(MAX_ENTRIES, ACCESS_SECONDS),
+            refresh: Bounded::new(MAX_ENTRIES, LONG_SECONDS),
+            granted: Default::default(),
+            counters: HashMap::new(),
+        }
+    }
 }
 
 /// The server's state, shared by every fault variant (a token is valid only at the resource
@@ -323,6 +408,16 @@ pub async fn register(
     if AsFault::parse(&fault).is_none() {
         return no_such_server();
     }
+    if body.len() > MAX_REGISTRATION_BYTES {
+        return oauth_error(
+            400,
+            "invalid_client_metadata",
+            &format!(
+                "the registration document is {} bytes, over the limit of {MAX_REGISTRATION_BYTES}",
+                body.len()
+            ),
+        );
+    }
     let Ok(doc) = serde_json::from_str::<Value>(&body) else {
         return oauth_error(400, "invalid_client_metadata", "the body is not JSON");
     };
@@ -488,6 +583,38 @@ pub async fn revoke(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 23 item 10: the stores are bounded (oldest evicted first) and entries expire.
+    #[test]
+    fn bounded_stores_evict_the_oldest_and_expire() {
+        let mut b: Bounded<u32> = Bounded::new(3, 3600);
+        for i in 0..10u32 {
+            b.insert(format!("k{i}"), i);
+        }
+        assert_eq!(b.len(), 3);
+        assert_eq!(b.get("k0"), None);
+        assert_eq!(b.get("k9"), Some(&9));
+        assert_eq!(b.remove("k7"), Some(7));
+        b.insert("k10".into(), 10);
+        assert!(b.len() <= 3, "{}", b.len());
+        for i in 0..100u32 {
+            b.insert(format!("r{i}"), i);
+            b.remove(&format!("r{i}"));
+        }
+        assert!(b.order.len() <= 6, "order holds {} keys", b.order.len());
+        let mut e: Bounded<u32> = Bounded::new(3, 0);
+        e.insert("gone".into(), 1);
+        assert_eq!(e.get("gone"), None);
+        assert_eq!(e.remove("gone"), None);
+    }
+
+    #[tokio::test]
+    async fn big_registrations_are_refused() {
+        let s = Arc::new(Shared::new(crate::KitchenOptions::default()).unwrap());
+        let doc = json!({"redirect_uris": ["http://127.0.0.1/cb"], "x": "y".repeat(100 * 1024)});
+        let r = register(State(s), Path("none".into()), doc.to_string()).await;
+        assert_eq!(r.status(), 400);
+    }
 
     #[test]
     fn faults_round_trip_their_names() {

@@ -63,6 +63,70 @@ pub fn parse_speed(s: &str) -> Result<f64, String> {
 /// Default bound on a capture file read for replay (the capture's own default file size).
 pub const DEFAULT_MAX_CAPTURE_BYTES: u64 = 256 * 1024 * 1024;
 
+/// Default bound on one captured delay (`headMs`, a chunk's `atMs`), in milliseconds: a line
+/// asking for more is refused at load, so that a capture cannot hold a connection for a day.
+pub const DEFAULT_MAX_DELAY_MS: f64 = 60_000.0;
+
+/// Default bound on the exchanges of one capture file (`--replay-max-lines`).
+pub const DEFAULT_MAX_LINES: usize = 1_000_000;
+
+/// Default bound on the `chunks` entries of one line (`--replay-max-chunks`): the capture's
+/// own cap (it folds later frames into the last entry), so any capture it wrote loads.
+pub const DEFAULT_MAX_CHUNKS: usize = 65_536;
+
+/// Default bound on one line's decoded response body (`--replay-max-body`).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+/// Parses `--replay-max-delay`: a duration such as `60s`, `1500ms`, `2m` or plain seconds.
+pub fn parse_max_delay(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1000.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60_000.0)
+    } else {
+        (t, 1000.0)
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v * scale),
+        _ => Err(format!(
+            "{s:?} is not a duration (e.g. 60s, 1500ms, 2m, or seconds)"
+        )),
+    }
+}
+
+/// What a capture file may hold, checked at load so that a bad line is named there and not
+/// met as a misbehaving replay later.
+#[derive(Clone, Copy, Debug)]
+pub struct CaptureLimits {
+    /// The largest file read, in bytes (`--replay-max-bytes`).
+    pub max_bytes: u64,
+    /// The largest captured delay, `headMs` or a chunk's `atMs`, in milliseconds
+    /// (`--replay-max-delay`).
+    pub max_delay_ms: f64,
+    /// The most exchanges (non-blank lines) in the file (`--replay-max-lines`).
+    pub max_lines: usize,
+    /// The most `chunks` entries on one line (`--replay-max-chunks`): each is kept and turned
+    /// into a piece of the body per request, so a line of millions would cost that per reader.
+    pub max_chunks: usize,
+    /// The largest response body of one line, decoded, in bytes (`--replay-max-body`).
+    pub max_body_bytes: usize,
+}
+
+impl Default for CaptureLimits {
+    fn default() -> Self {
+        CaptureLimits {
+            max_bytes: DEFAULT_MAX_CAPTURE_BYTES,
+            max_delay_ms: DEFAULT_MAX_DELAY_MS,
+            max_lines: DEFAULT_MAX_LINES,
+            max_chunks: DEFAULT_MAX_CHUNKS,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+}
+
 /// How a replay runs.
 #[derive(Clone, Debug)]
 pub struct ReplayOptions {
@@ -98,6 +162,16 @@ pub enum CaptureError {
         size: u64,
         /// The limit.
         max: u64,
+    },
+    /// The file has more exchanges than the limit; `line` is the first one over it.
+    #[error(
+        "capture line {line}: the capture has more than {max} exchanges (raise --replay-max-lines)"
+    )]
+    TooManyLines {
+        /// 1-based line number of the first exchange over the limit.
+        line: usize,
+        /// The limit.
+        max: usize,
     },
     /// The file cannot be read.
     #[error("cannot read the capture: {0}")]
@@ -299,21 +373,40 @@ impl Capture {
             .unwrap_or_else(|| "/mcp".to_string())
     }
 
-    /// Read and parse a capture file of at most `max_bytes`.
+    /// Read and parse a capture file of at most `max_bytes` (other limits: their defaults).
     pub fn read(path: &std::path::Path, max_bytes: u64) -> Result<Capture, CaptureError> {
+        let limits = CaptureLimits {
+            max_bytes,
+            ..CaptureLimits::default()
+        };
+        Capture::read_with(path, &limits)
+    }
+
+    /// Read and parse a capture file within `limits`.
+    pub fn read_with(
+        path: &std::path::Path,
+        limits: &CaptureLimits,
+    ) -> Result<Capture, CaptureError> {
         let size = std::fs::metadata(path)?.len();
-        if size > max_bytes {
+        if size > limits.max_bytes {
             return Err(CaptureError::TooLarge {
                 size,
-                max: max_bytes,
+                max: limits.max_bytes,
             });
         }
         let text = std::fs::read(path)?;
-        Capture::parse(&text)
+        Capture::parse_with(&text, limits)
     }
 
-    /// Parse capture lines (blank lines are skipped).
+    /// Parse capture lines (blank lines are skipped) with the default limits.
     pub fn parse(text: &[u8]) -> Result<Capture, CaptureError> {
+        Capture::parse_with(text, &CaptureLimits::default())
+    }
+
+    /// Parse capture lines (blank lines are skipped). Each line is parsed once, in one pass,
+    /// with its `chunks` decoded straight into pairs (no JSON tree of them) and its body moved,
+    /// not copied, into the exchange: load time and memory are linear in the file.
+    pub fn parse_with(text: &[u8], limits: &CaptureLimits) -> Result<Capture, CaptureError> {
         let mut exchanges = Vec::new();
         for (i, raw) in text.split(|b| *b == b'\n').enumerate() {
             let line = i + 1;
@@ -323,8 +416,19 @@ impl Capture {
             }
             let err = |why: String| CaptureError::Line { line, why };
             let s = std::str::from_utf8(raw).map_err(|_| err("not UTF-8".into()))?;
-            let v: Value = serde_json::from_str(s).map_err(|e| err(format!("not JSON: {e}")))?;
-            exchanges.push(parse_line(line, s, &v).map_err(err)?);
+            if exchanges.len() == limits.max_lines {
+                return Err(CaptureError::TooManyLines {
+                    line,
+                    max: limits.max_lines,
+                });
+            }
+            let raw = raw_line(s, limits.max_chunks).map_err(|e| {
+                err(match e.classify() {
+                    serde_json::error::Category::Data => e.to_string(),
+                    _ => format!("not JSON: {e}"),
+                })
+            })?;
+            exchanges.push(parse_line(line, s, raw, limits).map_err(err)?);
         }
         if exchanges.is_empty() {
             return Err(CaptureError::Empty);
@@ -345,7 +449,9 @@ impl Capture {
                 }
             }
         }
+        // A set beside the list: a capture with 100k tools must not cost 100k² compares.
         let mut names: Vec<&str> = Vec::new();
+        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
         for x in &self.exchanges {
             if let ReplayKey::Rpc {
                 tool: Some(t),
@@ -353,7 +459,7 @@ impl Capture {
                 ..
             } = &x.key
             {
-                if method == "tools/call" && !names.contains(&t.as_str()) {
+                if method == "tools/call" && seen.insert(t.as_str()) {
                     names.push(t);
                 }
             }
@@ -365,14 +471,132 @@ impl Capture {
     }
 }
 
-fn parse_line(line: usize, text: &str, v: &Value) -> Result<CapturedExchange, String> {
-    let o = v.as_object().ok_or("not a JSON object")?;
-    let status = o
+/// One capture line as parsed: every member as JSON except `chunks`, which a long stream can
+/// have many of, decoded straight into `(atMs, bytes)` pairs.
+struct RawLine {
+    members: Map<String, Value>,
+    chunks: Option<Result<Vec<(f64, usize)>, String>>,
+}
+
+/// Parses a [`RawLine`] with the chunk limit at hand (a seed, as the limit is not in the text).
+struct LineSeed(usize);
+
+impl<'de> serde::de::DeserializeSeed<'de> for LineSeed {
+    type Value = RawLine;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<RawLine, D::Error> {
+        struct V(usize);
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RawLine;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a capture line (a JSON object)")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<RawLine, A::Error> {
+                let mut raw = RawLine {
+                    members: Map::new(),
+                    chunks: None,
+                };
+                while let Some(k) = m.next_key::<String>()? {
+                    if k == "chunks" {
+                        raw.chunks = Some(m.next_value_seed(ChunksSeed(self.0))?);
+                    } else {
+                        let v: Value = m.next_value()?;
+                        raw.members.insert(k, v);
+                    }
+                }
+                Ok(raw)
+            }
+        }
+        d.deserialize_map(V(self.0))
+    }
+}
+
+/// `chunks`: the pairs, or what is wrong with the first bad entry; more than the limit
+/// (`.0`) is an error as soon as it is seen, so a huge array is never held.
+struct ChunksSeed(usize);
+
+impl<'de> serde::de::DeserializeSeed<'de> for ChunksSeed {
+    type Value = Result<Vec<(f64, usize)>, String>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        struct V(usize);
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Result<Vec<(f64, usize)>, String>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"chunks\" as an array of [atMs, bytes]")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> Result<Self::Value, A::Error> {
+                let max = self.0;
+                let mut out = Vec::with_capacity(s.size_hint().unwrap_or(0).min(max).min(1 << 16));
+                let mut bad = None;
+                let mut i = 0usize;
+                // Each entry is a two-element JSON value, dropped as soon as it is checked.
+                while let Some(pair) = s.next_element::<Value>()? {
+                    if i == max {
+                        return Err(serde::de::Error::custom(format!(
+                            "\"chunks\" has more than {max} entries (raise --replay-max-chunks)"
+                        )));
+                    }
+                    if bad.is_none() {
+                        match chunk_pair(&pair) {
+                            Some(p) => out.push(p),
+                            None => bad = Some(format!("chunks[{i}] is not [atMs, bytes]")),
+                        }
+                    }
+                    i += 1;
+                }
+                Ok(bad.map_or(Ok(out), Err))
+            }
+        }
+        d.deserialize_seq(V(self.0))
+    }
+}
+
+/// One line's text as a [`RawLine`], `chunks` limited to `max_chunks` entries.
+fn raw_line(s: &str, max_chunks: usize) -> Result<RawLine, serde_json::Error> {
+    use serde::de::DeserializeSeed as _;
+    let mut de = serde_json::Deserializer::from_str(s);
+    let raw = LineSeed(max_chunks).deserialize(&mut de)?;
+    de.end()?;
+    Ok(raw)
+}
+
+fn chunk_pair(pair: &Value) -> Option<(f64, usize)> {
+    let p = pair.as_array().filter(|p| p.len() == 2)?;
+    let at = p[0].as_f64().filter(|f| f.is_finite() && *f >= 0.0)?;
+    let n = p[1].as_u64().and_then(|n| usize::try_from(n).ok())?;
+    Some((at, n))
+}
+
+fn parse_line(
+    line: usize,
+    text: &str,
+    raw: RawLine,
+    limits: &CaptureLimits,
+) -> Result<CapturedExchange, String> {
+    let RawLine {
+        mut members,
+        chunks,
+    } = raw;
+    let status = members
         .get("status")
         .and_then(Value::as_u64)
         .and_then(|s| u16::try_from(s).ok())
         .filter(|s| (100..=999).contains(s))
         .ok_or("\"status\" is not an HTTP status (100-999)")?;
+    if status < 200 {
+        // An informational head is not an answer: served as a final status it was an empty
+        // reply, and hyper cannot send a 101 switch the kitchen does not perform.
+        return Err(format!(
+            "\"status\" {status} is an informational (1xx) response, which replay cannot serve"
+        ));
+    }
+    let body = take_body(&mut members, limits.max_body_bytes)?;
+    let o = &members;
     let seq = match o.get("seq") {
         None => line as u64,
         Some(s) => s.as_u64().ok_or("\"seq\" is not a non-negative integer")?,
@@ -449,21 +673,6 @@ fn parse_line(line: usize, text: &str, v: &Value) -> Result<CapturedExchange, St
             headers.push((name.to_ascii_lowercase(), value.to_string()));
         }
     }
-    let body = match (o.get("body"), o.get("bodyBase64")) {
-        (Some(_), Some(_)) => return Err("a line has \"body\" or \"bodyBase64\", not both".into()),
-        (Some(b), None) => Bytes::from(
-            b.as_str()
-                .ok_or("\"body\" is not a string")?
-                .as_bytes()
-                .to_vec(),
-        ),
-        (None, Some(b)) => Bytes::from(
-            base64::engine::general_purpose::STANDARD
-                .decode(b.as_str().ok_or("\"bodyBase64\" is not a string")?)
-                .map_err(|e| format!("\"bodyBase64\" is not base64: {e}"))?,
-        ),
-        (None, None) => Bytes::new(),
-    };
     let ms = |name: &str| -> Result<f64, String> {
         match o.get(name) {
             None => Ok(0.0),
@@ -474,23 +683,16 @@ fn parse_line(line: usize, text: &str, v: &Value) -> Result<CapturedExchange, St
         }
     };
     let head_ms = ms("headMs")?;
-    let mut chunks = Vec::new();
-    if let Some(c) = o.get("chunks") {
-        for (i, pair) in c
-            .as_array()
-            .ok_or("\"chunks\" is not an array")?
-            .iter()
-            .enumerate()
-        {
-            let bad = || format!("chunks[{i}] is not [atMs, bytes]");
-            let p = pair.as_array().filter(|p| p.len() == 2).ok_or_else(bad)?;
-            let at = p[0].as_f64().filter(|f| f.is_finite() && *f >= 0.0);
-            let n = p[1].as_u64().and_then(|n| usize::try_from(n).ok());
-            match (at, n) {
-                (Some(at), Some(n)) => chunks.push((at, n)),
-                _ => return Err(bad()),
-            }
-        }
+    let chunks = chunks.transpose()?.unwrap_or_default();
+    let max = limits.max_delay_ms;
+    let too_long = |what: &str, ms: f64| {
+        format!("{what} is {ms} ms, over the limit of {max} ms (raise --replay-max-delay)")
+    };
+    if head_ms > max {
+        return Err(too_long("\"headMs\"", head_ms));
+    }
+    if let Some((i, (at, _))) = chunks.iter().enumerate().find(|(_, (at, _))| *at > max) {
+        return Err(too_long(&format!("chunks[{i}] atMs"), *at));
     }
     let end = match o.get("end") {
         None => End::Complete,
@@ -519,6 +721,36 @@ fn parse_line(line: usize, text: &str, v: &Value) -> Result<CapturedExchange, St
         verdict: o.get("verdict").and_then(Value::as_str).map(str::to_owned),
         text: text.to_string(),
     })
+}
+
+/// The response body of a line, moved out of its JSON string (not copied).
+fn take_body(o: &mut Map<String, Value>, max: usize) -> Result<Bytes, String> {
+    let too_big = |n: usize| {
+        format!("the response body is {n} bytes, over the limit of {max} (raise --replay-max-body)")
+    };
+    let body = match (o.remove("body"), o.remove("bodyBase64")) {
+        (Some(_), Some(_)) => return Err("a line has \"body\" or \"bodyBase64\", not both".into()),
+        (Some(Value::String(b)), None) => Bytes::from(b.into_bytes()),
+        (Some(_), None) => return Err("\"body\" is not a string".into()),
+        (None, Some(Value::String(b))) => {
+            // Refused before decoding: the decoded size is known from the text's length.
+            let decoded = b.trim_end_matches('=').len() / 4 * 3;
+            if decoded > max {
+                return Err(too_big(decoded));
+            }
+            Bytes::from(
+                base64::engine::general_purpose::STANDARD
+                    .decode(b)
+                    .map_err(|e| format!("\"bodyBase64\" is not base64: {e}"))?,
+            )
+        }
+        (None, Some(_)) => return Err("\"bodyBase64\" is not a string".into()),
+        (None, None) => Bytes::new(),
+    };
+    if body.len() > max {
+        return Err(too_big(body.len()));
+    }
+    Ok(body)
 }
 
 /// The first JSON-RPC response (an object with `result` or `error`) in a JSON or SSE body.
@@ -688,6 +920,10 @@ async fn handle(
             Err(_) => {
                 entry["injected"] = json!("request body not received in time");
                 own_error(408, None, "Request body not received in time")
+            }
+            Ok(Err(e)) if !crate::mcp::body_over_limit(&e) => {
+                entry["injected"] = json!("request body malformed");
+                own_error(400, None, &format!("Request body malformed: {e}"))
             }
             Ok(Err(_)) => {
                 entry["injected"] = json!("request body over the size limit");
@@ -952,6 +1188,11 @@ fn rewrite_ids(
         (Some(new), Some(expect)) if new != expect => id_edits(&x.body, expect, new),
         _ => Vec::new(),
     };
+    if edits.is_empty() {
+        // Nothing to rewrite: every request shares the captured body (a reference count),
+        // so eight readers of a 200 MB answer cost 200 MB, not 1.6 GB.
+        return (x.body.clone(), chunk_ranges(x, x.body.len(), |o| o));
+    }
     let mut out = Vec::with_capacity(x.body.len() + 16);
     let mut at = 0;
     for (range, repl) in &edits {
@@ -960,17 +1201,34 @@ fn rewrite_ids(
         at = range.end;
     }
     out.extend_from_slice(&x.body[at..]);
+    // The shift of the edits before each one, so mapping an offset is a binary search, not
+    // a walk of every edit per chunk (an SSE body can have thousands of each).
+    let mut before = Vec::with_capacity(edits.len() + 1);
+    before.push(0isize);
+    for (range, repl) in &edits {
+        let last = *before.last().unwrap_or(&0);
+        before.push(last + repl.len() as isize - range.len() as isize);
+    }
     let map = |o: usize| -> usize {
-        let mut delta: isize = 0;
-        for (range, repl) in &edits {
-            if range.end <= o {
-                delta += repl.len() as isize - range.len() as isize;
-            } else if range.start < o {
-                return (range.start as isize + delta) as usize + repl.len();
+        let k = edits.partition_point(|(range, _)| range.end <= o);
+        match edits.get(k) {
+            Some((range, repl)) if range.start < o => {
+                (range.start as isize + before[k]) as usize + repl.len()
             }
+            _ => (o as isize + before[k]) as usize,
         }
-        (o as isize + delta) as usize
     };
+    let ranges = chunk_ranges(x, out.len(), map);
+    (Bytes::from(out), ranges)
+}
+
+/// The captured chunks as `(atMs, byte range)` of a new body of `new_len` bytes, `map` taking
+/// an offset of the captured body to the new one.
+fn chunk_ranges(
+    x: &CapturedExchange,
+    new_len: usize,
+    map: impl Fn(usize) -> usize,
+) -> Vec<(f64, Range<usize>)> {
     let total = x.body.len();
     let mut ranges = Vec::new();
     let mut orig_end = 0usize;
@@ -983,12 +1241,12 @@ fn rewrite_ids(
             new_start = new_end;
         }
     }
-    if new_start < out.len() {
+    if new_start < new_len {
         // No chunks captured (or fewer bytes than the body): the rest at the last offset.
         let last = x.chunks.last().map_or(0.0, |c| c.0);
-        ranges.push((last, new_start..out.len()));
+        ranges.push((last, new_start..new_len));
     }
-    (Bytes::from(out), ranges)
+    ranges
 }
 
 /// Edits replacing the top-level `id` of every response message (JSON body, or SSE `data:`
@@ -1147,7 +1405,8 @@ mod tests {
 
     fn line(v: Value) -> CapturedExchange {
         let text = v.to_string();
-        parse_line(1, &text, &v).unwrap()
+        let raw = raw_line(&text, usize::MAX).unwrap();
+        parse_line(1, &text, raw, &CaptureLimits::default()).unwrap()
     }
 
     #[test]
@@ -1215,6 +1474,75 @@ mod tests {
         let (b, ranges) = rewrite_ids(&x, Some(&json!(1000)));
         assert_eq!(&b[..], br#"{"id":1000,"result":{}}"#);
         assert_eq!(ranges, vec![(0.0, 0..10), (10.0, 10..b.len())]);
+    }
+
+    /// Each load limit refuses the line over it, naming the line, the limit and its flag.
+    #[test]
+    fn load_limits_name_the_line_and_the_flag() {
+        let ping = |extra: &str| format!("{{\"status\":200,\"method\":\"ping\"{extra}}}\n");
+        let limits = CaptureLimits {
+            max_lines: 2,
+            max_chunks: 3,
+            max_body_bytes: 8,
+            ..CaptureLimits::default()
+        };
+        let cases = [
+            (ping("").repeat(3), "capture line 3: the capture has more than 2 exchanges (raise --replay-max-lines)"),
+            (
+                ping(",\"chunks\":[[0,1],[0,1],[0,1],[0,1]]"),
+                "\"chunks\" has more than 3 entries (raise --replay-max-chunks)",
+            ),
+            (
+                ping(",\"body\":\"123456789\""),
+                "capture line 1: the response body is 9 bytes, over the limit of 8 (raise --replay-max-body)",
+            ),
+            (
+                ping(",\"bodyBase64\":\"MTIzNDU2Nzg5MDEy\""),
+                "the response body is 12 bytes, over the limit of 8 (raise --replay-max-body)",
+            ),
+            (
+                ping(",\"headMs\":86400000"),
+                "capture line 1: \"headMs\" is 86400000 ms, over the limit of 60000 ms (raise --replay-max-delay)",
+            ),
+            (
+                ping(",\"chunks\":[[1,1],[60001,1]]"),
+                "chunks[1] atMs is 60001 ms, over the limit of 60000 ms",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = Capture::parse_with(text.as_bytes(), &limits)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{e} / {want}");
+        }
+        // At the limits, the same lines load.
+        let ok = ping(",\"chunks\":[[0,1],[0,1],[60000,1]],\"body\":\"123\"").repeat(2);
+        let c = Capture::parse_with(ok.as_bytes(), &limits).unwrap();
+        assert_eq!(c.exchanges.len(), 2);
+        assert_eq!(c.exchanges[0].chunks.len(), 3);
+    }
+
+    /// A 101 (or any 1xx) is not an answer replay can give: refused at load, naming the line.
+    #[test]
+    fn informational_status_is_refused_at_load() {
+        let text = b"{\"status\":200,\"method\":\"ping\"}\n{\"status\":101,\"method\":\"ping\"}\n";
+        let e = Capture::parse(text).unwrap_err().to_string();
+        assert!(
+            e.starts_with("capture line 2: \"status\" 101 is an informational"),
+            "{e}"
+        );
+    }
+
+    /// Serving a line whose id needs no rewrite shares the captured body: no copy per reader.
+    #[test]
+    fn unrewritten_bodies_are_shared_not_copied() {
+        let x = line(json!({"status": 200, "method": "ping", "expectId": 7,
+            "body": "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}", "chunks": [[0, 10], [5, 30]]}));
+        for id in [Some(json!(7)), None] {
+            let (b, ranges) = rewrite_ids(&x, id.as_ref());
+            assert_eq!(b.as_ptr(), x.body.as_ptr(), "the body was copied");
+            assert_eq!(ranges, vec![(0.0, 0..10), (5.0, 10..x.body.len())]);
+        }
     }
 
     #[test]

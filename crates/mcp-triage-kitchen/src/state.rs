@@ -64,6 +64,12 @@ pub struct KitchenOptions {
     pub allowed_hosts: Vec<String>,
     /// Journal entries kept in memory.
     pub journal_capacity: usize,
+    /// The journal's bound in bytes of JSON Lines (`--journal-max-bytes`): past it the oldest
+    /// entries are dropped, and counted in `X-Kitchen-Journal-Dropped`.
+    pub journal_max_bytes: usize,
+    /// The longest string (a header value, say) kept in one journal entry
+    /// (`--journal-max-field`); longer ones are cut with a `…[truncated N bytes]` marker.
+    pub journal_max_field_bytes: usize,
     /// Scenario instances kept at once (per-URL instances and the stored selection's). When a
     /// new one would exceed it, the least recently used is evicted, preferring instances no
     /// session or request holds; an evicted instance's counters disappear from
@@ -95,6 +101,8 @@ impl Default for KitchenOptions {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             journal_capacity: 10_000,
+            journal_max_bytes: crate::journal::DEFAULT_MAX_BYTES,
+            journal_max_field_bytes: crate::journal::DEFAULT_MAX_FIELD_BYTES,
             max_instances: 1024,
             max_sessions: 10_000,
             header_read_timeout: Duration::from_secs(10),
@@ -187,7 +195,11 @@ impl Shared {
         };
         check_selection(&sel.scenario, &sel.params)?;
         Ok(Shared {
-            journal: Journal::new(options.journal_capacity),
+            journal: Journal::with_limits(
+                options.journal_capacity,
+                options.journal_max_bytes,
+                options.journal_max_field_bytes,
+            ),
             options,
             instances: Mutex::new(HashMap::new()),
             tick: std::sync::atomic::AtomicU64::new(0),

@@ -1211,3 +1211,91 @@ async fn session_table_is_bounded_with_lru_eviction() {
     assert_eq!(post(a, "/mcp", Some(&s3), &list).await.unwrap().status, 200);
     k.shutdown().await;
 }
+
+/// Issue 23 item 16: a request whose chunked encoding is broken is a bad request (400), not
+/// one over the size limit (413), and the answer says which.
+#[tokio::test]
+async fn invalid_chunked_body_is_400_not_413() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let mut s = tokio::net::TcpStream::connect(a).await.unwrap();
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {a}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n\
+         5\r\n{{\"jso\r\nzz-not-a-size\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        let mut chunk = [0u8; 4096];
+        loop {
+            match s.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+            if buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.ends_with(b"}") {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "no answer in time");
+    let text = String::from_utf8_lossy(&buf);
+    assert!(text.starts_with("HTTP/1.1 400"), "{text}");
+    assert!(text.contains("Request body malformed"), "{text}");
+    k.shutdown().await;
+}
+
+/// Issue 23 item 9: many requests with big headers keep `GET /kitchen/journal` under the byte
+/// cap; the oldest entries go, counted in `X-Kitchen-Journal-Dropped`; long header values are
+/// cut with a marker.
+#[tokio::test]
+async fn journal_stays_under_its_byte_cap_with_big_headers() {
+    let cap = 256 * 1024;
+    let k = kitchen_with(KitchenOptions {
+        journal_max_bytes: cap,
+        journal_max_field_bytes: 4096,
+        ..KitchenOptions::default()
+    })
+    .await;
+    let a = k.local_addr();
+    let big = "h".repeat(100 * 1024);
+    let ping = initialize_msg(1, "2025-06-18", json!({})).to_string();
+    for i in 0..300 {
+        let n = i.to_string();
+        let r = send(
+            a,
+            "POST",
+            "/mcp",
+            &[ACCEPT, CT, ("x-big", &big), ("x-n", &n)],
+            Some(&ping),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status, 200);
+    }
+    let j = send(a, "GET", "/kitchen/journal", &[], None).await.unwrap();
+    let text = j.text();
+    assert!(text.len() <= cap, "journal is {} bytes", text.len());
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.len() > 20, "{} entries kept", lines.len());
+    let last = lines.last().unwrap();
+    assert_eq!(last["headers"]["x-n"], "299");
+    let v = last["headers"]["x-big"].as_str().unwrap();
+    assert!(
+        v.ends_with(&format!("…[truncated {} bytes]", 100 * 1024 - 4096)),
+        "{}",
+        &v[v.len() - 40..]
+    );
+    let dropped: u64 = j
+        .header("x-kitchen-journal-dropped")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(dropped, 300 - lines.len() as u64);
+    k.shutdown().await;
+}

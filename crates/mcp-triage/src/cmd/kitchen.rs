@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::Args;
-use mcp_triage_kitchen::replay::{start_replay, Capture, Replay, ReplayOptions};
+use mcp_triage_kitchen::replay::{start_replay, Capture, CaptureLimits, Replay, ReplayOptions};
 use mcp_triage_kitchen::{start, KitchenOptions, ResponseMode};
 
 pub const EXAMPLES: &str = "\
@@ -47,6 +47,16 @@ pub struct KitchenArgs {
     #[arg(long, value_name = "MODE", default_value = "auto", value_parser = parse_mode)]
     response_mode: ResponseMode,
 
+    /// The journal's bound in bytes (JSON Lines); past it the oldest entries are dropped and
+    /// counted (the `X-Kitchen-Journal-Dropped` header of `GET /kitchen/journal`).
+    #[arg(long, value_name = "BYTES", default_value_t = mcp_triage_kitchen::journal::DEFAULT_MAX_BYTES)]
+    journal_max_bytes: usize,
+
+    /// The longest string (a header value, say) kept in one journal entry; longer ones are
+    /// cut with a "…[truncated N bytes]" marker.
+    #[arg(long, value_name = "BYTES", default_value_t = mcp_triage_kitchen::journal::DEFAULT_MAX_FIELD_BYTES)]
+    journal_max_field: usize,
+
     /// Serve the exchanges of a capture file (`proxy --capture`) instead of a scenario.
     #[arg(long, value_name = "FILE.jsonl", conflicts_with_all = ["scenario", "params"])]
     replay: Option<std::path::PathBuf>,
@@ -58,6 +68,23 @@ pub struct KitchenArgs {
     /// With --replay: the largest capture file read, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = mcp_triage_kitchen::replay::DEFAULT_MAX_CAPTURE_BYTES, requires = "replay")]
     replay_max_bytes: u64,
+
+    /// With --replay: the most exchanges (lines) in the capture file.
+    #[arg(long, value_name = "N", default_value_t = mcp_triage_kitchen::replay::DEFAULT_MAX_LINES, requires = "replay")]
+    replay_max_lines: usize,
+
+    /// With --replay: the most `chunks` entries on one line.
+    #[arg(long, value_name = "N", default_value_t = mcp_triage_kitchen::replay::DEFAULT_MAX_CHUNKS, requires = "replay")]
+    replay_max_chunks: usize,
+
+    /// With --replay: the largest response body of one line, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = mcp_triage_kitchen::replay::DEFAULT_MAX_BODY_BYTES, requires = "replay")]
+    replay_max_body: usize,
+
+    /// With --replay: the longest captured delay (headMs, a chunk's atMs) a line may ask for,
+    /// e.g. 60s, 1500ms, 2m.
+    #[arg(long, value_name = "DURATION", default_value = "60s", requires = "replay", value_parser = mcp_triage_kitchen::replay::parse_max_delay)]
+    replay_max_delay: f64,
 }
 
 fn parse_params(s: &str) -> Result<serde_json::Value, String> {
@@ -96,14 +123,25 @@ pub fn run(args: KitchenArgs) -> Result<ExitCode, String> {
             scenario: args.scenario,
             params: args.params.unwrap_or_else(|| serde_json::json!({})),
             response_mode: args.response_mode,
+            journal_max_bytes: args.journal_max_bytes,
+            journal_max_field_bytes: args.journal_max_field,
             ..KitchenOptions::default()
         };
         let mut replay_path = None;
         let handle = match &args.replay {
             None => start(args.listen, options).await,
             Some(path) => {
-                let capture = Capture::read(path, args.replay_max_bytes)
-                    .map_err(|e| format!("kitchen --replay {}: {e}", path.display()))?;
+                let capture = Capture::read_with(
+                    path,
+                    &CaptureLimits {
+                        max_bytes: args.replay_max_bytes,
+                        max_lines: args.replay_max_lines,
+                        max_chunks: args.replay_max_chunks,
+                        max_body_bytes: args.replay_max_body,
+                        max_delay_ms: args.replay_max_delay,
+                    },
+                )
+                .map_err(|e| format!("kitchen --replay {}: {e}", path.display()))?;
                 let n = capture.exchanges.len();
                 replay_path = Some(capture.mcp_path());
                 let replay = Replay::new(
