@@ -1440,6 +1440,7 @@ async fn handle(
         sh.body_deadline,
     );
     let body_stalled = tap.timed_out.clone();
+    let body_malformed = tap.malformed.clone();
     // Origin form (RFC 9112 §3.2.1): the upstream is reached directly, `Host` names it.
     let uri = Uri::builder()
         .path_and_query(path.as_str())
@@ -1587,6 +1588,14 @@ async fn handle(
                     // An incomplete body is not a request the upstream can act on.
                     (Some(StatusCode::REQUEST_TIMEOUT), v, false)
                 }
+                Sent::Failed(_) if body_malformed.get().is_some() => {
+                    let why = body_malformed.get().expect("checked");
+                    let v = Verdict::connection_error(format!(
+                        "the client's request body could not be read ({why}); the upstream request was closed before its body ended"
+                    ));
+                    // An incomplete body is not a request the upstream can act on.
+                    (Some(StatusCode::BAD_REQUEST), v, false)
+                }
                 Sent::Failed(e) => {
                     let detail = format!(
                         "the upstream closed the connection before a response: {}",
@@ -1623,7 +1632,7 @@ async fn handle(
                     let mut resp = Response::builder()
                         .status(status)
                         .header(header::CONTENT_TYPE, "text/plain; charset=utf-8");
-                    if status == StatusCode::REQUEST_TIMEOUT {
+                    if status == StatusCode::REQUEST_TIMEOUT || status == StatusCode::BAD_REQUEST {
                         // The rest of the body is unread: the connection cannot carry another
                         // request.
                         resp = resp.header(header::CONNECTION, "close");
@@ -1833,6 +1842,8 @@ pub struct RequestTap {
     deadline: Option<(Duration, Pin<Box<tokio::time::Sleep>>)>,
     /// Set when a timeout ended the body, with which.
     timed_out: Arc<std::sync::OnceLock<BodyStalled>>,
+    /// Set when the client's body could not be read (a broken chunked encoding), with why.
+    malformed: Arc<std::sync::OnceLock<String>>,
 }
 
 /// Why the proxy ended a request body the client was still sending.
@@ -1895,6 +1906,7 @@ impl RequestTap {
             deadline: (!deadline.is_zero())
                 .then(|| (deadline, Box::pin(tokio::time::sleep(deadline)))),
             timed_out: Arc::new(std::sync::OnceLock::new()),
+            malformed: Arc::new(std::sync::OnceLock::new()),
         };
         if tap.inner.as_ref().is_some_and(Body::is_end_stream) {
             tap.complete();
@@ -1965,7 +1977,11 @@ impl Body for RequestTap {
                     this.complete();
                 }
             }
-            Poll::Ready(None) | Poll::Ready(Some(Err(_))) => this.complete(),
+            Poll::Ready(Some(Err(e))) => {
+                let _ = this.malformed.set(error_chain(e));
+                this.complete();
+            }
+            Poll::Ready(None) => this.complete(),
             Poll::Pending => {
                 let limit = this.idle_limit;
                 let idle = this

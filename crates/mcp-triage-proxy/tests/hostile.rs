@@ -653,3 +653,19 @@ async fn a_trickle_within_the_gap_ends_at_the_whole_body_deadline() {
     let recs = finish(p, records, writer).await;
     assert_one_timeout(&recs, 408, "bodyDeadlineMs", 800);
 }
+
+/// A chunked request body that breaks its encoding mid-way: the client gets a 400 naming it
+/// (it used to get no response at all), and the record says the upstream never got a whole
+/// request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_chunked_body_gets_a_400() {
+    let (up, _seen) = raw_upstream(None).await;
+    let (p, records, writer) = proxy(up, |_| {}).await;
+    let req = "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n5\r\n{\"jso\r\nzz-not-hex\r\n";
+    let resp = exchange(p.local_addr(), req).await;
+    assert!(resp.starts_with("HTTP/1.1 400"), "{resp:?}");
+    assert!(resp.contains("request body could not be read"), "{resp}");
+    let recs = finish(p, records, writer).await;
+    assert_eq!(recs.len(), 1, "{recs:#?}");
+    assert_eq!(recs[0].http_statuses, vec![400], "{recs:#?}");
+}
