@@ -109,6 +109,45 @@ fn demo_matrix_all_rows_match() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `demo --kitchen URL` runs the plan's rows against a kitchen that runs elsewhere (here: one on
+/// this test's runtime), and refuses a URL
+/// with a path instead of silently doubling it.
+#[test]
+fn demo_runs_against_an_external_kitchen() {
+    let (_rt, k) = runtime_and_kitchen();
+    let base = k.base_url();
+    let o = run(&[
+        "demo",
+        "--kitchen",
+        &format!("{base}/"),
+        "--instance-prefix",
+        "ext-",
+        "--only",
+        "errors.tool_error",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let records: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2, "both eras of errors.tool_error");
+    // the record's target is the URL without its query, so the instance name is not in it
+    for r in &records {
+        assert_eq!(r["outcome"], "TOOL_ERROR");
+        let target = r["target"].as_str().unwrap();
+        assert_eq!(target, format!("{base}/s/errors.tool_error/mcp"));
+    }
+    let o = run(&["demo", "--kitchen", &format!("{base}/mcp")]);
+    assert_eq!(code(&o), 2, "a base URL with a path is a usage error");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--kitchen") && err.contains("no path"),
+        "{err}"
+    );
+}
+
 #[test]
 fn call_and_list_against_the_kitchen() {
     let (rt, k) = runtime_and_kitchen();

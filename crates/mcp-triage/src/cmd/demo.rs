@@ -21,7 +21,9 @@ Examples:
   mcp-triage demo                                   # every scenario, both eras; exit 0 when all match
   mcp-triage demo --only errors.                    # only scenarios whose id contains the text
   mcp-triage demo --format json | head -1           # one call record per row
-  mcp-triage demo --report junit:demo.xml --report html:demo.html";
+  mcp-triage demo --report junit:demo.xml --report html:demo.html
+  mcp-triage demo --kitchen http://127.0.0.1:8080 --instance-prefix via-nginx
+      # the same plan through a gateway in front of a running `mcp-triage kitchen`";
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
@@ -41,6 +43,17 @@ pub struct DemoArgs {
     /// One case per scenario × era row, with one check: `outcome`.
     #[arg(long = "report", value_name = "FORMAT:FILE")]
     pub reports: Vec<ReportTarget>,
+
+    /// Run the plan against this base URL (a running `mcp-triage kitchen`, or a gateway or proxy
+    /// in front of one) instead of an in-process kitchen, so what sits in between is tested
+    /// with the same rows: http://host:port, no path.
+    #[arg(long, value_name = "URL")]
+    pub kitchen: Option<String>,
+
+    /// Each row calls the kitchen instance `{prefix}{row number}`; two runs against one kitchen
+    /// need different prefixes, since instances keep state (counters, sessions, sequences).
+    #[arg(long, value_name = "TEXT", default_value = "demo")]
+    pub instance_prefix: String,
 }
 
 pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
@@ -48,13 +61,19 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
     let started = journal::rfc3339(journal::now_ms());
     let t0 = std::time::Instant::now();
     let results = rt.block_on(async {
-        let k = start(
-            "127.0.0.1:0".parse().expect("loopback address"),
-            KitchenOptions::default(),
-        )
-        .await
-        .map_err(|e| format!("the kitchen did not start: {e}"))?;
-        let base = k.base_url();
+        let (k, base) = match args.kitchen.as_deref() {
+            Some(url) => (None, external_base(url)?),
+            None => {
+                let k = start(
+                    "127.0.0.1:0".parse().expect("loopback address"),
+                    KitchenOptions::default(),
+                )
+                .await
+                .map_err(|e| format!("the kitchen did not start: {e}"))?;
+                let base = k.base_url();
+                (Some(k), base)
+            }
+        };
         let mut opts = ClientOptions {
             timeout: Duration::from_secs(5),
             ..ClientOptions::default()
@@ -70,9 +89,10 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
         let mut tasks = Vec::new();
         for (i, row) in rows.into_iter().enumerate() {
             let (base, opts, sem) = (base.clone(), opts.clone(), sem.clone());
+            let tag = format!("{}{i}", args.instance_prefix);
             tasks.push(tokio::spawn(async move {
                 let _permit = sem.acquire().await;
-                run_row(&base, &row, &format!("demo{i}"), &opts).await
+                run_row(&base, &row, &tag, &opts).await
             }));
         }
         // Progress on a terminal only (none when piped): rows finished so far, on stderr.
@@ -88,7 +108,9 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
         if progress {
             eprint!("\r{:width$}\r", "", width = 24);
         }
-        k.shutdown().await;
+        if let Some(k) = k {
+            k.shutdown().await;
+        }
         Ok::<_, String>(out)
     })?;
     match args.format {
@@ -118,6 +140,24 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
     }
     eprintln!("all {} rows match", results.len());
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--kitchen URL` as the base the plan appends `/s/{scenario}/mcp` to: http(s)://host[:port]
+/// with no path, query or credentials (a path would be silently doubled or dropped).
+fn external_base(url: &str) -> Result<String, String> {
+    let base = url.trim_end_matches('/');
+    let rest = base
+        .strip_prefix("http://")
+        .or_else(|| base.strip_prefix("https://"))
+        .ok_or_else(|| {
+            format!("--kitchen {url:?}: expected http://host:port or https://host:port")
+        })?;
+    if rest.is_empty() || rest.contains(['/', '?', '#', '@']) {
+        return Err(format!(
+            "--kitchen {url:?}: expected only scheme, host and port (no path, query or credentials)"
+        ));
+    }
+    Ok(base.to_string())
 }
 
 /// The row's name as the matrix and the reports show it: the scenario, and the variant when
