@@ -1,0 +1,214 @@
+//! The C arguments (`McptHeader`, `McptCallOptions`, raw byte ranges) turned into the core's
+//! `ResponseHead` and `CallContext`, with the conventions of the Python and Node bindings: status
+//! 100-999, a known protocol version or "unknown", limits as camelCase JSON, `now` from the caller.
+
+use std::ffi::{c_char, CStr};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use mcp_triage_core::{
+    CallContext, Limits, OutputSchema, ProtocolVersion, RequestId, ResponseHead,
+};
+
+use crate::error::{FfiError, FfiResult};
+
+/// `expect_id_kind`: the expected request id is `expect_id_number`.
+pub const MCPT_ID_NUMBER: i32 = 0;
+/// `expect_id_kind`: the expected request id is the string `expect_id_string`
+/// (`expect_id_string_len` bytes of UTF-8): `1` and `"1"` are different ids.
+pub const MCPT_ID_STRING: i32 = 1;
+
+/// One response header: `name_len` bytes at `name`, `value_len` bytes at `value`, both UTF-8 and
+/// not NUL-terminated. A pointer may be NULL only when its length is 0. The bytes are read during
+/// the call only (copied), never kept.
+#[repr(C)]
+pub struct McptHeader {
+    /// The header name (case does not matter).
+    pub name: *const u8,
+    /// Its length in bytes.
+    pub name_len: usize,
+    /// The header value.
+    pub value: *const u8,
+    /// Its length in bytes.
+    pub value_len: usize,
+}
+
+/// What the classifier must know about the call besides the response. Every pointer is read
+/// during the call only (the library copies what it keeps).
+#[repr(C)]
+pub struct McptCallOptions {
+    /// `MCPT_ID_NUMBER` or `MCPT_ID_STRING`.
+    pub expect_id_kind: i32,
+    /// The expected id when `expect_id_kind` is `MCPT_ID_NUMBER`.
+    pub expect_id_number: i64,
+    /// The expected id when `expect_id_kind` is `MCPT_ID_STRING` (UTF-8, not NUL-terminated;
+    /// NULL only with length 0).
+    pub expect_id_string: *const u8,
+    /// Its length in bytes.
+    pub expect_id_string_len: usize,
+    /// The negotiated protocol revision ("2025-06-18", ...), NUL-terminated; NULL = "unknown"
+    /// (lenient: what any revision allows).
+    pub protocol_version: *const c_char,
+    /// "Now" in Unix milliseconds (>= 0), the clock `Retry-After` dates are read against: the
+    /// core reads no clock.
+    pub now_unix_ms: i64,
+    /// NULL = the default limits; else a JSON object of camelCase limits (`maxBodyBytes`,
+    /// `maxEventBytes`, `maxStreamBytes`, `maxStreamEvents`, `maxDepth`, `maxErrorBodyBytes`):
+    /// absent members keep their defaults, an unknown member is an error. NUL-terminated.
+    pub limits_json: *const c_char,
+    /// NULL = none; else the tool's `outputSchema` as JSON text (NUL-terminated), compiled per call.
+    pub output_schema_json: *const c_char,
+}
+
+/// `len` bytes at `ptr` as a slice; NULL is allowed only for an empty range.
+///
+/// # Safety
+/// When `ptr` is not NULL it must point to `len` readable bytes that stay unchanged for `'a`.
+pub(crate) unsafe fn bytes<'a>(what: &str, ptr: *const u8, len: usize) -> FfiResult<&'a [u8]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if ptr.is_null() {
+        return Err(FfiError::null(&format!("{what} (length {len})")));
+    }
+    if len > isize::MAX as usize {
+        return Err(FfiError::invalid(format!(
+            "{what}: length {len} is too large"
+        )));
+    }
+    // SAFETY: the caller's contract (above); the length fits an allocation.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+/// `len` bytes at `ptr` as UTF-8 text.
+///
+/// # Safety
+/// As [`bytes`].
+unsafe fn text<'a>(what: &str, ptr: *const u8, len: usize) -> FfiResult<&'a str> {
+    let b = unsafe { bytes(what, ptr, len) }?;
+    std::str::from_utf8(b).map_err(|e| {
+        FfiError::invalid(format!(
+            "{what} is not UTF-8 (invalid byte at offset {})",
+            e.valid_up_to()
+        ))
+    })
+}
+
+/// A NUL-terminated string; `None` for NULL.
+///
+/// # Safety
+/// When `ptr` is not NULL it must point to a NUL-terminated string.
+pub(crate) unsafe fn c_text<'a>(what: &str, ptr: *const c_char) -> FfiResult<Option<&'a str>> {
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: the caller's contract.
+    let s = unsafe { CStr::from_ptr(ptr) };
+    s.to_str().map(Some).map_err(|e| {
+        FfiError::invalid(format!(
+            "{what} is not UTF-8 (invalid byte at offset {})",
+            e.valid_up_to()
+        ))
+    })
+}
+
+/// The response head from a status and `count` headers at `headers`.
+///
+/// # Safety
+/// `headers` must point to `count` `McptHeader`s (or be NULL with `count` 0), each valid as
+/// documented on [`McptHeader`].
+pub(crate) unsafe fn head(
+    status: u16,
+    headers: *const McptHeader,
+    count: usize,
+) -> FfiResult<ResponseHead> {
+    if !(100..=999).contains(&status) {
+        return Err(FfiError::invalid(format!(
+            "status must be an HTTP status 100-999, got {status}"
+        )));
+    }
+    if count > isize::MAX as usize / std::mem::size_of::<McptHeader>() {
+        return Err(FfiError::invalid(format!(
+            "header_count {count} is too large"
+        )));
+    }
+    let list: &[McptHeader] = if count == 0 {
+        &[]
+    } else if headers.is_null() {
+        return Err(FfiError::null(&format!("headers (header_count {count})")));
+    } else {
+        // SAFETY: the caller's contract; the size fits (checked above).
+        unsafe { std::slice::from_raw_parts(headers, count) }
+    };
+    let mut head = ResponseHead::new(status);
+    head.headers.reserve(count);
+    for (i, h) in list.iter().enumerate() {
+        let name = unsafe { text(&format!("header {i}'s name"), h.name, h.name_len) }?;
+        let value = unsafe { text(&format!("header {i}'s value"), h.value, h.value_len) }?;
+        head.headers.push((name.to_string(), value.to_string()));
+    }
+    Ok(head)
+}
+
+/// The call context from the options (NULL: id 1, "unknown", now 0, default limits, no schema).
+///
+/// # Safety
+/// `opts`, when not NULL, must point to a `McptCallOptions` valid as documented there.
+pub(crate) unsafe fn context(opts: *const McptCallOptions) -> FfiResult<CallContext> {
+    // SAFETY: the caller's contract.
+    let Some(o) = (unsafe { opts.as_ref() }) else {
+        return Ok(CallContext::new(RequestId::Number(1)));
+    };
+    let id = match o.expect_id_kind {
+        MCPT_ID_NUMBER => RequestId::Number(o.expect_id_number),
+        MCPT_ID_STRING => RequestId::String(
+            unsafe {
+                text(
+                    "expect_id_string",
+                    o.expect_id_string,
+                    o.expect_id_string_len,
+                )
+            }?
+            .to_string(),
+        ),
+        k => {
+            return Err(FfiError::invalid(format!(
+                "expect_id_kind must be MCPT_ID_NUMBER (0) or MCPT_ID_STRING (1), got {k}"
+            )))
+        }
+    };
+    let version = match unsafe { c_text("protocol_version", o.protocol_version) }? {
+        None => ProtocolVersion::Unknown,
+        Some(v) => ProtocolVersion::parse(v).ok_or_else(|| {
+            let known: Vec<&str> = ProtocolVersion::KNOWN.iter().map(|v| v.as_str()).collect();
+            FfiError::invalid(format!(
+                "protocol_version {v:?} is not a known revision ({}, or \"unknown\" to be lenient)",
+                known.join(", ")
+            ))
+        })?,
+    };
+    let now_ms = u64::try_from(o.now_unix_ms).map_err(|_| {
+        FfiError::invalid(format!(
+            "now_unix_ms must be a time at or after 1970-01-01, got {} ms",
+            o.now_unix_ms
+        ))
+    })?;
+    let limits = match unsafe { c_text("limits_json", o.limits_json) }? {
+        None => Limits::DEFAULT,
+        Some(t) => {
+            serde_json::from_str(t).map_err(|e| FfiError::invalid(format!("limits_json: {e}")))?
+        }
+    };
+    let mut ctx = CallContext::new(id)
+        .with_protocol_version(version)
+        .with_now(SystemTime::UNIX_EPOCH + Duration::from_millis(now_ms))
+        .with_limits(limits);
+    if let Some(t) = unsafe { c_text("output_schema_json", o.output_schema_json) }? {
+        let value: serde_json::Value = serde_json::from_str(t)
+            .map_err(|e| FfiError::invalid(format!("output_schema_json is not JSON: {e}")))?;
+        let compiled = OutputSchema::compile(&value)
+            .map_err(|e| FfiError::invalid(format!("output_schema_json: {e}")))?;
+        ctx = ctx.with_output_schema(Arc::new(compiled));
+    }
+    Ok(ctx)
+}
