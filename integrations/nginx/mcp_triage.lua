@@ -41,6 +41,7 @@ int32_t mcpt_classifier_finish(McptClassifier *c, McptVerdict **out);
 int32_t mcpt_classifier_interrupted(McptClassifier *c, int32_t kind, const char *reason,
                                     McptVerdict **out);
 void    mcpt_classifier_free(McptClassifier *c);
+int32_t mcpt_verdict_no_response(int32_t kind, const char *reason, McptVerdict **out);
 int32_t mcpt_verdict_layer(const McptVerdict *v);
 int32_t mcpt_verdict_outcome(const McptVerdict *v);
 int32_t mcpt_verdict_jsonrpc_code(const McptVerdict *v, int64_t *code);
@@ -78,6 +79,10 @@ local cfg = {        -- defaults; init() overrides
   dict = "mcp_triage",       -- lua_shared_dict of the metrics
   server = "upstream",       -- the `server` label, the upstream's authority
   max_tools = 100,           -- distinct tool labels before `other`
+  -- the upstream closed the connection after the request, before a response head: close the
+  -- client's connection too (as `mcp-triage proxy` does) instead of nginx's 502, so the client
+  -- sees the failure it would see without the gateway
+  close_on_upstream_loss = true,
 }
 local out_classifier = ffi.new("McptClassifier*[1]")
 local out_verdict = ffi.new("McptVerdict*[1]")
@@ -143,13 +148,30 @@ function _M.access()
   }
 end
 
---- header_filter phase: the classifier, from the status and headers nginx sends on.
-function _M.header_filter()
-  local m = ngx.ctx.mcp
-  if not m then return end
-  local hs = ngx.resp.get_headers(100)
-  local list, keep = {}, {}
-  for name, value in pairs(hs) do
+-- The last value of an $upstream_* list ("-, 0.002" after nginx tried two servers).
+local function last_of(list)
+  if list == nil then return nil end
+  return list:match("([^,%s]+)%s*$")
+end
+
+-- nginx answered itself because the upstream sent no response head: the call has no response
+-- to classify. Returns the interruption kind and reason, or nil when the upstream answered.
+local function no_upstream_head()
+  if ngx.status < 500 or last_of(ngx.var.upstream_header_time) ~= "-" then return nil end
+  if ngx.status == 504 then
+    return INTERRUPT_TIMED_OUT, "the upstream sent no response head within proxy_read_timeout (nginx 504)"
+  end
+  if last_of(ngx.var.upstream_connect_time) == "-" then
+    return INTERRUPT_CONNECTION_LOST, "nginx could not connect to the upstream (nginx " .. ngx.status .. ")"
+  end
+  return INTERRUPT_CONNECTION_LOST, "the upstream closed the connection before a response head"
+end
+
+-- The McptHeader array of the response headers nginx sends on; `list` keeps the Lua strings
+-- the array points into alive until the call that reads them.
+local function header_array()
+  local list = {}
+  for name, value in pairs(ngx.resp.get_headers(100)) do
     local values = type(value) == "table" and value or { value }
     for _, v in ipairs(values) do list[#list + 1] = name; list[#list + 1] = v end
   end
@@ -159,8 +181,25 @@ function _M.header_filter()
     local name, v = list[2 * i + 1], list[2 * i + 2]
     arr[i].name, arr[i].name_len = name, #name
     arr[i].value, arr[i].value_len = v, #v
-    keep[#keep + 1] = name
   end
+  return arr, n, list
+end
+
+--- header_filter phase: the classifier, from the status and headers nginx sends on.
+function _M.header_filter()
+  local m = ngx.ctx.mcp
+  if not m then return end
+  local kind, reason = no_upstream_head()
+  if kind then
+    m.no_head = { kind = kind, reason = reason, status = ngx.status }
+    if kind == INTERRUPT_CONNECTION_LOST and cfg.close_on_upstream_loss
+        and last_of(ngx.var.upstream_connect_time) ~= "-" then
+      m.no_head.status = nil -- nothing is sent: the client's connection is closed
+      return ngx.exit(ngx.ERROR)
+    end
+    return
+  end
+  local arr, n, keep = header_array()
   local o = ffi.new("McptCallOptions")
   o.expect_id_kind = m.id_kind
   if m.id_kind == ID_NUMBER then
@@ -173,6 +212,14 @@ function _M.header_filter()
   o.now_unix_ms = math.floor(ngx.now() * 1000)
   o.limits_json = cfg.limits_json
   local rc = lib.mcpt_classifier_new(ngx.status, arr, n, o, out_classifier)
+  if rc ~= 0 and m.protocol then
+    -- a protocol version the core does not know: classify leniently rather than not at all
+    ngx.log(ngx.WARN, "mcp_triage: MCP-Protocol-Version ", m.protocol, ": ", last_error(),
+      "; classified as version unknown")
+    o.protocol_version = nil
+    rc = lib.mcpt_classifier_new(ngx.status, arr, n, o, out_classifier)
+  end
+  keep = nil
   if rc ~= 0 then
     ngx.log(ngx.ERR, "mcp_triage: classifier_new failed (", rc, "): ", last_error())
     ngx.ctx.mcp = nil
@@ -180,6 +227,7 @@ function _M.header_filter()
   end
   -- freed by log(), or by the GC when the request is aborted before the log phase
   m.c = ffi.gc(out_classifier[0], lib.mcpt_classifier_free)
+  m.status = ngx.status
   m.last_chunk = ngx.now()
 end
 
@@ -207,7 +255,14 @@ end
 
 local function verdict_of(m)
   local rc
-  if m.eof then
+  if not m.c then
+    local h = m.no_head or {
+      -- the log phase came before any response head: the client closed its connection first
+      kind = INTERRUPT_CONNECTION_LOST,
+      reason = "the client closed the connection before a response head",
+    }
+    rc = lib.mcpt_verdict_no_response(h.kind, h.reason, out_verdict)
+  elseif m.eof then
     rc = lib.mcpt_classifier_finish(m.c, out_verdict)
   else
     -- the body did not end: nginx closes a response after proxy_read_timeout of silence,
@@ -260,8 +315,13 @@ local function rfc3339(t)
   return os.date("!%Y-%m-%dT%H:%M:%S", secs) .. string.format(".%03dZ", math.floor((t - secs) * 1000))
 end
 
+-- JSON text of a Lua value; lua-cjson 2.1.0 (Debian's) writes "/" as "\/", which JSON allows but
+-- the proxy's records do not do: undone here (every "/" it writes is escaped, so each "\/" is one)
+local function e(v)
+  return (cjson.encode(v):gsub("\\/", "/"))
+end
+
 local function json_line(m, layer, outcome, verdict_json, duration_ms)
-  local e = cjson.encode
   local parts = {
     '{"recordId":', e(ngx.var.request_id), ',"time":', e(rfc3339(ngx.req.start_time())),
     ',"durationMs":', string.format("%.3f", duration_ms),
@@ -272,10 +332,14 @@ local function json_line(m, layer, outcome, verdict_json, duration_ms)
   local sid = ngx.var.http_mcp_session_id
   if sid then parts[#parts + 1] = ',"sessionId":' .. e(sid) end
   if m.protocol then parts[#parts + 1] = ',"protocolVersion":' .. e(m.protocol) end
-  parts[#parts + 1] = ',"httpStatuses":[' .. ngx.status .. '],"outcome":' .. e(outcome)
+  -- the status the client got: none when no head was sent (client gone, connection closed)
+  local status = m.status or (m.no_head and m.no_head.status)
+  parts[#parts + 1] = ',"httpStatuses":[' .. (status and tostring(status) or "") .. '],"outcome":' .. e(outcome)
     .. ',"layer":' .. e(layer) .. ',"classified":true,"verdict":' .. verdict_json
     .. ',"requestBytes":' .. m.request_bytes .. ',"responseBytes":' .. m.response_bytes
-  if not m.eof then parts[#parts + 1] = ',"cancelled":true' end
+  -- cancelled: the client hung up before any response head (nginx's 499); a body cut later
+  -- cannot be told apart from an upstream cut in the log phase, so it is not marked
+  if not m.status and not m.no_head then parts[#parts + 1] = ',"cancelled":true' end
   parts[#parts + 1] = "}"
   return table.concat(parts)
 end
@@ -283,10 +347,12 @@ end
 --- log phase: the verdict, the $mcp_* variables, the JSON line ($mcp_record) and metrics.
 function _M.log()
   local m = ngx.ctx.mcp
-  if not m or not m.c or m.failed then return end
+  if not m or m.failed then return end
   local v = verdict_of(m)
-  lib.mcpt_classifier_free(ffi.gc(m.c, nil))
-  m.c = nil
+  if m.c then
+    lib.mcpt_classifier_free(ffi.gc(m.c, nil))
+    m.c = nil
+  end
   if not v then return end
   local layer = ffi.string(lib.mcpt_layer_name(lib.mcpt_verdict_layer(v)))
   local outcome = ffi.string(lib.mcpt_outcome_name(lib.mcpt_verdict_outcome(v)))
