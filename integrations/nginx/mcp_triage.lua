@@ -288,13 +288,20 @@ local function tool_label(dict, tool)
     while e > 0 and bit.band(tool:byte(e + 1), 0xC0) == 0x80 do e = e - 1 end
     tool = tool:sub(1, e)
   end
-  if dict:get("t\t" .. tool) then return tool end
-  local n = dict:incr("tools_n", 1, 0)
-  if n and n <= cfg.max_tools then
-    dict:set("t\t" .. tool, true)
-    return tool
+  -- "t\t<name>" is true for a name with its own series, false for one counted as `other`;
+  -- add() makes one worker the first to see a name, so each name takes one place of the cap
+  local key = "t\t" .. tool
+  local own = dict:get(key)
+  if own == nil then
+    if dict:safe_add(key, true) then
+      local n = dict:incr("tools_n", 1, 0)
+      own = n ~= nil and n <= cfg.max_tools
+      if not own then dict:set(key, false) end
+    else
+      own = dict:get(key)
+    end
   end
-  return OTHER_TOOL
+  return own and tool or OTHER_TOOL
 end
 
 local function observe(tool, layer, outcome, seconds)
@@ -337,9 +344,11 @@ local function json_line(m, layer, outcome, verdict_json, duration_ms)
   parts[#parts + 1] = ',"httpStatuses":[' .. (status and tostring(status) or "") .. '],"outcome":' .. e(outcome)
     .. ',"layer":' .. e(layer) .. ',"classified":true,"verdict":' .. verdict_json
     .. ',"requestBytes":' .. m.request_bytes .. ',"responseBytes":' .. m.response_bytes
-  -- cancelled: the client hung up before any response head (nginx's 499); a body cut later
-  -- cannot be told apart from an upstream cut in the log phase, so it is not marked
-  if not m.status and not m.no_head then parts[#parts + 1] = ',"cancelled":true' end
+  -- cancelled: the client hung up before the response ended (proxy's meaning). nginx says
+  -- request_completion "OK" when it finished the request itself, upstream cut included
+  if not m.eof and not m.no_head and ngx.var.request_completion ~= "OK" then
+    parts[#parts + 1] = ',"cancelled":true'
+  end
   parts[#parts + 1] = "}"
   return table.concat(parts)
 end
