@@ -3,7 +3,9 @@
 #   integrations/nginx/run.sh --listen 127.0.0.1:8080 --upstream http://127.0.0.1:8765 --log calls.jsonl
 #   options: --so PATH (libmcp_triage_ffi.so), --metrics ADDR (default 127.0.0.1:9145),
 #            --workers N (default 1), --prefix DIR (scratch dir; default mktemp -d),
-#            --plain (the same config without the module: the benchmark's baseline)
+#            --plain (the same config without the module: the benchmark's baseline),
+#            --config-only (write the config, print the nginx command, do not start it),
+#            --error-level LEVEL (nginx's error_log level, default warn)
 # Writes nginx.conf + mcp_triage.conf into the scratch dir and execs
 #   nginx -p DIR -c DIR/nginx.conf -g 'daemon off;'
 # Addresses are loopback unless you pass another one explicitly.
@@ -11,7 +13,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 listen=127.0.0.1:8080 upstream="" log="" so="" metrics=127.0.0.1:9145 workers=1 prefix="" plain=0
-error_level=warn
+error_level=warn config_only=0
 die() { echo "run.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -24,7 +26,8 @@ while [ $# -gt 0 ]; do
     --prefix) prefix="${2:?--prefix needs DIR}"; shift 2 ;;
     --error-level) error_level="${2:?}"; shift 2 ;;
     --plain) plain=1; shift ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    --config-only) config_only=1; shift ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
@@ -61,9 +64,13 @@ subst() {
 subst "$here/mcp_triage.conf" > "$prefix/mcp_triage.conf"
 subst "$here/nginx.conf.template" > "$prefix/nginx.conf"
 if [ "$plain" = 1 ]; then
-  # the baseline: the same nginx and proxy settings, no Lua at all
+  # the baseline: the same nginx and proxy settings, no Lua at all, nginx's usual access log
   sed -i -e '/load_module.*\(ndk\|lua\)/d' -e '/mcp_triage.conf/d' -e '/_by_lua_block/d' \
-      -e '/set \$mcp_/d' -e 's#access_log .*#access_log off;#' "$prefix/nginx.conf"
+      -e '/set \$mcp_/d' -e "s#access_log .*#access_log $log combined;#" "$prefix/nginx.conf"
+fi
+if [ "$config_only" = 1 ]; then
+  echo "nginx -p $prefix -c $prefix/nginx.conf -g 'daemon off;'"
+  exit 0
 fi
 echo "run.sh: nginx on http://$listen -> $upstream, log $log, metrics http://$metrics/metrics, conf $prefix/nginx.conf" >&2
 exec nginx -p "$prefix" -c "$prefix/nginx.conf" -g 'daemon off;'
