@@ -9,6 +9,9 @@
       buckets, and its calls_total counts exactly the lines of nginx's log
   check.py same-bytes URL_DIRECT URL_NGINX SCENARIO...
       a tools/call answered directly and through nginx: identical bodies, byte for byte
+  check.py passthrough URL_DIRECT URL_NGINX NGX_LOG MAX_BODY_BYTES
+      what is not a tools/call nginx may classify (tools/list, a notification, a batch, a body
+      over the limit) passes as it does directly and writes no line
   check.py streaming URL_NGINX
       the first SSE bytes of a slow stream arrive through nginx while the upstream holds it open
 
@@ -19,6 +22,7 @@ import re
 import sys
 import time
 import urllib.parse
+import urllib.error
 import urllib.request
 from collections import Counter, defaultdict
 
@@ -233,6 +237,42 @@ def check_same_bytes(direct, via, scenarios):
         print(f"same-bytes: {sc}: {len(got[0])} bytes identical")
 
 
+def post_raw(url, body):
+    req = urllib.request.Request(url, data=body, method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28"})
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def check_passthrough(direct, via, ngx_log, max_body):
+    call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": "run_configured_test_scenario", "arguments": {}, "_meta": MODERN}}
+    big = json.loads(json.dumps(call))
+    big["params"]["arguments"]["pad"] = "x" * int(max_body)
+    cases = {
+        "list": {"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {"_meta": MODERN}},
+        "notification": {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                         "params": {"requestId": 1, "_meta": MODERN}},
+        "batch": [call],
+        "over-limit": big,
+    }
+    for name, msg in cases.items():
+        body = json.dumps(msg).encode()
+        got = [post_raw(f"{base}/s/baseline/mcp?instance=pass-{name}-{tag}", body)
+               for base, tag in ((direct, "direct"), (via, "nginx"))]
+        if got[0] != got[1]:
+            fail(f"passthrough {name}: direct {got[0]!r} != through nginx {got[1]!r}")
+    time.sleep(0.3)
+    logged = [r["path"] for r in read_jsonl(ngx_log) if "instance=pass-" in r["path"]]
+    if logged:
+        fail(f"passthrough: nginx logged requests it must pass untouched: {logged}")
+    print(f"passthrough: {', '.join(cases)}: same status and body as direct, no line logged")
+
+
 def check_streaming(via):
     # three comments 800 ms apart, then the response: the upstream holds the stream ~2.4 s
     t0 = time.monotonic()
@@ -256,6 +296,8 @@ def main(argv):
         cmds[argv[1]][0](*argv[2:])
     elif len(argv) >= 5 and argv[1] == "same-bytes":
         check_same_bytes(argv[2], argv[3], argv[4:])
+    elif len(argv) == 6 and argv[1] == "passthrough":
+        check_passthrough(*argv[2:])
     elif len(argv) == 3 and argv[1] == "streaming":
         check_streaming(argv[2])
     else:

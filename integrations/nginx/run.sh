@@ -5,7 +5,8 @@
 #            --workers N (default 1), --prefix DIR (scratch dir; default mktemp -d),
 #            --plain (the same config without the module: the benchmark's baseline),
 #            --config-only (write the config, print the nginx command, do not start it),
-#            --error-level LEVEL (nginx's error_log level, default warn)
+#            --error-level LEVEL (nginx's error_log level, default warn),
+#            --max-body-bytes N (largest request body classified, default 1048576)
 # Writes nginx.conf + mcp_triage.conf into the scratch dir and execs
 #   nginx -p DIR -c DIR/nginx.conf -g 'daemon off;'
 # Addresses are loopback unless you pass another one explicitly.
@@ -13,7 +14,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 listen=127.0.0.1:8080 upstream="" log="" so="" metrics=127.0.0.1:9145 workers=1 prefix="" plain=0
-error_level=warn config_only=0
+error_level=warn config_only=0 max_body=1048576
 die() { echo "run.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -27,7 +28,8 @@ while [ $# -gt 0 ]; do
     --error-level) error_level="${2:?}"; shift 2 ;;
     --plain) plain=1; shift ;;
     --config-only) config_only=1; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --max-body-bytes) max_body="${2:?--max-body-bytes needs N}"; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
@@ -38,6 +40,7 @@ case "$upstream" in
   *) die "--upstream $upstream: expected http://host:port" ;;
 esac
 case "$authority" in */*|"") die "--upstream $upstream: expected http://host:port, no path" ;; esac
+case "$max_body" in ""|*[!0-9]*) die "--max-body-bytes $max_body: expected a number of bytes" ;; esac
 case "$listen" in *:*) ;; *) listen="127.0.0.1:$listen" ;; esac
 case "$metrics" in *:*) ;; *) metrics="127.0.0.1:$metrics" ;; esac
 command -v nginx >/dev/null || die "nginx not found (Debian: apt-get install nginx-light libnginx-mod-http-lua lua-resty-core)"
@@ -59,7 +62,7 @@ subst() {
   sed -e "s#@PREFIX@#$prefix#g" -e "s#@LISTEN@#$listen#g" -e "s#@METRICS_LISTEN@#$metrics#g" \
       -e "s#@UPSTREAM_AUTHORITY@#$authority#g" -e "s#@SERVER@#$authority#g" -e "s#@LOG@#$log#g" \
       -e "s#@SO@#$so#g" -e "s#@LUA_DIR@#$here#g" -e "s#@WORKERS@#$workers#g" \
-      -e "s#@ERROR_LEVEL@#$error_level#g" "$1"
+      -e "s#@ERROR_LEVEL@#$error_level#g" -e "s#@MAX_BODY@#$max_body#g" "$1"
 }
 subst "$here/mcp_triage.conf" > "$prefix/mcp_triage.conf"
 subst "$here/nginx.conf.template" > "$prefix/nginx.conf"

@@ -22,7 +22,7 @@ kp=$(free_port) np=$(free_port) mp=$(free_port) pp=$(free_port) up=$(free_port)
 pids+=($!)
 wait_port "$kp" kitchen "$out/kitchen.log"
 "$here/run.sh" --listen "127.0.0.1:$np" --upstream "http://127.0.0.1:$kp" --log "$out/nginx.jsonl" \
-  --so "$so" --metrics "127.0.0.1:$mp" --prefix "$out/nginx" >"$out/nginx.out" 2>&1 &
+  --so "$so" --metrics "127.0.0.1:$mp" --prefix "$out/nginx" --max-body-bytes 65536 >"$out/nginx.out" 2>&1 &
 pids+=($!)
 wait_port "$np" nginx "$out/nginx.out"
 "$bin" proxy --listen "127.0.0.1:$pp" --upstream "http://127.0.0.1:$kp" --log "$out/proxy.jsonl" \
@@ -45,6 +45,7 @@ curl -sf "http://127.0.0.1:$up/metrics" >"$out/proxy-metrics.txt"
 python3 "$here/check.py" metrics "$out/nginx-metrics.txt" "$out/proxy-metrics.txt" "$out/nginx.jsonl" "$out/proxy.jsonl"
 python3 "$here/check.py" same-bytes "http://127.0.0.1:$kp" "http://127.0.0.1:$np" \
   baseline errors.tool_error errors.jsonrpc_error errors.malformed_payload sse.keepalive
+python3 "$here/check.py" passthrough "http://127.0.0.1:$kp" "http://127.0.0.1:$np" "$out/nginx.jsonl" 65536
 python3 "$here/check.py" streaming "http://127.0.0.1:$np"
 # the module never broke a request: no Lua error in nginx's error log
 if grep -E "lua entry thread aborted|failed to run|runtime error|mcp_triage: .*failed" "$out/nginx/error.log" >&2; then
