@@ -8,8 +8,9 @@
 # Needs: the Rust toolchain, python3 with venv, node + npm (the interop scripts install their pinned
 # npm packages, Node 22 among them, from interop/package-lock.json, and the pinned Python packages
 # from interop/python/requirements.lock into interop/.venv; bindings/test.sh those of
-# bindings/python/requirements.lock and bindings/node/package-lock.json), and Debian's chromium
-# (the HTML report test), Debian's nginx-light, libnginx-mod-http-lua and lua-resty-core (the
+# bindings/python/requirements.lock and bindings/node/package-lock.json), Debian's chromium
+# (the HTML report test), a C compiler (cc) and valgrind (the C-ABI tests of
+# crates/mcp-triage-ffi), Debian's nginx-light, libnginx-mod-http-lua and lua-resty-core (the
 # nginx module test). All network tests use 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -23,8 +24,11 @@ cargo fmt --all -- --check
 step "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets -j 2 -- -D warnings
 
-step "cargo test (unit, golden vectors, properties, CLI, differential vs the seed, kitchen)"
-cargo test --workspace -j 2
+step "cargo test (unit, golden vectors, properties, CLI, differential vs the seed, kitchen, C ABI)"
+# mcp-triage-ffi's tests/c_abi.rs compiles C programs (needs cc; valgrind too when
+# MCPT_REQUIRE_VALGRIND=1, as .ci/run sets) and compares their verdicts with the real CLI,
+# which this same cargo run builds before it runs any test.
+MCPT_CLI="$(realpath -m "${CARGO_TARGET_DIR:-target}")/debug/mcp-triage" cargo test --workspace -j 2
 
 if [ "${SKIP_INTEROP:-0}" != 1 ]; then
   step "interop: official MCP conformance suite 0.1.16, active server suite, against the kitchen"
