@@ -167,22 +167,32 @@ local function no_upstream_head()
   return INTERRUPT_CONNECTION_LOST, "the upstream closed the connection before a response head"
 end
 
--- The McptHeader array of the response headers nginx sends on; `list` keeps the Lua strings
--- the array points into alive until the call that reads them.
+-- Reused for every call (a worker runs one Lua call at a time and the library copies what it
+-- keeps): no allocation per response for the header array and the options.
+local MAX_STATIC_HEADERS = 64
+local static_headers = ffi.new("McptHeader[?]", MAX_STATIC_HEADERS)
+local opts = ffi.new("McptCallOptions")
+
+-- The McptHeader array of the response headers nginx sends on. `hs` (returned) holds the Lua
+-- strings the array points into: keep it alive until the call that reads them.
 local function header_array()
-  local list = {}
-  for name, value in pairs(ngx.resp.get_headers(100)) do
-    local values = type(value) == "table" and value or { value }
-    for _, v in ipairs(values) do list[#list + 1] = name; list[#list + 1] = v end
+  local hs = ngx.resp.get_headers(100, true)
+  local n = 0
+  for _, value in pairs(hs) do n = n + (type(value) == "table" and #value or 1) end
+  local arr = n <= MAX_STATIC_HEADERS and static_headers or ffi.new("McptHeader[?]", n)
+  local i = 0
+  for name, value in pairs(hs) do
+    if type(value) == "table" then
+      for _, v in ipairs(value) do
+        arr[i].name, arr[i].name_len, arr[i].value, arr[i].value_len = name, #name, v, #v
+        i = i + 1
+      end
+    else
+      arr[i].name, arr[i].name_len, arr[i].value, arr[i].value_len = name, #name, value, #value
+      i = i + 1
+    end
   end
-  local n = #list / 2
-  local arr = ffi.new("McptHeader[?]", math.max(n, 1))
-  for i = 0, n - 1 do
-    local name, v = list[2 * i + 1], list[2 * i + 2]
-    arr[i].name, arr[i].name_len = name, #name
-    arr[i].value, arr[i].value_len = v, #v
-  end
-  return arr, n, list
+  return arr, n, hs
 end
 
 --- header_filter phase: the classifier, from the status and headers nginx sends on.
@@ -200,11 +210,13 @@ function _M.header_filter()
     return
   end
   local arr, n, keep = header_array()
-  local o = ffi.new("McptCallOptions")
+  local o = opts
   o.expect_id_kind = m.id_kind
   if m.id_kind == ID_NUMBER then
     o.expect_id_number = m.id
+    o.expect_id_string, o.expect_id_string_len = nil, 0
   else
+    o.expect_id_number = 0
     o.expect_id_string, o.expect_id_string_len = m.id, #m.id
   end
   o.protocol_version = m.protocol
@@ -219,6 +231,7 @@ function _M.header_filter()
     o.protocol_version = nil
     rc = lib.mcpt_classifier_new(ngx.status, arr, n, o, out_classifier)
   end
+  o.protocol_version, o.expect_id_string, o.limits_json = nil, nil, nil -- no dangling pointers
   keep = nil
   if rc ~= 0 then
     ngx.log(ngx.ERR, "mcp_triage: classifier_new failed (", rc, "): ", last_error())
@@ -317,20 +330,40 @@ local function observe(tool, layer, outcome, seconds)
   dict:incr("n\t" .. t, 1, 0)
 end
 
+local date_sec, date_text = -1, ""
 local function rfc3339(t)
   local secs = math.floor(t)
-  return os.date("!%Y-%m-%dT%H:%M:%S", secs) .. string.format(".%03dZ", math.floor((t - secs) * 1000))
+  if secs ~= date_sec then
+    date_sec, date_text = secs, os.date("!%Y-%m-%dT%H:%M:%S", secs)
+  end
+  return string.format('"%s.%03dZ"', date_text, math.floor((t - secs) * 1000))
+end
+
+-- Record ids unique per nginx: the worker's pid and start time, and a counter (nginx's
+-- $request_id would draw 16 random bytes from OpenSSL for every request).
+local id_prefix, id_count = nil, 0
+local function record_id()
+  if not id_prefix then
+    id_prefix = string.format("%x%x", math.floor(ngx.now() * 1000), ngx.worker.pid())
+  end
+  id_count = id_count + 1
+  return string.format('"%s%08x"', id_prefix, id_count)
 end
 
 -- JSON text of a Lua value; lua-cjson 2.1.0 (Debian's) writes "/" as "\/", which JSON allows but
 -- the proxy's records do not do: undone here (every "/" it writes is escaped, so each "\/" is one)
 local function e(v)
+  if type(v) == "string" then
+    if not v:find('[%z\1-\31"\\\127-\255]') then return '"' .. v .. '"' end
+  elseif type(v) == "number" and v == math.floor(v) and math.abs(v) <= MAX_EXACT_ID then
+    return string.format("%d", v)
+  end
   return (cjson.encode(v):gsub("\\/", "/"))
 end
 
 local function json_line(m, layer, outcome, verdict_json, duration_ms)
   local parts = {
-    '{"recordId":', e(ngx.var.request_id), ',"time":', e(rfc3339(ngx.req.start_time())),
+    '{"recordId":', record_id(), ',"time":', rfc3339(ngx.req.start_time()),
     ',"durationMs":', string.format("%.3f", duration_ms),
     ',"kind":"request","transport":"http","httpMethod":"POST","path":', e(ngx.var.request_uri),
     ',"method":', e(m.method), ',"id":', e(m.id),
