@@ -353,12 +353,12 @@ end
 -- JSON text of a Lua value; lua-cjson 2.1.0 (Debian's) writes "/" as "\/", which JSON allows but
 -- the proxy's records do not do: undone here (every "/" it writes is escaped, so each "\/" is one)
 local function e(v)
-  if type(v) == "string" then
-    if not v:find('[%z\1-\31"\\\127-\255]') then return '"' .. v .. '"' end
-  elseif type(v) == "number" and v == math.floor(v) and math.abs(v) <= MAX_EXACT_ID then
+  if type(v) == "number" and v == math.floor(v) and math.abs(v) <= MAX_EXACT_ID then
     return string.format("%d", v)
   end
-  return (cjson.encode(v):gsub("\\/", "/"))
+  local text = cjson.encode(v)
+  if text:find("\\/", 1, true) then text = text:gsub("\\/", "/") end
+  return text
 end
 
 local function json_line(m, layer, outcome, verdict_json, duration_ms)
@@ -366,7 +366,7 @@ local function json_line(m, layer, outcome, verdict_json, duration_ms)
     '{"recordId":', record_id(), ',"time":', rfc3339(ngx.req.start_time()),
     ',"durationMs":', string.format("%.3f", duration_ms),
     ',"kind":"request","transport":"http","httpMethod":"POST","path":', e(ngx.var.request_uri),
-    ',"method":', e(m.method), ',"id":', e(m.id),
+    ',"method":"tools/call","id":', e(m.id),
   }
   if m.tool then parts[#parts + 1] = ',"tool":' .. e(m.tool) end
   local sid = ngx.var.http_mcp_session_id
