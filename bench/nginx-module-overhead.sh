@@ -43,7 +43,9 @@ if [ "$what" != cpu ] && ! command -v valgrind >/dev/null; then
   echo "valgrind not found (apt-get install valgrind), or run with --cpu" >&2; exit 1
 fi
 
-cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage-ffi -p mcp-triage
+# one package per build: building two at once unifies their features and rebuilds shared deps
+cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage-ffi
+cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage
 cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage-kitchen --example serve --example load
 bin="$root/target/release"
 so="$bin/libmcp_triage_ffi.so"
