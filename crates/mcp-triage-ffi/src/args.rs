@@ -3,6 +3,7 @@
 //! 100-999, a known protocol version or "unknown", limits as camelCase JSON, `now` from the caller.
 
 use std::ffi::{c_char, CStr};
+use std::fmt::Display;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -60,11 +61,17 @@ pub struct McptCallOptions {
     pub output_schema_json: *const c_char,
 }
 
-/// `len` bytes at `ptr` as a slice; NULL is allowed only for an empty range.
+/// `len` bytes at `ptr` as a slice; NULL is allowed only for an empty range. `what` names the
+/// argument in an error; it is formatted only then (for headers it is `format_args!`, so that
+/// a call that succeeds formats nothing: see bench/ffi-classify.sh).
 ///
 /// # Safety
 /// When `ptr` is not NULL it must point to `len` readable bytes that stay unchanged for `'a`.
-pub(crate) unsafe fn bytes<'a>(what: &str, ptr: *const u8, len: usize) -> FfiResult<&'a [u8]> {
+pub(crate) unsafe fn bytes<'a>(
+    what: impl Display,
+    ptr: *const u8,
+    len: usize,
+) -> FfiResult<&'a [u8]> {
     if len == 0 {
         return Ok(&[]);
     }
@@ -84,8 +91,8 @@ pub(crate) unsafe fn bytes<'a>(what: &str, ptr: *const u8, len: usize) -> FfiRes
 ///
 /// # Safety
 /// As [`bytes`].
-unsafe fn text<'a>(what: &str, ptr: *const u8, len: usize) -> FfiResult<&'a str> {
-    let b = unsafe { bytes(what, ptr, len) }?;
+unsafe fn text<'a>(what: impl Display, ptr: *const u8, len: usize) -> FfiResult<&'a str> {
+    let b = unsafe { bytes(&what, ptr, len) }?;
     std::str::from_utf8(b).map_err(|e| {
         FfiError::invalid(format!(
             "{what} is not UTF-8 (invalid byte at offset {})",
@@ -143,8 +150,8 @@ pub(crate) unsafe fn head(
     let mut head = ResponseHead::new(status);
     head.headers.reserve(count);
     for (i, h) in list.iter().enumerate() {
-        let name = unsafe { text(&format!("header {i}'s name"), h.name, h.name_len) }?;
-        let value = unsafe { text(&format!("header {i}'s value"), h.value, h.value_len) }?;
+        let name = unsafe { text(format_args!("header {i}'s name"), h.name, h.name_len) }?;
+        let value = unsafe { text(format_args!("header {i}'s value"), h.value, h.value_len) }?;
         head.headers.push((name.to_string(), value.to_string()));
     }
     Ok(head)

@@ -50,6 +50,10 @@ fn lib_dir() -> PathBuf {
 }
 
 fn compile(source: &str, out: &Path) {
+    compile_path(&Path::new(CRATE).join("tests/c").join(source), out);
+}
+
+fn compile_path(source: &Path, out: &Path) {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let lib = lib_dir();
     let status = Command::new(&cc)
@@ -62,7 +66,7 @@ fn compile(source: &str, out: &Path) {
             "-g",
         ])
         .arg(format!("-I{CRATE}/include"))
-        .arg(Path::new(CRATE).join("tests/c").join(source))
+        .arg(source)
         .arg("-o")
         .arg(out)
         .arg(format!("-L{}", lib.display()))
@@ -70,7 +74,11 @@ fn compile(source: &str, out: &Path) {
         .args(["-lmcp_triage_ffi", "-lpthread"])
         .status()
         .unwrap_or_else(|e| panic!("cannot run the C compiler {cc:?} (set CC): {e}"));
-    assert!(status.success(), "{cc} {source} failed: {status}");
+    assert!(
+        status.success(),
+        "{cc} {} failed: {status}",
+        source.display()
+    );
 }
 
 /// One golden case: the flattened bytes golden.c reads, and the verdict the CLI gives.
@@ -323,5 +331,41 @@ fn misuse_gives_the_documented_codes() {
     if valgrind_available() {
         let out = run(&prog, &[], true);
         assert!(out.contains("checks passed"), "{out}");
+    }
+}
+
+/// The example of README.md is a complete program: it compiles against the header, runs clean
+/// under valgrind, and prints what the README says with the core's verdict JSON.
+#[test]
+fn the_readme_example_runs() {
+    let readme = std::fs::read_to_string(Path::new(CRATE).join("README.md")).unwrap();
+    let start = readme.find("```c\n").expect("README.md has a ```c block") + 5;
+    let len = readme[start..].find("\n```").expect("the ```c block ends");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c_abi");
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = dir.join("readme.c");
+    std::fs::write(&source, format!("{}\n", &readme[start..start + len])).unwrap();
+    let prog = dir.join("readme");
+    compile_path(&source, &prog);
+
+    let body = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[],"isError":true}}"#;
+    let mut head = mcp_triage_core::ResponseHead::new(200);
+    head.headers
+        .push(("content-type".into(), "application/json".into()));
+    let ctx = CallContext::new(RequestId::Number(7))
+        .with_protocol_version(mcp_triage_core::ProtocolVersion::parse("2025-06-18").unwrap())
+        .with_now(SystemTime::UNIX_EPOCH);
+    let verdict = mcp_triage_core::classify(&head, body, &ctx);
+    let want = format!(
+        "application TOOL_ERROR\n{}\n",
+        serde_json::to_string(&verdict).unwrap()
+    );
+    assert!(
+        readme.contains("It prints `application TOOL_ERROR` and the verdict JSON."),
+        "the README says what the example prints"
+    );
+    assert_eq!(run(&prog, &[], false), want);
+    if valgrind_available() {
+        assert_eq!(run(&prog, &[], true), want);
     }
 }
