@@ -10,7 +10,8 @@
 # from interop/python/requirements.lock into interop/.venv; bindings/test.sh those of
 # bindings/python/requirements.lock and bindings/node/package-lock.json, the engine tests those of
 # integrations/*/requirements.lock), Debian's chromium (the HTML report test), a C compiler (cc)
-# and valgrind (the C-ABI tests of crates/mcp-triage-ffi). All network tests use 127.0.0.1.
+# and valgrind (the C-ABI tests of crates/mcp-triage-ffi), Debian's nginx-light,
+# libnginx-mod-http-lua and lua-resty-core (the nginx module test). All network tests use 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -46,6 +47,8 @@ if [ "${SKIP_INTEROP:-0}" != 1 ]; then
   bash interop/wrap-everything.sh
   step "interop: proxy --ui live page in headless Chromium (playwright-core), DOM updates and screenshot"
   bash interop/ui/ui-test.sh
+  step "nginx: the mcp-triage module (LuaJIT FFI over the C ABI) in front of the kitchen: the demo plan's outcomes as the client and the proxy record them, bytes, SSE, /metrics"
+  bash integrations/nginx/test.sh
   step "bindings: Python wheel and npm package built from this checkout; golden vectors, properties, API (both languages)"
   bash bindings/test.sh
   step "engines: the PySpark job (local[2]) over a capture archive against classify --batch"

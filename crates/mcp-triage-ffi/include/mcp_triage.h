@@ -342,6 +342,18 @@ int32_t mcpt_classify(uint16_t status,
                       struct McptVerdict **out);
 
 /**
+ * The verdict of a call whose response head never arrived: `kind`
+ * `MCPT_INTERRUPT_CONNECTION_LOST` gives `CONNECTION_ERROR`, `MCPT_INTERRUPT_TIMED_OUT` gives
+ * `TIMEOUT`; `reason` (NUL-terminated UTF-8, NULL = no words) becomes its detail. `*out`
+ * receives a verdict owned by the caller (free with `mcpt_verdict_free`), NULL on error
+ * (`MCPT_ERR_NULL_ARGUMENT` for `out`, `MCPT_ERR_INVALID_ARGUMENT` for `kind` or `reason`).
+ *
+ * # Safety
+ * `reason` is NULL or NUL-terminated; `out` is NULL or writable.
+ */
+int32_t mcpt_verdict_no_response(int32_t kind, const char *reason, struct McptVerdict **out);
+
+/**
  * The retry policy after one attempt of a call. `input_json` (NUL-terminated) is an object
  * `{verdict, hints?, delivery?, attempt?, options?, tool?, resumes?, localServer?,
  * legacySession?, legacyStream?, reinitialized?, relisted?, jitter?}`: `verdict` is a verdict

@@ -49,6 +49,7 @@
 mod args;
 mod classifier;
 mod error;
+mod no_response;
 mod retry;
 mod verdict;
 
@@ -64,6 +65,7 @@ pub use error::{
     MCPT_ERR_FINISHED, MCPT_ERR_INTERNAL, MCPT_ERR_INVALID_ARGUMENT, MCPT_ERR_NULL_ARGUMENT,
     MCPT_OK,
 };
+pub use no_response::mcpt_verdict_no_response;
 pub use retry::{mcpt_decide_retry, mcpt_string_free};
 pub use verdict::*;
 
