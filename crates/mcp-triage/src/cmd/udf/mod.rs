@@ -25,11 +25,13 @@ use super::classify::{classify_exchange, parse_now, LimitArgs};
 use rows::{Row, RowReader};
 
 pub const EXAMPLES: &str = "\
-Examples (see integrations/clickhouse/README.md for the function XML):
+Examples:
   printf '200\\tapplication/json\\t{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\\t1\\n' \\
     | mcp-triage udf clickhouse
   mcp-triage udf clickhouse --format JSONEachRow --form full
   mcp-triage udf clickhouse --chunk-header       (an executable_pool with send_chunk_header)
+
+The function XML and how to install it: integrations/clickhouse/README.md.
 
 Exit status: 0 at the end of the input; 2 when the stream broke (bad chunk header, input ended
 inside a block, I/O error), with the reason on stderr. A bad row is not an exit: it gets
