@@ -183,11 +183,7 @@ async fn a_server_that_never_accepts_the_token_ends_in_a_clear_failure_within_th
     o.oauth.as_mut().unwrap().max_authorizations = 2;
     let r = run(&k.mcp_url(), o).await;
     assert_eq!(r.outcome, Outcome::HttpError, "{r:?}");
-    let failed = r
-        .warnings
-        .iter()
-        .find(|w| w.code == "AUTH_FAILED")
-        .unwrap_or_else(|| panic!("{:?}", r.warnings));
+    let failed = auth_failed(&r);
     assert!(failed.detail.contains("giving up"), "{}", failed.detail);
     // One request (initialize) spends at most two authorizations; it fails, so the call does not
     // get further.
@@ -244,11 +240,7 @@ async fn a_plain_http_authorization_server_off_loopback_is_refused_before_any_re
     o.list_tools_first = false;
     let r = run(&k.mcp_url(), o).await;
     assert_eq!(r.outcome, Outcome::HttpError, "{r:?}");
-    let failed = r
-        .warnings
-        .iter()
-        .find(|w| w.code == "AUTH_FAILED")
-        .unwrap_or_else(|| panic!("{:?}", r.warnings));
+    let failed = auth_failed(&r);
     assert!(
         failed.detail.contains("http://as.mcp-triage.invalid")
             && failed.detail.contains("plain http"),
@@ -257,6 +249,14 @@ async fn a_plain_http_authorization_server_off_loopback_is_refused_before_any_re
     );
     let _ = std::fs::remove_dir_all(store.parent().unwrap());
     k.shutdown().await;
+}
+
+/// The record's `AUTH_FAILED` warning (the test fails when there is none).
+fn auth_failed(r: &CallRecord) -> &mcp_triage_core::Warning {
+    r.warnings
+        .iter()
+        .find(|w| w.code == "AUTH_FAILED")
+        .unwrap_or_else(|| panic!("no AUTH_FAILED in {:?}", r.warnings))
 }
 
 // --- against the kitchen's own authorization server (`auth.oauth_flow`) ---------------------
@@ -342,11 +342,7 @@ async fn failing_flow(fault: &str) -> (KitchenHandle, String) {
     o.list_tools_first = false;
     let r = run(&k.mcp_url(), o).await;
     assert_eq!(r.outcome, Outcome::HttpError, "{r:?}");
-    let failed = r
-        .warnings
-        .iter()
-        .find(|w| w.code == "AUTH_FAILED")
-        .unwrap_or_else(|| panic!("{:?}", r.warnings));
+    let failed = auth_failed(&r);
     assert_no_bearer(&r);
     (k, failed.detail.clone())
 }

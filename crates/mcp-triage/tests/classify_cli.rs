@@ -1,24 +1,17 @@
 //! The `classify` command as a user runs it: real process, exit codes, output formats, and the
 //! differential test against the seed article's own classifier.
 
-use std::io::Write;
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_mcp-triage"))
 }
 
 fn run(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = bin()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mcp-triage runs");
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().unwrap()
+    common::run_with_stdin(args, stdin)
 }
 
 fn repo_root() -> PathBuf {

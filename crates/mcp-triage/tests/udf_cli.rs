@@ -2,20 +2,14 @@
 //! stdout, in order. The chdb test (integrations/clickhouse/test.sh) runs it inside a real
 //! engine; these cases pin the stream rules without one.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod common;
+
+use std::process::Output;
 
 fn udf(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-triage"))
-        .args(["udf", "clickhouse"])
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mcp-triage runs");
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().unwrap()
+    let mut all = vec!["udf", "clickhouse"];
+    all.extend_from_slice(args);
+    common::run_with_stdin(&all, stdin)
 }
 
 fn results(out: &Output) -> Vec<serde_json::Value> {

@@ -33,6 +33,15 @@ fn get(addr: &str, path: &str) -> String {
     out
 }
 
+/// The address in "mcp-triage wrap: live view on http://127.0.0.1:PORT/ (metrics: …)".
+fn live_view_addr(line: &str) -> String {
+    line.split("live view on http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("no live view address in {line:?}"))
+        .to_string()
+}
+
 #[test]
 fn wrap_ui_serves_metrics_of_the_stdio_calls() {
     let mut child = Command::new(BIN)
@@ -46,13 +55,7 @@ fn wrap_ui_serves_metrics_of_the_stdio_calls() {
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
     err.read_line(&mut line).unwrap();
-    // "mcp-triage wrap: live view on http://127.0.0.1:PORT/ (metrics: …)"
-    let addr = line
-        .split("live view on http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap_or_else(|| panic!("no live view address in {line:?}"))
-        .to_string();
+    let addr = live_view_addr(&line);
     let mut stdin = child.stdin.take().unwrap();
     stdin
         .write_all(
@@ -123,12 +126,7 @@ fn ui_token_from_the_environment_guards_the_view() {
     let mut line = String::new();
     err.read_line(&mut line).unwrap();
     assert!(!line.contains("canary"), "the token reached stderr: {line}");
-    let addr = line
-        .split("live view on http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap_or_else(|| panic!("no live view address in {line:?}"))
-        .to_string();
+    let addr = live_view_addr(&line);
     assert!(get(&addr, "/metrics").starts_with("HTTP/1.1 401"));
     assert!(get(&addr, "/?token=canary-ui-7d1e").starts_with("HTTP/1.1 200"));
     drop(child.stdin.take());

@@ -1,5 +1,6 @@
-//! What the CLI tests that run `mcp-triage proxy` share: starting it on a free port, stopping
-//! it with SIGTERM, and killing it when a test fails first.
+//! What the CLI tests share: running `mcp-triage` with bytes on stdin, and for those that run
+//! `mcp-triage proxy`, starting it on a free port, stopping it with SIGTERM, and killing it when
+//! a test fails first.
 
 #![allow(dead_code)]
 
@@ -8,6 +9,20 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_mcp-triage");
+
+/// Runs `mcp-triage ARGS` with `stdin` as its standard input, to the end.
+pub fn run_with_stdin(args: &[&str], stdin: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcp-triage runs");
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
 
 /// Kills the process if the test fails before it stopped.
 pub struct KillOnDrop(pub std::process::Child);
