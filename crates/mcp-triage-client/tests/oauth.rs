@@ -67,6 +67,7 @@ async fn authorizes_with_pkce_caches_the_token_and_reuses_it() {
         access_tokens: vec![ACCESS.into()],
         refresh_token: Some(REFRESH.into()),
         expires_in: 3600,
+        refreshed_expires_in: None,
     })
     .await;
     let k = protected(&auth.url).await;
@@ -119,6 +120,7 @@ async fn a_rejected_token_is_refreshed_once() {
         access_tokens: vec!["stale-canary".into(), ACCESS.into()],
         refresh_token: Some(REFRESH.into()),
         expires_in: 3600,
+        refreshed_expires_in: None,
     })
     .await;
     let k = protected(&auth.url).await;
@@ -137,12 +139,14 @@ async fn a_rejected_token_is_refreshed_once() {
 
 #[tokio::test]
 async fn a_token_about_to_expire_is_refreshed_before_it_is_sent() {
-    // A 2-second token is due for refresh after 1 s (half its lifetime): the next client,
-    // 2 s later, refreshes it before its first request instead of authorizing again.
+    // A 4-second token is due for refresh after 2 s (half its lifetime): the next client,
+    // 4 s later, refreshes it before its first request instead of authorizing again. The
+    // refreshed token lives an hour, so a slow run 2 does not refresh twice (CI saw that).
     let auth = TestAs::start(TestAsOptions {
         access_tokens: vec![ACCESS.into()],
         refresh_token: Some(REFRESH.into()),
-        expires_in: 2,
+        expires_in: 4,
+        refreshed_expires_in: Some(3600),
     })
     .await;
     let k = protected(&auth.url).await;
@@ -150,7 +154,7 @@ async fn a_token_about_to_expire_is_refreshed_before_it_is_sent() {
     let r = run(&k.mcp_url(), oauth_options(&store)).await;
     assert_eq!(r.outcome, Outcome::ToolSuccess, "{r:?}");
     let refreshed_before = auth.seen().refresh_grants;
-    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(4100)).await;
     let r2 = run(&k.mcp_url(), oauth_options(&store)).await;
     assert_eq!(r2.outcome, Outcome::ToolSuccess, "{r2:?}");
     assert!(
@@ -174,6 +178,7 @@ async fn a_server_that_never_accepts_the_token_ends_in_a_clear_failure_within_th
         access_tokens: vec!["stale-canary".into()],
         refresh_token: None,
         expires_in: 3600,
+        refreshed_expires_in: None,
     })
     .await;
     let k = protected(&auth.url).await;
@@ -199,6 +204,7 @@ async fn without_oauth_a_401_is_only_reported() {
         access_tokens: vec![ACCESS.into()],
         refresh_token: None,
         expires_in: 3600,
+        refreshed_expires_in: None,
     })
     .await;
     let k = protected(&auth.url).await;
@@ -216,6 +222,7 @@ async fn an_expires_in_of_u64_max_neither_wraps_nor_forces_refreshes() {
         access_tokens: vec![ACCESS.into()],
         refresh_token: Some(REFRESH.into()),
         expires_in: u64::MAX,
+        refreshed_expires_in: None,
     })
     .await;
     let k = protected(&auth.url).await;

@@ -30,8 +30,12 @@ pub struct TestAsOptions {
     pub access_tokens: Vec<String>,
     /// The refresh token issued with each access token (`None`: no refresh tokens).
     pub refresh_token: Option<String>,
-    /// `expires_in` of each token.
+    /// `expires_in` of a token issued for an authorization code.
     pub expires_in: u64,
+    /// `expires_in` of a token issued for a refresh token (`None`: `expires_in`). A test of
+    /// refresh-before-expiry gives the refreshed token a long life, so a slow machine that
+    /// takes more than half a short lifetime for one run does not refresh a second time.
+    pub refreshed_expires_in: Option<u64>,
 }
 
 /// Counters and the last request values.
@@ -206,6 +210,10 @@ async fn token(State(s): State<Arc<AsState>>, _headers: HeaderMap, body: String)
         }
         _ => return refuse(&s, "unsupported_grant_type"),
     }
+    let expires_in = match f.get("grant_type").map(String::as_str) {
+        Some("refresh_token") => s.opts.refreshed_expires_in.unwrap_or(s.opts.expires_in),
+        _ => s.opts.expires_in,
+    };
     let access = {
         let mut t = s.tokens.lock().expect("tokens lock");
         if t.len() > 1 {
@@ -217,7 +225,7 @@ async fn token(State(s): State<Arc<AsState>>, _headers: HeaderMap, body: String)
     let mut body = json!({
         "access_token": access,
         "token_type": "Bearer",
-        "expires_in": s.opts.expires_in,
+        "expires_in": expires_in,
     });
     if let Some(r) = &s.opts.refresh_token {
         body["refresh_token"] = json!(r);

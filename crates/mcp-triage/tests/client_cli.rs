@@ -445,6 +445,7 @@ fn call_authorizes_with_oauth_and_never_prints_a_token() {
         access_tokens: vec![ACCESS.into()],
         refresh_token: Some(REFRESH.into()),
         expires_in: 3600,
+        refreshed_expires_in: None,
     }));
     k.kitchen()
         .set_selection(
