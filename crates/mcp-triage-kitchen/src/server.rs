@@ -129,15 +129,19 @@ async fn accept_loop(
         while conns.try_join_next().is_some() {}
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((stream, _peer)) = accepted else {
+                let Ok((stream, peer)) = accepted else {
                     // Out of descriptors or similar: back off instead of spinning.
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
                 let app = app.clone();
-                let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+                let trusts_forwarding = trusts_forwarding(peer);
+                let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
                     let app = app.clone();
+                    if !trusts_forwarding {
+                        strip_forwarding(req.headers_mut());
+                    }
                     async move {
                         let resp = match app.oneshot(req.map(Body::new)).await {
                             Ok(r) => r,
@@ -168,7 +172,40 @@ async fn accept_loop(
     while conns.join_next().await.is_some() {}
 }
 
+/// Whether `peer` may name the client's origin with forwarding headers: loopback only.
+fn trusts_forwarding(peer: std::net::SocketAddr) -> bool {
+    peer.ip().is_loopback()
+}
+
+/// Only a proxy on this machine may tell the kitchen which address its client used: from any
+/// other peer the forwarding headers are dropped, so a remote client cannot make the kitchen
+/// advertise (as resource metadata or issuer) an origin of its choosing.
+fn strip_forwarding(h: &mut hyper::HeaderMap) {
+    for name in ["forwarded", "x-forwarded-host", "x-forwarded-proto"] {
+        h.remove(name);
+    }
+}
+
 #[allow(dead_code)]
 fn _assert_infallible(e: Infallible) -> ! {
     match e {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_peers_may_name_the_origin() {
+        assert!(trusts_forwarding("127.0.0.1:5".parse().unwrap()));
+        assert!(trusts_forwarding("[::1]:5".parse().unwrap()));
+        assert!(!trusts_forwarding("10.0.0.2:5".parse().unwrap()));
+        assert!(!trusts_forwarding("[2001:db8::1]:5".parse().unwrap()));
+        let mut h = hyper::HeaderMap::new();
+        for n in ["forwarded", "x-forwarded-host", "x-forwarded-proto", "host"] {
+            h.insert(n, "x".parse().unwrap());
+        }
+        strip_forwarding(&mut h);
+        assert_eq!(h.keys().map(|k| k.as_str()).collect::<Vec<_>>(), ["host"]);
+    }
 }

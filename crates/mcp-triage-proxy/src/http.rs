@@ -1462,11 +1462,17 @@ async fn handle(
     // Credentials for this proxy, not for the upstream.
     parts.headers.remove(header::PROXY_AUTHORIZATION);
     // The upstream routes on its own name; the client's (checked above when the proxy checks
-    // hosts) goes along for an upstream that wants to check it too.
+    // hosts) goes along, with the scheme the client used (the proxy listens on plain HTTP), so
+    // an upstream that advertises its own URLs (OAuth resource metadata, an issuer) can name
+    // the proxy's address the client reached instead of one the client cannot use.
     if let Some(client_host) = parts.headers.get(header::HOST).cloned() {
         parts
             .headers
             .insert(HeaderName::from_static("x-forwarded-host"), client_host);
+        parts.headers.insert(
+            HeaderName::from_static("x-forwarded-proto"),
+            HeaderValue::from_static("http"),
+        );
     }
     parts.headers.insert(header::HOST, sh.host.clone());
     // RFC 9110 §7.6.3: a gateway sends Via in each request it forwards.

@@ -496,3 +496,70 @@ fn proxy_refuses_unusable_limits_and_host_options() {
         proxy_refuses(&args, says);
     }
 }
+
+/// Issue 23 item 15: `call --authorize follow` through `mcp-triage proxy` in front of the
+/// kitchen's `auth.oauth_flow`. The proxy sends the client's Host as `X-Forwarded-Host` (and
+/// `X-Forwarded-Proto`); the kitchen, trusting a loopback peer, advertises the proxy's address
+/// in the challenge, the resource metadata and its authorization server's issuer, so every
+/// step of the flow goes through the proxy and the call succeeds. Before, the metadata named
+/// the kitchen's own address and the client refused it (the resource did not match the URL).
+#[test]
+fn oauth_through_the_proxy_names_the_proxys_address() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let kitchen = rt
+        .block_on(mcp_triage_kitchen::start(
+            "127.0.0.1:0".parse().unwrap(),
+            mcp_triage_kitchen::KitchenOptions::default(),
+        ))
+        .unwrap();
+    let dir = tmpdir("proxy-oauth");
+    let log = dir.join("proxy.jsonl");
+    let store = dir.join("tokens.json");
+    let _ = std::fs::remove_file(&log);
+    let _ = std::fs::remove_file(&store);
+    let proxy = start_proxy(
+        &kitchen.base_url(),
+        &[std::ffi::OsStr::new("--log"), log.as_os_str()],
+    );
+    let url = format!("http://{}/s/auth.oauth_flow/mcp", proxy.addr);
+    let o = Command::new(BIN)
+        .args(["call", &url, "read_counter", "--format", "json"])
+        .args(["--authorize", "follow", "--token-store"])
+        .arg(&store)
+        .env_remove("MCP_TRIAGE_BEARER")
+        .output()
+        .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let rec: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(rec["outcome"], "TOOL_SUCCESS", "{out}");
+    let (status, rest) = stop(proxy);
+    assert!(status.success(), "{rest}");
+    // Every step went through the proxy: the metadata, the AS's endpoints and the MCP calls.
+    let paths: Vec<String> = records(&log)
+        .iter()
+        .filter_map(|r| r["path"].as_str().map(str::to_string))
+        .collect();
+    for want in [
+        "/.well-known/oauth-protected-resource/s/auth.oauth_flow/mcp",
+        "/.well-known/oauth-authorization-server/oauth/none",
+        "/s/auth.oauth_flow/mcp",
+    ] {
+        assert!(
+            paths.iter().any(|p| p.starts_with(want)),
+            "{want} not in {paths:?}"
+        );
+    }
+    assert!(
+        paths.iter().any(|p| p.starts_with("/oauth/none/token")),
+        "{paths:?}"
+    );
+    // The kitchen's own address appears nowhere the client was told to go.
+    let kitchen_addr = kitchen.local_addr().to_string();
+    assert!(!err.contains(&kitchen_addr), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+    rt.block_on(kitchen.shutdown());
+}

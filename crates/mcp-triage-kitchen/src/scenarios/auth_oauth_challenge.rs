@@ -114,16 +114,9 @@ fn document(base: &str, resource_path: &str, instance: Option<&Instance>) -> Res
     )
 }
 
+/// The same origin the challenge names (a forwarded host behind a loopback proxy).
 fn base_of(shared: &Shared, headers: &HeaderMap) -> String {
-    match headers.get("host").and_then(|v| v.to_str().ok()) {
-        Some(h) => format!("http://{h}"),
-        None => shared
-            .local_addr
-            .lock()
-            .expect("addr lock")
-            .map(|a| format!("http://{a}"))
-            .unwrap_or_default(),
-    }
+    crate::mcp::base_url(shared, headers)
 }
 
 /// `GET /.well-known/oauth-protected-resource`: metadata for `/mcp` (the stored selection).
