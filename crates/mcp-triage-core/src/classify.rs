@@ -12,6 +12,7 @@ use crate::http::{
 };
 use crate::json::{self, Compactor, ParseFailure, ScanFailure, KEEP_SOLID_CHARS};
 use crate::protocol::CallContext;
+use crate::retry::RATE_LIMITED;
 use crate::rules::{classify_document, Findings};
 use crate::sse::{with_stack_for_depth, SseClassifier, StreamEvent};
 use crate::verdict::{sanitize_line, LimitHit, Outcome, Verdict};
@@ -286,6 +287,16 @@ impl ResponseClassifier {
                 "202 Accepted carried a body; 202 is for notifications and responses",
             );
         }
+        if v.code == Some(RATE_LIMITED) && self.status != 429 {
+            self.findings.warn(
+                "RATE_LIMITED_NOT_429",
+                format!(
+                    "a -32023 RateLimited error came with HTTP {}; over HTTP it comes with 429 \
+                     Too Many Requests, so that gateways see it too (draft SEP-3304)",
+                    self.status
+                ),
+            );
+        }
         let mut warnings = std::mem::take(&mut self.findings).into_warnings();
         warnings.append(&mut v.warnings);
         v.warnings = warnings;
@@ -352,9 +363,17 @@ impl ResponseClassifier {
                     self.ctx.limits.max_error_body_bytes
                 ),
             );
-        } else if let Some((code, message)) = decode_error_body(body, self.ctx.limits.max_depth) {
-            v.code = Some(code);
-            v.message = Some(message);
+        } else if let Some(error) = decode_error_body(body, self.ctx.limits.max_depth) {
+            v.code = Some(error.code);
+            v.message = Some(error.message);
+            if error.code == RATE_LIMITED {
+                // Draft SEP-3304, RL-9: `retryAfterMs` wins over the `Retry-After` header.
+                let wait =
+                    crate::rules::rate_limited_wait(error.data.as_ref(), "", &mut self.findings);
+                if wait.is_some() {
+                    v.retry_after_ms = wait;
+                }
+            }
         }
         let mut detail = format!("HTTP {status}");
         let r = reason(status);
@@ -385,8 +404,12 @@ impl ResponseClassifier {
             (500..=599, _) => "the server or a gateway failed".to_string(),
             _ => "the request was not answered with a 2xx status".to_string(),
         });
-        if let Some(ms) = v.retry_after_ms {
-            detail.push_str(&format!("; Retry-After asks to wait {ms} ms"));
+        match (v.retry_after_ms, v.code) {
+            (Some(ms), Some(RATE_LIMITED)) if self.retry_after_ms != Some(ms) => {
+                detail.push_str(&format!("; its retryAfterMs asks to wait {ms} ms"));
+            }
+            (Some(ms), _) => detail.push_str(&format!("; Retry-After asks to wait {ms} ms")),
+            (None, _) => {}
         }
         if let Some(a) = &v.auth_challenge {
             if let Some(rm) = &a.resource_metadata {
@@ -453,8 +476,17 @@ fn failure_verdict(failure: ParseFailure, hint: &str) -> Verdict {
     }
 }
 
-/// `(code, sanitised message)` when `body` is a JSON-RPC error response.
-fn decode_error_body(body: &[u8], max_depth: usize) -> Option<(i64, String)> {
+/// The JSON-RPC error an HTTP error's body carries.
+struct ErrorBody<'a> {
+    code: i64,
+    /// Sanitised to one line.
+    message: String,
+    /// `error.data`, kept only for the codes whose data the verdict reads (`-32023`).
+    data: Option<json::Node<'a>>,
+}
+
+/// The JSON-RPC error in `body`, when it is a JSON-RPC error response.
+fn decode_error_body(body: &[u8], max_depth: usize) -> Option<ErrorBody<'_>> {
     let parsed = json::parse(body, max_depth.min(64)).ok()?;
     let error = parsed.root.as_object()?.get("error")?.as_object()?;
     let (code, _) = error.get("code")?.as_integer()?;
@@ -463,7 +495,14 @@ fn decode_error_body(body: &[u8], max_depth: usize) -> Option<(i64, String)> {
         .and_then(json::Node::as_str)
         .map(|m| sanitize_line(m, crate::verdict::MAX_MESSAGE_CHARS))
         .unwrap_or_default();
-    Some((code, message))
+    let data = (code == RATE_LIMITED)
+        .then(|| error.get("data").cloned())
+        .flatten();
+    Some(ErrorBody {
+        code,
+        message,
+        data,
+    })
 }
 
 /// Classifies a complete response: head, whole body, context.

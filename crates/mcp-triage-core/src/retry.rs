@@ -13,10 +13,13 @@
 //! 4. a legacy 404 on a session → re-initialize, then resend once; `-32020` HeaderMismatch →
 //!    re-list tools, then resend once;
 //! 5. a request that **never reached** the server (connect refused, DNS) may always be resent;
-//! 6. otherwise only a **safe** call is resent (read-only or idempotent annotations when trusted,
+//! 6. a `-32023` RateLimited error (the draft SEP-3304, as a JSON-RPC error or in a 429's body)
+//!    was refused unrun, so it is resent whatever the tool does, after its `retryAfterMs` plus
+//!    up to a tenth of jitter;
+//! 7. otherwise only a **safe** call is resent (read-only or idempotent annotations when trusted,
 //!    a tool named safe, or an idempotency key), and only after 408, 429, 502, 503, 504,
 //!    `CONNECTION_ERROR`, `TIMEOUT` or `STREAM_INCOMPLETE`;
-//! 7. everything else is given up: tool errors, JSON-RPC errors, invalid responses, other 4xx.
+//! 8. everything else is given up: tool errors, JSON-RPC errors, invalid responses, other 4xx.
 //!
 //! At most `max_retries` resends; the delay is exponential backoff from `base` with jitter over
 //! the whole doubling step (the n-th resend waits uniformly between `base × factor^n` and
@@ -31,6 +34,12 @@ use crate::verdict::{Outcome, Verdict};
 
 /// The JSON-RPC error code of a 2026-07-28 `HeaderMismatch` (headers disagree with the body).
 pub const HEADER_MISMATCH: i64 = -32020;
+
+/// The JSON-RPC error code of a rate-limited request in the draft SEP-3304 (in no released spec
+/// version yet): the server refused the request before running it, `error.data.retryAfterMs`
+/// says how long to wait, and over HTTP it comes with a 429. Rate limits an upstream API hit
+/// inside a tool stay tool errors (`isError`, its rule RL-6), so this code means "not run".
+pub const RATE_LIMITED: i64 = -32023;
 
 /// What the client knows about whether the request reached the server. Its wire names
 /// (`never_sent`, `sent`, `maybe_executed`) are what embedders (the Python and Node bindings) pass.
@@ -447,6 +456,12 @@ pub fn decide(
         };
     }
 
+    if v.code == Some(RATE_LIMITED)
+        && matches!(v.outcome, Outcome::JsonrpcError | Outcome::HttpError)
+    {
+        return rate_limited(v, input, opts, random);
+    }
+
     let transient = match v.outcome {
         Outcome::HttpError => match v.status {
             Some(s @ (408 | 429 | 502 | 503 | 504)) => Some(format!("HTTP {s}")),
@@ -494,6 +509,54 @@ pub fn decide(
         ),
         Err(give_up) => give_up,
     }
+}
+
+/// Draft SEP-3304: a `-32023` RateLimited answer means the server refused the request before
+/// running it (its rule RL-6 keeps an upstream API's rate limit inside a tool an `isError`
+/// result), so resending is safe whatever the tool does: after `retryAfterMs` plus up to a
+/// tenth more as jitter (RL-7), so that clients refused together do not return together. A wait
+/// beyond `max_wait` gives up, as a `Retry-After` does: resending sooner than asked would be
+/// refused again, and waiting that long is what RL-8 tells clients not to do.
+fn rate_limited(
+    v: &Verdict,
+    input: &RetryInput<'_>,
+    opts: &RetryOptions,
+    random: &mut dyn FnMut() -> f64,
+) -> RetryDecision {
+    use RetryAction::*;
+    let what =
+        "-32023 RateLimited (draft SEP-3304): the server refused the request without running it";
+    if input.resends >= opts.max_retries {
+        return RetryDecision::new(
+            GiveUp,
+            format!(
+                "{what}; {} resend(s) already made (max-retries {})",
+                input.resends, opts.max_retries
+            ),
+        );
+    }
+    let (delay, why) = match v.retry_after_ms {
+        Some(ms) if ms > opts.max_wait_ms => return RetryDecision::new(
+            GiveUp,
+            format!(
+                "{what}, but it asks to wait {ms} ms, beyond max-wait {} ms; not waiting that long",
+                opts.max_wait_ms
+            ),
+        ),
+        Some(ms) => {
+            let jitter = (ms as f64 / 10.0 * random().clamp(0.0, 1.0)).round() as u64;
+            let d = ms.saturating_add(jitter).min(opts.max_wait_ms.max(ms));
+            (d, format!("it asks to wait {ms} ms; {d} ms with jitter"))
+        }
+        None => {
+            let d = backoff_ms(opts, input.resends, random);
+            (d, format!("it named no wait; {d} ms backoff"))
+        }
+    };
+    RetryDecision::new(
+        Resend { delay_ms: delay },
+        format!("{what}, so resending is safe ({why})"),
+    )
 }
 
 #[cfg(test)]
@@ -727,6 +790,55 @@ mod tests {
         let i = input(&v);
         assert_eq!(
             decide(&i, &RetryOptions::default(), &mut half()).action,
+            RetryAction::GiveUp
+        );
+    }
+
+    #[test]
+    fn rate_limited_is_resent_after_its_wait_whatever_the_tool_does() {
+        // A JSON-RPC -32023 with retryAfterMs, for a tool with no annotations (unsafe to resend
+        // after a 503): resent after the wait plus jitter (a tenth at most).
+        let mut v = verdict(Outcome::JsonrpcError, None);
+        v.code = Some(RATE_LIMITED);
+        v.retry_after_ms = Some(2_000);
+        let i = input(&v);
+        let d = decide(&i, &RetryOptions::default(), &mut half());
+        assert_eq!(d.action, RetryAction::Resend { delay_ms: 2_100 });
+        assert!(d.reason.contains("SEP-3304"), "{}", d.reason);
+        assert!(d.reason.contains("without running it"), "{}", d.reason);
+        let d = decide(&i, &RetryOptions::default(), &mut || 0.0);
+        assert_eq!(d.action, RetryAction::Resend { delay_ms: 2_000 });
+        // The same in a 429's body.
+        let mut v429 = verdict(Outcome::HttpError, Some(429));
+        v429.code = Some(RATE_LIMITED);
+        v429.retry_after_ms = Some(500);
+        let d = decide(&input(&v429), &RetryOptions::default(), &mut || 1.0);
+        assert_eq!(d.action, RetryAction::Resend { delay_ms: 550 });
+        // No wait named: the backoff.
+        v.retry_after_ms = None;
+        let d = decide(&input(&v), &RetryOptions::default(), &mut || 0.0);
+        assert_eq!(
+            d.action,
+            RetryAction::Resend {
+                delay_ms: RetryOptions::default().backoff_base_ms
+            }
+        );
+        // Beyond max-wait: give up, naming the wait.
+        v.retry_after_ms = Some(RetryOptions::default().max_wait_ms + 1);
+        let d = decide(&input(&v), &RetryOptions::default(), &mut half());
+        assert_eq!(d.action, RetryAction::GiveUp);
+        assert!(d.reason.contains("beyond max-wait"), "{}", d.reason);
+        // Bounded by max-retries like every resend.
+        v.retry_after_ms = Some(10);
+        let mut i = input(&v);
+        i.resends = RetryOptions::default().max_retries;
+        let d = decide(&i, &RetryOptions::default(), &mut half());
+        assert_eq!(d.action, RetryAction::GiveUp);
+        assert!(d.reason.contains("max-retries"), "{}", d.reason);
+        // Another JSON-RPC error is still the server's answer.
+        v.code = Some(-32603);
+        assert_eq!(
+            decide(&input(&v), &RetryOptions::default(), &mut half()).action,
             RetryAction::GiveUp
         );
     }

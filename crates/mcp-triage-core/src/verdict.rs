@@ -242,7 +242,8 @@ pub struct Verdict {
     /// The result's `isError` as sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
-    /// `Retry-After` as milliseconds from the supplied `now`.
+    /// How long the server asks the client to wait: `Retry-After` as milliseconds from the
+    /// supplied `now`, or a `-32023` error's `data.retryAfterMs` (the draft SEP-3304), which wins.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u64>,
     /// The parsed `WWW-Authenticate` challenge.

@@ -937,6 +937,47 @@ async fn rate_limited_429_with_retry_after() {
     k.shutdown().await;
 }
 
+/// The draft SEP-3304 forms: -32023 with `data.retryAfterMs` on a 429, or on a 200.
+#[tokio::test]
+async fn rate_limited_sep3304_forms() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/errors.rate_limited/mcp?form=sep3304&retryAfterMs=1500&limit=10&remaining=0";
+    let sid = legacy_session(a, p, json!({})).await;
+    let r = post(a, p, Some(&sid), &run(2)).await.unwrap();
+    assert_eq!((r.status, r.header("retry-after")), (429, Some("2")));
+    let body = r.json();
+    assert_eq!(body["id"], 2);
+    assert_eq!(body["error"]["code"], -32023);
+    assert_eq!(
+        body["error"]["data"],
+        json!({ "retryAfterMs": 1500, "limit": 10, "remaining": 0 })
+    );
+    // On a 200, without the optional members, and without Retry-After.
+    let p = "/s/errors.rate_limited/mcp?form=sep3304_200&retryAfter=";
+    let sid = legacy_session(a, p, json!({})).await;
+    let r = post(a, p, Some(&sid), &run(3)).await.unwrap();
+    assert_eq!((r.status, r.header("retry-after")), (200, None));
+    assert_eq!(r.json()["error"]["data"], json!({ "retryAfterMs": 2000 }));
+    // retryAfterMs -1 leaves it out (a server breaking the SEP's RL-1).
+    let p = "/s/errors.rate_limited/mcp?form=sep3304&retryAfterMs=-1";
+    let sid = legacy_session(a, p, json!({})).await;
+    let r = post(a, p, Some(&sid), &run(4)).await.unwrap();
+    assert_eq!(r.json()["error"]["data"], json!({}));
+    // An empty Retry-After is only for the SEP forms; numbers below -1 are refused.
+    for bad in [
+        "/s/errors.rate_limited/mcp?retryAfter=",
+        "/s/errors.rate_limited/mcp?form=sep3304&retryAfterMs=-2",
+        "/s/errors.rate_limited/mcp?form=sep3305",
+    ] {
+        let r = post(a, bad, None, &initialize_msg(1, "2025-11-25", json!({})))
+            .await
+            .unwrap();
+        assert_eq!(r.status, 400, "{bad}");
+    }
+    k.shutdown().await;
+}
+
 #[tokio::test]
 async fn oauth_challenge_and_metadata() {
     let k = kitchen().await;

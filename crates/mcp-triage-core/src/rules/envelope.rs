@@ -1,5 +1,6 @@
 use crate::json::{JsonKind, Node, Object, Parsed};
 use crate::protocol::{CallContext, ProtocolVersion, RequestId};
+use crate::retry::RATE_LIMITED;
 use crate::verdict::{sanitize_line, Outcome, Verdict, MAX_MESSAGE_CHARS};
 
 use super::result::classify_result;
@@ -333,10 +334,54 @@ fn classify_error(
         detail.push_str(&format!("; {hint}"));
     }
     let mut v = Verdict::new(Outcome::JsonrpcError).with_detail(detail);
+    if code == RATE_LIMITED {
+        v.retry_after_ms = rate_limited_wait(e.get("data"), base, &mut findings);
+    }
     v.code = Some(code);
     v.message = Some(message);
     v.warnings = findings.into_warnings();
     v
+}
+
+/// `error.data.retryAfterMs` of a `-32023` error (draft SEP-3304 rule RL-1: a server MUST send it),
+/// as a wait in milliseconds. Absent or not a non-negative integer: a warning, and no wait.
+pub(crate) fn rate_limited_wait(
+    data: Option<&Node>,
+    base: &str,
+    findings: &mut Findings,
+) -> Option<u64> {
+    let field = data
+        .and_then(Node::as_object)
+        .and_then(|d| d.get("retryAfterMs"));
+    match field.map(|n| (n, n.as_integer())) {
+        Some((_, Some((ms, _)))) if ms >= 0 => Some(ms as u64),
+        Some((n, _)) => {
+            findings.warn(
+                "RATE_LIMITED_WITHOUT_RETRY_AFTER",
+                format!(
+                    "{base}/error/data/retryAfterMs is {}; a -32023 RateLimited error carries a \
+                     non-negative integer of milliseconds (draft SEP-3304)",
+                    match n {
+                        Node::Int(_) | Node::UInt(_) | Node::Float(_) | Node::BigNumber(_) => {
+                            "out of range or not an integer".to_string()
+                        }
+                        other => other.kind().to_string(),
+                    }
+                ),
+            );
+            None
+        }
+        None => {
+            findings.warn(
+                "RATE_LIMITED_WITHOUT_RETRY_AFTER",
+                format!(
+                    "{base}/error/data/retryAfterMs is missing; a -32023 RateLimited error says \
+                     how long to wait (draft SEP-3304)"
+                ),
+            );
+            None
+        }
+    }
 }
 
 /// The names the JSON-RPC and MCP specs give to error codes.
@@ -352,6 +397,7 @@ pub(crate) fn error_code_name(code: i64) -> Option<&'static str> {
         -32020 => "HeaderMismatch",
         -32021 => "MissingRequiredClientCapability",
         -32022 => "UnsupportedProtocolVersion",
+        RATE_LIMITED => "RateLimited, draft SEP-3304",
         _ => return None,
     })
 }
@@ -384,6 +430,21 @@ fn error_data_hint(code: i64, data: Option<&Node>) -> Option<String> {
                     .collect();
                 format!("the call needs client capabilities: {}", names.join(", "))
             }),
+        RATE_LIMITED => {
+            let wait = data.get("retryAfterMs")?.as_integer()?.0;
+            let quota: Vec<String> = ["limit", "remaining"]
+                .into_iter()
+                .filter_map(|name| {
+                    let (n, _) = data.get(name)?.as_integer()?;
+                    Some(format!("{name} {n}"))
+                })
+                .collect();
+            let mut hint = format!("the server asks to wait {wait} ms before resending");
+            if !quota.is_empty() {
+                hint.push_str(&format!(" ({})", quota.join(", ")));
+            }
+            Some(hint)
+        }
         -32042 => match data.get("elicitations") {
             Some(Node::Array(items)) => Some(format!(
                 "{} URL elicitation(s) must be completed before retrying",

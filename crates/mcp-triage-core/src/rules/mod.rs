@@ -8,7 +8,8 @@ mod envelope;
 mod result;
 
 pub(crate) use envelope::{
-    classify_document, classify_response_object, error_code_name, id_matches, IdMatch,
+    classify_document, classify_response_object, error_code_name, id_matches, rate_limited_wait,
+    IdMatch,
 };
 
 use crate::verdict::Warning;
