@@ -465,6 +465,19 @@ pub fn plan() -> Vec<PlanRow> {
             )
         });
     }
+    for era in [M, L] {
+        p.push(PlanRow {
+            variant: "SEP-3304 -32023, unannotated tool",
+            query: "form=sep3304&retryAfterMs=100&retryAfter=",
+            attempts: Some(2),
+            ..row(
+                "errors.rate_limited",
+                era,
+                ToolSuccess,
+                "429 with -32023: the server did not run the call, resent after retryAfterMs",
+            )
+        });
+    }
     p.extend(both(
         "errors.tool_error",
         ToolError,

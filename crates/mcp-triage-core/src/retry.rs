@@ -536,13 +536,15 @@ fn rate_limited(
         );
     }
     let (delay, why) = match v.retry_after_ms {
-        Some(ms) if ms > opts.max_wait_ms => return RetryDecision::new(
-            GiveUp,
-            format!(
+        Some(ms) if ms > opts.max_wait_ms => {
+            return RetryDecision::new(
+                GiveUp,
+                format!(
                 "{what}, but it asks to wait {ms} ms, beyond max-wait {} ms; not waiting that long",
                 opts.max_wait_ms
             ),
-        ),
+            )
+        }
         Some(ms) => {
             let jitter = (ms as f64 / 10.0 * random().clamp(0.0, 1.0)).round() as u64;
             let d = ms.saturating_add(jitter).min(opts.max_wait_ms.max(ms));
