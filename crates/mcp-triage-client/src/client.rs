@@ -504,7 +504,13 @@ impl Client {
         tool: Option<&ToolInfo>,
     ) -> Sent {
         let started = Instant::now();
-        let ctx = wire::context(id, version, self.opts.limits, schema);
+        let ctx = wire::context(
+            id,
+            version,
+            self.opts.limits,
+            schema,
+            mcp_triage_core::RequestSession::from_header(session),
+        );
         match &self.transport {
             Transport::Http { .. } if self.sse().is_some() => {
                 let sse = self.sse().expect("checked");
@@ -1452,7 +1458,13 @@ impl Client {
         if let Some(s) = session {
             req = req.header("Mcp-Session-Id", s);
         }
-        let ctx = wire::context(id, version, self.opts.limits, schema);
+        let ctx = wire::context(
+            id,
+            version,
+            self.opts.limits,
+            schema,
+            mcp_triage_core::RequestSession::from_header(session),
+        );
         let resp = match tokio::time::timeout_at(deadline, req.send()).await {
             Err(_) => {
                 return Sent::failed(
@@ -1577,6 +1589,7 @@ impl Client {
                     version,
                     self.opts.limits,
                     tool.as_ref().and_then(|t| t.output_schema.clone()),
+                    mcp_triage_core::RequestSession::Unknown,
                 );
                 let line = serde_json::to_vec(&resp).unwrap_or_default();
                 let (v, response) = wire::classify_line(&line, &ctx);

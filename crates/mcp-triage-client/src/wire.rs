@@ -207,13 +207,15 @@ pub(crate) fn context(
     version: mcp_triage_core::ProtocolVersion,
     limits: Limits,
     schema: Option<std::sync::Arc<mcp_triage_core::OutputSchema>>,
+    session: mcp_triage_core::RequestSession,
 ) -> CallContext {
     let rid: mcp_triage_core::RequestId =
         serde_json::from_value(id.clone()).unwrap_or(mcp_triage_core::RequestId::Number(0));
     let mut ctx = CallContext::new(rid)
         .with_protocol_version(version)
         .with_limits(limits)
-        .with_now(SystemTime::now());
+        .with_now(SystemTime::now())
+        .with_request_session(session);
     ctx.output_schema = schema;
     ctx
 }

@@ -389,12 +389,21 @@ impl ResponseClassifier {
         detail.push_str(": ");
         detail.push_str(&match (status, v.code) {
             (404, Some(-32601)) => "the server does not implement the method".to_string(),
-            (400, Some(-32020)) => "a required MCP header is missing or does not match the body".to_string(),
-            (400, Some(-32021)) => "the call needs a client capability that was not declared".to_string(),
-            (400, Some(-32022)) => "the server does not support the requested protocol version".to_string(),
-            (404, None) => "in a legacy session this means the session expired (start a new one with initialize); otherwise the endpoint is wrong".to_string(),
+            (400, Some(-32020)) => {
+                "a required MCP header is missing or does not match the body".to_string()
+            }
+            (400, Some(-32021)) => {
+                "the call needs a client capability that was not declared".to_string()
+            }
+            (400, Some(-32022)) => {
+                "the server does not support the requested protocol version".to_string()
+            }
+            (404, None) => not_found_advice(self.ctx.request_session).to_string(),
             (401, _) => "authorization required or the token is invalid".to_string(),
-            (403, _) if v.auth_challenge.as_ref().and_then(|a| a.error.as_deref()) == Some("insufficient_scope") => {
+            (403, _)
+                if v.auth_challenge.as_ref().and_then(|a| a.error.as_deref())
+                    == Some("insufficient_scope") =>
+            {
                 "the token lacks the scope this call needs".to_string()
             }
             (403, _) => "forbidden (insufficient scope, or the Origin was rejected)".to_string(),
@@ -425,6 +434,16 @@ impl ResponseClassifier {
 }
 
 /// Rules 5-8 for one `application/json` body.
+/// What a 404 without a JSON-RPC error means, by whether the request was sent in a session.
+fn not_found_advice(session: crate::protocol::RequestSession) -> &'static str {
+    use crate::protocol::RequestSession::*;
+    match session {
+        Present => "the server no longer knows this session: it expired or was ended (start a new one with initialize)",
+        Absent => "no session id was sent, so the endpoint URL is wrong (check the path) or the server is not an MCP endpoint",
+        _ => "in a legacy session this means the session expired (start a new one with initialize); otherwise the endpoint is wrong",
+    }
+}
+
 pub(crate) fn json_verdict(body: &[u8], ctx: &CallContext) -> Verdict {
     match json::parse(body, ctx.limits.max_depth) {
         Ok(parsed) => {
@@ -562,6 +581,27 @@ mod tests {
         let v = c.interrupted(Interruption::TimedOut("deadline".into()));
         assert_eq!(v.outcome, Outcome::Timeout);
         assert_eq!(v.stream.unwrap().notifications, 1);
+    }
+
+    #[test]
+    fn a_404_talks_about_sessions_only_when_one_was_sent() {
+        use crate::RequestSession;
+        let detail = |session| {
+            let head = ResponseHead::new(404).content_type("text/plain");
+            let mut c = ResponseClassifier::new(&head, ctx().with_request_session(session));
+            c.feed(b"Not Found");
+            let v = c.finish();
+            assert_eq!(v.outcome, Outcome::HttpError);
+            v.detail.unwrap()
+        };
+        let first_initialize = detail(RequestSession::Absent);
+        assert!(!first_initialize.contains("expired"), "{first_initialize}");
+        assert!(first_initialize.contains("endpoint URL is wrong"));
+        let in_session = detail(RequestSession::Present);
+        assert!(in_session.contains("expired or was ended"), "{in_session}");
+        assert!(!in_session.contains("endpoint"));
+        let unknown = detail(RequestSession::Unknown);
+        assert!(unknown.contains("in a legacy session") && unknown.contains("endpoint is wrong"));
     }
 
     fn json_capacity(c: &ResponseClassifier) -> Option<usize> {

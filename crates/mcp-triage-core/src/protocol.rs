@@ -130,6 +130,33 @@ impl From<&str> for RequestId {
     }
 }
 
+/// Whether the request carried an `Mcp-Session-Id`, as far as the caller knows.
+///
+/// Why: a 404 means "session expired" only for a request sent in a session; a 404 to the first
+/// `initialize` (no session yet) means the endpoint is wrong, and advising a new session there
+/// sends a user the wrong way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RequestSession {
+    /// The caller does not know (an exchange file without request headers).
+    #[default]
+    Unknown,
+    /// The request was sent without a session id.
+    Absent,
+    /// The request carried a session id.
+    Present,
+}
+
+impl RequestSession {
+    /// `Present` when `session_id` is some, `Absent` otherwise.
+    pub fn from_header(session_id: Option<&str>) -> RequestSession {
+        match session_id {
+            Some(_) => RequestSession::Present,
+            None => RequestSession::Absent,
+        }
+    }
+}
+
 /// Everything the classifier needs to know about the call besides the response itself.
 #[derive(Debug, Clone)]
 pub struct CallContext {
@@ -146,6 +173,8 @@ pub struct CallContext {
     pub limits: Limits,
     /// Queue the messages seen on an SSE stream as [`crate::StreamEvent`]s for the caller.
     pub observe_messages: bool,
+    /// Whether the request carried a session id (it decides what a 404 means).
+    pub request_session: RequestSession,
 }
 
 impl CallContext {
@@ -159,7 +188,14 @@ impl CallContext {
             now: SystemTime::UNIX_EPOCH,
             limits: Limits::default(),
             observe_messages: false,
+            request_session: RequestSession::Unknown,
         }
+    }
+
+    /// Sets whether the request carried a session id.
+    pub fn with_request_session(mut self, s: RequestSession) -> Self {
+        self.request_session = s;
+        self
     }
 
     /// Sets the protocol version.

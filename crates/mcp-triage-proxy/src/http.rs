@@ -42,8 +42,8 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use mcp_triage_core::sse::{Flow, SseItem, SseParser};
 use mcp_triage_core::{
-    classify, CallContext, Interruption, ProtocolVersion, RequestId, ResponseClassifier,
-    ResponseHead, StreamEvent, Verdict,
+    classify, CallContext, Interruption, ProtocolVersion, RequestId, RequestSession,
+    ResponseClassifier, ResponseHead, StreamEvent, Verdict,
 };
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -2197,7 +2197,10 @@ impl ResponseObserver {
                     .unwrap_or(RequestId::String(String::new()));
             plan.classifier = Some(ResponseClassifier::new(
                 &self.head,
-                self.ctx(id, call.record.protocol_version.as_deref()),
+                self.ctx(id, call.record.protocol_version.as_deref())
+                    .with_request_session(RequestSession::from_header(
+                        ex.origin.session_id.as_deref(),
+                    )),
             ));
         } else {
             plan.classifier = Some(ResponseClassifier::new(

@@ -304,6 +304,24 @@ fn call_and_list_against_the_kitchen() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A 404 to the very first request (no session yet) is a wrong URL; only a 404 in a session
+/// means the session expired (issue 24, item 3).
+#[test]
+fn a_404_before_any_session_names_the_url_not_an_expired_session() {
+    let (_rt, k) = runtime_and_kitchen();
+    let url = format!("{}/no/such/endpoint", k.base_url());
+    for era in [&[][..], &["--protocol-version", "2025-11-25"][..]] {
+        let mut args = vec!["call", &url, "read_counter"];
+        args.extend_from_slice(era);
+        let o = run(&args);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_ne!(code(&o), 0, "{out}");
+        assert!(out.contains("404"), "{out}");
+        assert!(out.contains("endpoint URL is wrong"), "{out}");
+        assert!(!out.contains("expired"), "{out}");
+    }
+}
+
 #[test]
 fn stdio_and_usage_errors() {
     let script = concat!(
