@@ -149,6 +149,60 @@ else
   failures=$((failures + 1))
 fi
 
+# agree NAME RECORDS -- mcp-triage call ARGS...: a call whose tool asks for input that nobody
+# gives (issue 24, item 1). The client declines as the spec defines, the server finishes, and the
+# observer in between (proxy or wrap, writing RECORDS) must record the same outcome for the
+# tools/call as the client: not INPUT_REQUIRED on one side and STREAM_INCOMPLETE or TOOL_ERROR
+# on the other.
+agree() {
+  local name="$1" records="$2"; shift 3
+  local rc=0
+  timeout 90 "$triage" call "$@" --format json >"$out/rec.json" 2>"$out/err.txt" || rc=$?
+  runs=$((runs + 1))
+  local verdicts
+  verdicts="$(python3 - "$out/rec.json" "$records" <<'PY'
+import json, sys
+try:
+    rec = json.load(open(sys.argv[1]))
+    client = rec["layer"] + "/" + rec["outcome"]
+    declined = any(w.get("code") == "INPUT_UNANSWERED" and "declined" in w.get("detail", "")
+                   for w in rec.get("warnings", []))
+except Exception as e:
+    print(f"unreadable record: {e}"); sys.exit()
+import os, time
+calls = []
+for _ in range(50):  # the observer writes its record when the exchange ends: wait up to 5 s
+    if os.path.exists(sys.argv[2]):
+        seen = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+        calls = [r for r in seen if r.get("method") == "tools/call"]
+    if calls:
+        break
+    time.sleep(0.1)
+observer = ",".join(f"{r.get('layer')}/{r.get('outcome')}" for r in calls) or "none"
+ok = len(calls) == 1 and observer == client and declined and rec["outcome"] != "INPUT_REQUIRED"
+print(("ok " if ok else "bad ") + f"client {client}, observer {observer}, declined: {declined}")
+PY
+)"
+  if [ "${verdicts%% *}" = ok ]; then
+    printf '  ok    %-46s %s (exit %s)\n' "$name" "${verdicts#ok }" "$rc"
+  else
+    printf '  FAIL  %-46s %s (exit %s)\n' "$name" "${verdicts#bad }" "$rc"
+    sed 's/^/        /' "$out/err.txt" | tail -n 20
+    failures=$((failures + 1))
+  fi
+}
+
+echo "an input request nobody answers: the client's verdict and the observer's agree"
+obs_port="$(free_port)"
+"$triage" proxy --listen "127.0.0.1:$obs_port" --upstream "http://127.0.0.1:$ts_port" \
+  --log "$out/proxy-elicit.jsonl" 2>"$out/proxy-elicit.err" &
+pids+=($!)
+wait_port "$obs_port" "mcp-triage proxy" "$out/proxy-elicit.err"
+agree "TS example collect-user-info, HTTP via proxy" "$out/proxy-elicit.jsonl" -- \
+  "http://127.0.0.1:$obs_port/mcp" collect-user-info --args '{"infoType":"contact"}'
+agree "server-everything elicitation, stdio via wrap" "$out/wrap-elicit.jsonl" -- \
+  --stdio "$triage wrap --log $out/wrap-elicit.jsonl -- $se_stdio" trigger-elicitation-request
+
 echo
 if [ "$failures" -ne 0 ]; then
   echo "client interop: $failures of $runs calls gave the wrong outcome" >&2

@@ -115,9 +115,10 @@ pub struct Client {
     bearer: BearerCell,
     /// OAuth for an HTTP server, when enabled.
     oauth: Option<Arc<OAuth>>,
-    /// What OAuth did during exchanges not tied to a call's attempts (initialize,
-    /// tools/list), kept for the next call's record.
-    auth_notes: std::sync::Mutex<Vec<(String, String)>>,
+    /// What happened during exchanges not tied to a call's attempts (initialize, tools/list):
+    /// what OAuth did, and a stdio server's protocol violations on stdout, kept for the next
+    /// call's record.
+    pending_notes: std::sync::Mutex<Vec<(String, String)>>,
 }
 
 /// What a setup step (initialize, tools/list) ended in when it failed.
@@ -197,7 +198,7 @@ impl Client {
             legacy_sse: std::sync::Mutex::new(None),
             bearer,
             oauth,
-            auth_notes: std::sync::Mutex::new(Vec::new()),
+            pending_notes: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -339,6 +340,7 @@ impl Client {
             let sent = self
                 .exchange(&msg, &id, Era::Legacy, version, None, None, deadline, None)
                 .await;
+            self.keep_stdout_notes(&sent);
             if st.scenario.is_none() {
                 st.scenario = sent.scenario.clone();
             }
@@ -557,7 +559,7 @@ impl Client {
                         }
                     }
                     if !auth_notes.is_empty() {
-                        if let Ok(mut pending) = self.auth_notes.lock() {
+                        if let Ok(mut pending) = self.pending_notes.lock() {
                             pending.extend(auth_notes.iter().cloned());
                         }
                     }
@@ -729,24 +731,16 @@ impl Client {
                 continue;
             };
             if let Some(inc) = Incoming::request_in(&v) {
-                let Incoming::Request { id, .. } = &inc;
                 match self.build_answer(&inc, era, version) {
                     Ok(reply) => {
                         let _ = conn.send(&reply).await;
-                        answered += 1;
+                        answered += u32::from(is_input_round(&inc));
                     }
                     Err(why) => {
-                        // Tell the server, so its tool does not wait for an answer.
-                        let err = json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": "no answer configured in mcp-triage" } });
-                        let _ = conn.send(&err).await;
-                        let mut s = Sent::failed(
-                            Verdict::new(Outcome::InputRequired).with_detail(why.clone()),
-                            Delivery::Sent,
-                            started,
-                        );
-                        s.notes = notes;
-                        s.notes.push(("INPUT_UNANSWERED".into(), why));
-                        return s;
+                        // Refuse as the spec defines and wait for the server's final answer,
+                        // as over HTTP: the verdict is what the server made of the refusal.
+                        let _ = conn.send(&refusal(&inc)).await;
+                        notes.push(("INPUT_UNANSWERED".into(), refused_text(&inc, &why)));
                     }
                 }
                 continue;
@@ -759,8 +753,22 @@ impl Client {
             s.response = response;
             s.notes = notes;
             s.answered = answered;
-            s.content_type = Some("application/json".into());
+            // no content type: a stdio line has none, and labelling it one made a stdio
+            // attempt look like an HTTP answer in the record
             return s;
+        }
+    }
+
+    /// Keeps a stdio server's stdout violations seen during a setup exchange for the next
+    /// call's record: a banner before the `initialize` answer is the same violation as a log
+    /// line during the call, and must not go unreported because it came first.
+    fn keep_stdout_notes(&self, sent: &Sent) {
+        let violations = sent
+            .notes
+            .iter()
+            .filter(|(code, _)| code.starts_with("STDOUT_"));
+        if let Ok(mut pending) = self.pending_notes.lock() {
+            pending.extend(violations.cloned());
         }
     }
 
@@ -785,19 +793,23 @@ impl Client {
         era: Era,
         version: ProtocolVersion,
         session: Option<&str>,
-    ) -> Result<(), String> {
-        let reply = match self.build_answer(&inc, era, version) {
-            Ok(r) => r,
-            Err(why) => {
-                // Tell the server, so its tool does not wait for an answer that never comes.
-                let Incoming::Request { id, .. } = &inc;
-                let err = json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": "no answer configured in mcp-triage" } });
-                self.post_reply(&err, era, version, session).await;
-                return Err(why);
-            }
+    ) -> Result<wire::Answer, String> {
+        let (reply, answer) = match self.build_answer(&inc, era, version) {
+            Ok(r) => (
+                r,
+                wire::Answer::Given {
+                    input_round: is_input_round(&inc),
+                },
+            ),
+            // Refuse, so the server's tool does not wait for an answer that never comes; its
+            // final answer then arrives on the same stream.
+            Err(why) => (
+                refusal(&inc),
+                wire::Answer::Refused(refused_text(&inc, &why)),
+            ),
         };
         self.post_reply(&reply, era, version, session).await;
-        Ok(())
+        Ok(answer)
     }
 
     async fn post_reply(
@@ -839,6 +851,7 @@ impl Client {
                 params["cursor"] = json!(c);
             }
             let (sent, _) = self.request("tools/list", params).await?;
+            self.keep_stdout_notes(&sent);
             let Some(result) = sent.result() else {
                 let why = format!("tools/list failed: {}", describe_failure(&sent));
                 return Err(SetupFailure {
@@ -1074,7 +1087,7 @@ impl Client {
             }
         }
         let pending = self
-            .auth_notes
+            .pending_notes
             .lock()
             .map(|mut p| std::mem::take(&mut *p))
             .unwrap_or_default();
@@ -1663,10 +1676,51 @@ enum Probe {
 
 /// The reply to a server request: the answer, or a JSON-RPC error when there is none.
 pub(crate) fn answer_or_error(opts: &ClientOptions, inc: &Incoming) -> Value {
-    build_answer(opts, inc).unwrap_or_else(|_| {
-        let Incoming::Request { id, .. } = inc;
-        json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": "no answer configured in mcp-triage" } })
-    })
+    build_answer(opts, inc).unwrap_or_else(|_| refusal(inc))
+}
+
+/// The answer to a server request mcp-triage has no answer for: the refusal the spec defines
+/// for that request, so the server's tool stops waiting and sends its final answer.
+///
+/// Why one function: the stdio and HTTP paths used to refuse differently (a JSON-RPC `-32603`
+/// on one, hanging up on the other), so the server ended the call differently depending on the
+/// transport and the client's verdict disagreed with what an observer saw. An elicitation is
+/// declined (`ElicitResult.action` is `accept | decline | cancel`); sampling has no refusing
+/// result, so it gets the error the spec's sampling page shows for a rejected request (`-1`);
+/// anything else is a method this client does not implement (`-32601`).
+pub(crate) fn refusal(inc: &Incoming) -> Value {
+    let Incoming::Request { id, method, .. } = inc;
+    match method.as_str() {
+        "elicitation/create" => {
+            json!({ "jsonrpc": "2.0", "id": id, "result": { "action": "decline" } })
+        }
+        "sampling/createMessage" => json!({ "jsonrpc": "2.0", "id": id, "error": {
+            "code": -1,
+            "message": "User rejected sampling request (no answer configured in mcp-triage)" } }),
+        _ => json!({ "jsonrpc": "2.0", "id": id, "error": {
+            "code": -32601, "message": format!("Method not found: {method}") } }),
+    }
+}
+
+/// The warning for a refused server request: what was asked, what was sent back, how to answer.
+fn refused_text(inc: &Incoming, why: &str) -> String {
+    let Incoming::Request { method, .. } = inc;
+    let sent = match method.as_str() {
+        "elicitation/create" => "declined it (action \"decline\")",
+        "sampling/createMessage" => "refused it (error -1, rejected)",
+        _ => "refused it (error -32601)",
+    };
+    format!("{why}; mcp-triage {sent} so the server could finish the call")
+}
+
+/// Whether answering this server request is an input round (a question the user answers);
+/// `roots/list` and `ping` are answered from configuration without asking anybody.
+pub(crate) fn is_input_round(inc: &Incoming) -> bool {
+    let Incoming::Request { method, .. } = inc;
+    matches!(
+        method.as_str(),
+        "elicitation/create" | "sampling/createMessage"
+    )
 }
 
 /// The JSON-RPC response to a server request, from the configured answers.
@@ -1758,13 +1812,7 @@ impl Standalone {
         while let Ok(Some(chunk)) = resp.chunk().await {
             capture.feed(&chunk);
             for inc in std::mem::take(&mut capture.incoming) {
-                let reply = match build_answer(&self.opts, &inc) {
-                    Ok(r) => r,
-                    Err(_) => {
-                        let Incoming::Request { id, .. } = &inc;
-                        json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": "no answer configured in mcp-triage" } })
-                    }
-                };
+                let reply = answer_or_error(&self.opts, &inc);
                 let post = self
                     .request(self.http.post(&self.url))
                     .header("Accept", "application/json, text/event-stream")

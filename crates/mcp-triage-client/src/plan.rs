@@ -326,12 +326,21 @@ pub fn plan() -> Vec<PlanRow> {
         });
         p.push(PlanRow {
             variant: "unanswered",
-            ..row(
-                "elicitation.approval",
-                era,
-                InputRequired,
-                "the tool asks for approval; without an answer the interaction is left open",
-            )
+            ..if era == M {
+                row(
+                    "elicitation.approval",
+                    era,
+                    InputRequired,
+                    "the tool asks for approval by MRTR; without an answer the interaction is left open (the server waits for nothing)",
+                )
+            } else {
+                row(
+                    "elicitation.approval",
+                    era,
+                    ToolError,
+                    "the tool asks on the open stream; without an answer the client declines, so the server finishes: isError, declined",
+                )
+            }
         });
         p.push(answered(
             "elicitation.decline",

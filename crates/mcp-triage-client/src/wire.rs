@@ -101,6 +101,18 @@ impl Incoming {
     }
 }
 
+/// What the client did with one server request that arrived on a stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// Answered from what the caller configured; `input_round` when it answered a question
+    /// (elicitation, sampling), not a `roots/list` or `ping` answered from configuration.
+    Given { input_round: bool },
+    /// Nothing was configured: refused the way the spec defines (`crate::client::refusal`),
+    /// so the server can finish; its final answer is still to come. The text says what was
+    /// asked and how to answer it.
+    Refused(String),
+}
+
 /// Keeps the response for our id out of a body, bounded, alongside the classifier.
 pub(crate) struct Capture {
     expected: Value,
@@ -232,7 +244,7 @@ pub(crate) async fn read_response<F, Fut>(
 ) -> Sent
 where
     F: FnMut(Incoming) -> Fut,
-    Fut: std::future::Future<Output = Result<(), String>>,
+    Fut: std::future::Future<Output = Result<Answer, String>>,
 {
     let status = resp.status().as_u16();
     let mut head = ResponseHead::new(status);
@@ -287,7 +299,8 @@ where
                 let mut stop = None;
                 for inc in std::mem::take(&mut capture.incoming) {
                     match on_incoming(inc).await {
-                        Ok(()) => answered += 1,
+                        Ok(Answer::Given { input_round }) => answered += u32::from(input_round),
+                        Ok(Answer::Refused(why)) => notes.push(("INPUT_UNANSWERED".into(), why)),
                         Err(why) => {
                             stop = Some(why);
                             break;

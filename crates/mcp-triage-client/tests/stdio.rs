@@ -37,6 +37,11 @@ async fn stdio_outcomes() {
     assert_eq!(ok.server_info.as_ref().unwrap().name, "sh-server");
     assert_eq!(ok.message.as_deref(), Some("hi"));
     assert!(ok.http_statuses.is_empty());
+    assert!(
+        ok.attempts.iter().all(|a| a.content_type.is_none()),
+        "a stdio line has no media type: {:?}",
+        ok.attempts
+    );
 
     assert_eq!(call("error").await.outcome, Outcome::ToolError);
 
@@ -69,6 +74,45 @@ async fn stdio_outcomes() {
             .unwrap()
             .action,
         "give_up"
+    );
+}
+
+/// An elicitation nobody answers is declined as the spec defines, and the verdict is the
+/// server's final answer to the call (issue 24, item 1), as over HTTP.
+#[tokio::test]
+async fn an_unanswered_elicitation_is_declined_and_the_servers_answer_judged() {
+    let r = call("elicit").await;
+    assert_eq!(r.outcome, Outcome::ToolError, "{r:?}");
+    assert_eq!(r.message.as_deref(), Some("declined"));
+    assert_eq!(r.rounds, 0, "a refusal is not an input round");
+    let w = r.warnings.iter().find(|w| w.code == "INPUT_UNANSWERED");
+    assert!(
+        w.is_some_and(|w| w.detail.contains("elicitation/create") && w.detail.contains("decline")),
+        "{:?}",
+        r.warnings
+    );
+}
+
+/// `roots/list` is answered from configuration: no person was asked, so no input round
+/// (issue 24, item 3).
+#[tokio::test]
+async fn answering_roots_list_is_not_an_input_round() {
+    let r = call("roots").await;
+    assert_eq!(r.outcome, Outcome::ToolSuccess, "{r:?}");
+    assert_eq!(r.rounds, 0);
+}
+
+/// A banner on stdout before the `initialize` answer is the same protocol violation as one
+/// later, and gets the same warning (issue 24, item 3).
+#[tokio::test]
+async fn a_banner_before_initialize_is_warned_about() {
+    let r = call("banner").await;
+    assert_eq!(r.outcome, Outcome::ToolSuccess, "{r:?}");
+    let w = r.warnings.iter().find(|w| w.code == "STDOUT_NOT_JSONRPC");
+    assert!(
+        w.is_some_and(|w| w.detail.contains("sh-server 1.0 ready")),
+        "{:?}",
+        r.warnings
     );
 }
 
