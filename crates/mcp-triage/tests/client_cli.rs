@@ -322,6 +322,27 @@ fn a_404_before_any_session_names_the_url_not_an_expired_session() {
     }
 }
 
+/// INVALID_TOOL_RESULT's summary names why the result is broken, then the tool's text as
+/// such (issue 24, item 3): the data alone did not say what was wrong with it.
+#[test]
+fn an_invalid_tool_result_shows_the_reason_as_its_detail() {
+    let (_rt, k) = runtime_and_kitchen();
+    let url = format!("{}/s/compat.output_schema_mismatch/mcp", k.base_url());
+    let o = run(&["call", &url, "run_configured_test_scenario"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("INVALID_TOOL_RESULT"), "{out}");
+    let detail = out
+        .lines()
+        .find(|l| l.starts_with("detail: "))
+        .unwrap_or("");
+    assert!(detail.contains("does not match the outputSchema"), "{out}");
+    let text = out
+        .lines()
+        .find(|l| l.starts_with("tool text: "))
+        .unwrap_or("");
+    assert!(text.contains("compat.output_schema_mismatch"), "{out}");
+}
+
 #[test]
 fn stdio_and_usage_errors() {
     let script = concat!(

@@ -237,13 +237,7 @@ pub fn account(r: &CallRecord) -> String {
         r.rounds,
         r.duration_ms
     ));
-    if let Some(m) = &r.message {
-        let label = match r.outcome {
-            Outcome::ToolSuccess | Outcome::ToolError => "tool text",
-            _ => "detail",
-        };
-        s.push_str(&format!("{label}: {m}\n"));
-    }
+    summary_texts(r, &mut s);
     for w in &r.warnings {
         s.push_str(&format!("warning {}: {}\n", w.code, w.detail));
     }
@@ -255,6 +249,34 @@ pub fn account(r: &CallRecord) -> String {
     }
     s.push_str(&format!("next: {}", hint(r.outcome)));
     s
+}
+
+/// The `detail:` and `tool text:` lines of the summary. For INVALID_TOOL_RESULT the detail is
+/// why the result is broken (the final verdict's detail), and the tool's own text follows as
+/// such: showing only the tool's text there hid the reason behind the data that broke it.
+fn summary_texts(r: &CallRecord, s: &mut String) {
+    let message = r.message.as_deref();
+    match r.outcome {
+        Outcome::ToolSuccess | Outcome::ToolError => {
+            if let Some(m) = message {
+                s.push_str(&format!("tool text: {m}\n"));
+            }
+        }
+        Outcome::InvalidToolResult => {
+            let reason = r.attempts.last().and_then(|a| a.verdict.detail.as_deref());
+            if let Some(d) = reason {
+                s.push_str(&format!("detail: {d}\n"));
+            }
+            if let Some(m) = message {
+                s.push_str(&format!("tool text: {m}\n"));
+            }
+        }
+        _ => {
+            if let Some(m) = message {
+                s.push_str(&format!("detail: {m}\n"));
+            }
+        }
+    }
 }
 
 fn hint(o: Outcome) -> &'static str {
