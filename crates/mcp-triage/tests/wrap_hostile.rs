@@ -62,6 +62,64 @@ fn wrap_delivers_everything_to_a_client_that_reads_late() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Item 1, the path the test above cannot reach: the server has already exited (it wrote less
+/// than the two pipes hold, so nothing blocked it) while part of its output still waits for a
+/// client that reads 6 s later. Every byte arrives and wrap exits 0.
+#[test]
+fn wrap_delivers_what_an_exited_server_left_to_a_late_reader() {
+    const BYTES: usize = 100_000;
+    let dir = tmpdir("exited");
+    let marker = dir.join("exited");
+    let server = format!(
+        "head -c {BYTES} /dev/zero | tr '\\0' b; echo; touch {}; exit 0",
+        marker.display()
+    );
+    let mut wrap = spawn_wrap(&dir.join("log.jsonl"), &server);
+    drop(wrap.0.stdin.take());
+    let t0 = Instant::now();
+    while !marker.exists() && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(marker.exists(), "the server did not finish writing");
+    std::thread::sleep(Duration::from_secs(6));
+    let mut out = Vec::new();
+    wrap.0.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+    let mut err = String::new();
+    wrap.0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = wrap.0.wait().unwrap();
+    assert_eq!(out.len(), BYTES + 1, "every byte; stderr: {err}");
+    assert!(out[..BYTES].iter().all(|&b| b == b'b'));
+    assert_eq!(status.code(), Some(0), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Item 1, the other half: output that cannot be delivered (the client closed its end) is
+/// said on stderr with the byte count, and wrap exits non-zero instead of 0.
+#[test]
+fn wrap_says_so_and_fails_when_the_client_stops_reading() {
+    let dir = tmpdir("closed");
+    let server = "head -c 1000000 /dev/zero | tr '\\0' c; echo; exit 0";
+    let mut wrap = spawn_wrap(&dir.join("log.jsonl"), server);
+    drop(wrap.0.stdout.take());
+    drop(wrap.0.stdin.take());
+    let mut err = String::new();
+    wrap.0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = wrap.0.wait().unwrap();
+    assert_ne!(status.code(), Some(0), "{err}");
+    assert!(err.contains("not delivered"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Item 2: `call --stdio` ends the server it spawned; with `wrap` in between (what
 /// `wrap --install` sets up) the `tools/call` record is in wrap's log every time. Before, the
 /// client's immediate SIGKILL lost it in 17 of 20 runs; five runs all but certainly caught that.
