@@ -190,8 +190,10 @@ struct AsData {
     codes: Bounded<Code>,
     access: Bounded<Access>,
     refresh: Bounded<Refresh>,
-    /// Clients that have had a code grant (the faults hit each client's first one only).
-    granted: std::collections::HashSet<String>,
+    /// Clients that have had a code grant (the faults hit each client's first one only),
+    /// bounded like the registrations they belong to: a set without bound grew by one entry
+    /// for every client that ever authorized.
+    granted: Bounded<()>,
     counters: HashMap<&'static str, u64>,
 }
 
@@ -202,7 +204,7 @@ impl Default for AsData {
             codes: Bounded::new(MAX_ENTRIES, CODE_SECONDS),
             access: Bounded::new(MAX_ENTRIES, ACCESS_SECONDS),
             refresh: Bounded::new(MAX_ENTRIES, LONG_SECONDS),
-            granted: Default::default(),
+            granted: Bounded::new(MAX_ENTRIES, LONG_SECONDS),
             counters: HashMap::new(),
         }
     }
@@ -527,7 +529,8 @@ pub async fn token(
             } else {
                 get("resource")
             };
-            let first = d.granted.insert(c.client_id.clone());
+            let first = !d.granted.live(&c.client_id);
+            d.granted.insert(c.client_id.clone(), ());
             let body = AuthServer::issue(&mut d, fault, &c.client_id, &resource, &c.scope, first);
             json_response(200, &body)
         }
