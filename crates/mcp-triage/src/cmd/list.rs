@@ -1,4 +1,6 @@
-//! `mcp-triage list`: the server's tools with their annotations.
+//! `mcp-triage list`: the server's tools, each as a signature from its `inputSchema` (so the
+//! `--arg KEY=VALUE` of a first `call` can be written without `--format json`), its
+//! annotations and its description.
 
 use std::process::ExitCode;
 
@@ -8,6 +10,7 @@ use serde_json::{json, Value};
 
 use super::call::Format;
 use super::client_args::{runtime, ConnArgs};
+use super::signature::signature;
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -74,38 +77,45 @@ pub fn run(args: ListArgs) -> Result<ExitCode, String> {
                 name.map(|n| format!(", {n}")).unwrap_or_default()
             );
             for t in &tools {
-                let mut flags = Vec::new();
-                if let Some(a) = &t.annotations {
-                    for (key, label) in [
-                        ("readOnlyHint", "read-only"),
-                        ("idempotentHint", "idempotent"),
-                        ("destructiveHint", "destructive"),
-                        ("openWorldHint", "open-world"),
-                    ] {
-                        if a.get(key).and_then(Value::as_bool) == Some(true) {
-                            flags.push(label.to_string());
-                        }
-                    }
-                }
-                for (arg, h) in &t.header_params {
-                    flags.push(format!("{arg}→Mcp-Param-{h}"));
-                }
-                if t.output_schema.is_some() {
-                    flags.push("outputSchema".into());
-                }
-                let flags = if flags.is_empty() {
-                    String::new()
-                } else {
-                    format!(" [{}]", flags.join(", "))
-                };
                 outln!(
-                    "  {}{}  {}",
-                    t.name,
-                    flags,
-                    t.description.as_deref().unwrap_or("")
+                    "  {}{}",
+                    signature(&t.name, &t.definition["inputSchema"]),
+                    flags(t)
                 );
+                if let Some(d) = t.description.as_deref().filter(|d| !d.is_empty()) {
+                    outln!("      {d}");
+                }
             }
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// ` [read-only, idempotent, key→Mcp-Param-Key, outputSchema]`: what the retry policy and a
+/// 2026-07-28 call make of the tool, or nothing when none applies.
+fn flags(t: &mcp_triage_client::ToolInfo) -> String {
+    let mut flags = Vec::new();
+    if let Some(a) = &t.annotations {
+        for (key, label) in [
+            ("readOnlyHint", "read-only"),
+            ("idempotentHint", "idempotent"),
+            ("destructiveHint", "destructive"),
+            ("openWorldHint", "open-world"),
+        ] {
+            if a.get(key).and_then(Value::as_bool) == Some(true) {
+                flags.push(label.to_string());
+            }
+        }
+    }
+    for (arg, h) in &t.header_params {
+        flags.push(format!("{arg}→Mcp-Param-{h}"));
+    }
+    if t.output_schema.is_some() {
+        flags.push("outputSchema".into());
+    }
+    if flags.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", flags.join(", "))
+    }
 }
