@@ -9,7 +9,7 @@ use mcp_triage_client::Client;
 use serde_json::{json, Value};
 
 use super::call::Format;
-use super::client_args::{runtime, ConnArgs};
+use super::client_args::{runtime, ConnArgs, LimitArgs, OAuthArgs};
 use super::signature::signature;
 
 pub const EXAMPLES: &str = "\
@@ -18,6 +18,7 @@ Examples:
   mcp-triage list --stdio 'npx -y @modelcontextprotocol/server-everything'
   mcp-triage list --config ~/.cursor/mcp.json --server github --format json";
 
+/// `list` connects and lists; it calls no tool, so it takes no retry or input-round options.
 #[derive(Args, Debug)]
 pub struct ListArgs {
     /// The server URL (left out with --stdio or --config).
@@ -27,14 +28,21 @@ pub struct ListArgs {
     #[command(flatten)]
     pub conn: ConnArgs,
 
-    /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
+    /// Output format: text (a signature a line), or json (protocol, server and the raw tool
+    /// definitions).
+    #[arg(long, value_enum, default_value = "text", help_heading = "Output")]
     pub format: Format,
+
+    #[command(flatten)]
+    pub oauth: OAuthArgs,
+
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 pub fn run(args: ListArgs) -> Result<ExitCode, String> {
     let target = args.conn.target(args.url.as_deref())?;
-    let opts = args.conn.options()?;
+    let opts = args.conn.options(&args.oauth, &args.limits)?;
     let rt = runtime()?;
     let result = rt.block_on(async {
         let client = Client::connect(target, opts)
