@@ -29,7 +29,7 @@ enum Command {
     /// Call one tool and report on which layer it ended, what was retried and why.
     #[command(after_help = cmd::call::EXAMPLES)]
     Call(cmd::call::CallArgs),
-    /// List a server's tools with their annotations.
+    /// List a server's tools: the arguments each one takes, its annotations and description.
     #[command(after_help = cmd::list::EXAMPLES)]
     List(cmd::list::ListArgs),
     /// What a server speaks and offers, and what is wrong with its tools/list.

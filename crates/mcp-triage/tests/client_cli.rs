@@ -257,10 +257,10 @@ fn call_and_list_against_the_kitchen() {
         0
     );
 
-    // list shows annotations.
+    // list shows annotations after each signature.
     let o = run(&["list", &url]);
     assert_eq!(code(&o), 0);
-    assert!(String::from_utf8_lossy(&o.stdout).contains("read_counter [read-only, idempotent]"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("read_counter() [read-only, idempotent]"));
     // probe: both eras, the read-only tool called, a clean tool list.
     let probe_xml = dir.join("probe.xml");
     let o = run(&[
@@ -302,6 +302,43 @@ fn call_and_list_against_the_kitchen() {
         .all(|t| t["problems"].as_array().unwrap().is_empty()));
     rt.block_on(k.shutdown());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 24 item 4: `list` shows each tool's arguments as a signature from its inputSchema
+/// (required first, `?` for optional, enums, nested objects and local `$ref`s), with the
+/// description on the next line, so a first `call --arg` needs no `--format json`.
+#[test]
+fn list_shows_each_tools_arguments() {
+    let (rt, k) = runtime_and_kitchen();
+    let url = format!("{}/s/baseline/mcp", k.base_url());
+    let o = run(&["list", &url]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 0, "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    let lines: Vec<&str> = out.lines().collect();
+    let set = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("set_value("))
+        .unwrap_or_else(|| panic!("no set_value line: {out}"));
+    assert_eq!(
+        lines[set].trim(),
+        "set_value(key: string, value: any) [idempotent, destructive]"
+    );
+    assert!(
+        lines[set + 1]
+            .trim()
+            .starts_with("Stores `value` under `key`"),
+        "the description follows: {out}"
+    );
+    for expected in [
+        "  increment_counter(by?: integer) [destructive]",
+        "  test_sampling(prompt: string)",
+        "  test_simple_text()",
+        "address?: {city?: string, street?: string}",
+        "contactMethod?: \"phone\"|\"email\"",
+    ] {
+        assert!(out.contains(expected), "{expected:?} in {out}");
+    }
+    rt.block_on(k.shutdown());
 }
 
 /// A 404 to the very first request (no session yet) is a wrong URL; only a 404 in a session

@@ -126,3 +126,165 @@ fn kitchen_refuses_an_empty_admin_token() {
         assert!(out.stdout.is_empty(), "{args:?}: it must not start serving");
     }
 }
+
+/// The option headings of a command's `--help`, in order, each with the long flags under it.
+fn help_sections(cmd: &str) -> Vec<(String, Vec<String>)> {
+    let o = run(&[cmd, "--help"]);
+    assert!(o.status.success(), "{cmd} --help");
+    let mut sections: Vec<(String, Vec<String>)> = Vec::new();
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        if let Some(heading) = line.strip_suffix(':').filter(|h| !h.starts_with(' ')) {
+            sections.push((heading.to_string(), Vec::new()));
+            continue;
+        }
+        let item = line.trim_start();
+        let item = item.strip_prefix("-h, ").unwrap_or(item);
+        if let (Some(flag), Some(last)) = (
+            item.strip_prefix("--")
+                .and_then(|f| f.split([' ', '<']).next()),
+            sections.last_mut(),
+        ) {
+            last.1.push(format!("--{flag}"));
+        }
+    }
+    sections
+}
+
+fn flags_of(sections: &[(String, Vec<String>)]) -> Vec<&str> {
+    sections
+        .iter()
+        .flat_map(|(_, f)| f.iter().map(String::as_str))
+        .collect()
+}
+
+/// Issue 24 item 4: `--help` shows what a first call needs first, under headings, and each
+/// client command offers only the options it reads: `list` calls no tool, so it has no retry
+/// policy, input rounds or call options; `call` keeps every flag it had.
+#[test]
+fn client_help_is_grouped_and_offers_only_what_the_command_uses() {
+    let list = help_sections("list");
+    let headings: Vec<&str> = list.iter().map(|(h, _)| h.as_str()).collect();
+    assert_eq!(
+        headings,
+        [
+            "Arguments",
+            "Options",
+            "Connection",
+            "Output",
+            "OAuth",
+            "Limits",
+            "Examples"
+        ]
+    );
+    let flags = flags_of(&list);
+    for gone in [
+        "--max-retries",
+        "--safe-tool",
+        "--trust-annotations",
+        "--answer",
+        "--max-rounds",
+        "--root",
+        "--task",
+        "--no-list",
+        "--scenario",
+    ] {
+        assert!(!flags.contains(&gone), "list --help offers {gone}");
+    }
+    for kept in ["--stdio", "--config", "--bearer", "--header", "--format"] {
+        assert!(flags.contains(&kept), "list --help lacks {kept}");
+    }
+    assert!(flags.len() < 30, "list offers {} options", flags.len());
+    // Passing a retry option to list is now a usage error, not a silently ignored flag.
+    let o = run(&["list", "http://127.0.0.1:9/mcp", "--max-retries", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+
+    let call = help_sections("call");
+    let headings: Vec<&str> = call.iter().map(|(h, _)| h.as_str()).collect();
+    assert_eq!(
+        headings,
+        [
+            "Arguments",
+            "Options",
+            "Connection",
+            "Arguments and output",
+            "Input rounds",
+            "Retry policy",
+            "OAuth",
+            "Limits",
+            "Examples"
+        ]
+    );
+    let section = |name: &str| -> &Vec<String> { &call.iter().find(|(h, _)| h == name).unwrap().1 };
+    assert_eq!(section("Connection")[0], "--stdio");
+    assert!(section("Arguments and output").contains(&"--arg".to_string()));
+    assert!(section("Retry policy").contains(&"--max-retries".to_string()));
+    assert!(section("Input rounds").contains(&"--answer".to_string()));
+    // Every flag `call` had before the split is still there.
+    let flags = flags_of(&call);
+    for f in [
+        "--stdio",
+        "--config",
+        "--server",
+        "--protocol-version",
+        "--bearer",
+        "--header",
+        "--timeout",
+        "--max-retries",
+        "--max-wait",
+        "--backoff-ms",
+        "--trust-annotations",
+        "--distrust-annotations",
+        "--safe-tool",
+        "--answer",
+        "--input",
+        "--accept-defaults",
+        "--no-prompt",
+        "--task",
+        "--max-rounds",
+        "--root",
+        "--scenario",
+        "--no-list",
+        "--max-body-bytes",
+        "--oauth",
+        "--no-oauth",
+        "--client-id",
+        "--client-secret-env",
+        "--client-key-file",
+        "--client-metadata-url",
+        "--grant",
+        "--authorize",
+        "--no-browser",
+        "--redirect-port",
+        "--authorize-timeout",
+        "--max-authorizations",
+        "--token-store",
+        "--no-token-store",
+        "--args",
+        "--arg",
+        "--format",
+        "--log",
+        "--log-arguments",
+        "--log-result",
+        "--idempotency-key",
+        "--retry-of",
+        "--allow-invalid-tool",
+    ] {
+        assert!(flags.contains(&f), "call --help lacks {f}");
+    }
+
+    // probe calls read-only tools, so it keeps the retry and input options, but not call's.
+    let probe = help_sections("probe");
+    let probe = flags_of(&probe);
+    for kept in [
+        "--call-read-only",
+        "--task",
+        "--answer",
+        "--max-retries",
+        "--report",
+    ] {
+        assert!(probe.contains(&kept), "probe --help lacks {kept}");
+    }
+    for gone in ["--arg", "--log", "--no-list", "--scenario"] {
+        assert!(!probe.contains(&gone), "probe --help offers {gone}");
+    }
+}

@@ -9,7 +9,7 @@ use mcp_triage_client::{CallOptions, CallRecord, Client, RetryOrigin};
 use mcp_triage_core::{Outcome, ProtocolVersion};
 use serde_json::{Map, Value};
 
-use super::client_args::{runtime, ConnArgs};
+use super::client_args::{runtime, ConnArgs, InputArgs, LimitArgs, OAuthArgs, RetryArgs};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -25,10 +25,17 @@ Exit codes: 0 success, 2 usage, 3 transport, 4 protocol, 5 interaction left unan
 pub enum Format {
     /// A readable account.
     Text,
-    /// The call record as one JSON object.
+    /// JSON for programs: call's record, list's tool definitions, probe's findings, demo's
+    /// records (one a line).
     Json,
 }
 
+/// The `--help` heading of what a call sends and what it prints.
+const ARGS_AND_OUTPUT: &str = "Arguments and output";
+
+/// `call`'s options, in the order `--help` shows them: what a first call needs (where the
+/// server is, the arguments, the output) before how input rounds, retries, OAuth and limits
+/// behave.
 #[derive(Args, Debug)]
 pub struct CallArgs {
     /// [URL] TOOL — the URL is left out with --stdio or --config.
@@ -39,41 +46,66 @@ pub struct CallArgs {
     pub conn: ConnArgs,
 
     /// The arguments as a JSON object.
-    #[arg(long, value_name = "JSON", conflicts_with = "arg")]
+    #[arg(long, value_name = "JSON", conflicts_with = "arg", help_heading = ARGS_AND_OUTPUT)]
     pub args: Option<String>,
 
     /// One argument KEY=VALUE; VALUE is JSON when it parses, else a string (repeatable).
-    #[arg(long, value_name = "KEY=VALUE")]
+    /// `mcp-triage list` shows each tool's arguments.
+    #[arg(long, value_name = "KEY=VALUE", help_heading = ARGS_AND_OUTPUT)]
     pub arg: Vec<String>,
 
     /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
+    #[arg(long, value_enum, default_value = "text", help_heading = ARGS_AND_OUTPUT)]
     pub format: Format,
 
     /// Append the record to this JSON Lines file.
-    #[arg(long, value_name = "FILE.jsonl")]
+    #[arg(long, value_name = "FILE.jsonl", help_heading = ARGS_AND_OUTPUT)]
     pub log: Option<PathBuf>,
 
     /// Keep the arguments themselves in the record (default: only their hash and size).
-    #[arg(long)]
+    #[arg(long, help_heading = ARGS_AND_OUTPUT)]
     pub log_arguments: bool,
 
     /// Keep the result object in the record.
-    #[arg(long)]
+    #[arg(long, help_heading = ARGS_AND_OUTPUT)]
     pub log_result: bool,
 
+    /// Scenario name for the record when the server sends no X-Kitchen-Scenario.
+    #[arg(long, value_name = "NAME", help_heading = ARGS_AND_OUTPUT)]
+    pub scenario: Option<String>,
+
     /// Sent in _meta as mcp-triage/idempotencyKey; makes resends safe.
-    #[arg(long, value_name = "KEY")]
+    #[arg(long, value_name = "KEY", help_heading = ARGS_AND_OUTPUT)]
     pub idempotency_key: Option<String>,
 
     /// This call repeats the record with this id by hand (retryOrigin manual).
-    #[arg(long, value_name = "RECORD_ID")]
+    #[arg(long, value_name = "RECORD_ID", help_heading = ARGS_AND_OUTPUT)]
     pub retry_of: Option<String>,
+
+    /// Ask for a task-augmented call and poll the task to its end (tasks/get).
+    #[arg(long, help_heading = ARGS_AND_OUTPUT)]
+    pub task: bool,
+
+    /// Do not call tools/list before the call (no annotations, x-mcp-header or outputSchema).
+    #[arg(long, help_heading = ARGS_AND_OUTPUT)]
+    pub no_list: bool,
 
     /// Call the tool even when its inputSchema breaks the 2026-07-28 `x-mcp-header` rules
     /// (a 2026-07-28 client MUST NOT call such a tool; by default `call` refuses with exit 2).
-    #[arg(long)]
+    #[arg(long, help_heading = ARGS_AND_OUTPUT)]
     pub allow_invalid_tool: bool,
+
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    #[command(flatten)]
+    pub retry: RetryArgs,
+
+    #[command(flatten)]
+    pub oauth: OAuthArgs,
+
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// The usage error for a listed tool whose `x-mcp-header`s break the 2026-07-28 rules, or
@@ -121,7 +153,12 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
         }
     };
     let target = args.conn.target(url.as_deref())?;
-    let mut opts = args.conn.options()?;
+    let mut opts = args.conn.options(&args.oauth, &args.limits)?;
+    args.input.apply(&mut opts)?;
+    args.retry.apply(&mut opts)?;
+    opts.use_tasks = args.task;
+    opts.scenario = args.scenario.clone();
+    opts.list_tools_first = !args.no_list;
     opts.log_arguments = args.log_arguments;
     opts.keep_result = args.log_result;
     let arguments = arguments(&args)?;

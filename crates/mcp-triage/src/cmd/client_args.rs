@@ -1,5 +1,10 @@
-//! Arguments shared by the client commands (`call`, `list`): where the server is and how to
-//! talk to it. Turned into a `Target` and `ClientOptions` here; nothing else happens here.
+//! Arguments shared by the client commands (`call`, `list`, `probe`): where the server is and
+//! how to talk to it. Turned into a `Target` and `ClientOptions` here; nothing else happens here.
+//!
+//! The options come in groups, one clap struct and one `--help` heading each (connection,
+//! input rounds, retry policy, OAuth, limits), so that a command flattens only the groups it
+//! reads and its `--help` offers nothing it would ignore: `list` calls no tool, so it has no
+//! retry or input-round options.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -8,7 +13,10 @@ use clap::Args;
 use mcp_triage_client::{Answers, ClientOptions, Target, VersionChoice};
 use mcp_triage_core::retry::AnnotationTrust;
 
+/// Where the server is and how to reach it: every client command flattens this first, since
+/// it is all a first `list` or `call` needs.
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Connection")]
 pub struct ConnArgs {
     /// Spawn this server and speak newline-delimited JSON-RPC on its stdin/stdout.
     #[arg(long, value_name = "'CMD ARGS'", conflicts_with = "config")]
@@ -38,11 +46,26 @@ pub struct ConnArgs {
     /// Extra HTTP header NAME:VALUE (repeatable).
     #[arg(long = "header", value_name = "NAME:VALUE")]
     pub headers: Vec<String>,
+}
 
+/// Deadlines and sizes of one exchange. Last in `--help`: the defaults suit a first call.
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Limits")]
+pub struct LimitArgs {
     /// Deadline of one attempt, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     pub timeout: f64,
 
+    /// Largest response body in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
+    pub max_body_bytes: u64,
+}
+
+/// When a failed tool call is sent again. Only commands that call tools (`call`, `probe
+/// --call-read-only`) take it: the policy decides resends of `tools/call` alone.
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Retry policy")]
+pub struct RetryArgs {
     /// Most resends of one call.
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub max_retries: u32,
@@ -66,7 +89,13 @@ pub struct ConnArgs {
     /// A tool that is safe to resend (repeatable).
     #[arg(long = "safe-tool", value_name = "NAME")]
     pub safe_tools: Vec<String>,
+}
 
+/// Answers for what a server asks while a tool runs (MRTR `input_required` rounds, legacy
+/// elicitation, sampling and roots requests). Only commands that call tools take it.
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Input rounds")]
+pub struct InputArgs {
     /// An input response KEY=JSON (KEY: the server's inputRequests key, or a method such as
     /// elicitation/create); repeatable.
     #[arg(long = "answer", value_name = "KEY=JSON")]
@@ -85,10 +114,6 @@ pub struct ConnArgs {
     #[arg(long)]
     pub no_prompt: bool,
 
-    /// Ask for a task-augmented call and poll the task to its end (tasks/get).
-    #[arg(long)]
-    pub task: bool,
-
     /// Most input rounds per call.
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub max_rounds: u32,
@@ -96,25 +121,11 @@ pub struct ConnArgs {
     /// A root offered to roots/list (repeatable).
     #[arg(long = "root", value_name = "PATH|URI")]
     pub roots: Vec<String>,
-
-    /// Scenario name for the record when the server sends no X-Kitchen-Scenario.
-    #[arg(long, value_name = "NAME")]
-    pub scenario: Option<String>,
-
-    /// Do not call tools/list before the call (no annotations, x-mcp-header or outputSchema).
-    #[arg(long)]
-    pub no_list: bool,
-
-    /// Largest response body in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
-    pub max_body_bytes: u64,
-
-    #[command(flatten)]
-    pub oauth: OAuthArgs,
 }
 
 /// OAuth for servers that answer 401 (the MCP authorization spec).
 #[derive(Args, Debug)]
+#[command(next_help_heading = "OAuth")]
 pub struct OAuthArgs {
     /// Authorize on a 401 (discovery, registration, browser, token cache). On by default when
     /// stdin and stderr are terminals, or when any other OAuth flag is given.
@@ -300,21 +311,25 @@ impl ConnArgs {
         Ok(t)
     }
 
-    pub fn options(&self) -> Result<ClientOptions, String> {
+    /// The client options of a command that only connects and lists (`list`): the target's
+    /// protocol and credentials, OAuth and limits; the retry and input-round options keep
+    /// their defaults, since no tool is called.
+    pub fn options(&self, oauth: &OAuthArgs, limits: &LimitArgs) -> Result<ClientOptions, String> {
         let mut o = ClientOptions {
             protocol: self.protocol_version,
             bearer: self.bearer.clone().filter(|b| !b.is_empty()),
-            timeout: seconds("timeout", self.timeout)?,
-            max_rounds: self.max_rounds,
-            accept_defaults: self.accept_defaults,
-            use_tasks: self.task,
-            roots: self.roots.clone(),
-            scenario: self.scenario.clone(),
-            list_tools_first: !self.no_list,
+            timeout: seconds("timeout", limits.timeout)?,
             ..ClientOptions::default()
         };
-        o.limits.max_body_bytes = self.max_body_bytes;
-        o.oauth = self.oauth.options()?;
+        o.limits.max_body_bytes = limits.max_body_bytes;
+        o.oauth = oauth.options()?;
+        Ok(o)
+    }
+}
+
+impl RetryArgs {
+    /// Sets the retry policy of `o`.
+    pub fn apply(&self, o: &mut ClientOptions) -> Result<(), String> {
         o.retry.max_retries = self.max_retries;
         o.retry.max_wait_ms = seconds("max-wait", self.max_wait)?.as_millis() as u64;
         o.retry.backoff_base_ms = self.backoff_ms;
@@ -326,6 +341,17 @@ impl ConnArgs {
         } else {
             AnnotationTrust::LocalOnly
         };
+        Ok(())
+    }
+}
+
+impl InputArgs {
+    /// Sets the answers, rounds, roots and terminal prompter of `o`; a bad `--input` file or
+    /// `--answer` is an error naming it.
+    pub fn apply(&self, o: &mut ClientOptions) -> Result<(), String> {
+        o.max_rounds = self.max_rounds;
+        o.accept_defaults = self.accept_defaults;
+        o.roots = self.roots.clone();
         let mut answers = Answers::default();
         if let Some(f) = &self.input {
             let text =
@@ -343,7 +369,7 @@ impl ConnArgs {
                 super::prompt::TerminalPrompter::new(),
             )));
         }
-        Ok(o)
+        Ok(())
     }
 }
 

@@ -1,4 +1,6 @@
-//! `mcp-triage list`: the server's tools with their annotations.
+//! `mcp-triage list`: the server's tools, each as a signature from its `inputSchema` (so the
+//! `--arg KEY=VALUE` of a first `call` can be written without `--format json`), its
+//! annotations and its description.
 
 use std::process::ExitCode;
 
@@ -7,7 +9,8 @@ use mcp_triage_client::Client;
 use serde_json::{json, Value};
 
 use super::call::Format;
-use super::client_args::{runtime, ConnArgs};
+use super::client_args::{runtime, ConnArgs, LimitArgs, OAuthArgs};
+use super::signature::signature;
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -15,6 +18,7 @@ Examples:
   mcp-triage list --stdio 'npx -y @modelcontextprotocol/server-everything'
   mcp-triage list --config ~/.cursor/mcp.json --server github --format json";
 
+/// `list` connects and lists; it calls no tool, so it takes no retry or input-round options.
 #[derive(Args, Debug)]
 pub struct ListArgs {
     /// The server URL (left out with --stdio or --config).
@@ -24,14 +28,21 @@ pub struct ListArgs {
     #[command(flatten)]
     pub conn: ConnArgs,
 
-    /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
+    /// Output format: text (a signature a line), or json (protocol, server and the raw tool
+    /// definitions).
+    #[arg(long, value_enum, default_value = "text", help_heading = "Output")]
     pub format: Format,
+
+    #[command(flatten)]
+    pub oauth: OAuthArgs,
+
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 pub fn run(args: ListArgs) -> Result<ExitCode, String> {
     let target = args.conn.target(args.url.as_deref())?;
-    let opts = args.conn.options()?;
+    let opts = args.conn.options(&args.oauth, &args.limits)?;
     let rt = runtime()?;
     let result = rt.block_on(async {
         let client = Client::connect(target, opts)
@@ -74,38 +85,45 @@ pub fn run(args: ListArgs) -> Result<ExitCode, String> {
                 name.map(|n| format!(", {n}")).unwrap_or_default()
             );
             for t in &tools {
-                let mut flags = Vec::new();
-                if let Some(a) = &t.annotations {
-                    for (key, label) in [
-                        ("readOnlyHint", "read-only"),
-                        ("idempotentHint", "idempotent"),
-                        ("destructiveHint", "destructive"),
-                        ("openWorldHint", "open-world"),
-                    ] {
-                        if a.get(key).and_then(Value::as_bool) == Some(true) {
-                            flags.push(label.to_string());
-                        }
-                    }
-                }
-                for (arg, h) in &t.header_params {
-                    flags.push(format!("{arg}→Mcp-Param-{h}"));
-                }
-                if t.output_schema.is_some() {
-                    flags.push("outputSchema".into());
-                }
-                let flags = if flags.is_empty() {
-                    String::new()
-                } else {
-                    format!(" [{}]", flags.join(", "))
-                };
                 outln!(
-                    "  {}{}  {}",
-                    t.name,
-                    flags,
-                    t.description.as_deref().unwrap_or("")
+                    "  {}{}",
+                    signature(&t.name, &t.definition["inputSchema"]),
+                    flags(t)
                 );
+                if let Some(d) = t.description.as_deref().filter(|d| !d.is_empty()) {
+                    outln!("      {d}");
+                }
             }
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// ` [read-only, idempotent, key→Mcp-Param-Key, outputSchema]`: what the retry policy and a
+/// 2026-07-28 call make of the tool, or nothing when none applies.
+fn flags(t: &mcp_triage_client::ToolInfo) -> String {
+    let mut flags = Vec::new();
+    if let Some(a) = &t.annotations {
+        for (key, label) in [
+            ("readOnlyHint", "read-only"),
+            ("idempotentHint", "idempotent"),
+            ("destructiveHint", "destructive"),
+            ("openWorldHint", "open-world"),
+        ] {
+            if a.get(key).and_then(Value::as_bool) == Some(true) {
+                flags.push(label.to_string());
+            }
+        }
+    }
+    for (arg, h) in &t.header_params {
+        flags.push(format!("{arg}→Mcp-Param-{h}"));
+    }
+    if t.output_schema.is_some() {
+        flags.push("outputSchema".into());
+    }
+    if flags.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", flags.join(", "))
+    }
 }

@@ -22,5 +22,6 @@ pub mod probe;
 pub mod prompt;
 pub mod proxy;
 pub mod report;
+pub mod signature;
 pub mod udf;
 pub mod ui_args;

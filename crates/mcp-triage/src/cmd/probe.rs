@@ -12,7 +12,7 @@ use mcp_triage_report::{Case, Check, Report, ReportTarget, Status, Suite};
 use serde_json::{json, Value};
 
 use super::call::Format;
-use super::client_args::{runtime, ConnArgs};
+use super::client_args::{runtime, ConnArgs, InputArgs, LimitArgs, OAuthArgs, RetryArgs};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -30,17 +30,44 @@ pub struct ProbeArgs {
     pub conn: ConnArgs,
 
     /// Also call every read-only tool that needs no arguments.
-    #[arg(long)]
+    #[arg(long, help_heading = "Calls and output")]
     pub call_read_only: bool,
 
+    /// With --call-read-only: ask for task-augmented calls and poll each task to its end.
+    #[arg(long, help_heading = "Calls and output")]
+    pub task: bool,
+
     /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "text",
+        help_heading = "Calls and output"
+    )]
     pub format: Format,
 
     /// Write a report: junit:FILE, html:FILE, json:FILE or tap:FILE (`-` = stdout; repeatable).
     /// One case per era, per capability and per tool.
-    #[arg(long = "report", value_name = "FORMAT:FILE")]
+    #[arg(
+        long = "report",
+        value_name = "FORMAT:FILE",
+        help_heading = "Calls and output"
+    )]
     pub reports: Vec<ReportTarget>,
+
+    // Answers for what a read-only tool asks while it runs (with --call-read-only).
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    // How the read-only calls are resent (with --call-read-only).
+    #[command(flatten)]
+    pub retry: RetryArgs,
+
+    #[command(flatten)]
+    pub oauth: OAuthArgs,
+
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// The 2026-07-28 `x-mcp-header` rules a tool definition breaks, as sentences naming the
@@ -161,7 +188,10 @@ async fn era_probe(
 
 pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
     let target = args.conn.target(args.url.as_deref())?;
-    let opts = args.conn.options()?;
+    let mut opts = args.conn.options(&args.oauth, &args.limits)?;
+    args.input.apply(&mut opts)?;
+    args.retry.apply(&mut opts)?;
+    opts.use_tasks = args.task;
     let rt = runtime()?;
     let started = mcp_triage_kitchen::journal::rfc3339(mcp_triage_kitchen::journal::now_ms());
     let t0 = std::time::Instant::now();
