@@ -1083,7 +1083,7 @@ impl Client {
         }
         if let Transport::Stdio(conn) = &self.transport {
             if matches!(rec.layer, mcp_triage_core::Layer::Transport) {
-                rec.stderr_tail = conn.lock().await.stderr_tail();
+                rec.stderr_tail = conn.lock().await.settled_stderr_tail().await;
             }
         }
         let pending = self
@@ -1631,6 +1631,17 @@ impl Client {
     /// The server's self-description, once known.
     pub async fn server_info(&self) -> Option<ServerInfo> {
         self.state.lock().await.server_info.clone()
+    }
+
+    /// The last lines a stdio server wrote to stderr (sanitised, bounded); empty over HTTP.
+    ///
+    /// Why public: a dying stdio server usually says why on stderr, and every command that
+    /// reports such a failure (`list`, `probe`, not only `call`'s record) should show it.
+    pub async fn server_stderr_tail(&self) -> Vec<String> {
+        match &self.transport {
+            Transport::Stdio(conn) => conn.lock().await.settled_stderr_tail().await,
+            _ => Vec::new(),
+        }
     }
 
     /// The server's capabilities (legacy `initialize` result), once known.

@@ -46,12 +46,17 @@ pub enum Shutdown {
     Killed,
 }
 
+/// How long [`StdioConn::settled_stderr_tail`] waits for an exited server's stderr to end.
+const STDERR_DRAIN: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// A running stdio server.
 pub(crate) struct StdioConn {
     /// The server's stdin; `None` once [`StdioConn::shutdown`] closed it.
     pub stdin: Option<ChildStdin>,
     pub lines: mpsc::Receiver<Line>,
     pub stderr: Arc<Mutex<VecDeque<String>>>,
+    /// The task reading stderr, until it was seen to end (see [`StdioConn::settled_stderr_tail`]).
+    stderr_reader: Option<tokio::task::JoinHandle<()>>,
     pub child: Child,
     pub closed: Option<String>,
 }
@@ -80,7 +85,7 @@ impl StdioConn {
         tokio::spawn(read_lines(stdout, tx, max_line));
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
         let keep = stderr.clone();
-        tokio::spawn(async move {
+        let stderr_reader = tokio::spawn(async move {
             let mut r = BufReader::new(stderr_pipe).take(u64::MAX);
             let mut buf = Vec::new();
             loop {
@@ -106,6 +111,7 @@ impl StdioConn {
             stdin: Some(stdin),
             lines: rx,
             stderr,
+            stderr_reader: Some(stderr_reader),
             child,
             closed: None,
         })
@@ -162,6 +168,21 @@ impl StdioConn {
     #[cfg(not(unix))]
     fn terminate(&self) -> bool {
         false
+    }
+
+    /// The last stderr lines once they are all in: when the server has exited, waits (at most
+    /// [`STDERR_DRAIN`]) for the reader to reach the end of stderr, so the lines a server wrote
+    /// just before dying (usually why it died) are not lost to a race with the reader task.
+    /// A process the server started may hold stderr open: hence the bound.
+    pub async fn settled_stderr_tail(&mut self) -> Vec<String> {
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            if let Some(reader) = self.stderr_reader.as_mut() {
+                if tokio::time::timeout(STDERR_DRAIN, reader).await.is_ok() {
+                    self.stderr_reader = None;
+                }
+            }
+        }
+        self.stderr_tail()
     }
 
     /// The last stderr lines.

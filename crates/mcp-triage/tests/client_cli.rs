@@ -380,6 +380,19 @@ fn an_invalid_tool_result_shows_the_reason_as_its_detail() {
     assert!(text.contains("compat.output_schema_mismatch"), "{out}");
 }
 
+/// A stdio server that dies before answering: `list` shows its last stderr lines as `call`
+/// does (issue 24, item 3), since they usually say why.
+#[test]
+fn list_shows_a_dying_stdio_servers_stderr() {
+    let server = "sh -c 'echo fatal: no config file >&2; exit 3'";
+    let o = run(&["list", "--stdio", server]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(code(&o), 3, "{err}");
+    assert!(err.contains("CONNECTION_ERROR"), "{err}");
+    assert!(err.contains("server stderr (last lines):"), "{err}");
+    assert!(err.contains("| fatal: no config file"), "{err}");
+}
+
 #[test]
 fn stdio_and_usage_errors() {
     let script = concat!(

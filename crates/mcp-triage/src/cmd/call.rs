@@ -278,12 +278,7 @@ pub fn account(r: &CallRecord) -> String {
     for w in &r.warnings {
         s.push_str(&format!("warning {}: {}\n", w.code, w.detail));
     }
-    if !r.stderr_tail.is_empty() {
-        s.push_str("server stderr (last lines):\n");
-        for l in &r.stderr_tail {
-            s.push_str(&format!("  | {l}\n"));
-        }
-    }
+    s.push_str(&super::client_args::stderr_block(&r.stderr_tail));
     s.push_str(&format!("next: {}", hint(r.outcome)));
     s
 }

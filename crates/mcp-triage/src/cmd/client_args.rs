@@ -381,3 +381,17 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .build()
         .map_err(|e| format!("could not start the async runtime: {e}"))
 }
+
+/// The "server stderr (last lines)" block every client command prints after a stdio server's
+/// failure (empty when there is nothing): one format, so `call`, `list` and `probe` show a
+/// dying server's last words the same way.
+pub fn stderr_block(tail: &[String]) -> String {
+    if tail.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("server stderr (last lines):\n");
+    for l in tail {
+        s.push_str(&format!("  | {l}\n"));
+    }
+    s
+}

@@ -9,7 +9,7 @@ use mcp_triage_client::Client;
 use serde_json::{json, Value};
 
 use super::call::Format;
-use super::client_args::{runtime, ConnArgs, LimitArgs, OAuthArgs};
+use super::client_args::{runtime, stderr_block, ConnArgs, LimitArgs, OAuthArgs};
 use super::signature::signature;
 
 pub const EXAMPLES: &str = "\
@@ -51,10 +51,14 @@ pub fn run(args: ListArgs) -> Result<ExitCode, String> {
         let tools = client.list_tools().await;
         let version = client.protocol_version().await;
         let info = client.server_info().await;
+        let stderr = match tools {
+            Ok(_) => Vec::new(),
+            Err(_) => client.server_stderr_tail().await,
+        };
         client.close().await;
-        Ok::<_, String>((tools, version, info))
+        Ok::<_, String>((tools, version, info, stderr))
     });
-    let (tools, version, info) = match result {
+    let (tools, version, info, stderr) = match result {
         Ok(x) => x,
         Err(e) => {
             eprintln!("mcp-triage: {e}");
@@ -64,7 +68,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, String> {
     let tools = match tools {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("mcp-triage: {e}");
+            eprint!("mcp-triage: {e}\n{}", stderr_block(&stderr));
             return Ok(ExitCode::from(3));
         }
     };
