@@ -1,0 +1,163 @@
+//! Canonical JSON text: object members sorted by name (by their UTF-16-agnostic byte order, as
+//! Rust's `str` orders them), no white space, strings and numbers as `serde_json` writes them.
+//!
+//! Why not `serde_json::to_string`: its member order follows the map type, which a Cargo
+//! feature (`preserve_order`) switches for the whole build; the digest of a call's arguments
+//! must not change because some dependency turned that feature on.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// The canonical JSON text of `v`.
+pub fn to_canonical_json(v: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(v, &mut out);
+    out
+}
+
+fn write_canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => {
+            let mut members: Vec<(&String, &Value)> = m.iter().collect();
+            members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (k, v)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(k, out);
+                out.push(':');
+                write_canonical(v, out);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, v) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(v, out);
+            }
+            out.push(']');
+        }
+        Value::String(s) => write_string(s, out),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+fn write_string(s: &str, out: &mut String) {
+    // serde_json's escaping of a string is canonical already (the shortest form)
+    out.push_str(&Value::from(s).to_string());
+}
+
+/// The digest of a tool call's arguments: SHA-256 of their canonical JSON text, and that
+/// text's length. Records, captures and the kitchen's journal name a call's arguments by it,
+/// so identical calls (a retry) can be recognised without storing the arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ArgumentsDigest {
+    /// SHA-256 of the canonical text, 64 lowercase hex digits.
+    pub hex: String,
+    /// Bytes of the canonical text.
+    pub size: u64,
+}
+
+impl ArgumentsDigest {
+    /// The digest of `arguments`.
+    pub fn of(arguments: &Value) -> ArgumentsDigest {
+        let text = to_canonical_json(arguments);
+        ArgumentsDigest {
+            hex: hex(&Sha256::digest(text.as_bytes())),
+            size: text.len() as u64,
+        }
+    }
+
+    /// `sha256:<hex>`: the form a capture line stores in place of hashed arguments, so a
+    /// reader can tell a digest from an argument that happens to be a hex string.
+    pub fn prefixed(&self) -> String {
+        format!("sha256:{}", self.hex)
+    }
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[usize::from(b >> 4)] as char);
+        s.push(DIGITS[usize::from(b & 0x0f)] as char);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    #[test]
+    fn members_are_sorted_at_every_depth_and_nothing_else_changes() {
+        let v: Value =
+            serde_json::from_str(r#"{ "b": [ {"y":1, "x":"é\n"} , 2.5 ], "a": null, "A": -0 }"#)
+                .unwrap();
+        assert_eq!(
+            to_canonical_json(&v),
+            r#"{"A":-0.0,"a":null,"b":[{"x":"é\n","y":1},2.5]}"#
+        );
+    }
+
+    /// The digest every record, capture and journal written before this crate existed carries
+    /// for these arguments: the crate must not change a stored value.
+    #[test]
+    fn the_digest_is_the_one_already_written() {
+        let d = ArgumentsDigest::of(&json!({"message": "hi"}));
+        assert_eq!(
+            d.hex,
+            hex(&Sha256::digest(br#"{"message":"hi"}"#)),
+            "canonical text of {{\"message\":\"hi\"}}"
+        );
+        assert_eq!(d.size, 16);
+        assert_eq!(d.prefixed(), format!("sha256:{}", d.hex));
+        assert_eq!(
+            ArgumentsDigest::of(&json!({"a":1,"b":[1,2]})),
+            ArgumentsDigest::of(&serde_json::from_str(r#"{"b":[1,2],"a":1}"#).unwrap())
+        );
+        assert_ne!(
+            ArgumentsDigest::of(&json!({"a":1})),
+            ArgumentsDigest::of(&json!({"a":2}))
+        );
+    }
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            // dyadic fractions: exact in text both ways (serde_json's default float parser is
+            // not exact for every f64, which is no concern of the canonical form)
+            (any::<i32>(), 0..20i32).prop_map(|(n, e)| Value::from(f64::from(n) / 2f64.powi(e))),
+            ".*".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 64, 8, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                prop::collection::btree_map(".*", inner, 0..8)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Canonical text is JSON and (with serde_json's sorted maps, as this build has them)
+        /// equals the compact text serde_json writes: the digests written so far stay valid.
+        #[test]
+        fn canonical_text_round_trips_and_matches_the_old_digest(v in arb_json()) {
+            let text = to_canonical_json(&v);
+            // parses (the value itself is not compared: serde_json's default float parser is
+            // not exact for every f64, which is no concern of the canonical form)
+            prop_assert!(serde_json::from_str::<Value>(&text).is_ok());
+            prop_assert_eq!(text, serde_json::to_string(&v).unwrap());
+        }
+    }
+}
