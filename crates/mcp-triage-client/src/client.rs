@@ -1980,7 +1980,7 @@ fn server_info(v: &Value) -> Option<ServerInfo> {
     })
 }
 
-fn tool_info(t: &Value) -> ToolInfo {
+pub(crate) fn tool_info(t: &Value) -> ToolInfo {
     let ann = t.get("annotations").filter(|a| a.is_object()).cloned();
     let hint = |k: &str| ann.as_ref().and_then(|a| a.get(k)).and_then(Value::as_bool);
     let mut header_params = Vec::new();

@@ -28,6 +28,7 @@ mod client;
 pub mod oauth;
 mod options;
 pub mod plan;
+pub mod precheck;
 mod sse_legacy;
 mod stdio;
 pub mod target;
