@@ -565,3 +565,174 @@ fn oauth_flags_are_checked() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// The `tools/call` requests the kitchen's journal holds for `tool`.
+fn journaled_calls(k: &mcp_triage_kitchen::KitchenHandle, tool: &str) -> usize {
+    k.kitchen()
+        .journal()
+        .iter()
+        .filter(|e| e["method"] == "tools/call" && e["tool"] == tool)
+        .count()
+}
+
+/// Issue 24, item 2: `call` checks a call against the tools/list it fetched first. An unknown
+/// tool is sent (the server answers it) and the advice names it with close names; arguments
+/// that break the inputSchema are refused with exit 7 and nothing reaches the kitchen; with
+/// `--send-invalid-args` they are sent and the advice names the schema, not "the tool ran".
+#[test]
+fn call_advice_comes_from_tools_list() {
+    let (rt, k) = runtime_and_kitchen();
+    let url = format!("{}/s/baseline/mcp", k.base_url());
+
+    let o = run(&["call", &url, "read_countr"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 4, "{out}");
+    assert!(
+        out.contains("protocol / JSONRPC_ERROR"),
+        "the verdict stays: {out}"
+    );
+    assert!(
+        out.contains(r#"next: "read_countr" is not in tools/list (close: "read_counter")"#),
+        "{out}"
+    );
+    assert!(!out.contains("fix the arguments or the method"), "{out}");
+
+    let o = run(&[
+        "call",
+        &url,
+        "set_value",
+        "--args",
+        r#"{"key":1,"value":2}"#,
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(code(&o), 7, "{err}");
+    assert!(
+        err.contains(
+            r#"arguments do not match the inputSchema of "set_value" (at /key: expected string)"#
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("nothing was sent") && err.contains("--send-invalid-args"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+    assert_eq!(
+        journaled_calls(&k, "set_value"),
+        0,
+        "a refused call is not sent"
+    );
+
+    let o = run(&[
+        "call",
+        &url,
+        "set_value",
+        "--args",
+        r#"{"value":2}"#,
+        "--send-invalid-args",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 6, "{out}");
+    assert_eq!(journaled_calls(&k, "set_value"), 1, "sent anyway");
+    assert!(out.contains("application / TOOL_ERROR"), "{out}");
+    assert!(
+        out.contains(r#"→ done: arguments do not match the inputSchema of "set_value" (at /key: required but missing)"#),
+        "{out}"
+    );
+    assert!(!out.contains("resending would run it again"), "{out}");
+    assert!(!out.contains("the tool ran and failed"), "{out}");
+
+    // JSON output keeps the core's verdict and carries the cause as a warning.
+    let o = run(&[
+        "call",
+        &url,
+        "set_value",
+        "--args",
+        r#"{"value":2}"#,
+        "--send-invalid-args",
+        "--format",
+        "json",
+    ]);
+    let rec: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rec["outcome"], "TOOL_ERROR");
+    assert!(rec["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w["code"] == "ARGUMENTS_DO_NOT_MATCH_INPUT_SCHEMA"));
+    rt.block_on(k.shutdown());
+}
+
+/// A JSON-RPC error code that neither JSON-RPC nor MCP defines (here `0`, as the Python
+/// low-level server sends for an exception) gets a warning, not "fix the arguments".
+#[test]
+fn call_warns_about_a_nonstandard_error_code() {
+    let (rt, k) = runtime_and_kitchen();
+    let url = format!(
+        "{}/s/errors.jsonrpc_error/mcp?code=0&message=ValueError",
+        k.base_url()
+    );
+    let o = run(&["call", &url, "read_counter"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 4, "{out}");
+    assert!(
+        out.contains("warning NONSTANDARD_ERROR_CODE: JSON-RPC error code 0 is neither"),
+        "{out}"
+    );
+    assert!(
+        out.contains("read the message and the server's log"),
+        "{out}"
+    );
+    assert!(!out.contains("fix the arguments"), "{out}");
+    rt.block_on(k.shutdown());
+}
+
+fn sloppy_server(mode: &str) -> String {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/sloppy_server.py"
+    );
+    format!("python3 '{script}' {mode}")
+}
+
+/// Against a stdio server that wraps protocol errors in isError results (as the TypeScript
+/// SDK and FastMCP do): a task-only tool called without --task, an unknown tool and a
+/// non-standard code each get advice naming the real cause; the verdict stays TOOL_ERROR.
+/// Needs python3.
+#[test]
+fn call_names_the_cause_when_a_server_wraps_errors_in_is_error() {
+    let dir = std::env::temp_dir().join(format!("mcp-triage-sloppy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let calls = dir.join("calls.txt");
+    let server = sloppy_server("");
+    let run_env = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_mcp-triage"))
+            .args(args)
+            .env("SLOPPY_CALLS", &calls)
+            .output()
+            .expect("mcp-triage runs")
+    };
+    let o = run_env(&["call", "--stdio", &server, "deploy"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 6, "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("application / TOOL_ERROR"), "{out}");
+    assert!(
+        out.contains(r#"next: "deploy" needs --task (its execution.taskSupport is "required"): call it again with --task"#),
+        "{out}"
+    );
+    assert!(!out.contains("resending would run it again"), "{out}");
+
+    let o = run_env(&["call", "--stdio", &server, "lookpu", "--no-list"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 6, "{out}");
+    assert!(
+        out.contains("wrapped JSON-RPC error -32602 (Invalid params) in an isError result"),
+        "without tools/list the tool text still tells: {out}"
+    );
+
+    let o = run_env(&["call", "--stdio", &server, "lookup", "--arg", "q=7"]);
+    assert_eq!(code(&o), 7, "{}", String::from_utf8_lossy(&o.stderr));
+    let sent = std::fs::read_to_string(&calls).unwrap_or_default();
+    assert_eq!(sent.lines().collect::<Vec<_>>(), ["deploy", "lookpu"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
