@@ -1,22 +1,28 @@
-//! `mcp-triage probe`: what a server speaks and offers, and what is wrong with its tool list.
-//! Tools are called only with `--call-read-only` (tools annotated readOnlyHint whose input
-//! schema requires nothing, called with `{}`).
+//! `mcp-triage probe`: what a server speaks and offers, what is wrong with its tool list, and
+//! how it answers the mistakes clients make ([`super::probe_checks`]: an unknown session id,
+//! an unknown tool, invalid arguments, the error codes). Tools run only with
+//! `--call-read-only` (tools annotated readOnlyHint whose input schema requires nothing,
+//! called with `{}`); the checks call a generated name that is not listed and send invalid
+//! arguments only to read-only tools, which a server rejects before running anything.
 
 use std::collections::HashSet;
 use std::process::ExitCode;
 
 use clap::Args;
 use mcp_triage_client::{CallOptions, Client, ClientOptions, ToolInfo, VersionChoice};
-use mcp_triage_core::ProtocolVersion;
+use mcp_triage_core::{Outcome, ProtocolVersion};
 use mcp_triage_report::{Case, Check, Report, ReportTarget, Status, Suite};
 use serde_json::{json, Value};
 
 use super::call::Format;
 use super::client_args::{runtime, ConnArgs};
+use super::probe_checks::{self, Finding};
 
 pub const EXAMPLES: &str = "\
 Examples:
-  mcp-triage probe http://127.0.0.1:8765/mcp                  # eras, versions, capabilities, tools/list problems
+  mcp-triage probe http://127.0.0.1:8765/mcp                  # eras, versions, capabilities, tools/list
+                                                              # problems, behaviour checks
+  mcp-triage probe http://127.0.0.1:8765/mcp --no-checks      # no tools/call at all
   mcp-triage probe http://127.0.0.1:8765/mcp --call-read-only # also call every read-only tool
   mcp-triage probe --stdio 'python server.py' --report junit:probe.xml";
 
@@ -32,6 +38,11 @@ pub struct ProbeArgs {
     /// Also call every read-only tool that needs no arguments.
     #[arg(long)]
     pub call_read_only: bool,
+
+    /// Leave out the behaviour checks (unknown session id, unknown tool, invalid arguments to
+    /// a read-only tool, error codes): then no tools/call is sent unless --call-read-only.
+    #[arg(long)]
+    pub no_checks: bool,
 
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
@@ -191,6 +202,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
         };
         let mut names = HashSet::new();
         let mut list = Vec::new();
+        let mut codes = Vec::new();
         for t in &tools {
             let mut problems = tool_problems(t);
             if !names.insert(t.name.clone()) {
@@ -201,8 +213,14 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
             if args.call_read_only && t.hints.read_only == Some(true) && no_required {
                 let r = client.call_tool(&t.name, json!({}), CallOptions::default()).await;
                 entry["call"] = json!({ "layer": r.layer, "outcome": r.outcome, "message": r.message });
+                if let Some(c) = r.jsonrpc.error_code.filter(|_| r.outcome == Outcome::JsonrpcError) {
+                    codes.push((format!("read-only call of {:?}", t.name), c));
+                }
             }
             list.push(entry);
+        }
+        if !args.no_checks {
+            report["checks"] = json!(probe_checks::run(&client, &tools, &target, &opts, &codes).await);
         }
         client.close().await;
         report["tools"] = json!(list);
@@ -216,6 +234,11 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
                 .sum()
         })
         .unwrap_or(0);
+    let check_problems = report["checks"].as_array().map_or(0, |a| {
+        a.iter()
+            .filter(|c| c["status"] == Finding::Problem.as_str())
+            .count()
+    });
     match args.format {
         Format::Json => outln!("{report}"),
         Format::Text => {
@@ -264,6 +287,17 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
                 }
             }
             outln!("{problems} problem(s) in tools/list");
+            for c in report["checks"].as_array().into_iter().flatten() {
+                outln!(
+                    "check {}: {} — {}",
+                    c["check"].as_str().unwrap_or(""),
+                    c["status"].as_str().unwrap_or(""),
+                    c["detail"].as_str().unwrap_or("")
+                );
+            }
+            if report["checks"].is_array() {
+                outln!("{check_problems} problem(s) in the checks");
+            }
         }
     }
     if !args.reports.is_empty() {
@@ -275,7 +309,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
     if report.get("toolsError").is_some() {
         return Ok(ExitCode::from(3));
     }
-    Ok(if problems > 0 {
+    Ok(if problems + check_problems > 0 {
         ExitCode::from(4)
     } else {
         ExitCode::SUCCESS
@@ -287,7 +321,9 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
 /// need not speak both), one per capability the server declared (`declared`, its JSON as
 /// evidence), `tools/list` when it failed, and one per tool (`definition`: fails with one
 /// evidence line per problem; `call` when `--call-read-only` called it: fails unless the
-/// tool succeeded). So the report fails exactly when the probe found something wrong.
+/// tool succeeded), and one per behaviour check (`behaviour`: a problem fails, a note passes
+/// with "note:", a check that could not run safely is skipped). So the report fails exactly
+/// when the probe found something wrong.
 fn probe_report(p: &Value) -> Report {
     let mut cases = Vec::new();
     for (era, r) in p["eras"].as_object().into_iter().flatten() {
@@ -363,6 +399,22 @@ fn probe_report(p: &Value) -> Report {
         cases.push(Case {
             name: format!("tool {}", t["name"].as_str().unwrap_or("")),
             checks,
+            ..Case::default()
+        });
+    }
+    for c in p["checks"].as_array().into_iter().flatten() {
+        let detail = c["detail"].as_str().unwrap_or("");
+        let (status, message) = match c["status"].as_str() {
+            Some("problem") => (Status::Fail, detail.to_string()),
+            Some("note") => (Status::Pass, format!("note: {detail}")),
+            Some("skip") => (Status::Skip, detail.to_string()),
+            _ => (Status::Pass, detail.to_string()),
+        };
+        cases.push(Case {
+            name: format!("check {}", c["check"].as_str().unwrap_or("")),
+            checks: vec![Check::new("behaviour", status, message).with_references([
+                "spec: server/tools (Error Handling), basic/transports (Session Management)",
+            ])],
             ..Case::default()
         });
     }
