@@ -241,64 +241,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
     });
     match args.format {
         Format::Json => outln!("{report}"),
-        Format::Text => {
-            outln!("target: {}", report["target"].as_str().unwrap_or(""));
-            outln!(
-                "protocol: {}",
-                report["protocolVersion"].as_str().unwrap_or("")
-            );
-            if let Some(i) = report["serverInfo"].as_object() {
-                outln!(
-                    "server: {} {}",
-                    i["name"].as_str().unwrap_or(""),
-                    i.get("version").and_then(Value::as_str).unwrap_or("")
-                );
-            }
-            if let Some(e) = report["eras"].as_object() {
-                for (era, r) in e {
-                    outln!(
-                        "era {era}: {}",
-                        if r["supported"] == true {
-                            format!("yes ({})", r["negotiated"].as_str().unwrap_or(""))
-                        } else {
-                            format!("no — {}", r["detail"].as_str().unwrap_or(""))
-                        }
-                    );
-                }
-            }
-            if !report["capabilities"].is_null() {
-                outln!("capabilities: {}", report["capabilities"]);
-            }
-            if let Some(e) = report["toolsError"].as_str() {
-                outln!("tools/list failed: {e}");
-            }
-            for t in report["tools"].as_array().into_iter().flatten() {
-                outln!("tool {}", t["name"].as_str().unwrap_or(""));
-                for p in t["problems"].as_array().into_iter().flatten() {
-                    outln!("  problem: {}", p.as_str().unwrap_or(""));
-                }
-                if let Some(c) = t.get("call") {
-                    outln!(
-                        "  call {{}}: {}/{} {}",
-                        c["layer"].as_str().unwrap_or(""),
-                        c["outcome"].as_str().unwrap_or(""),
-                        c["message"].as_str().unwrap_or("")
-                    );
-                }
-            }
-            outln!("{problems} problem(s) in tools/list");
-            for c in report["checks"].as_array().into_iter().flatten() {
-                outln!(
-                    "check {}: {} — {}",
-                    c["check"].as_str().unwrap_or(""),
-                    c["status"].as_str().unwrap_or(""),
-                    c["detail"].as_str().unwrap_or("")
-                );
-            }
-            if report["checks"].is_array() {
-                outln!("{check_problems} problem(s) in the checks");
-            }
-        }
+        Format::Text => print_text(&report, problems, check_problems),
     }
     if !args.reports.is_empty() {
         let mut r = probe_report(&report);
@@ -314,6 +257,66 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The readable account of a probe's findings (the JSON `--format json` prints).
+fn print_text(report: &Value, problems: usize, check_problems: usize) {
+    outln!("target: {}", report["target"].as_str().unwrap_or(""));
+    outln!(
+        "protocol: {}",
+        report["protocolVersion"].as_str().unwrap_or("")
+    );
+    if let Some(i) = report["serverInfo"].as_object() {
+        outln!(
+            "server: {} {}",
+            i["name"].as_str().unwrap_or(""),
+            i.get("version").and_then(Value::as_str).unwrap_or("")
+        );
+    }
+    if let Some(e) = report["eras"].as_object() {
+        for (era, r) in e {
+            outln!(
+                "era {era}: {}",
+                if r["supported"] == true {
+                    format!("yes ({})", r["negotiated"].as_str().unwrap_or(""))
+                } else {
+                    format!("no — {}", r["detail"].as_str().unwrap_or(""))
+                }
+            );
+        }
+    }
+    if !report["capabilities"].is_null() {
+        outln!("capabilities: {}", report["capabilities"]);
+    }
+    if let Some(e) = report["toolsError"].as_str() {
+        outln!("tools/list failed: {e}");
+    }
+    for t in report["tools"].as_array().into_iter().flatten() {
+        outln!("tool {}", t["name"].as_str().unwrap_or(""));
+        for p in t["problems"].as_array().into_iter().flatten() {
+            outln!("  problem: {}", p.as_str().unwrap_or(""));
+        }
+        if let Some(c) = t.get("call") {
+            outln!(
+                "  call {{}}: {}/{} {}",
+                c["layer"].as_str().unwrap_or(""),
+                c["outcome"].as_str().unwrap_or(""),
+                c["message"].as_str().unwrap_or("")
+            );
+        }
+    }
+    outln!("{problems} problem(s) in tools/list");
+    for c in report["checks"].as_array().into_iter().flatten() {
+        outln!(
+            "check {}: {} — {}",
+            c["check"].as_str().unwrap_or(""),
+            c["status"].as_str().unwrap_or(""),
+            c["detail"].as_str().unwrap_or("")
+        );
+    }
+    if report["checks"].is_array() {
+        outln!("{check_problems} problem(s) in the checks");
+    }
 }
 
 /// The probe's findings (the JSON that `--format json` prints) as a report: one case per
