@@ -121,6 +121,19 @@ pub struct Client {
     pending_notes: std::sync::Mutex<Vec<(String, String)>>,
 }
 
+/// What a server answered a request carrying a session id it never issued
+/// ([`Client::unknown_session_answer`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnknownSessionAnswer {
+    /// There is no server-assigned legacy HTTP session to test against (stdio, the stateless
+    /// 2026-07-28 era, HTTP+SSE, or a server that assigns no session id).
+    NoSession,
+    /// The HTTP status of the answer.
+    Status(u16),
+    /// The request failed on the transport.
+    Failed(String),
+}
+
 /// What a setup step (initialize, tools/list) ended in when it failed.
 struct SetupFailure {
     kind: &'static str,
@@ -1659,6 +1672,50 @@ impl Client {
         }
     }
 
+    /// Sends a `ping` carrying a made-up `Mcp-Session-Id` and reports the HTTP status. The
+    /// spec (2025-03-26 … 2025-11-25) says a server MUST answer 404 to a session id it does not
+    /// know, and a client MUST re-initialize on that 404; a server answering 400 instead leaves
+    /// clients stuck after a restart, which is why `probe` asks. Only meaningful in a legacy
+    /// Streamable HTTP session the server assigned (it must use sessions at all): otherwise
+    /// [`UnknownSessionAnswer::NoSession`]. Nothing runs on the server: `ping` has no effect.
+    pub async fn unknown_session_answer(&self) -> UnknownSessionAnswer {
+        let Transport::Http { http, url, headers } = &self.transport else {
+            return UnknownSessionAnswer::NoSession;
+        };
+        let (era, version, real) = {
+            let st = self.state.lock().await;
+            (st.era, st.version, st.session_id.clone())
+        };
+        let Some(real) = real.filter(|_| era == Some(Era::Legacy) && self.sse().is_none()) else {
+            return UnknownSessionAnswer::NoSession;
+        };
+        let mut made_up = format!("mcp-triage-unknown-{:016x}", self.random().to_bits());
+        if made_up == real {
+            made_up.push('0');
+        }
+        let msg = json!({ "jsonrpc": "2.0", "id": self.new_id(), "method": "ping" });
+        let req = self.http_request(
+            http,
+            url,
+            headers,
+            &msg,
+            Era::Legacy,
+            version,
+            Some(&made_up),
+            &[],
+        );
+        match tokio::time::timeout(self.opts.timeout, req.send()).await {
+            Ok(Ok(resp)) => UnknownSessionAnswer::Status(resp.status().as_u16()),
+            Ok(Err(e)) => {
+                UnknownSessionAnswer::Failed(mcp_triage_core::sanitize_line(&e.to_string(), 200))
+            }
+            Err(_) => UnknownSessionAnswer::Failed(format!(
+                "no answer within {} ms",
+                self.opts.timeout.as_millis()
+            )),
+        }
+    }
+
     /// Ends a legacy session (DELETE) and stops a stdio server the way the MCP stdio transport
     /// says (stdin closed, then SIGTERM, then SIGKILL, each wait [`STDIO_EXIT_GRACE`]).
     pub async fn close(&self) {
@@ -2039,7 +2096,7 @@ fn server_info(v: &Value) -> Option<ServerInfo> {
     })
 }
 
-fn tool_info(t: &Value) -> ToolInfo {
+pub(crate) fn tool_info(t: &Value) -> ToolInfo {
     let ann = t.get("annotations").filter(|a| a.is_object()).cloned();
     let hint = |k: &str| ann.as_ref().and_then(|a| a.get(k)).and_then(Value::as_bool);
     let mut header_params = Vec::new();

@@ -28,12 +28,15 @@ mod client;
 pub mod oauth;
 mod options;
 pub mod plan;
+pub mod precheck;
 mod sse_legacy;
 mod stdio;
 pub mod target;
 mod wire;
 
-pub use client::{header_value, Client, ConnectError, ToolInfo, IDEMPOTENCY_META};
+pub use client::{
+    header_value, Client, ConnectError, ToolInfo, UnknownSessionAnswer, IDEMPOTENCY_META,
+};
 pub use mcp_triage_core::{CallRecord, RetryOrigin};
 pub use oauth::{AuthorizeMode, Grant, OAuthOptions};
 pub use options::{Answers, CallOptions, ClientOptions, Prompter, SharedPrompter, VersionChoice};

@@ -50,3 +50,10 @@ pub use verdict::{
     sanitize_line, AuthChallenge, Layer, LimitHit, Outcome, StreamStats, Verdict, Warning,
     MAX_MESSAGE_CHARS,
 };
+
+/// The name the JSON-RPC and MCP specs give an error code (`-32602` → "Invalid params"), or
+/// None for a code neither defines: then only the server knows what it means (an exception it
+/// passed through, say), and advice must not guess ("fix the arguments") from it.
+pub fn error_code_name(code: i64) -> Option<&'static str> {
+    rules::error_code_name(code)
+}

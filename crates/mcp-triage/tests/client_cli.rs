@@ -274,13 +274,16 @@ fn call_and_list_against_the_kitchen() {
     ]);
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stdout));
     let p: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    // The report: a testcase per era, capability and tool, plus one per read-only call; none fails.
+    // The report: a testcase per era, capability and tool, plus one per read-only call and
+    // one per behaviour check; none fails.
     let xml = std::fs::read_to_string(&probe_xml).unwrap();
     let (cases, failures, _, _) = junit_counts(&xml);
     let tools = p["tools"].as_array().unwrap();
     let called = tools.iter().filter(|t| t.get("call").is_some()).count();
     let caps = p["capabilities"].as_object().map_or(0, |c| c.len());
-    assert_eq!(cases, 2 + caps + tools.len() + called);
+    let checks = p["checks"].as_array().unwrap().len();
+    assert_eq!(checks, 4);
+    assert_eq!(cases, 2 + caps + tools.len() + called + checks);
     assert_eq!(failures, 0);
     assert!(xml.contains(r#"classname="probe: "#) && xml.contains("tool read_counter"));
     assert_eq!(p["eras"]["2026-07-28"]["supported"], true);
@@ -635,4 +638,333 @@ fn oauth_flags_are_checked() {
         assert_eq!(code(&o), 2, "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
+}
+
+/// The `tools/call` requests the kitchen's journal holds for `tool`.
+fn journaled_calls(k: &mcp_triage_kitchen::KitchenHandle, tool: &str) -> usize {
+    k.kitchen()
+        .journal()
+        .iter()
+        .filter(|e| e["method"] == "tools/call" && e["tool"] == tool)
+        .count()
+}
+
+/// Issue 24, item 2: `call` checks a call against the tools/list it fetched first. An unknown
+/// tool is sent (the server answers it) and the advice names it with close names; arguments
+/// that break the inputSchema are refused with exit 7 and nothing reaches the kitchen; with
+/// `--send-invalid-args` they are sent and the advice names the schema, not "the tool ran".
+#[test]
+fn call_advice_comes_from_tools_list() {
+    let (rt, k) = runtime_and_kitchen();
+    let url = format!("{}/s/baseline/mcp", k.base_url());
+
+    let o = run(&["call", &url, "read_countr"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 4, "{out}");
+    assert!(
+        out.contains("protocol / JSONRPC_ERROR"),
+        "the verdict stays: {out}"
+    );
+    assert!(
+        out.contains(r#"next: "read_countr" is not in tools/list (close: "read_counter")"#),
+        "{out}"
+    );
+    assert!(!out.contains("fix the arguments or the method"), "{out}");
+
+    let o = run(&[
+        "call",
+        &url,
+        "set_value",
+        "--args",
+        r#"{"key":1,"value":2}"#,
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(code(&o), 7, "{err}");
+    assert!(
+        err.contains(
+            r#"arguments do not match the inputSchema of "set_value" (at /key: expected string)"#
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("nothing was sent") && err.contains("--send-invalid-args"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+    assert_eq!(
+        journaled_calls(&k, "set_value"),
+        0,
+        "a refused call is not sent"
+    );
+
+    let o = run(&[
+        "call",
+        &url,
+        "set_value",
+        "--args",
+        r#"{"value":2}"#,
+        "--send-invalid-args",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 6, "{out}");
+    assert_eq!(journaled_calls(&k, "set_value"), 1, "sent anyway");
+    assert!(out.contains("application / TOOL_ERROR"), "{out}");
+    assert!(
+        out.contains(r#"→ done: arguments do not match the inputSchema of "set_value" (at /key: required but missing)"#),
+        "{out}"
+    );
+    assert!(!out.contains("resending would run it again"), "{out}");
+    assert!(!out.contains("the tool ran and failed"), "{out}");
+
+    // JSON output keeps the core's verdict and carries the cause as a warning.
+    let o = run(&[
+        "call",
+        &url,
+        "set_value",
+        "--args",
+        r#"{"value":2}"#,
+        "--send-invalid-args",
+        "--format",
+        "json",
+    ]);
+    let rec: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rec["outcome"], "TOOL_ERROR");
+    assert!(rec["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w["code"] == "ARGUMENTS_DO_NOT_MATCH_INPUT_SCHEMA"));
+    rt.block_on(k.shutdown());
+}
+
+/// A JSON-RPC error code that neither JSON-RPC nor MCP defines (here `0`, as the Python
+/// low-level server sends for an exception) gets a warning, not "fix the arguments".
+#[test]
+fn call_warns_about_a_nonstandard_error_code() {
+    let (rt, k) = runtime_and_kitchen();
+    let url = format!(
+        "{}/s/errors.jsonrpc_error/mcp?code=0&message=ValueError",
+        k.base_url()
+    );
+    let o = run(&["call", &url, "read_counter"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 4, "{out}");
+    assert!(
+        out.contains("warning NONSTANDARD_ERROR_CODE: JSON-RPC error code 0 is neither"),
+        "{out}"
+    );
+    assert!(
+        out.contains("read the message and the server's log"),
+        "{out}"
+    );
+    assert!(!out.contains("fix the arguments"), "{out}");
+    rt.block_on(k.shutdown());
+}
+
+fn sloppy_server(mode: &str) -> String {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/sloppy_server.py"
+    );
+    format!("python3 '{script}' {mode}")
+}
+
+/// Against a stdio server that wraps protocol errors in isError results (as the TypeScript
+/// SDK and FastMCP do): a task-only tool called without --task, an unknown tool and a
+/// non-standard code each get advice naming the real cause; the verdict stays TOOL_ERROR.
+/// Needs python3.
+#[test]
+fn call_names_the_cause_when_a_server_wraps_errors_in_is_error() {
+    let dir = std::env::temp_dir().join(format!("mcp-triage-sloppy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let calls = dir.join("calls.txt");
+    let server = sloppy_server("");
+    let run_env = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_mcp-triage"))
+            .args(args)
+            .env("SLOPPY_CALLS", &calls)
+            .output()
+            .expect("mcp-triage runs")
+    };
+    let o = run_env(&["call", "--stdio", &server, "deploy"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 6, "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("application / TOOL_ERROR"), "{out}");
+    assert!(
+        out.contains(r#"next: "deploy" needs --task (its execution.taskSupport is "required"): call it again with --task"#),
+        "{out}"
+    );
+    assert!(!out.contains("resending would run it again"), "{out}");
+
+    let o = run_env(&["call", "--stdio", &server, "lookpu", "--no-list"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 6, "{out}");
+    assert!(
+        out.contains("wrapped JSON-RPC error -32602 (Invalid params) in an isError result"),
+        "without tools/list the tool text still tells: {out}"
+    );
+
+    let o = run_env(&["call", "--stdio", &server, "lookup", "--arg", "q=7"]);
+    assert_eq!(code(&o), 7, "{}", String::from_utf8_lossy(&o.stderr));
+    let sent = std::fs::read_to_string(&calls).unwrap_or_default();
+    assert_eq!(sent.lines().collect::<Vec<_>>(), ["deploy", "lookpu"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The probe's behaviour checks as JSON: check name → (status, detail).
+fn checks(probe_json: &[u8]) -> std::collections::BTreeMap<String, (String, String)> {
+    let p: Value = serde_json::from_slice(probe_json).expect("probe JSON");
+    p["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap_or("").to_string();
+            (s("check"), (s("status"), s("detail")))
+        })
+        .collect()
+}
+
+/// Issue 24, item 4: the kitchen passes the probe's behaviour checks in both eras: an unknown
+/// tool gets -32602, a made-up session id 404; it has no read-only tool whose schema arguments
+/// can break, so that check is skipped and says why.
+#[test]
+fn probe_checks_pass_against_the_kitchen() {
+    let (rt, k) = runtime_and_kitchen();
+    let url = format!("{}/s/baseline/mcp", k.base_url());
+    for era in [&[][..], &["--protocol-version", "2025-11-25"][..]] {
+        let o = run(&[&["probe", url.as_str(), "--format", "json"], era].concat());
+        assert_eq!(
+            code(&o),
+            0,
+            "{era:?}: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        let c = checks(&o.stdout);
+        assert_eq!(c["unknown tool"].0, "pass", "{c:?}");
+        assert!(c["unknown tool"].1.contains("-32602"), "{c:?}");
+        assert_eq!(c["unknown session id"].0, "pass", "{c:?}");
+        assert!(c["unknown session id"].1.contains("HTTP 404"), "{c:?}");
+        assert_eq!(c["error codes"].0, "pass", "{c:?}");
+        assert_eq!(c["invalid arguments"].0, "skip", "{c:?}");
+        assert!(c["invalid arguments"].1.contains("readOnlyHint"), "{c:?}");
+    }
+    // --no-checks: no checks in the output, no tools/call sent.
+    let o = run(&["probe", url.as_str(), "--format", "json", "--no-checks"]);
+    assert_eq!(code(&o), 0);
+    let p: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(p.get("checks").is_none(), "{p}");
+    // Only the generated unknown name was called (once per era): no catalogue tool ran.
+    let called: Vec<Value> = k
+        .kitchen()
+        .journal()
+        .into_iter()
+        .filter(|e| e["method"] == "tools/call")
+        .collect();
+    assert_eq!(called.len(), 2, "{called:?}");
+    assert!(called
+        .iter()
+        .all(|e| e["tool"] == "mcp-triage-probe-no-such-tool"));
+    rt.block_on(k.shutdown());
+}
+
+/// Against the stdio server that wraps errors in isError results (2025-06-18): the unknown
+/// tool and the invalid arguments (sent to the read-only `lookup` only) are problems, and in
+/// the "zero" mode the code 0 is; tools with side effects are never called. Needs python3.
+#[test]
+fn probe_checks_flag_is_error_answers_and_nonstandard_codes() {
+    let dir = std::env::temp_dir().join(format!("mcp-triage-probe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let calls = dir.join("calls.txt");
+    let probe = |mode: &str| {
+        Command::new(env!("CARGO_BIN_EXE_mcp-triage"))
+            .args(["probe", "--stdio", &sloppy_server(mode), "--format", "json"])
+            .env("SLOPPY_CALLS", &calls)
+            .output()
+            .expect("mcp-triage runs")
+    };
+    let o = probe("");
+    assert_eq!(code(&o), 4, "{}", String::from_utf8_lossy(&o.stderr));
+    let c = checks(&o.stdout);
+    assert_eq!(c["unknown tool"].0, "problem", "{c:?}");
+    assert!(c["unknown tool"].1.contains("isError"), "{c:?}");
+    assert_eq!(c["invalid arguments"].0, "problem", "{c:?}");
+    assert!(
+        c["invalid arguments"]
+            .1
+            .contains("at /q: required but missing")
+            && c["invalid arguments"].1.contains("2025-06-18"),
+        "{c:?}"
+    );
+    assert_eq!(c["unknown session id"].0, "skip", "{c:?}");
+
+    let o = probe("zero");
+    assert_eq!(code(&o), 4);
+    let c = checks(&o.stdout);
+    assert_eq!(c["error codes"].0, "problem", "{c:?}");
+    assert!(
+        c["error codes"].1.starts_with("0 (invalid arguments)"),
+        "{c:?}"
+    );
+    assert_eq!(c["invalid arguments"].0, "note", "{c:?}");
+
+    let sent = std::fs::read_to_string(&calls).unwrap();
+    assert!(
+        sent.lines()
+            .all(|t| t == "lookup" || t == "mcp-triage-probe-no-such-tool"),
+        "{sent}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A legacy server that answers any request without its session id with 400, a made-up one
+/// included (a common Streamable HTTP server bug).
+async fn session_400(headers: axum::http::HeaderMap, Json(msg): Json<Value>) -> Response {
+    let id = msg.get("id").cloned();
+    if msg["method"] == "initialize" {
+        let result = json!({ "protocolVersion": "2025-11-25", "capabilities": { "tools": {} },
+            "serverInfo": { "name": "session-400", "version": "0" } });
+        let body = json!({ "jsonrpc": "2.0", "id": id, "result": result });
+        return ([("mcp-session-id", "s-1")], Json(body)).into_response();
+    }
+    if headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) != Some("s-1") {
+        return (StatusCode::BAD_REQUEST, "Bad Request: No valid session ID").into_response();
+    }
+    let Some(id) = id else {
+        return StatusCode::ACCEPTED.into_response();
+    };
+    let body = match msg["method"].as_str().unwrap_or("") {
+        "tools/list" => json!({ "jsonrpc": "2.0", "id": id, "result": { "tools": [] } }),
+        "tools/call" => json!({ "jsonrpc": "2.0", "id": id,
+            "error": { "code": -32602, "message": "Unknown tool" } }),
+        _ => json!({ "jsonrpc": "2.0", "id": id, "result": {} }),
+    };
+    Json(body).into_response()
+}
+
+/// The session check fails against a server that answers a made-up session id with 400.
+#[test]
+fn probe_flags_a_400_for_an_unknown_session() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let app = Router::new().route("/mcp", post(session_400));
+    let server = rt.spawn(async move { axum::serve(listener, app).await });
+    let o = run(&["probe", &url, "--format", "json"]);
+    assert_eq!(code(&o), 4, "{}", String::from_utf8_lossy(&o.stdout));
+    let c = checks(&o.stdout);
+    assert_eq!(c["unknown session id"].0, "problem", "{c:?}");
+    assert!(
+        c["unknown session id"].1.contains("HTTP 400")
+            && c["unknown session id"].1.contains("MUST answer 404"),
+        "{c:?}"
+    );
+    assert_eq!(c["unknown tool"].0, "pass", "{c:?}");
+    let o = run(&["probe", &url]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("check unknown session id: problem"), "{out}");
+    assert!(out.contains("1 problem(s) in the checks"), "{out}");
+    server.abort();
 }

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use mcp_triage_client::precheck::{check_call, CallProblem};
 use mcp_triage_client::{CallOptions, CallRecord, Client, RetryOrigin};
-use mcp_triage_core::{Outcome, ProtocolVersion};
+use mcp_triage_core::{error_code_name, Outcome, ProtocolVersion};
 use serde_json::{Map, Value};
 
 use super::client_args::{runtime, ConnArgs, InputArgs, LimitArgs, OAuthArgs, RetryArgs};
@@ -19,7 +20,12 @@ Examples:
   mcp-triage call --config ~/.cursor/mcp.json --server github search_issues --arg q=bug --format json
   mcp-triage call URL run_configured_test_scenario --answer 'elicitation/create={\"action\":\"accept\",\"content\":{\"reason\":\"ok\"}}'
 
-Exit codes: 0 success, 2 usage, 3 transport, 4 protocol, 5 interaction left unanswered, 6 tool error.";
+Exit codes: 0 success, 2 usage, 3 transport, 4 protocol, 5 interaction left unanswered, 6 tool error,
+  7 arguments do not match the tool's inputSchema (nothing sent; --send-invalid-args sends them).";
+
+/// The exit code of a call refused because its arguments do not match the listed inputSchema:
+/// apart from 2 (usage) so a script can tell "fix the arguments" from "fix the command line".
+const EXIT_INVALID_ARGUMENTS: u8 = 7;
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum Format {
@@ -95,6 +101,11 @@ pub struct CallArgs {
     #[arg(long, help_heading = ARGS_AND_OUTPUT)]
     pub allow_invalid_tool: bool,
 
+    /// Send the arguments even when they do not match the tool's inputSchema in tools/list
+    /// (by default `call` refuses with exit 7 and sends nothing).
+    #[arg(long, help_heading = ARGS_AND_OUTPUT)]
+    pub send_invalid_args: bool,
+
     #[command(flatten)]
     pub input: InputArgs,
 
@@ -106,6 +117,16 @@ pub struct CallArgs {
 
     #[command(flatten)]
     pub limits: LimitArgs,
+}
+
+/// How the connection ended before there was anything to print.
+enum Ended {
+    /// The call was made.
+    Called(Box<CallRecord>, Option<CallProblem>),
+    /// The server could not be reached at all.
+    Unreachable(String),
+    /// The arguments do not match the inputSchema: nothing was sent.
+    Refused(CallProblem),
 }
 
 /// The usage error for a listed tool whose `x-mcp-header`s break the 2026-07-28 rules, or
@@ -172,49 +193,143 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
         idempotency_key: args.idempotency_key.clone(),
         ..CallOptions::default()
     };
-    let check_tool = !args.allow_invalid_tool && opts.list_tools_first;
+    let list_first = opts.list_tools_first;
+    let as_task = opts.use_tasks;
     let rt = runtime()?;
-    let record = rt.block_on(async {
+    let ended = rt.block_on(async {
         let client = match Client::connect(target, opts).await {
             Ok(c) => c,
-            Err(e) => return Ok(Err(e.to_string())),
+            Err(e) => return Ok(Ended::Unreachable(e.to_string())),
         };
         // The list the call would fetch first anyway (it is cached). When it fails, the call
-        // goes ahead and its record says why the list failed. The rules are 2026-07-28's:
-        // an older server's x-mcp-header means nothing and no Mcp-Param header is sent.
-        if check_tool {
-            let tools = client.list_tools().await;
-            let modern = client.protocol_version().await == ProtocolVersion::V2026_07_28.as_str();
-            if let Some(usage) = tools
-                .ok()
-                .filter(|_| modern)
-                .and_then(|tools| invalid_tool(&tools, &tool))
-            {
+        // goes ahead unchecked and its record says why the list failed.
+        let tools = match list_first {
+            true => client.list_tools().await.ok(),
+            false => None,
+        };
+        // The x-mcp-header rules are 2026-07-28's: an older server's x-mcp-header means
+        // nothing and no Mcp-Param header is sent.
+        let modern = client.protocol_version().await == ProtocolVersion::V2026_07_28.as_str();
+        if let Some(usage) = tools
+            .as_deref()
+            .filter(|_| modern && !args.allow_invalid_tool)
+            .and_then(|tools| invalid_tool(tools, &tool))
+        {
+            client.close().await;
+            return Err(usage);
+        }
+        let problem = tools
+            .as_deref()
+            .and_then(|t| check_call(t, &tool, &arguments, as_task));
+        if let Some(p @ CallProblem::InvalidArguments { .. }) = &problem {
+            if !args.send_invalid_args {
                 client.close().await;
-                return Err(usage);
+                return Ok(Ended::Refused(p.clone()));
             }
         }
         let r = client.call_tool(&tool, arguments, co).await;
         client.close().await;
-        Ok(Ok(r))
+        Ok(Ended::Called(Box::new(r), problem))
     })?;
-    let record = match record {
-        Ok(r) => r,
-        Err(e) => {
+    let (mut record, problem) = match ended {
+        Ended::Called(r, p) => (*r, p),
+        Ended::Unreachable(e) => {
             eprintln!("mcp-triage: {e}");
             return Ok(ExitCode::from(3));
         }
+        Ended::Refused(p) => {
+            eprintln!(
+                "mcp-triage: {p}; nothing was sent. {}, or pass --send-invalid-args to send \
+                 them anyway.",
+                capitalized(p.fix())
+            );
+            return Ok(ExitCode::from(EXIT_INVALID_ARGUMENTS));
+        }
     };
+    if let Some(p) = &problem {
+        record.warn(p.code(), p.to_string());
+    }
+    if let Some(w) = nonstandard_code(&record) {
+        record.warn("NONSTANDARD_ERROR_CODE", w);
+    }
     if let Some(path) = &args.log {
         append_log(path, &record)?;
     }
     let mut out = std::io::stdout().lock();
     let text = match args.format {
         Format::Json => serde_json::to_string(&record).map_err(|e| e.to_string())?,
-        Format::Text => account(&record),
+        Format::Text => account(&record, problem.as_ref()),
     };
     let _ = writeln!(out, "{text}");
     Ok(ExitCode::from(record.exit_code() as u8))
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+/// A warning for a JSON-RPC error whose code neither JSON-RPC nor MCP defines (the Python
+/// low-level server answers a raised exception with `0`, say): its meaning is the server's
+/// own, so the usual "fix the arguments" would be a guess.
+fn nonstandard_code(r: &CallRecord) -> Option<String> {
+    let code = r
+        .jsonrpc
+        .error_code
+        .filter(|_| r.outcome == Outcome::JsonrpcError)?;
+    if error_code_name(code).is_some() {
+        return None;
+    }
+    let kind = if (-32099..=-32000).contains(&code) {
+        "an implementation-defined server error (-32000 to -32099): clients must not assume \
+         a meaning"
+    } else {
+        "neither a JSON-RPC nor an MCP error code (servers often send such codes for an \
+         exception inside the tool)"
+    };
+    Some(format!("JSON-RPC error code {code} is {kind}"))
+}
+
+/// The code of a protocol error a server wrapped in an `isError` result, from its text
+/// (the TypeScript SDK and FastMCP write `MCP error -32602: …`): such a tool never ran.
+fn wrapped_protocol_code(message: Option<&str>) -> Option<i64> {
+    let rest = message?.trim_start().strip_prefix("MCP error ")?;
+    let end = rest
+        .char_indices()
+        .find(|&(i, c)| !(c.is_ascii_digit() || (i == 0 && c == '-')))
+        .map_or(rest.len(), |(i, _)| i);
+    rest[..end].parse().ok()
+}
+
+/// The real cause of a failed call when `tools/list` or the answer itself says more than the
+/// outcome does; None keeps the outcome's own hint. Only advice: the verdict stays the core's.
+fn cause(r: &CallRecord, problem: Option<&CallProblem>) -> Option<String> {
+    if !matches!(r.outcome, Outcome::ToolError | Outcome::JsonrpcError) {
+        return None;
+    }
+    if let Some(p) = problem {
+        return Some(format!(
+            "{p}: {}; resending unchanged fails the same way.",
+            p.fix()
+        ));
+    }
+    if let Some(code) = nonstandard_code(r).and(r.jsonrpc.error_code) {
+        return Some(format!(
+            "error code {code} means what the server means by it (see the warning): read the \
+             message and the server's log before changing the call."
+        ));
+    }
+    if r.outcome == Outcome::ToolError {
+        let code = wrapped_protocol_code(r.message.as_deref())?;
+        let name = error_code_name(code).map_or(String::new(), |n| format!(" ({n})"));
+        return Some(format!(
+            "the server wrapped JSON-RPC error {code}{name} in an isError result, so the tool \
+             most likely never ran: check the tool name and the arguments against tools/list."
+        ));
+    }
+    None
 }
 
 fn append_log(path: &std::path::Path, record: &CallRecord) -> Result<(), String> {
@@ -229,7 +344,10 @@ fn append_log(path: &std::path::Path, record: &CallRecord) -> Result<(), String>
 }
 
 /// The readable account: target, each attempt and the decision after it, the end, a hint.
-pub fn account(r: &CallRecord) -> String {
+/// When what `tools/list` said about the call (or the answer itself) explains a failure, the
+/// explanation replaces the generic "the tool ran …" reason and hint.
+fn account(r: &CallRecord, problem: Option<&CallProblem>) -> String {
+    let cause = cause(r, problem);
     let mut s = String::new();
     s.push_str(&format!(
         "call {} on {} ({}, {})\n",
@@ -262,7 +380,13 @@ pub fn account(r: &CallRecord) -> String {
                 .delay_ms
                 .map(|ms| format!(" after {ms} ms"))
                 .unwrap_or_default();
-            s.push_str(&format!("    → {}{}: {}\n", d.action, delay, d.reason));
+            // "the tool ran …" is not so when the cause says the call could not succeed.
+            let last_tool_error = i + 1 == r.attempts.len() && r.outcome == Outcome::ToolError;
+            let reason = match &cause {
+                Some(c) if last_tool_error => c.as_str(),
+                _ => d.reason.as_str(),
+            };
+            s.push_str(&format!("    → {}{}: {}\n", d.action, delay, reason));
         }
     }
     s.push_str(&format!(
@@ -276,10 +400,17 @@ pub fn account(r: &CallRecord) -> String {
     ));
     summary_texts(r, &mut s);
     for w in &r.warnings {
+        // The cause line below says it again, with the fix.
+        if cause.as_deref().is_some_and(|c| c.starts_with(&w.detail)) {
+            continue;
+        }
         s.push_str(&format!("warning {}: {}\n", w.code, w.detail));
     }
     s.push_str(&super::client_args::stderr_block(&r.stderr_tail));
-    s.push_str(&format!("next: {}", hint(r.outcome)));
+    match &cause {
+        Some(c) => s.push_str(&format!("next: {c}")),
+        None => s.push_str(&format!("next: {}", hint(r.outcome))),
+    }
     s
 }
 
@@ -328,5 +459,82 @@ fn hint(o: Outcome) -> &'static str {
         Outcome::MalformedJson | Outcome::InvalidEnvelope | Outcome::InvalidToolResult => {
             "the server broke the protocol; report it to the server's authors with the record."
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(outcome: Outcome, code: Option<i64>, message: &str) -> CallRecord {
+        let mut r = CallRecord::new("t", "stdio", "tools/call");
+        r.outcome = outcome;
+        r.layer = outcome.layer();
+        r.jsonrpc.error_code = code;
+        r.message = Some(message.into());
+        r
+    }
+
+    #[test]
+    fn wrapped_protocol_codes_are_read_from_the_tool_text() {
+        let w = |m: &str| wrapped_protocol_code(Some(m));
+        assert_eq!(w("MCP error -32602: Tool x not found"), Some(-32602));
+        assert_eq!(w("  MCP error -32601: no"), Some(-32601));
+        assert_eq!(w("MCP error 0"), Some(0));
+        assert_eq!(w("MCP error -: x"), None);
+        assert_eq!(w("the tool failed: MCP error -32602"), None);
+        assert_eq!(wrapped_protocol_code(None), None);
+    }
+
+    #[test]
+    fn nonstandard_codes_get_a_warning_not_fix_the_arguments() {
+        let r = record(Outcome::JsonrpcError, Some(0), "ValueError");
+        let w = nonstandard_code(&r).unwrap();
+        assert!(w.contains("code 0 is neither a JSON-RPC nor an MCP"), "{w}");
+        let c = cause(&r, None).unwrap();
+        assert!(!c.contains("fix the arguments"), "{c}");
+        let w = nonstandard_code(&record(Outcome::JsonrpcError, Some(-32001), "x")).unwrap();
+        assert!(w.contains("implementation-defined"), "{w}");
+        assert_eq!(
+            nonstandard_code(&record(Outcome::JsonrpcError, Some(-32602), "x")),
+            None
+        );
+        assert_eq!(
+            cause(&record(Outcome::JsonrpcError, Some(-32602), "x"), None),
+            None
+        );
+    }
+
+    #[test]
+    fn the_cause_replaces_the_tool_ran_advice() {
+        let r = record(
+            Outcome::ToolError,
+            None,
+            "MCP error -32602: Tool x not found",
+        );
+        let c = cause(&r, None).unwrap();
+        assert!(
+            c.contains("-32602 (Invalid params)") && c.contains("never ran"),
+            "{c}"
+        );
+        let p = CallProblem::UnknownTool {
+            tool: "x".into(),
+            close: vec!["y".into()],
+        };
+        let c = cause(&r, Some(&p)).unwrap();
+        assert!(
+            c.starts_with(r#""x" is not in tools/list (close: "y"): check"#),
+            "{c}"
+        );
+        // Without a cause a plain tool error keeps the outcome's hint.
+        assert_eq!(
+            cause(&record(Outcome::ToolError, None, "disk full"), None),
+            None
+        );
+        // A success is not explained away by a precheck that turned out wrong.
+        assert_eq!(
+            cause(&record(Outcome::ToolSuccess, None, "ok"), Some(&p)),
+            None
+        );
     }
 }

@@ -19,6 +19,7 @@ pub mod judge;
 pub mod kitchen;
 pub mod list;
 pub mod probe;
+pub mod probe_checks;
 pub mod prompt;
 pub mod proxy;
 pub mod report;

@@ -1,22 +1,28 @@
-//! `mcp-triage probe`: what a server speaks and offers, and what is wrong with its tool list.
-//! Tools are called only with `--call-read-only` (tools annotated readOnlyHint whose input
-//! schema requires nothing, called with `{}`).
+//! `mcp-triage probe`: what a server speaks and offers, what is wrong with its tool list, and
+//! how it answers the mistakes clients make ([`super::probe_checks`]: an unknown session id,
+//! an unknown tool, invalid arguments, the error codes). Tools run only with
+//! `--call-read-only` (tools annotated readOnlyHint whose input schema requires nothing,
+//! called with `{}`); the checks call a generated name that is not listed and send invalid
+//! arguments only to read-only tools, which a server rejects before running anything.
 
 use std::collections::HashSet;
 use std::process::ExitCode;
 
 use clap::Args;
 use mcp_triage_client::{CallOptions, Client, ClientOptions, ToolInfo, VersionChoice};
-use mcp_triage_core::ProtocolVersion;
+use mcp_triage_core::{Outcome, ProtocolVersion};
 use mcp_triage_report::{Case, Check, Report, ReportTarget, Status, Suite};
 use serde_json::{json, Value};
 
 use super::call::Format;
 use super::client_args::{runtime, ConnArgs, InputArgs, LimitArgs, OAuthArgs, RetryArgs};
+use super::probe_checks::{self, Finding};
 
 pub const EXAMPLES: &str = "\
 Examples:
-  mcp-triage probe http://127.0.0.1:8765/mcp                  # eras, versions, capabilities, tools/list problems
+  mcp-triage probe http://127.0.0.1:8765/mcp                  # eras, versions, capabilities, tools/list
+                                                              # problems, behaviour checks
+  mcp-triage probe http://127.0.0.1:8765/mcp --no-checks      # no tools/call at all
   mcp-triage probe http://127.0.0.1:8765/mcp --call-read-only # also call every read-only tool
   mcp-triage probe --stdio 'python server.py' --report junit:probe.xml";
 
@@ -36,6 +42,11 @@ pub struct ProbeArgs {
     /// With --call-read-only: ask for task-augmented calls and poll each task to its end.
     #[arg(long, help_heading = "Calls and output")]
     pub task: bool,
+
+    /// Leave out the behaviour checks (unknown session id, unknown tool, invalid arguments to
+    /// a read-only tool, error codes): then no tools/call is sent unless --call-read-only.
+    #[arg(long, help_heading = "Calls and output")]
+    pub no_checks: bool,
 
     /// Output format.
     #[arg(
@@ -221,6 +232,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
         };
         let mut names = HashSet::new();
         let mut list = Vec::new();
+        let mut codes = Vec::new();
         for t in &tools {
             let mut problems = tool_problems(t);
             if !names.insert(t.name.clone()) {
@@ -231,8 +243,14 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
             if args.call_read_only && t.hints.read_only == Some(true) && no_required {
                 let r = client.call_tool(&t.name, json!({}), CallOptions::default()).await;
                 entry["call"] = json!({ "layer": r.layer, "outcome": r.outcome, "message": r.message });
+                if let Some(c) = r.jsonrpc.error_code.filter(|_| r.outcome == Outcome::JsonrpcError) {
+                    codes.push((format!("read-only call of {:?}", t.name), c));
+                }
             }
             list.push(entry);
+        }
+        if !args.no_checks {
+            report["checks"] = json!(probe_checks::run(&client, &tools, &target, &opts, &codes).await);
         }
         client.close().await;
         report["tools"] = json!(list);
@@ -246,55 +264,14 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
                 .sum()
         })
         .unwrap_or(0);
+    let check_problems = report["checks"].as_array().map_or(0, |a| {
+        a.iter()
+            .filter(|c| c["status"] == Finding::Problem.as_str())
+            .count()
+    });
     match args.format {
         Format::Json => outln!("{report}"),
-        Format::Text => {
-            outln!("target: {}", report["target"].as_str().unwrap_or(""));
-            outln!(
-                "protocol: {}",
-                report["protocolVersion"].as_str().unwrap_or("")
-            );
-            if let Some(i) = report["serverInfo"].as_object() {
-                outln!(
-                    "server: {} {}",
-                    i["name"].as_str().unwrap_or(""),
-                    i.get("version").and_then(Value::as_str).unwrap_or("")
-                );
-            }
-            if let Some(e) = report["eras"].as_object() {
-                for (era, r) in e {
-                    outln!(
-                        "era {era}: {}",
-                        if r["supported"] == true {
-                            format!("yes ({})", r["negotiated"].as_str().unwrap_or(""))
-                        } else {
-                            format!("no — {}", r["detail"].as_str().unwrap_or(""))
-                        }
-                    );
-                }
-            }
-            if !report["capabilities"].is_null() {
-                outln!("capabilities: {}", report["capabilities"]);
-            }
-            if let Some(e) = report["toolsError"].as_str() {
-                outln!("tools/list failed: {e}");
-            }
-            for t in report["tools"].as_array().into_iter().flatten() {
-                outln!("tool {}", t["name"].as_str().unwrap_or(""));
-                for p in t["problems"].as_array().into_iter().flatten() {
-                    outln!("  problem: {}", p.as_str().unwrap_or(""));
-                }
-                if let Some(c) = t.get("call") {
-                    outln!(
-                        "  call {{}}: {}/{} {}",
-                        c["layer"].as_str().unwrap_or(""),
-                        c["outcome"].as_str().unwrap_or(""),
-                        c["message"].as_str().unwrap_or("")
-                    );
-                }
-            }
-            outln!("{problems} problem(s) in tools/list");
-        }
+        Format::Text => print_text(&report, problems, check_problems),
     }
     if !args.reports.is_empty() {
         let mut r = probe_report(&report);
@@ -305,11 +282,71 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
     if report.get("toolsError").is_some() {
         return Ok(ExitCode::from(3));
     }
-    Ok(if problems > 0 {
+    Ok(if problems + check_problems > 0 {
         ExitCode::from(4)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The readable account of a probe's findings (the JSON `--format json` prints).
+fn print_text(report: &Value, problems: usize, check_problems: usize) {
+    outln!("target: {}", report["target"].as_str().unwrap_or(""));
+    outln!(
+        "protocol: {}",
+        report["protocolVersion"].as_str().unwrap_or("")
+    );
+    if let Some(i) = report["serverInfo"].as_object() {
+        outln!(
+            "server: {} {}",
+            i["name"].as_str().unwrap_or(""),
+            i.get("version").and_then(Value::as_str).unwrap_or("")
+        );
+    }
+    if let Some(e) = report["eras"].as_object() {
+        for (era, r) in e {
+            outln!(
+                "era {era}: {}",
+                if r["supported"] == true {
+                    format!("yes ({})", r["negotiated"].as_str().unwrap_or(""))
+                } else {
+                    format!("no — {}", r["detail"].as_str().unwrap_or(""))
+                }
+            );
+        }
+    }
+    if !report["capabilities"].is_null() {
+        outln!("capabilities: {}", report["capabilities"]);
+    }
+    if let Some(e) = report["toolsError"].as_str() {
+        outln!("tools/list failed: {e}");
+    }
+    for t in report["tools"].as_array().into_iter().flatten() {
+        outln!("tool {}", t["name"].as_str().unwrap_or(""));
+        for p in t["problems"].as_array().into_iter().flatten() {
+            outln!("  problem: {}", p.as_str().unwrap_or(""));
+        }
+        if let Some(c) = t.get("call") {
+            outln!(
+                "  call {{}}: {}/{} {}",
+                c["layer"].as_str().unwrap_or(""),
+                c["outcome"].as_str().unwrap_or(""),
+                c["message"].as_str().unwrap_or("")
+            );
+        }
+    }
+    outln!("{problems} problem(s) in tools/list");
+    for c in report["checks"].as_array().into_iter().flatten() {
+        outln!(
+            "check {}: {} — {}",
+            c["check"].as_str().unwrap_or(""),
+            c["status"].as_str().unwrap_or(""),
+            c["detail"].as_str().unwrap_or("")
+        );
+    }
+    if report["checks"].is_array() {
+        outln!("{check_problems} problem(s) in the checks");
+    }
 }
 
 /// The probe's findings (the JSON that `--format json` prints) as a report: one case per
@@ -317,7 +354,9 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
 /// need not speak both), one per capability the server declared (`declared`, its JSON as
 /// evidence), `tools/list` when it failed, and one per tool (`definition`: fails with one
 /// evidence line per problem; `call` when `--call-read-only` called it: fails unless the
-/// tool succeeded). So the report fails exactly when the probe found something wrong.
+/// tool succeeded), and one per behaviour check (`behaviour`: a problem fails, a note passes
+/// with "note:", a check that could not run safely is skipped). So the report fails exactly
+/// when the probe found something wrong.
 fn probe_report(p: &Value) -> Report {
     let mut cases = Vec::new();
     for (era, r) in p["eras"].as_object().into_iter().flatten() {
@@ -393,6 +432,22 @@ fn probe_report(p: &Value) -> Report {
         cases.push(Case {
             name: format!("tool {}", t["name"].as_str().unwrap_or("")),
             checks,
+            ..Case::default()
+        });
+    }
+    for c in p["checks"].as_array().into_iter().flatten() {
+        let detail = c["detail"].as_str().unwrap_or("");
+        let (status, message) = match c["status"].as_str() {
+            Some("problem") => (Status::Fail, detail.to_string()),
+            Some("note") => (Status::Pass, format!("note: {detail}")),
+            Some("skip") => (Status::Skip, detail.to_string()),
+            _ => (Status::Pass, detail.to_string()),
+        };
+        cases.push(Case {
+            name: format!("check {}", c["check"].as_str().unwrap_or("")),
+            checks: vec![Check::new("behaviour", status, message).with_references([
+                "spec: server/tools (Error Handling), basic/transports (Session Management)",
+            ])],
             ..Case::default()
         });
     }
