@@ -396,6 +396,36 @@ fn list_shows_a_dying_stdio_servers_stderr() {
     assert!(err.contains("| fatal: no config file"), "{err}");
 }
 
+/// `probe` of a server that never lists its tools: the failure once, the server's stderr,
+/// no "0 problem(s)" that reads as a clean result, exit 3 as docs/commands/probe.md says
+/// (issue 24, item 3). Over HTTP, the era probes that failed the same way say so instead of
+/// repeating the failure.
+#[test]
+fn probe_of_a_server_that_lists_nothing_says_so_once() {
+    let o = run(&[
+        "probe",
+        "--stdio",
+        "sh -c 'echo fatal: no config file >&2; exit 3'",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 3, "{out}");
+    assert_eq!(out.matches("CONNECTION_ERROR").count(), 1, "{out}");
+    assert!(out.contains("| fatal: no config file"), "{out}");
+    assert!(!out.contains("0 problem(s)"), "{out}");
+    assert!(out.contains("tools/list was not checked"), "{out}");
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let o = run(&["probe", &format!("http://127.0.0.1:{port}/mcp")]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 3, "{out}");
+    assert_eq!(out.matches("Connection refused").count(), 1, "{out}");
+    assert!(!out.contains("0 problem(s)"), "{out}");
+}
+
 #[test]
 fn stdio_and_usage_errors() {
     let script = concat!(

@@ -225,6 +225,10 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
         let tools = match tools {
             Ok(t) => t,
             Err(e) => {
+                let stderr = client.server_stderr_tail().await;
+                if !stderr.is_empty() {
+                    report["serverStderr"] = json!(stderr);
+                }
                 client.close().await;
                 report["toolsError"] = json!(e);
                 return Ok::<_, String>(report);
@@ -303,14 +307,18 @@ fn print_text(report: &Value, problems: usize, check_problems: usize) {
             i.get("version").and_then(Value::as_str).unwrap_or("")
         );
     }
+    let tools_error = report["toolsError"].as_str();
     if let Some(e) = report["eras"].as_object() {
         for (era, r) in e {
+            let detail = r["detail"].as_str().unwrap_or("");
             outln!(
                 "era {era}: {}",
                 if r["supported"] == true {
                     format!("yes ({})", r["negotiated"].as_str().unwrap_or(""))
+                } else if tools_error.is_some_and(|t| same_failure(t, detail)) {
+                    "no (the failure below)".to_string()
                 } else {
-                    format!("no — {}", r["detail"].as_str().unwrap_or(""))
+                    format!("no — {detail}")
                 }
             );
         }
@@ -318,8 +326,23 @@ fn print_text(report: &Value, problems: usize, check_problems: usize) {
     if !report["capabilities"].is_null() {
         outln!("capabilities: {}", report["capabilities"]);
     }
-    if let Some(e) = report["toolsError"].as_str() {
-        outln!("tools/list failed: {e}");
+    if let Some(e) = tools_error {
+        // the client's error already says which request failed (initialize or tools/list)
+        if e.starts_with("tools/list failed") {
+            outln!("{e}");
+        } else {
+            outln!("tools/list failed: {e}");
+        }
+        let stderr: Vec<String> = report["serverStderr"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|l| l.as_str().map(str::to_string))
+            .collect();
+        let block = super::client_args::stderr_block(&stderr);
+        if !block.is_empty() {
+            outln!("{}", block.trim_end());
+        }
     }
     for t in report["tools"].as_array().into_iter().flatten() {
         outln!("tool {}", t["name"].as_str().unwrap_or(""));
@@ -335,7 +358,12 @@ fn print_text(report: &Value, problems: usize, check_problems: usize) {
             );
         }
     }
-    outln!("{problems} problem(s) in tools/list");
+    if tools_error.is_some() {
+        // nothing was checked: "0 problem(s)" would read as a clean bill of health
+        outln!("tools/list was not checked: the server did not list its tools");
+    } else {
+        outln!("{problems} problem(s) in tools/list");
+    }
     for c in report["checks"].as_array().into_iter().flatten() {
         outln!(
             "check {}: {} — {}",
@@ -347,6 +375,14 @@ fn print_text(report: &Value, problems: usize, check_problems: usize) {
     if report["checks"].is_array() {
         outln!("{check_problems} problem(s) in the checks");
     }
+}
+
+/// Whether two failure texts name the same failure: the same text after the request name
+/// ("initialize failed: ", "tools/list failed: "), so an era probe that failed exactly as
+/// the main connection did is not printed a second time.
+fn same_failure(a: &str, b: &str) -> bool {
+    let cause = |s: &str| s.rsplit_once("failed: ").map_or(s, |(_, c)| c).to_string();
+    !b.is_empty() && cause(a) == cause(b)
 }
 
 /// The probe's findings (the JSON that `--format json` prints) as a report: one case per
