@@ -63,6 +63,22 @@ except Exception as e:
   fi
 }
 
+# refused NAME -- mcp-triage call ARGS...: arguments that break the tool's inputSchema (read from
+# the server's tools/list) are refused before anything is sent: exit 7, the reason on stderr.
+refused() {
+  local name="$1"; shift 2
+  local rc=0
+  timeout 60 "$triage" call "$@" >"$out/rec.txt" 2>"$out/err.txt" || rc=$?
+  runs=$((runs + 1))
+  if [ "$rc" = 7 ] && grep -q "do not match the inputSchema" "$out/err.txt"; then
+    printf '  ok    %-46s refused before sending (exit 7)\n' "$name"
+  else
+    printf '  FAIL  %-46s exit %s, want 7 and the inputSchema named\n' "$name" "$rc"
+    sed 's/^/        /' "$out/err.txt" | tail -n 5
+    failures=$((failures + 1))
+  fi
+}
+
 everything="$here/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 ts_example="$here/node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js"
 se_version="$(python3 -c 'import json;print(json.load(open("node_modules/@modelcontextprotocol/server-everything/package.json"))["version"])')"
@@ -100,19 +116,22 @@ wait_port "$py_json_port" "Python SDK server (JSON)" "$out/py-json.log"
 echo "server-everything $se_version, stdio"
 se_stdio="$node22 $everything stdio"
 check "echo" application/TOOL_SUCCESS 0 -- --stdio "$se_stdio" echo --args '{"message":"hi"}'
-check "get-sum with a string (input validation)" application/TOOL_ERROR 6 -- --stdio "$se_stdio" get-sum --args '{"a":"x","b":1}'
+refused "get-sum with a string (checked by call)" -- --stdio "$se_stdio" get-sum --args '{"a":"x","b":1}'
+check "get-sum with a string (server's validation)" application/TOOL_ERROR 6 -- --stdio "$se_stdio" get-sum --args '{"a":"x","b":1}' --send-invalid-args
 check "unknown tool (answered as an isError result)" application/TOOL_ERROR 6 -- --stdio "$se_stdio" no-such-tool
 
 echo "server-everything $se_version, Streamable HTTP (2025-11-25 session after the modern probe)"
 se_url="http://127.0.0.1:$se_port/mcp"
 check "echo" application/TOOL_SUCCESS 0 2025-11-25 -- "$se_url" echo --args '{"message":"hi"}'
-check "get-sum with a string (input validation)" application/TOOL_ERROR 6 -- "$se_url" get-sum --args '{"a":"x","b":1}'
+refused "get-sum with a string (checked by call)" -- "$se_url" get-sum --args '{"a":"x","b":1}'
+check "get-sum with a string (server's validation)" application/TOOL_ERROR 6 -- "$se_url" get-sum --args '{"a":"x","b":1}' --send-invalid-args
 check "unknown tool (answered as an isError result)" application/TOOL_ERROR 6 -- "$se_url" no-such-tool
 
 echo "TypeScript SDK $sdk_version example server (simpleStreamableHttp)"
 ts_url="http://127.0.0.1:$ts_port/mcp"
 check "greet" application/TOOL_SUCCESS 0 -- "$ts_url" greet --args '{"name":"interop"}'
-check "greet without its argument (input validation)" application/TOOL_ERROR 6 -- "$ts_url" greet
+refused "greet without its argument (checked by call)" -- "$ts_url" greet
+check "greet without its argument (server's validation)" application/TOOL_ERROR 6 -- "$ts_url" greet --send-invalid-args
 check "unknown tool (answered as an isError result)" application/TOOL_ERROR 6 -- "$ts_url" no-such-tool
 
 echo "TypeScript SDK $sdk_version example server behind OAuth (simpleStreamableHttp --oauth-strict)"
