@@ -10,14 +10,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use mcp_triage_core::record::hex;
 use mcp_triage_core::retry::{self, Delivery, RetryAction, RetryInput, ToolHints};
 use mcp_triage_core::{
     AttemptRecord, CallRecord, Decision, JsonRpcInfo, Outcome, OutputSchema, ProtocolVersion,
     ServerInfo, Verdict,
 };
+use mcp_triage_wire::canonical::hex;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
 
 use crate::oauth::{AuthAttempts, BearerCell, OAuth};
@@ -1066,9 +1065,9 @@ impl Client {
         rec.target = Some(self.target.describe());
         rec.retry_origin = co.retry_origin;
         rec.retry_of = co.retry_of.clone();
-        let canonical = serde_json::to_vec(&arguments).unwrap_or_default();
-        rec.arguments_hash = hex(&Sha256::digest(&canonical));
-        rec.arguments_size = canonical.len() as u64;
+        let digest = mcp_triage_wire::canonical::ArgumentsDigest::of(&arguments);
+        rec.arguments_hash = digest.hex;
+        rec.arguments_size = digest.size;
         if self.opts.log_arguments {
             rec.arguments = Some(arguments.clone());
         }

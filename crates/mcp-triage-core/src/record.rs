@@ -311,24 +311,3 @@ mod tests {
         assert_eq!(r.warnings.len(), 1);
     }
 }
-
-/// Lowercase hex of `bytes`: the form of `argumentsHash` (a SHA-256 digest) in records. One
-/// allocation, not one per byte: the proxy computes it for every `tools/call` it forwards.
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[usize::from(b >> 4)] as char);
-        s.push(DIGITS[usize::from(b & 0x0f)] as char);
-    }
-    s
-}
-
-#[cfg(test)]
-mod hex_tests {
-    #[test]
-    fn hex_is_lowercase_two_digits_a_byte() {
-        assert_eq!(super::hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
-        assert_eq!(super::hex(&[]), "");
-    }
-}

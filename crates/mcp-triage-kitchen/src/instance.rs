@@ -256,21 +256,6 @@ impl Instance {
     }
 }
 
-/// Canonical text of a params object (keys sorted) for instance keys.
-pub fn canonical(v: &Value) -> String {
-    match v {
-        Value::Object(m) => {
-            let sorted: BTreeMap<&String, &Value> = m.iter().collect();
-            let inner: Vec<String> = sorted
-                .into_iter()
-                .map(|(k, v)| format!("{}:{}", Value::String(k.clone()), canonical(v)))
-                .collect();
-            format!("{{{}}}", inner.join(","))
-        }
-        Value::Array(a) => format!(
-            "[{}]",
-            a.iter().map(canonical).collect::<Vec<_>>().join(",")
-        ),
-        other => other.to_string(),
-    }
-}
+/// Canonical text of a params object (keys sorted) for instance keys: the wire crate's
+/// canonical JSON, the same text the arguments digest hashes.
+pub use mcp_triage_wire::canonical::to_canonical_json as canonical;

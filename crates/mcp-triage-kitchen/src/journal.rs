@@ -7,11 +7,9 @@
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::http::HeaderMap;
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 /// Headers whose values never appear in the journal.
 const REDACTED: &[&str] = &[
@@ -160,16 +158,10 @@ pub fn redacted_headers(headers: &HeaderMap) -> Value {
 }
 
 /// SHA-256 (hex) of the canonical JSON text of tool arguments, so identical retries can be
-/// recognised without storing the arguments themselves.
+/// recognised without storing the arguments themselves (the digest records and captures
+/// carry too: [`mcp_triage_wire::canonical::ArgumentsDigest`]).
 pub fn arguments_hash(args: &Value) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(crate::instance::canonical(args).as_bytes());
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        out.push(HEX[usize::from(b >> 4)] as char);
-        out.push(HEX[usize::from(b & 0xf)] as char);
-    }
-    out
+    mcp_triage_wire::canonical::ArgumentsDigest::of(args).hex
 }
 
 /// The retry-relevant request fields: `requestState` (verbatim, it is the kitchen's own
@@ -205,47 +197,11 @@ pub fn retry_fields(params: &Value) -> Option<Value> {
     (!m.is_empty()).then_some(Value::Object(m))
 }
 
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-/// RFC 3339 UTC timestamp with milliseconds, e.g. `2026-07-28T12:00:00.123Z`.
-pub fn rfc3339(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil-from-days (H. Hinnant), proleptic Gregorian.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60,
-        ms % 1000
-    )
-}
+pub use mcp_triage_wire::time::{now_ms, rfc3339};
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn timestamps_are_rfc3339() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(1_785_240_000_123), "2026-07-28T12:00:00.123Z");
-    }
 
     #[test]
     fn secrets_are_redacted_and_journal_is_bounded() {

@@ -93,45 +93,12 @@ pub fn parse_query(scenario: &str, query: Option<&str>) -> Result<(Value, Option
     Ok((Value::Object(params), tag))
 }
 
-/// Percent-encodes everything but RFC 3986 unreserved characters (for a value put into a
-/// query); the kitchen's authorization server and `judge`'s case URLs use it.
-pub fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
+/// Percent-encoding for a value put into a query; the kitchen's authorization server and
+/// `judge`'s case URLs use it.
+pub use mcp_triage_wire::percent::encode as percent_encode;
 
-pub(crate) fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < b.len() => {
-                let hex = std::str::from_utf8(&b[i + 1..i + 3])
-                    .ok()
-                    .and_then(|h| u8::from_str_radix(h, 16).ok());
-                match hex {
-                    Some(x) => {
-                        out.push(x);
-                        i += 2;
-                    }
-                    None => out.push(b'%'),
-                }
-            }
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
+/// Form decoding of a query name or value (`+` is a space).
+pub(crate) use mcp_triage_wire::percent::decode_form as percent_decode;
 
 fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
     h.get(name).and_then(|v| v.to_str().ok())

@@ -327,10 +327,7 @@ pub struct Capture {
 /// the capture's `argumentsHash`.
 pub fn capture_arguments_hash(arguments: Option<&Value>) -> String {
     let empty = Value::Object(Map::new());
-    format!(
-        "sha256:{}",
-        journal::arguments_hash(arguments.unwrap_or(&empty))
-    )
+    mcp_triage_wire::canonical::ArgumentsDigest::of(arguments.unwrap_or(&empty)).prefixed()
 }
 
 /// The key of a JSON-RPC message (`None` when `msg` is not one request or notification).

@@ -30,9 +30,10 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use crate::guard::{is_secret_header, redact_query, REDACTED};
 use crate::log::{linger_loop, open_append, LineBatch};
-use crate::observe::{arguments_hash, parse_messages, Message};
+use crate::observe::{parse_messages, Message};
 use crate::record::{now_ms, rfc3339};
 use crate::WriterStats;
+use mcp_triage_wire::canonical::ArgumentsDigest;
 
 /// The `capture` member: the format's version.
 pub const FORMAT_VERSION: u32 = 1;
@@ -534,7 +535,7 @@ fn rpc_of(messages: &[Message], batch: bool) -> Rpc {
                 // Absent arguments hash as `{}`, as the format says.
                 let empty = Value::Object(Default::default());
                 let args = params.get("arguments").unwrap_or(&empty);
-                rpc.arguments_hash = Some(format!("sha256:{}", arguments_hash(args).0));
+                rpc.arguments_hash = Some(ArgumentsDigest::of(args).prefixed());
             }
         }
         Some(Message::Notification { method }) => rpc.method = Some(method.clone()),
@@ -548,7 +549,7 @@ fn rpc_of(messages: &[Message], batch: bool) -> Rpc {
 /// not parse (cut at `--capture-max-body`). Arguments that are not an object are hashed whole.
 fn hashed_arguments(body: &[u8]) -> Option<Vec<u8>> {
     let mut v: Value = serde_json::from_slice(body).ok()?;
-    let hash = |x: &Value| Value::String(format!("sha256:{}", arguments_hash(x).0));
+    let hash = |x: &Value| Value::String(ArgumentsDigest::of(x).prefixed());
     if let Some(args) = v.pointer_mut("/params/arguments") {
         match args {
             Value::Object(map) => map.values_mut().for_each(|x| *x = hash(x)),
@@ -918,7 +919,7 @@ mod tests {
         assert_eq!(v["tool"], "t");
         assert_eq!(v["expectId"], 7);
         // The canonical JSON of the arguments: keys sorted, no blanks.
-        let want = mcp_triage_core::record::hex(&<sha2::Sha256 as sha2::Digest>::digest(
+        let want = mcp_triage_wire::canonical::hex(&<sha2::Sha256 as sha2::Digest>::digest(
             br#"{"a":2,"b":1}"#,
         ));
         assert_eq!(v["argumentsHash"], format!("sha256:{want}"));

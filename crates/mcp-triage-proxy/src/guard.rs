@@ -260,7 +260,7 @@ pub fn redact_query<'a>(path: &'a str, names: &[String]) -> Cow<'a, str> {
     let secret = |name: &str| {
         // A name without `%` or `+` decodes to itself: no copy needed.
         let decoded = if name.contains(['%', '+']) {
-            Cow::Owned(percent_decode(name))
+            Cow::Owned(mcp_triage_wire::percent::decode_form(name))
         } else {
             Cow::Borrowed(name)
         };
@@ -282,29 +282,6 @@ pub fn redact_query<'a>(path: &'a str, names: &[String]) -> Cow<'a, str> {
         })
         .collect();
     Cow::Owned(format!("{before}?{}", pairs.join("&")))
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = (b[i] == b'%' && i + 2 < b.len())
-            .then(|| std::str::from_utf8(&b[i + 1..i + 3]).ok())
-            .flatten()
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match hex {
-            Some(x) => {
-                out.push(x);
-                i += 3;
-            }
-            None => {
-                out.push(if b[i] == b'+' { b' ' } else { b[i] });
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]

@@ -14,7 +14,6 @@ use std::time::Instant;
 
 use mcp_triage_core::{Limits, Outcome, Verdict};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::log::RecordSink;
 use crate::record::{now_ms, rfc3339, ClientId, MrtrLink, ProxyWarning, Record, RecordKind};
@@ -115,11 +114,12 @@ fn message(v: Value) -> Option<Message> {
     }
 }
 
-/// SHA-256 (hex) and size of the canonical JSON of `arguments` (serde_json sorts object keys).
+/// SHA-256 (hex) and size of the canonical JSON of `arguments`: the wire crate's
+/// [`ArgumentsDigest`](mcp_triage_wire::canonical::ArgumentsDigest), which the client and the
+/// kitchen's journal compute too.
 pub fn arguments_hash(arguments: &Value) -> (String, usize) {
-    let text = serde_json::to_string(arguments).expect("a JSON value serialises");
-    let digest = Sha256::digest(text.as_bytes());
-    (mcp_triage_core::record::hex(&digest), text.len())
+    let d = mcp_triage_wire::canonical::ArgumentsDigest::of(arguments);
+    (d.hex, d.size as usize)
 }
 
 /// Where a message came from, besides its body.

@@ -314,74 +314,11 @@ pub fn outcome_and_layer(method: Option<&str>, outcome: Outcome) -> (String, Str
     }
 }
 
-/// Milliseconds since the Unix epoch as RFC 3339 UTC with milliseconds.
-pub fn rfc3339(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil-from-days (Howard Hinnant), valid for the proleptic Gregorian calendar.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    let (hh, mm, ss, frac) = (rem / 3600, rem % 3600 / 60, rem % 60, ms % 1000);
-    if y > 9999 {
-        // Past year 9999 the digits grow instead of wrapping.
-        return format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{frac:03}Z");
-    }
-    // Digit by digit: every record carries a timestamp, and `format!` here was about 2% of the
-    // proxy's instructions per exchange.
-    let mut out = String::with_capacity(24);
-    for (value, width, then) in [
-        (y as u64, 4, '-'),
-        (m as u64, 2, '-'),
-        (d as u64, 2, 'T'),
-        (hh, 2, ':'),
-        (mm, 2, ':'),
-        (ss, 2, '.'),
-        (frac, 3, 'Z'),
-    ] {
-        push_digits(&mut out, value, width);
-        out.push(then);
-    }
-    out
-}
-
-/// The last `width` decimal digits of `value`, zero-padded.
-fn push_digits(out: &mut String, value: u64, width: u32) {
-    for place in (0..width).rev() {
-        out.push(char::from(b'0' + (value / 10u64.pow(place) % 10) as u8));
-    }
-}
-
-/// Now as milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub use mcp_triage_wire::time::{now_ms, rfc3339};
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn timestamps_are_rfc3339() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(1_785_240_000_123), "2026-07-28T12:00:00.123Z");
-        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
-        assert_eq!(rfc3339(1_796_255_999_999), "2026-12-02T23:59:59.999Z");
-        // Past year 9999 the digits grow instead of wrapping.
-        assert_eq!(rfc3339(253_402_300_800_000), "10000-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(253_402_300_799_999), "9999-12-31T23:59:59.999Z");
-        assert_eq!(rfc3339(1_000_000_000_007), "2001-09-09T01:46:40.007Z");
-    }
 
     #[test]
     fn other_methods_get_result_not_tool_outcomes() {

@@ -79,7 +79,8 @@ impl ArgumentsDigest {
     }
 }
 
-/// Lowercase hex of `bytes`.
+/// Lowercase hex of `bytes`: the form of `argumentsHash` (a SHA-256 digest) in records. One
+/// allocation, not one per byte: the proxy computes it for every `tools/call` it forwards.
 pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
@@ -95,6 +96,12 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    #[test]
+    fn hex_is_lowercase_two_digits_a_byte() {
+        assert_eq!(hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
+        assert_eq!(hex(&[]), "");
+    }
 
     #[test]
     fn members_are_sorted_at_every_depth_and_nothing_else_changes() {

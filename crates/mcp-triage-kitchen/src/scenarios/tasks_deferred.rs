@@ -166,7 +166,10 @@ impl Scenario for Deferred {
                     return None;
                 }
                 let invocation = cx.instance.bump("run_configured_test_scenario");
-                let id = format!("task-{}", hex(&crate::state::random_bytes::<8>()));
+                let id = format!(
+                    "task-{}",
+                    mcp_triage_wire::canonical::hex(&crate::state::random_bytes::<8>())
+                );
                 let p = cx.p();
                 let ttl = match era {
                     Era::Legacy => cx.params["task"]["ttl"].as_u64().unwrap_or(p.u64("ttlMs")),
@@ -239,8 +242,4 @@ impl Scenario for Deferred {
             _ => None,
         }
     }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Args;
 use mcp_triage_client::plan::{plan, run_row, RowResult};
 use mcp_triage_client::ClientOptions;
-use mcp_triage_kitchen::{journal, start, KitchenOptions};
+use mcp_triage_kitchen::{start, KitchenOptions};
 use mcp_triage_report::{Case, Check, Report, ReportTarget, Status, Suite};
 
 use super::call::Format;
@@ -58,7 +58,7 @@ pub struct DemoArgs {
 
 pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
     let rt = runtime()?;
-    let started = journal::rfc3339(journal::now_ms());
+    let started = mcp_triage_wire::time::rfc3339(mcp_triage_wire::time::now_ms());
     let t0 = std::time::Instant::now();
     let results = rt.block_on(async {
         let (k, base) = match args.kitchen.as_deref() {

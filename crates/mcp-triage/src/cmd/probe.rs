@@ -204,7 +204,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
     args.retry.apply(&mut opts)?;
     opts.use_tasks = args.task;
     let rt = runtime()?;
-    let started = mcp_triage_kitchen::journal::rfc3339(mcp_triage_kitchen::journal::now_ms());
+    let started = mcp_triage_wire::time::rfc3339(mcp_triage_wire::time::now_ms());
     let t0 = std::time::Instant::now();
     let is_http = matches!(target, mcp_triage_client::Target::Http { .. });
     let report = rt.block_on(async {

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use mcp_triage_kitchen::replay::{start_replay, Capture, Replay, ReplayOptions};
-use mcp_triage_kitchen::{journal, start, KitchenOptions};
+use mcp_triage_kitchen::{start, KitchenOptions};
 use mcp_triage_report::{Case, Check, Report, ReportTarget, Status, Suite};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
@@ -369,7 +369,7 @@ async fn judge(
     let handle = start("127.0.0.1:0".parse().expect("loopback address"), options)
         .await
         .map_err(|e| format!("kitchen: {e}"))?;
-    let started = journal::rfc3339(journal::now_ms());
+    let started = mcp_triage_wire::time::rfc3339(mcp_triage_wire::time::now_ms());
     let t0 = Instant::now();
     let timeout = Duration::from_secs_f64(args.timeout);
     let mut out = Vec::new();
@@ -409,7 +409,7 @@ async fn judge(
             None => format!(
                 "{}?instance={tag}&params={}",
                 handle.scenario_url(&case.scenario),
-                mcp_triage_kitchen::mcp::percent_encode(&case.params.to_string())
+                mcp_triage_wire::percent::encode(&case.params.to_string())
             ),
         };
         let oauth_before = handle.kitchen().oauth_counters();
@@ -633,7 +633,7 @@ mod tests {
     fn quoting_and_encoding() {
         assert_eq!(sh_quote("a'b"), r"'a'\''b'");
         assert_eq!(
-            mcp_triage_kitchen::mcp::percent_encode(r#"{"a":[1]}"#),
+            mcp_triage_wire::percent::encode(r#"{"a":[1]}"#),
             "%7B%22a%22%3A%5B1%5D%7D"
         );
         assert!(parse_timeout("0").is_err());
