@@ -120,9 +120,14 @@ impl Kitchen {
             .and_then(|i| i["counters"][key].as_u64())
             .unwrap_or(0)
     }
-    /// Journal entries, oldest first.
+    /// Journal entries, oldest first, as the JSON `GET /kitchen/journal` serves.
     pub fn journal(&self) -> Vec<Value> {
         self.shared.journal.entries()
+    }
+    /// Journal entries, oldest first, typed: what `judge` grades (the field names are the
+    /// type's, so writer and reader cannot drift apart).
+    pub fn journal_entries(&self) -> Result<Vec<journal::JournalEntry>, journal::JournalError> {
+        self.shared.journal.typed_entries()
     }
     /// Change the stored selection served on `/mcp`.
     pub fn set_selection(&self, scenario: &str, params: Value) -> Result<(), KitchenError> {

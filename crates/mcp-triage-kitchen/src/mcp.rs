@@ -52,7 +52,7 @@ struct Record {
     args_hash: Option<String>,
     era: Option<Era>,
     /// MRTR retry fields and an idempotency key, so `judge` can grade retries.
-    retry: Option<Value>,
+    retry: Option<journal::RetryFields>,
 }
 
 /// Parse the URL-instance query: `params=<json>` and/or one `name=value` per parameter
@@ -222,26 +222,28 @@ pub async fn handle(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
-    shared.journal.push(json!({
-        "time": journal::rfc3339(journal::now_ms()),
-        "receivedMs": received,
-        "httpMethod": method.as_str(),
-        "instance": rec.instance,
-        "scenario": scenario_id,
-        "session": rec.session,
-        "era": rec.era,
-        "method": rec.method,
-        "id": rec.id,
-        "tool": rec.tool,
-        "argumentsHash": rec.args_hash,
-        "headers": journal::redacted_headers(&headers),
-        "injected": trace.joined(),
-        "status": if aborted { Value::Null } else { json!(resp.status().as_u16()) },
-        "contentType": if ctype.is_empty() { Value::Null } else { json!(ctype) },
-        "retry": rec.retry,
-        "issued": trace.issued(),
-        "executed": if rec.tool.is_some() { json!(trace.executed()) } else { Value::Null },
-    }));
+    let executed = rec.tool.is_some().then(|| trace.executed());
+    shared.journal.push(journal::JournalEntry {
+        time: journal::rfc3339(journal::now_ms()),
+        received_ms: received,
+        http_method: method.as_str().to_string(),
+        instance: rec.instance,
+        scenario: scenario_id,
+        session: rec.session,
+        era: rec.era,
+        method: rec.method,
+        id: rec.id,
+        tool: rec.tool,
+        arguments_hash: rec.args_hash,
+        headers: journal::redacted_headers(&headers),
+        injected: trace.joined(),
+        status: (!aborted).then(|| resp.status().as_u16()),
+        content_type: (!ctype.is_empty()).then_some(ctype),
+        retry: rec.retry,
+        issued: journal::issued_of(trace.issued()),
+        executed,
+        replay: None,
+    });
     resp
 }
 

@@ -25,10 +25,11 @@
 //! The kitchen depends on no other crate of this workspace, so the `argumentsHash` of a request
 //! is computed here with the journal's canonical JSON (object keys sorted, no white space).
 //!
-//! Every request is journaled as `/mcp` requests are (the fields `judge` grades: `httpMethod`,
-//! `method`, `id`, `tool`, `era`, `session`, `status`, `retry`, `issued`, headers), plus
-//! `replay`: which captured line was served (`seq`, `nth` of `of`, `pastEnd`), or `unmatched`
-//! with the key and what the kitchen answered instead.
+//! Every request is journaled as `/mcp` requests are, as a [`crate::journal::JournalEntry`]
+//! (the fields `judge` grades: `httpMethod`, `method`, `id`, `tool`, `era`, `session`, `status`,
+//! `retry`, `issued`, headers; `executed` is `null`, no tool runs here), plus `replay`: which
+//! captured line was served (`seq`, `nth` of `of`, `pastEnd`), or `unmatched` with the key and
+//! what the kitchen answered instead.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -887,21 +888,30 @@ async fn handle(
     let (parts, body) = req.into_parts();
     let headers = parts.headers;
     let http_method = parts.method.as_str().to_string();
-    let mut entry = json!({
-        "time": journal::rfc3339(received),
-        "receivedMs": received,
-        "httpMethod": http_method,
-        "instance": REPLAY_SCENARIO,
-        "scenario": REPLAY_SCENARIO,
-        "session": headers.get("mcp-session-id").and_then(|v| v.to_str().ok()),
-        "era": if headers
+    let mut entry = journal::JournalEntry::new(
+        received,
+        &http_method,
+        REPLAY_SCENARIO,
+        journal::redacted_headers(&headers),
+    );
+    entry.instance = Some(REPLAY_SCENARIO.to_string());
+    entry.session = headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    entry.era = Some(
+        if headers
             .get("mcp-protocol-version")
             .and_then(|v| v.to_str().ok())
-            .is_some_and(protocol::is_modern_version) { "modern" } else { "legacy" },
-        "headers": journal::redacted_headers(&headers),
-    });
+            .is_some_and(protocol::is_modern_version)
+        {
+            protocol::Era::Modern
+        } else {
+            protocol::Era::Legacy
+        },
+    );
     let resp = if !host_check::request_allowed(&shared, &headers) {
-        entry["injected"] = json!("rejected Host/Origin");
+        entry.injected = Some("rejected Host/Origin".into());
         crate::sse::json_response(
             403,
             &protocol::error_response(None, protocol::INVALID_REQUEST, host_check::FORBIDDEN, None),
@@ -915,15 +925,15 @@ async fn handle(
         .await
         {
             Err(_) => {
-                entry["injected"] = json!("request body not received in time");
+                entry.injected = Some("request body not received in time".into());
                 own_error(408, None, "Request body not received in time")
             }
             Ok(Err(e)) if !crate::mcp::body_over_limit(&e) => {
-                entry["injected"] = json!("request body malformed");
+                entry.injected = Some("request body malformed".into());
                 own_error(400, None, &format!("Request body malformed: {e}"))
             }
             Ok(Err(_)) => {
-                entry["injected"] = json!("request body over the size limit");
+                entry.injected = Some("request body over the size limit".into());
                 own_error(
                     413,
                     None,
@@ -940,16 +950,12 @@ async fn handle(
         .extensions()
         .get::<crate::sse::AbortConnection>()
         .is_some();
-    entry["status"] = if aborted {
-        Value::Null
-    } else {
-        json!(resp.status().as_u16())
-    };
-    entry["contentType"] = resp
+    entry.status = (!aborted).then(|| resp.status().as_u16());
+    entry.content_type = resp
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .map_or(Value::Null, |s| json!(s));
+        .map(str::to_owned);
     shared.journal.push(entry);
     resp
 }
@@ -967,7 +973,7 @@ fn answer(
     http_method: &str,
     path: &str,
     body: &[u8],
-    entry: &mut Value,
+    entry: &mut journal::JournalEntry,
 ) -> Response<Body> {
     let msg: Option<Value> = if http_method == "POST" {
         serde_json::from_slice(body).ok().filter(Value::is_object)
@@ -980,33 +986,40 @@ fn answer(
     });
     let request_id = msg.as_ref().and_then(|m| m.get("id")).cloned();
     if let Some(m) = &msg {
-        entry["method"] = m["method"].clone();
-        entry["id"] = request_id.clone().unwrap_or(Value::Null);
+        entry.method = m["method"].as_str().map(str::to_owned);
+        entry.id = request_id.clone();
         if let ReplayKey::Rpc {
             tool,
             arguments_hash,
             ..
         } = &key
         {
-            entry["tool"] = json!(tool);
+            entry.tool = tool.clone();
             // Bare hex, as in every other journal entry (the key's form has `sha256:`).
-            entry["argumentsHash"] = json!(arguments_hash
+            entry.arguments_hash = arguments_hash
                 .as_deref()
-                .map(|h| h.trim_start_matches("sha256:")));
+                .map(|h| h.trim_start_matches("sha256:").to_owned());
         }
-        entry["retry"] = journal::retry_fields(&m["params"]).unwrap_or(Value::Null);
+        entry.retry = journal::retry_fields(&m["params"]);
     }
     let Some((x, nth, of, past_end)) = replay.next(&key) else {
-        entry["replay"] = json!({ "unmatched": key.to_string() });
-        let (resp, what) = own_answer(replay, entry["era"] == "modern", msg.as_ref(), &key);
-        entry["injected"] = json!(format!("no captured line for {key}: {what}"));
+        entry.replay = Some(journal::ReplayServed::Unmatched {
+            unmatched: key.to_string(),
+        });
+        let modern = entry.era == Some(protocol::Era::Modern);
+        let (resp, what) = own_answer(replay, modern, msg.as_ref(), &key);
+        entry.injected = Some(format!("no captured line for {key}: {what}"));
         return resp;
     };
-    entry["replay"] = json!({
-        "seq": x.seq, "line": x.line, "nth": nth, "of": of, "pastEnd": past_end,
-        "end": x.end.as_str(),
+    entry.replay = Some(journal::ReplayServed::Served {
+        seq: x.seq,
+        line: x.line,
+        nth,
+        of,
+        past_end,
+        end: x.end.as_str().to_string(),
     });
-    entry["injected"] = json!(format!(
+    entry.injected = Some(format!(
         "replayed seq {} ({nth} of {of} for {key}{}; end {})",
         x.seq,
         if past_end {
@@ -1019,12 +1032,13 @@ fn answer(
     if let Some(msg) = response_message(&x.body) {
         let r = &msg["result"];
         if r["resultType"] == "input_required" {
-            let keys: Vec<Value> = r["inputRequests"]
-                .as_object()
-                .map(|o| o.keys().map(|k| json!(k)).collect())
-                .unwrap_or_default();
-            entry["issued"] =
-                json!({ "requestState": r["requestState"], "inputRequestKeys": keys });
+            entry.issued = Some(journal::Issued {
+                request_state: r["requestState"].clone(),
+                input_request_keys: r["inputRequests"]
+                    .as_object()
+                    .map(|o| o.keys().cloned().collect())
+                    .unwrap_or_default(),
+            });
         }
     }
     serve(x, request_id.as_ref(), replay.options.speed)
