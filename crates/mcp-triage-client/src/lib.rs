@@ -27,7 +27,6 @@
 mod client;
 pub mod oauth;
 mod options;
-pub mod plan;
 pub mod precheck;
 mod sse_legacy;
 mod stdio;

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use mcp_triage_client::plan::{plan, run_row, RowResult};
 use mcp_triage_client::ClientOptions;
+use mcp_triage_judge::plan::{plan, run_row, RowResult};
 use mcp_triage_kitchen::{start, KitchenOptions};
 use mcp_triage_report::{Case, Check, Report, ReportTarget, Status, Suite};
 

@@ -3,18 +3,26 @@
 //! fail on what the journal shows; where a timing is only known from below (the kitchen
 //! stamps when a request arrived, not when the client read the previous response) the
 //! bound is applied so that a correct client always passes.
+//!
+//! The entries are the kitchen's own [`JournalEntry`] type, so every field a check reads is
+//! checked by the compiler against what the kitchen writes.
 
+use std::collections::BTreeMap;
+
+use mcp_triage_kitchen::journal::{Issued, JournalEntry, ReplayServed, RetryFields};
+use mcp_triage_kitchen::protocol::Era;
 use mcp_triage_report::{Check, Status};
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::cases::{CaseDef, CheckKind};
+use crate::cases::{CaseDef, CheckKind};
 
 /// What a check sees.
 pub struct Ctx<'a> {
     /// The case.
     pub case: &'a CaseDef,
     /// Journal entries of the case's instance, oldest first.
-    pub entries: &'a [Value],
+    pub entries: &'a [JournalEntry],
     /// The kitchen's `retry:` value on primed streams (ms).
     pub sse_retry_ms: u64,
     /// True when the judge killed the client at the timeout.
@@ -51,61 +59,97 @@ const MAX_AUTHORIZATIONS: u64 = 2;
 /// tried with it (first, refreshed, re-authorized).
 const MAX_UNAUTHORIZED: usize = 4;
 
-/// A journal entry cut down to the fields a reader needs to see why a check decided.
-pub fn journal_line(e: &Value) -> String {
-    let mut m = Map::new();
-    for k in [
-        "time",
-        "receivedMs",
-        "httpMethod",
-        "era",
-        "session",
-        "method",
-        "id",
-        "tool",
-        "status",
-        "injected",
-        "retry",
-        "issued",
-        "replay",
-    ] {
-        if let Some(v) = e.get(k).filter(|v| !v.is_null()) {
-            m.insert(k.into(), v.clone());
-        }
-    }
-    let mut h = Map::new();
-    if let Some(hs) = e["headers"].as_object() {
-        for (k, v) in hs {
-            if k.starts_with("mcp-")
-                || k == "last-event-id"
-                || k == "idempotency-key"
-                || k == "authorization"
-            {
-                h.insert(k.clone(), v.clone());
-            }
-        }
-    }
-    if !h.is_empty() {
-        m.insert("headers".into(), Value::Object(h));
-    }
-    Value::Object(m).to_string()
+/// A journal entry cut down to the fields a reader needs to see why a check decided: `null`s
+/// left out, and of the headers only the MCP ones, `Last-Event-ID`, `Idempotency-Key` and
+/// (redacted) `Authorization`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Evidence<'a> {
+    time: &'a str,
+    received_ms: u64,
+    http_method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    era: Option<Era>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    injected: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry: Option<&'a RetryFields>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    issued: Option<&'a Issued>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replay: Option<&'a ReplayServed>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    headers: BTreeMap<&'a str, &'a str>,
 }
 
-fn s<'a>(e: &'a Value, k: &str) -> Option<&'a str> {
-    e.get(k).and_then(Value::as_str)
+/// A journal entry as one evidence line: [`Evidence`] as JSON, keys sorted as the kitchen
+/// serves them.
+pub fn journal_line(e: &JournalEntry) -> String {
+    let headers = e
+        .headers
+        .iter()
+        .filter(|(k, _)| {
+            k.starts_with("mcp-")
+                || *k == "last-event-id"
+                || *k == "idempotency-key"
+                || *k == "authorization"
+        })
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let line = Evidence {
+        time: &e.time,
+        received_ms: e.received_ms,
+        http_method: &e.http_method,
+        era: e.era,
+        session: e.session.as_deref(),
+        method: e.method.as_deref(),
+        id: e.id.as_ref().filter(|id| !id.is_null()),
+        tool: e.tool.as_deref(),
+        status: e.status,
+        injected: e.injected.as_deref(),
+        retry: e.retry.as_ref(),
+        issued: e.issued.as_ref(),
+        replay: e.replay.as_ref(),
+        headers,
+    };
+    // Through a `Value`: its map sorts the keys.
+    serde_json::to_value(line)
+        .expect("evidence serializes")
+        .to_string()
 }
-fn header<'a>(e: &'a Value, k: &str) -> Option<&'a str> {
-    e["headers"].get(k).and_then(Value::as_str)
+
+fn header<'a>(e: &'a JournalEntry, k: &str) -> Option<&'a str> {
+    e.headers.get(k).map(String::as_str)
 }
-fn received(e: &Value) -> u64 {
-    e["receivedMs"].as_u64().unwrap_or(0)
+fn received(e: &JournalEntry) -> u64 {
+    e.received_ms
 }
-fn is_call(e: &Value, tool: &str) -> bool {
-    s(e, "method") == Some("tools/call") && s(e, "tool") == Some(tool)
+fn method(e: &JournalEntry) -> Option<&str> {
+    e.method.as_deref()
+}
+fn is_call(e: &JournalEntry, tool: &str) -> bool {
+    method(e) == Some("tools/call") && e.tool.as_deref() == Some(tool)
+}
+/// The `seq` of the captured line a replay served, if one was.
+fn served_seq(e: &JournalEntry) -> Option<u64> {
+    match e.replay {
+        Some(ReplayServed::Served { seq, .. }) => Some(seq),
+        _ => None,
+    }
 }
 
 impl Ctx<'_> {
-    fn calls(&self) -> Vec<&Value> {
+    fn calls(&self) -> Vec<&JournalEntry> {
         self.entries
             .iter()
             .filter(|e| is_call(e, &self.case.tool))
@@ -120,7 +164,7 @@ impl Ctx<'_> {
     fn skip(&self, kind: CheckKind, m: impl Into<String>) -> Check {
         self.check(kind, Status::Skip, m)
     }
-    fn fail(&self, kind: CheckKind, m: impl Into<String>, ev: &[&Value]) -> Check {
+    fn fail(&self, kind: CheckKind, m: impl Into<String>, ev: &[&JournalEntry]) -> Check {
         self.check(kind, Status::Fail, m)
             .with_evidence(ev.iter().map(|e| journal_line(e)))
     }
@@ -128,11 +172,11 @@ impl Ctx<'_> {
 
 /// The protocol version the client's requests carried (`MCP-Protocol-Version` of its first
 /// tools/call, else of any request): what it negotiated, for the matrix.
-pub fn negotiated_version(entries: &[Value]) -> Option<String> {
-    let version = |e: &&Value| header(e, "mcp-protocol-version").map(str::to_owned);
+pub fn negotiated_version(entries: &[JournalEntry]) -> Option<String> {
+    let version = |e: &&JournalEntry| header(e, "mcp-protocol-version").map(str::to_owned);
     entries
         .iter()
-        .filter(|e| s(e, "method") == Some("tools/call"))
+        .filter(|e| method(e) == Some("tools/call"))
         .find_map(|e| version(&e))
         .or_else(|| entries.iter().find_map(|e| version(&e)))
 }
@@ -219,16 +263,16 @@ fn token_requests(cx: &Ctx<'_>) -> u64 {
     counter(cx, "codeGrants") + counter(cx, "refreshGrants") + counter(cx, "refusedTokenRequests")
 }
 
-fn auth_fail(cx: &Ctx<'_>, k: CheckKind, m: String, ev: &[&Value]) -> Check {
+fn auth_fail(cx: &Ctx<'_>, k: CheckKind, m: String, ev: &[&JournalEntry]) -> Check {
     let mut lines: Vec<String> = ev.iter().map(|e| journal_line(e)).collect();
     lines.push(counters_line(cx));
     cx.check(k, Status::Fail, m).with_evidence(lines)
 }
 
-fn unauthorized<'a>(cx: &Ctx<'a>) -> Vec<&'a Value> {
+fn unauthorized<'a>(cx: &Ctx<'a>) -> Vec<&'a JournalEntry> {
     cx.entries
         .iter()
-        .filter(|e| e["status"] == json!(401))
+        .filter(|e| e.status == Some(401))
         .collect()
 }
 
@@ -237,14 +281,12 @@ fn auth_bounded(cx: &Ctx<'_>) -> Check {
     let refused = unauthorized(cx);
     // The same request (method and id) sent again and again after 401s is the loop; a client
     // that gave up on one request and goes on to its next meets one 401 there, which is not.
-    let mut most: Vec<&Value> = Vec::new();
+    let mut most: Vec<&JournalEntry> = Vec::new();
     for e in &refused {
-        let same: Vec<&Value> = refused
+        let same: Vec<&JournalEntry> = refused
             .iter()
             .copied()
-            .filter(|o| {
-                o["method"] == e["method"] && o["id"] == e["id"] && o["session"] == e["session"]
-            })
+            .filter(|o| o.method == e.method && o.id == e.id && o.session == e.session)
             .collect();
         if same.len() > most.len() {
             most = same;
@@ -257,7 +299,7 @@ fn auth_bounded(cx: &Ctx<'_>) -> Check {
             k,
             format!(
                 "one {} request answered 401 {} times (at most {MAX_UNAUTHORIZED}): the client loops on a refused token",
-                s(most[0], "method").unwrap_or("HTTP"),
+                method(most[0]).unwrap_or("HTTP"),
                 most.len()
             ),
             &[most[0], most[MAX_UNAUTHORIZED]],
@@ -323,10 +365,10 @@ fn refresh_once(cx: &Ctx<'_>) -> Check {
 fn scope_step_up(cx: &Ctx<'_>) -> Check {
     let k = CheckKind::ScopeStepUp;
     let calls = cx.calls();
-    let Some(pos) = calls.iter().position(|e| e["status"] == json!(403)) else {
+    let Some(pos) = calls.iter().position(|e| e.status == Some(403)) else {
         return cx.skip(k, "no tools/call was answered 403 insufficient_scope");
     };
-    let forbidden = calls.iter().filter(|e| e["status"] == json!(403)).count();
+    let forbidden = calls.iter().filter(|e| e.status == Some(403)).count();
     if forbidden > 2 {
         return auth_fail(
             cx,
@@ -335,11 +377,9 @@ fn scope_step_up(cx: &Ctx<'_>) -> Check {
             &[calls[pos]],
         );
     }
-    let ok = calls[pos + 1..].iter().find(|e| {
-        e["status"]
-            .as_u64()
-            .is_some_and(|s| (200..300).contains(&s))
-    });
+    let ok = calls[pos + 1..]
+        .iter()
+        .find(|e| e.status.is_some_and(|s| (200..300).contains(&s)));
     match ok {
         Some(_) if counter(cx, "codeGrants") >= 2 => cx.pass(
             k,
@@ -369,7 +409,7 @@ fn token_audience(cx: &Ctx<'_>) -> Check {
         .count();
     let misdirected = counter(cx, "misdirectedTokens");
     if misdirected > 0 {
-        let with_token: Vec<&Value> = cx
+        let with_token: Vec<&JournalEntry> = cx
             .entries
             .iter()
             .filter(|e| header(e, "authorization").is_some())
@@ -442,11 +482,11 @@ fn captured_outcome(cx: &Ctx<'_>) -> Check {
         .calls()
         .into_iter()
         .rev()
-        .find(|e| e["replay"]["seq"].is_u64())
+        .find_map(|e| served_seq(e).map(|seq| (e, seq)))
     else {
         return cx.skip(k, "no captured line was served (see tool_called)");
     };
-    let seq = last["replay"]["seq"].as_u64().unwrap_or(0);
+    let (last, seq) = last;
     let Some(v) = captured.verdict(seq) else {
         return cx.skip(k, format!("served seq {seq}, which is not this case's"));
     };
@@ -512,13 +552,13 @@ fn tool_called(cx: &Ctx<'_>) -> Check {
                 k,
                 format!(
                     "the session expired on {} before any tools/call of {} (graded by reinitialize)",
-                    s(expired, "method").unwrap_or("a request"),
+                    method(expired).unwrap_or("a request"),
                     cx.case.tool
                 ),
             );
         }
     }
-    let seen: Vec<&Value> = cx.entries.iter().take(8).collect();
+    let seen: Vec<&JournalEntry> = cx.entries.iter().take(8).collect();
     let m = if cx.entries.is_empty() {
         "no request reached the kitchen".to_string()
     } else {
@@ -531,9 +571,11 @@ fn tool_called(cx: &Ctx<'_>) -> Check {
     cx.fail(k, m, &seen)
 }
 
-fn idempotency_key(e: &Value) -> Option<String> {
-    e["retry"]["idempotencyKey"]
-        .as_str()
+fn idempotency_key(e: &JournalEntry) -> Option<String> {
+    e.retry
+        .as_ref()
+        .and_then(|r| r.idempotency_key.as_ref())
+        .and_then(Value::as_str)
         .or_else(|| header(e, "idempotency-key"))
         .filter(|k| !k.is_empty())
         .map(str::to_owned)
@@ -545,7 +587,7 @@ fn no_unsafe_resend(cx: &Ctx<'_>) -> Check {
     let Some(first) = calls.first() else {
         return cx.skip(k, "no tools/call: nothing to resend");
     };
-    if first["status"] != json!(503) {
+    if first.status != Some(503) {
         return cx.skip(k, "the first tools/call did not get the injected 503");
     }
     let key = idempotency_key(first);
@@ -605,7 +647,7 @@ fn bounded_resend(cx: &Ctx<'_>) -> Check {
 fn retry_after(cx: &Ctx<'_>) -> Check {
     let k = CheckKind::RetryAfter;
     let calls = cx.calls();
-    let Some(limited) = calls.iter().find(|e| e["status"] == json!(429)) else {
+    let Some(limited) = calls.iter().find(|e| e.status == Some(429)) else {
         return cx.skip(k, "no tools/call got the injected 429");
     };
     let t0 = received(limited);
@@ -660,8 +702,8 @@ fn no_auto_resend(cx: &Ctx<'_>) -> Check {
 fn mrtr_retry(cx: &Ctx<'_>) -> Check {
     let k = CheckKind::MrtrRetry;
     let calls = cx.calls();
-    let Some(pos) = calls.iter().position(|e| e["issued"].is_object()) else {
-        if calls.iter().any(|e| s(e, "era") == Some("modern")) {
+    let Some(pos) = calls.iter().position(|e| e.issued.is_some()) else {
+        if calls.iter().any(|e| e.era == Some(Era::Modern)) {
             return cx.skip(
                 k,
                 "the kitchen issued no input_required (client declared no elicitation?)",
@@ -676,26 +718,24 @@ fn mrtr_retry(cx: &Ctx<'_>) -> Check {
     let Some(retry) = calls.get(pos + 1) else {
         return cx.fail(k, "no retry after input_required", &[asked]);
     };
-    if retry["id"] == asked["id"] {
+    if retry.id == asked.id {
         return cx.fail(k, "the retry reuses the JSON-RPC id", &[asked, retry]);
     }
-    if retry["retry"]["requestState"] != asked["issued"]["requestState"] {
+    let issued = asked.issued.clone().unwrap_or_default();
+    let echoed = retry.retry.clone().unwrap_or_default();
+    if echoed.request_state.unwrap_or(Value::Null) != issued.request_state {
         return cx.fail(
             k,
             "the retry does not echo the exact requestState",
             &[asked, retry],
         );
     }
-    let sent: Vec<&str> = retry["retry"]["inputResponseKeys"]
-        .as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let missing: Vec<&str> = asked["issued"]["inputRequestKeys"]
-        .as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<&str>>())
-        .unwrap_or_default()
-        .into_iter()
+    let sent = echoed.input_response_keys.unwrap_or_default();
+    let missing: Vec<&str> = issued
+        .input_request_keys
+        .iter()
         .filter(|k| !sent.contains(k))
+        .map(String::as_str)
         .collect();
     if !missing.is_empty() {
         return cx.fail(
@@ -713,7 +753,7 @@ fn reissue_new_id(cx: &Ctx<'_>) -> Check {
     for (i, a) in calls.iter().enumerate() {
         for b in &calls[i + 1..] {
             // Legacy ids are scoped by session; modern requests have none.
-            if a["id"] == b["id"] && a["session"] == b["session"] {
+            if a.id == b.id && a.session == b.session {
                 return cx.fail(k, "re-issued with the same JSON-RPC id", &[a, b]);
             }
         }
@@ -734,7 +774,7 @@ fn resume_get(cx: &Ctx<'_>) -> Check {
     let Some(post) = calls.first() else {
         return cx.skip(k, "no tools/call");
     };
-    if s(post, "era") != Some("legacy") {
+    if post.era != Some(Era::Legacy) {
         return cx.skip(k, "2026-07-28: streams are not resumable");
     }
     let version = header(post, "mcp-protocol-version").unwrap_or("");
@@ -746,9 +786,7 @@ fn resume_get(cx: &Ctx<'_>) -> Check {
     }
     let t0 = received(post);
     let Some(get) = cx.entries.iter().find(|e| {
-        s(e, "httpMethod") == Some("GET")
-            && header(e, "last-event-id").is_some()
-            && received(e) >= t0
+        e.http_method == "GET" && header(e, "last-event-id").is_some() && received(e) >= t0
     }) else {
         let repost = calls.get(1);
         let mut ev = vec![*post];
@@ -778,14 +816,14 @@ fn resume_get(cx: &Ctx<'_>) -> Check {
 }
 
 /// A request answered 404 in a legacy session: the session expired.
-fn is_expiry(e: &Value) -> bool {
-    e["status"] == json!(404) && e["session"].is_string()
+fn is_expiry(e: &JournalEntry) -> bool {
+    e.status == Some(404) && e.session.is_some()
 }
 
 fn reinitialize(cx: &Ctx<'_>) -> Check {
     let k = CheckKind::Reinitialize;
     let Some(expired) = cx.entries.iter().find(|e| is_expiry(e)) else {
-        if cx.entries.iter().any(|e| s(e, "era") == Some("modern")) {
+        if cx.entries.iter().any(|e| e.era == Some(Era::Modern)) {
             return cx.skip(k, "2026-07-28 has no sessions");
         }
         return cx.skip(k, "the session did not expire (no tools/call in a session)");
@@ -794,11 +832,11 @@ fn reinitialize(cx: &Ctx<'_>) -> Check {
     let Some(init) = cx
         .entries
         .iter()
-        .find(|e| s(e, "method") == Some("initialize") && received(e) >= t0)
+        .find(|e| method(e) == Some("initialize") && received(e) >= t0)
     else {
         return cx.fail(k, "no new initialize after the 404", &[expired]);
     };
-    if init["session"].is_string() {
+    if init.session.is_some() {
         return cx.fail(
             k,
             "the new initialize carries a session id",
@@ -824,21 +862,21 @@ fn decode_header_value(v: &str) -> String {
 
 fn headers_2026(cx: &Ctx<'_>) -> Check {
     let k = CheckKind::Headers2026;
-    let modern: Vec<&Value> = cx
+    let modern: Vec<&JournalEntry> = cx
         .entries
         .iter()
         .filter(|e| {
-            s(e, "era") == Some("modern")
-                && s(e, "httpMethod") == Some("POST")
-                && s(e, "method").is_some()
-                && !e["id"].is_null()
+            e.era == Some(Era::Modern)
+                && e.http_method == "POST"
+                && e.method.is_some()
+                && e.id.as_ref().is_some_and(|id| !id.is_null())
         })
         .collect();
     if modern.is_empty() {
         return cx.skip(k, "no 2026-07-28 requests");
     }
     for e in &modern {
-        let method = s(e, "method").unwrap_or("");
+        let method = method(e).unwrap_or("");
         let problem = if header(e, "mcp-protocol-version").is_none() {
             Some("MCP-Protocol-Version missing".to_string())
         } else if header(e, "mcp-method") != Some(method) {
@@ -849,7 +887,7 @@ fn headers_2026(cx: &Ctx<'_>) -> Check {
         } else if matches!(method, "tools/call" | "resources/read" | "prompts/get") {
             match header(e, "mcp-name").map(decode_header_value) {
                 None => Some(format!("Mcp-Name missing on {method}")),
-                Some(n) if method == "tools/call" && Some(n.as_str()) != s(e, "tool") => {
+                Some(n) if method == "tools/call" && Some(n.as_str()) != e.tool.as_deref() => {
                     Some(format!("Mcp-Name {n:?} is not the tool name"))
                 }
                 _ => None,
@@ -870,7 +908,7 @@ fn headers_2026(cx: &Ctx<'_>) -> Check {
 fn in_time(cx: &Ctx<'_>) -> Check {
     let k = CheckKind::InTime;
     if cx.timed_out {
-        let last: Vec<&Value> = cx.entries.last().into_iter().collect();
+        let last: Vec<&JournalEntry> = cx.entries.last().into_iter().collect();
         return cx.fail(
             k,
             format!(
@@ -929,7 +967,7 @@ fn reported_outcome(cx: &Ctx<'_>) -> Check {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::judge::cases;
+    use crate::cases;
 
     fn case(id: &str) -> CaseDef {
         cases::all().into_iter().find(|c| c.id == id).unwrap()
@@ -938,12 +976,25 @@ mod tests {
         json!({"receivedMs": t, "httpMethod": "POST", "era": "legacy", "session": "s1",
                "method": "tools/call", "id": id, "tool": tool, "status": status, "headers": {}})
     }
+    /// A journal entry from the fields a test cares about, the rest as a kitchen leaves them
+    /// when they do not apply; it goes through the kitchen's own type, as real entries do.
+    fn entry(v: Value) -> JournalEntry {
+        let mut e = json!({"time": "2026-01-01T00:00:00.000Z", "receivedMs": 0,
+                           "httpMethod": "POST", "scenario": "test", "headers": {}});
+        for (k, x) in v.as_object().expect("an object") {
+            e[k] = x.clone();
+        }
+        serde_json::from_value(e).expect("a journal entry")
+    }
+    fn typed(entries: &[Value]) -> Vec<JournalEntry> {
+        entries.iter().cloned().map(entry).collect()
+    }
     fn run(kind: CheckKind, c: &CaseDef, entries: &[Value]) -> Check {
         grade(
             kind,
             &Ctx {
                 case: c,
-                entries,
+                entries: &typed(entries),
                 sse_retry_ms: 500,
                 timed_out: false,
                 timeout_s: 20.0,
@@ -1100,7 +1151,7 @@ mod tests {
 
     fn ctx<'a>(
         c: &'a CaseDef,
-        entries: &'a [Value],
+        entries: &'a [JournalEntry],
         exit: Option<i32>,
         output: &'a str,
     ) -> Ctx<'a> {
@@ -1133,13 +1184,13 @@ mod tests {
             |checks: &[Check], name: &str| checks.iter().find(|k| k.name == name).unwrap().status;
         let node13 = "Warning: Detected unsettled top-level await at file:///c.mjs:30\n  await client.callTool()\n";
         for (exit, output) in [(Some(13), node13), (Some(1), ""), (None, "")] {
-            let g = grade_all(&kinds, &ctx(&c, &once, exit, output));
+            let g = grade_all(&kinds, &ctx(&c, &typed(&once), exit, output));
             assert_eq!(status(&g, "reported_outcome"), Status::Fail, "{exit:?}");
             assert_eq!(status(&g, "no_auto_resend"), Status::Skip, "{exit:?}");
             assert_eq!(status(&g, "in_time"), Status::Skip, "{exit:?}");
             assert_eq!(status(&g, "tool_called"), Status::Pass);
         }
-        let g = grade_all(&kinds, &ctx(&c, &once, Some(13), node13));
+        let g = grade_all(&kinds, &ctx(&c, &typed(&once), Some(13), node13));
         let k = g.iter().find(|k| k.name == "reported_outcome").unwrap();
         assert!(
             k.message.contains("unsettled top-level await"),
@@ -1148,7 +1199,7 @@ mod tests {
         );
         assert!(k.evidence.iter().any(|e| e.contains("callTool")));
         for (exit, output) in [(Some(0), ""), (Some(1), "error: McpError -32603 boom\n")] {
-            let g = grade_all(&kinds, &ctx(&c, &once, exit, output));
+            let g = grade_all(&kinds, &ctx(&c, &typed(&once), exit, output));
             assert!(
                 g.iter().all(|k| k.status == Status::Pass),
                 "{exit:?}: {g:?}"
@@ -1159,7 +1210,7 @@ mod tests {
             once[0].clone(),
             call(5, 2, "run_configured_test_scenario", 200),
         ];
-        let g = grade_all(&kinds, &ctx(&c, &twice, Some(1), ""));
+        let g = grade_all(&kinds, &ctx(&c, &typed(&twice), Some(1), ""));
         assert_eq!(status(&g, "no_auto_resend"), Status::Fail);
     }
 
@@ -1171,7 +1222,8 @@ mod tests {
         let list = json!({"receivedMs": 0, "httpMethod": "POST", "era": "legacy", "session": "s1",
                           "method": "tools/list", "id": 1, "status": 404, "headers": {}});
         let kinds = [CheckKind::ToolCalled, CheckKind::Reinitialize];
-        let g = grade_all(&kinds, &ctx(&c, &[list], Some(1), "error: session expired"));
+        let list = typed(&[list]);
+        let g = grade_all(&kinds, &ctx(&c, &list, Some(1), "error: session expired"));
         assert_eq!(g[0].status, Status::Skip, "{:?}", g[0]);
         assert!(g[0].message.contains("tools/list"));
         assert_eq!(g[1].status, Status::Fail);
@@ -1195,7 +1247,8 @@ mod tests {
             json!({"authorizations": 2, "codeGrants": 2, "refreshGrants": 1})
         );
         let with = |entries: &[Value], oauth: &Value, exit: Option<i32>, output: &str, k| {
-            let mut cx = ctx(&c, entries, exit, output);
+            let entries = typed(entries);
+            let mut cx = ctx(&c, &entries, exit, output);
             cx.oauth = Some(oauth);
             grade(k, &cx)
         };
@@ -1223,6 +1276,7 @@ mod tests {
         assert_eq!(with(&four, &grown, Some(1), " \n", k).status, Status::Fail);
         // Under missing_pkce, any authorization is a failure, message or not.
         let c = case("auth.missing_pkce");
+        let four = typed(&four);
         let mut cx = ctx(&c, &four, Some(1), "refused");
         let authorized = json!({"authorizations": 1});
         cx.oauth = Some(&authorized);
@@ -1237,16 +1291,31 @@ mod tests {
         assert_eq!(grade(CheckKind::TokenAudience, &cx).status, Status::Pass);
     }
 
+    /// Evidence lines are what they were when checks read JSON: `null`s dropped, only the
+    /// telling headers, keys sorted.
+    #[test]
+    fn journal_line_keeps_the_telling_fields() {
+        let e = entry(
+            json!({"receivedMs": 3, "era": "modern", "method": "tools/call", "id": 2,
+            "tool": "t", "status": 503, "retry": {"idempotencyKey": "k"}, "session": null,
+            "headers": {"accept": "x", "mcp-method": "tools/call", "authorization": "[redacted]"}}),
+        );
+        assert_eq!(
+            journal_line(&e),
+            r#"{"era":"modern","headers":{"authorization":"[redacted]","mcp-method":"tools/call"},"httpMethod":"POST","id":2,"method":"tools/call","receivedMs":3,"retry":{"idempotencyKey":"k"},"status":503,"time":"2026-01-01T00:00:00.000Z","tool":"t"}"#
+        );
+    }
+
     #[test]
     fn negotiated_version_is_the_calls_header() {
         let mut e = call(0, 1, "t", 200);
         e["headers"] = json!({"mcp-protocol-version": "2025-06-18"});
         let other = json!({"method": "tools/list", "headers": {"mcp-protocol-version": "x"}});
         assert_eq!(
-            negotiated_version(&[other.clone(), e]).as_deref(),
+            negotiated_version(&typed(&[other.clone(), e])).as_deref(),
             Some("2025-06-18")
         );
-        assert_eq!(negotiated_version(&[other]).as_deref(), Some("x"));
+        assert_eq!(negotiated_version(&typed(&[other])).as_deref(), Some("x"));
         assert_eq!(negotiated_version(&[]), None);
     }
 

@@ -1,8 +1,12 @@
-//! The kitchen plan: for every kitchen scenario, how to call it and what this client must end
-//! with, derived from the scenario's documentation (its registry `docs`/`summary` and the
-//! tool catalogue's annotations) and from this client's documented behaviour — never from
-//! running it. `mcp-triage demo` runs the plan and prints it as a matrix; the integration tests
-//! run it too.
+//! The kitchen plan: for every kitchen scenario, how to call it and what mcp-triage's own client
+//! (`mcp-triage-client`) must end with, derived from the scenario's documentation (its registry
+//! `docs`/`summary` and the tool catalogue's annotations) and from the client's documented
+//! behaviour — never from running it. `mcp-triage demo` runs the plan and prints it as a matrix;
+//! this crate's tests run it too.
+//!
+//! It lives with the judge, not the client: it is the expected outcome of a client against the
+//! kitchen's scenarios, the same knowledge the judge's cases encode for any client, and the
+//! client itself needs neither the kitchen nor its scenarios.
 //!
 //! The client's request sequence matters for scenarios that count POSTs, so it is stated once:
 //! - modern (2026-07-28): `tools/list` (only when `list` is set), then `tools/call`;
@@ -657,7 +661,7 @@ pub struct RowResult {
     /// The row.
     pub row: PlanRow,
     /// The call's record.
-    pub record: crate::CallRecord,
+    pub record: mcp_triage_client::CallRecord,
     /// Whether outcome (and attempt count, when given) match.
     pub matches: bool,
 }
@@ -689,10 +693,10 @@ fn percent(s: &str) -> String {
 /// The client options a row asks for, on top of `base`.
 pub fn row_options(
     row: &PlanRow,
-    base: &crate::ClientOptions,
-) -> Result<crate::ClientOptions, String> {
+    base: &mcp_triage_client::ClientOptions,
+) -> Result<mcp_triage_client::ClientOptions, String> {
     let mut o = base.clone();
-    o.protocol = crate::VersionChoice::Fixed(match row.era {
+    o.protocol = mcp_triage_client::VersionChoice::Fixed(match row.era {
         PlanEra::Modern => mcp_triage_core::ProtocolVersion::V2026_07_28,
         PlanEra::Legacy => mcp_triage_core::ProtocolVersion::V2025_11_25,
     });
@@ -703,7 +707,7 @@ pub fn row_options(
     if let Some(ms) = row.timeout_ms {
         o.timeout = std::time::Duration::from_millis(ms);
     }
-    o.answers = crate::Answers::default();
+    o.answers = mcp_triage_client::Answers::default();
     for a in row.answers {
         o.answers.add_pair(a)?;
     }
@@ -715,12 +719,13 @@ pub async fn run_row(
     base: &str,
     row: &PlanRow,
     tag: &str,
-    options: &crate::ClientOptions,
+    options: &mcp_triage_client::ClientOptions,
 ) -> RowResult {
     let opts = match row_options(row, options) {
         Ok(o) => o,
         Err(e) => {
-            let mut record = crate::CallRecord::new("mcp-triage", "streamable-http", "tools/call");
+            let mut record =
+                mcp_triage_client::CallRecord::new("mcp-triage", "streamable-http", "tools/call");
             record.message = Some(e);
             return RowResult {
                 row: row.clone(),
@@ -731,24 +736,28 @@ pub async fn run_row(
     };
     let url = row_url(base, row, tag);
     let args: serde_json::Value = serde_json::from_str(row.args).unwrap_or_default();
-    let record = match crate::Target::url(&url) {
-        Ok(target) => match crate::Client::connect(target, opts).await {
+    let record = match mcp_triage_client::Target::url(&url) {
+        Ok(target) => match mcp_triage_client::Client::connect(target, opts).await {
             Ok(c) => {
                 let r = c
-                    .call_tool(row.tool, args, crate::CallOptions::default())
+                    .call_tool(row.tool, args, mcp_triage_client::CallOptions::default())
                     .await;
                 c.close().await;
                 r
             }
             Err(e) => {
-                let mut record =
-                    crate::CallRecord::new("mcp-triage", "streamable-http", "tools/call");
+                let mut record = mcp_triage_client::CallRecord::new(
+                    "mcp-triage",
+                    "streamable-http",
+                    "tools/call",
+                );
                 record.message = Some(e.to_string());
                 record
             }
         },
         Err(e) => {
-            let mut record = crate::CallRecord::new("mcp-triage", "streamable-http", "tools/call");
+            let mut record =
+                mcp_triage_client::CallRecord::new("mcp-triage", "streamable-http", "tools/call");
             record.message = Some(e.to_string());
             record
         }

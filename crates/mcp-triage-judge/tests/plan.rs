@@ -2,17 +2,43 @@
 //! in-process kitchen: the final outcome and the attempt count the plan derives from the
 //! scenario's documentation, plus details of the interesting rows.
 
-mod common;
-
 use std::collections::BTreeSet;
+use std::time::Duration;
 
-use mcp_triage_client::plan::{plan, run_row, PlanEra, RowResult};
+use mcp_triage_client::{CallRecord, ClientOptions};
 use mcp_triage_core::Outcome;
+use mcp_triage_judge::plan::{plan, run_row, PlanEra, RowResult};
+use mcp_triage_kitchen::{start, KitchenOptions};
+
+/// Client options with short waits, so resends do not slow the run.
+fn fast_options() -> ClientOptions {
+    let mut o = ClientOptions {
+        timeout: Duration::from_secs(5),
+        jitter_seed: Some(7),
+        ..ClientOptions::default()
+    };
+    o.retry.backoff_base_ms = 2;
+    o.retry.max_wait_ms = 3_000;
+    o
+}
+
+fn statuses(r: &CallRecord) -> Vec<u16> {
+    r.attempts.iter().filter_map(|a| a.status).collect()
+}
+
+fn actions(r: &CallRecord) -> Vec<String> {
+    r.attempts
+        .iter()
+        .map(|a| a.decision.as_ref().map_or("-".into(), |d| d.action.clone()))
+        .collect()
+}
 
 async fn run_plan() -> Vec<RowResult> {
-    let k = common::kitchen().await;
+    let k = start("127.0.0.1:0".parse().unwrap(), KitchenOptions::default())
+        .await
+        .expect("kitchen starts");
     let base = k.base_url();
-    let opts = common::fast_options(None);
+    let opts = fast_options();
     let mut tasks = Vec::new();
     for (i, row) in plan().into_iter().enumerate() {
         let base = base.clone();
@@ -79,8 +105,8 @@ async fn every_scenario_matches_its_documented_outcome() {
     };
     // Retry decisions are recorded with reasons.
     let chaos = &find("chaos.mix", PlanEra::Modern, "read_counter, all 503").record;
-    assert_eq!(common::statuses(chaos), vec![503, 503, 503]);
-    assert_eq!(common::actions(chaos), vec!["resend", "resend", "give_up"]);
+    assert_eq!(statuses(chaos), vec![503, 503, 503]);
+    assert_eq!(actions(chaos), vec!["resend", "resend", "give_up"]);
     assert_eq!(chaos.retry_origin, mcp_triage_client::RetryOrigin::Sdk);
     let unsafe_close = &find("errors.connection_close", PlanEra::Legacy, "").record;
     let reason = &unsafe_close.attempts[0].decision.as_ref().unwrap().reason;
@@ -122,8 +148,8 @@ async fn every_scenario_matches_its_documented_outcome() {
     let primed = &find("sse.priming_then_close", PlanEra::Legacy, "").record;
     assert_eq!(primed.attempts[1].kind, "resume");
     let expired = &find("session.expire", PlanEra::Legacy, "").record;
-    assert_eq!(common::actions(expired)[0], "reinitialize");
-    assert_eq!(common::statuses(expired), vec![404, 200]);
+    assert_eq!(actions(expired)[0], "reinitialize");
+    assert_eq!(statuses(expired), vec![404, 200]);
     // Legacy elicitation answered on the stream counts as a round.
     assert_eq!(
         find("sse.server_request", PlanEra::Legacy, "")

@@ -17,7 +17,7 @@ use mcp_triage_core::{CallContext, Outcome, RequestId};
 use mcp_triage_kitchen::replay::{response_message, Capture, ReplayKey};
 use serde_json::json;
 
-use super::cases::{Captured, CapturedVerdict, CaseDef, CheckKind, REPLAY_SCENARIO};
+use crate::cases::{Captured, CapturedVerdict, CaseDef, CheckKind, REPLAY_SCENARIO};
 
 /// The cases of a capture, and a sentence for every captured call that cannot become one.
 pub fn cases(capture: &Capture) -> (Vec<CaseDef>, Vec<String>) {

@@ -1,0 +1,151 @@
+//! `mcp-triage judge`: grade any MCP client's error handling against the kitchen.
+//!
+//! The conformance suite tells whether a client speaks MCP; this tells whether it handles
+//! failures well. Everything but the command line lives in the `mcp-triage-judge` crate (cases,
+//! checks, the runner over the kitchen's typed journal); this module parses the arguments into
+//! its [`JudgeOptions`] and turns the verdict into an exit code.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::Args;
+use mcp_triage_judge::JudgeOptions;
+use mcp_triage_report::ReportTarget;
+
+pub const EXAMPLES: &str = "\
+Examples:
+  mcp-triage judge --client 'node interop/judge/ts-sdk-client.mjs {url}'
+  mcp-triage judge --client 'python3 client.py {url}' --scenario errors.tool_error \\
+      --expect-output 'errors.tool_error=Tool-side failure' --report junit:judge.xml --report html:judge.html
+  mcp-triage judge --list                              # the cases and their checks
+  mcp-triage judge --client 'python3 client.py {url}' --replay capture.jsonl
+      # grade it on failures `proxy --capture capture.jsonl` recorded (one case per captured call)
+
+The client runs once per case with MCP_TRIAGE_SCENARIO, MCP_TRIAGE_URL, MCP_TRIAGE_TOOL and
+MCP_TRIAGE_ARGS (JSON) set and should make that one tool call, then exit 0 with its result or
+non-zero with a stated failure. Exit 0 when every check passes, 1 when one fails, 2 on a usage
+or startup error (also: the client command is not found or not executable, sh's 127/126).";
+
+#[derive(Args)]
+pub struct JudgeArgs {
+    /// The client command, run with `sh -c`; `{url}` becomes the case's MCP URL (quoted).
+    #[arg(long, value_name = "CMD", required_unless_present = "list")]
+    client: Option<String>,
+
+    /// Run only these cases (id or kitchen scenario id; repeatable). Default: all.
+    #[arg(long = "scenario", value_name = "ID")]
+    scenarios: Vec<String>,
+
+    /// Seconds a client may run per case before the judge stops it (fails `in_time`).
+    #[arg(long, value_name = "S", default_value = "20", value_parser = parse_timeout)]
+    timeout: f64,
+
+    /// Write a report: junit:FILE, html:FILE, json:FILE or tap:FILE (`-` = stdout; repeatable).
+    #[arg(long = "report", value_name = "FORMAT:FILE")]
+    reports: Vec<ReportTarget>,
+
+    /// Add a check that the client's output (stdout+stderr) mentions TEXT, case-insensitively.
+    #[arg(long = "expect-output", value_name = "ID=TEXT", value_parser = parse_expect)]
+    expect_output: Vec<(String, String)>,
+
+    /// Name of the judged client in the matrix and the reports (default: the command).
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+
+    /// Grade the client on the exchanges of a capture file (`proxy --capture`) instead of the
+    /// kitchen's scenarios: one case per captured tools/call (tool and arguments), served by
+    /// `kitchen --replay`.
+    #[arg(long, value_name = "FILE.jsonl")]
+    replay: Option<std::path::PathBuf>,
+
+    /// With --replay: divide the captured delays (response head, SSE chunks) by X.
+    #[arg(long, value_name = "X", default_value = "1", requires = "replay", value_parser = mcp_triage_kitchen::replay::parse_speed)]
+    replay_speed: f64,
+
+    /// With --replay: the largest capture file read, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = mcp_triage_kitchen::replay::DEFAULT_MAX_CAPTURE_BYTES, requires = "replay")]
+    replay_max_bytes: u64,
+
+    /// List the cases and their checks, then exit.
+    #[arg(long)]
+    list: bool,
+
+    /// No progress line per case on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+
+    /// Colour the matrix: auto (a terminal without NO_COLOR), always or never.
+    #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
+    color: String,
+}
+
+/// Whether to colour output: `always`, `never`, or `auto` = stdout is a terminal and
+/// `NO_COLOR` is unset (https://no-color.org).
+pub fn use_color(when: &str) -> bool {
+    match when {
+        "always" => true,
+        "never" => false,
+        _ => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    }
+}
+
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 3600.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a number of seconds in (0, 3600]")),
+    }
+}
+
+fn parse_expect(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((id, text)) if !id.is_empty() && !text.is_empty() => {
+            Ok((id.to_string(), text.to_string()))
+        }
+        _ => Err(format!("{s:?} is not ID=TEXT")),
+    }
+}
+
+impl From<JudgeArgs> for JudgeOptions {
+    fn from(a: JudgeArgs) -> JudgeOptions {
+        JudgeOptions {
+            color: use_color(&a.color),
+            client: a.client,
+            scenarios: a.scenarios,
+            timeout: a.timeout,
+            reports: a.reports,
+            expect_output: a.expect_output,
+            name: a.name,
+            replay: a.replay,
+            replay_speed: a.replay_speed,
+            replay_max_bytes: a.replay_max_bytes,
+            list: a.list,
+            quiet: a.quiet,
+        }
+    }
+}
+
+/// Exit 0 when every check passed (or the cases were listed), 1 when one failed; a usage or
+/// startup error is the caller's exit 2.
+pub fn run(args: JudgeArgs) -> Result<ExitCode, String> {
+    let passed = mcp_triage_judge::run(&args.into()).map_err(|e| e.to_string())?;
+    Ok(if passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeout_and_expect_parse() {
+        assert!(parse_timeout("0").is_err());
+        assert!(parse_expect("x").is_err());
+        assert_eq!(
+            parse_expect("a=b=c").unwrap(),
+            ("a".to_string(), "b=c".to_string())
+        );
+    }
+}
