@@ -15,6 +15,7 @@
 //! Tasks live on the instance (so `/s/tasks.deferred/mcp?instance=…` isolates tests) until
 //! `POST /kitchen/reset`; expired ones (past `ttl`) answer -32602 like unknown ids.
 
+use mcp_triage_wire::time::rfc3339;
 use serde_json::{json, Value};
 
 use super::{MethodReply, Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo};
@@ -45,30 +46,6 @@ static INFO: ScenarioInfo = ScenarioInfo {
     origin: Origin::Kitchen,
 };
 
-/// ISO 8601 UTC time (`2026-07-28T12:00:00.000Z`) from Unix milliseconds.
-pub fn iso_time(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
-}
-
 fn status(t: &TaskRecord, now: u64) -> &'static str {
     if t.cancelled {
         "cancelled"
@@ -84,8 +61,8 @@ fn legacy_task(id: &str, t: &TaskRecord, now: u64) -> Value {
     json!({
         "taskId": id, "status": st,
         "statusMessage": match st { "completed" => "done", "cancelled" => "cancelled by the client", _ => "working on it" },
-        "createdAt": iso_time(t.created_ms),
-        "lastUpdatedAt": iso_time(if st == "completed" { t.ready_at_ms } else { t.created_ms }),
+        "createdAt": rfc3339(t.created_ms),
+        "lastUpdatedAt": rfc3339(if st == "completed" { t.ready_at_ms } else { t.created_ms }),
         "ttl": t.ttl_ms, "pollInterval": t.poll_ms,
     })
 }
@@ -93,8 +70,8 @@ fn legacy_task(id: &str, t: &TaskRecord, now: u64) -> Value {
 fn modern_task(id: &str, t: &TaskRecord, now: u64) -> Value {
     let st = status(t, now);
     let mut v = json!({
-        "taskId": id, "status": st, "createdAt": iso_time(t.created_ms),
-        "lastUpdatedAt": iso_time(if st == "completed" { t.ready_at_ms } else { t.created_ms }),
+        "taskId": id, "status": st, "createdAt": rfc3339(t.created_ms),
+        "lastUpdatedAt": rfc3339(if st == "completed" { t.ready_at_ms } else { t.created_ms }),
         "ttlMs": t.ttl_ms, "pollIntervalMs": t.poll_ms,
     });
     if st == "completed" {

@@ -463,10 +463,11 @@ fn hint(o: Outcome) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn record(outcome: Outcome, code: Option<i64>, message: &str) -> CallRecord {
+    /// A final record with this outcome, JSON-RPC code and message (also for probe's tests).
+    pub(crate) fn record(outcome: Outcome, code: Option<i64>, message: &str) -> CallRecord {
         let mut r = CallRecord::new("t", "stdio", "tools/call");
         r.outcome = outcome;
         r.layer = outcome.layer();
