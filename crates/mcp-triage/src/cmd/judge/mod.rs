@@ -25,6 +25,7 @@ pub mod cases;
 pub mod checks;
 pub mod replay_cases;
 
+use crate::exit::Exit;
 use std::io::IsTerminal;
 use std::process::{ExitCode, Stdio};
 use std::sync::Arc;
@@ -351,7 +352,7 @@ pub fn run(args: JudgeArgs) -> Result<ExitCode, String> {
     Ok(if report.passed() {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        Exit::Failed.into()
     })
 }
 
