@@ -88,6 +88,9 @@ struct Case {
     body_len: usize,
     verdict: Verdict,
     json: String,
+    /// The line names the request's `method` (tasks.jsonl: answers to `tasks/get`): the C ABI
+    /// does not take the request kind yet (issue 25), so C cannot be asked for this verdict.
+    names_method: bool,
 }
 
 /// The largest body run under valgrind (see the test).
@@ -156,6 +159,7 @@ fn cases(file: &Path) -> Vec<Case> {
             body_len: x.body.len(),
             json: serde_json::to_string(&verdict).unwrap(),
             verdict,
+            names_method: raw.get("method").is_some(),
         });
     }
     out
@@ -273,7 +277,7 @@ fn golden_vectors_through_c_give_the_clis_verdicts() {
             let mine: Vec<&str> = cases.iter().map(|c| c.json.as_str()).collect();
             assert_eq!(mine, lines, "{}: the CLI's verdicts", file.display());
         }
-        all.extend(cases);
+        all.extend(cases.into_iter().filter(|c| !c.names_method));
     }
     let fixture = dir.join("golden.stream");
     std::fs::write(
