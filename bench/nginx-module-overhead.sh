@@ -51,7 +51,7 @@ if [ "$what" != cpu ] && ! command -v valgrind >/dev/null; then
 fi
 
 # one package per build: building two at once unifies their features and rebuilds shared deps
-cargo build -j "$JOBS" -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage-ffi --example ffi_bench
+cargo build -j "$JOBS" -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage-ffi --lib --example ffi_bench
 cargo build -j "$JOBS" -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage
 cargo build -j "$JOBS" -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage-kitchen --example serve --example load
 bin="$root/target/release"

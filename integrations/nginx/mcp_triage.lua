@@ -136,6 +136,12 @@ function _M.init(opts)
   if cfg.limits_json ~= nil and type(cfg.limits_json) ~= "string" then
     error("mcp_triage.init: limits_json must be a JSON string")
   end
+  -- every function now, so that a library older than this file fails at startup, not per request
+  for name in C_DEF:gmatch("(mcpt_[%w_]+)%(") do
+    if not pcall(function() return lib[name] end) then
+      error("mcp_triage.init: " .. cfg.so_path .. " has no " .. name .. " (an older library?)")
+    end
+  end
   for code = 1, 4 do LAYER[code] = ffi.string(lib.mcpt_layer_name(code)) end
   for code = 1, 15 do OUTCOME[code] = ffi.string(lib.mcpt_outcome_name(code)) end
   return ffi.string(lib.mcpt_version())
