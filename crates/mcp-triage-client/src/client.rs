@@ -487,6 +487,10 @@ impl Client {
             let name = match msg["method"].as_str() {
                 Some("tools/call" | "prompts/get") => msg["params"]["name"].as_str(),
                 Some("resources/read") => msg["params"]["uri"].as_str(),
+                // SEP-2663 routing headers: a task's requests name the task.
+                Some("tasks/get" | "tasks/update" | "tasks/cancel") => {
+                    msg["params"]["taskId"].as_str()
+                }
                 _ => None,
             };
             if let Some(n) = name {

@@ -266,11 +266,14 @@ pub async fn modern_as(
     if params.get("_meta").is_none() {
         params["_meta"] = meta_as(client);
     }
-    let name = params
-        .get("name")
-        .or_else(|| params.get("uri"))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
+    // Mcp-Name as a client must send it: the tool/prompt name, the resource URI, or (tasks
+    // extension, SEP-2663) the taskId.
+    let name = match method {
+        "tasks/get" | "tasks/update" | "tasks/cancel" => params.get("taskId"),
+        _ => params.get("name").or_else(|| params.get("uri")),
+    }
+    .and_then(Value::as_str)
+    .map(str::to_owned);
     let body =
         json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string();
     let mut h = vec![

@@ -10,7 +10,9 @@
 //!   `clientCapabilities.extensions` declares the extension, the call is answered
 //!   `resultType: "task"` with `taskId`, `status`, `ttlMs`, `pollIntervalMs` (no per-request
 //!   flag); `tasks/get` carries `result` once `completed`. A client that did not declare it gets
-//!   a normal result ("never return a task to a client that did not declare support").
+//!   a normal result ("never return a task to a client that did not declare support"). The
+//!   task is one of the instance's extension tasks ([`crate::tasks`]), so `tasks/get`,
+//!   `tasks/update` and `tasks/cancel` behave as for every other 2026 task.
 //!
 //! Tasks live on the instance (so `/s/tasks.deferred/mcp?instance=…` isolates tests) until
 //! `POST /kitchen/reset`; expired ones (past `ttl`) answer -32602 like unknown ids.
@@ -28,7 +30,7 @@ use crate::protocol::{self, Era};
 pub struct Deferred;
 
 /// Extension id of 2026 tasks.
-pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+pub const TASKS_EXTENSION: &str = crate::tasks::EXTENSION;
 
 static INFO: ScenarioInfo = ScenarioInfo {
     id: "tasks.deferred",
@@ -67,19 +69,6 @@ fn legacy_task(id: &str, t: &TaskRecord, now: u64) -> Value {
     })
 }
 
-fn modern_task(id: &str, t: &TaskRecord, now: u64) -> Value {
-    let st = status(t, now);
-    let mut v = json!({
-        "taskId": id, "status": st, "createdAt": rfc3339(t.created_ms),
-        "lastUpdatedAt": rfc3339(if st == "completed" { t.ready_at_ms } else { t.created_ms }),
-        "ttlMs": t.ttl_ms, "pollIntervalMs": t.poll_ms,
-    });
-    if st == "completed" {
-        v["result"] = t.result.clone();
-    }
-    v
-}
-
 /// The live (not expired) task `id` of the instance.
 pub fn live_task(cx_tasks: &crate::instance::Instance, id: &str, now: u64) -> Option<TaskRecord> {
     let tasks = cx_tasks.tasks.lock().expect("tasks lock");
@@ -89,13 +78,30 @@ pub fn live_task(cx_tasks: &crate::instance::Instance, id: &str, now: u64) -> Op
         .cloned()
 }
 
-fn declares_extension(cx: &WireCx<'_>) -> bool {
-    cx.params
-        .get("_meta")
-        .and_then(|m| m.get(protocol::META_CLIENT_CAPABILITIES))
-        .and_then(|c| c.get("extensions"))
-        .and_then(|e| e.get(TASKS_EXTENSION))
-        .is_some_and(|v| !v.is_null())
+/// The 2026 task: an extension task whose job waits `completeAfterMs`, then completes with
+/// the scenario's result.
+fn modern_call(cx: &WireCx<'_>) -> MethodReply {
+    let invocation = cx.instance.bump("run_configured_test_scenario");
+    let p = cx.p();
+    let wait = std::time::Duration::from_millis(p.u64("completeAfterMs"));
+    let job: crate::tasks::Job = Box::new(move |mut ctl| {
+        Box::pin(async move {
+            ctl.sleep(wait).await?;
+            let body =
+                json!({ "scenarioId": INFO.id, "invocation": invocation, "taskId": ctl.task_id() });
+            Ok(crate::tasks::Settled::Completed(
+                json!({ "content": [{ "type": "text", "text": body.to_string() }], "isError": false }),
+            ))
+        })
+    });
+    let mut r = crate::tasks::create(
+        &cx.instance.ext_tasks,
+        p.u64("ttlMs").max(1),
+        p.u64("pollIntervalMs").max(1),
+        job,
+    );
+    r["resultType"] = json!("task");
+    MethodReply::Result(r)
 }
 
 fn unknown(id: &str) -> MethodReply {
@@ -134,12 +140,11 @@ impl Scenario for Deferred {
                 .unwrap_or("")
         };
         match (cx.method?, cx.era) {
-            ("tools/call", era) if cx.tool == Some("run_configured_test_scenario") => {
-                let wants_task = match era {
-                    Era::Legacy => cx.params.get("task").is_some_and(Value::is_object),
-                    Era::Modern => declares_extension(cx),
-                };
-                if !wants_task {
+            ("tools/call", Era::Modern) if cx.tool == Some("run_configured_test_scenario") => {
+                crate::tasks::declares_extension(cx.params).then(|| modern_call(cx))
+            }
+            ("tools/call", Era::Legacy) if cx.tool == Some("run_configured_test_scenario") => {
+                if !cx.params.get("task").is_some_and(Value::is_object) {
                     return None;
                 }
                 let invocation = cx.instance.bump("run_configured_test_scenario");
@@ -148,10 +153,7 @@ impl Scenario for Deferred {
                     mcp_triage_wire::canonical::hex(&crate::state::random_bytes::<8>())
                 );
                 let p = cx.p();
-                let ttl = match era {
-                    Era::Legacy => cx.params["task"]["ttl"].as_u64().unwrap_or(p.u64("ttlMs")),
-                    Era::Modern => p.u64("ttlMs"),
-                };
+                let ttl = cx.params["task"]["ttl"].as_u64().unwrap_or(p.u64("ttlMs"));
                 let body = json!({ "scenarioId": INFO.id, "invocation": invocation, "taskId": id });
                 let record = TaskRecord {
                     result: json!({ "content": [{ "type": "text", "text": body.to_string() }], "isError": false }),
@@ -161,14 +163,7 @@ impl Scenario for Deferred {
                     poll_ms: p.u64("pollIntervalMs"),
                     cancelled: false,
                 };
-                let reply = match era {
-                    Era::Legacy => json!({ "task": legacy_task(&id, &record, now) }),
-                    Era::Modern => {
-                        let mut t = modern_task(&id, &record, now);
-                        t["resultType"] = json!("task");
-                        t
-                    }
-                };
+                let reply = json!({ "task": legacy_task(&id, &record, now) });
                 cx.instance
                     .tasks
                     .lock()
@@ -176,15 +171,12 @@ impl Scenario for Deferred {
                     .insert(id, record);
                 Some(MethodReply::Result(reply))
             }
-            ("tasks/get", era) => {
+            ("tasks/get", Era::Legacy) => {
                 let id = task_id();
                 let Some(t) = live_task(cx.instance, id, now) else {
                     return Some(unknown(id));
                 };
-                Some(MethodReply::Result(match era {
-                    Era::Legacy => legacy_task(id, &t, now),
-                    Era::Modern => modern_task(id, &t, now),
-                }))
+                Some(MethodReply::Result(legacy_task(id, &t, now)))
             }
             ("tasks/list", Era::Legacy) => {
                 let tasks = cx.instance.tasks.lock().expect("tasks lock");
@@ -198,7 +190,7 @@ impl Scenario for Deferred {
                     json!({ "tasks": v.into_iter().map(|(_, t)| t).collect::<Vec<_>>() }),
                 ))
             }
-            ("tasks/cancel", era) => {
+            ("tasks/cancel", Era::Legacy) => {
                 let id = task_id();
                 let mut tasks = cx.instance.tasks.lock().expect("tasks lock");
                 let Some(t) = tasks.get_mut(id).filter(|t| now < t.created_ms + t.ttl_ms) else {
@@ -211,10 +203,7 @@ impl Scenario for Deferred {
                     ));
                 }
                 t.cancelled = true;
-                Some(MethodReply::Result(match era {
-                    Era::Legacy => legacy_task(id, t, now),
-                    Era::Modern => json!({}),
-                }))
+                Some(MethodReply::Result(legacy_task(id, t, now)))
             }
             _ => None,
         }
