@@ -7,7 +7,7 @@
 #   bench/nginx-module-overhead.sh                  both parts (about 4 minutes on 2 cores, built)
 #   bench/nginx-module-overhead.sh --instructions   the callgrind instruction counts only
 #   bench/nginx-module-overhead.sh --cpu            the CPU-per-exchange rounds only
-#   (env: ROUNDS=3 BENCH_SECONDS=2 CONCURRENCY=16 INSTR_EXCHANGES=1000)
+#   (env: ROUNDS=3 BENCH_SECONDS=2 CONCURRENCY=16 INSTR_EXCHANGES=1000 JOBS=2 for cargo -j)
 #
 # - Instructions per exchange (deterministic, valid on a busy machine; the target of the issue):
 #   each configuration runs as ONE nginx process (`master_process off`, so the worker is the
@@ -18,6 +18,12 @@
 #   work, so the gateway's share is as large as it gets); (total(2N) - total(N)) / N leaves out
 #   startup and shutdown. User-space instructions only (loopback TCP in the kernel is not
 #   counted). Target: module <= 1.5x plain nginx (aim 1.3x), JSON and SSE.
+#   Two more figures say what is reachable at all: "floor" (run.sh --floor: lua-nginx-module
+#   loaded, the four *_by_lua_block phases present but empty, plain nginx's access log: what any
+#   Lua module in these phases costs before it does anything) and "classifier" (the C ABI alone,
+#   `mcpt_classify` + outcome + free on the bench's own response, captured from the kitchen,
+#   counted by callgrind's --toggle-collect on crates/mcp-triage-ffi/examples/ffi_bench.rs as
+#   bench/ffi-classify.sh does). floor + classifier is the least the module can cost.
 # - CPU per exchange: ROUNDS rounds, each running the kitchen's load generator
 #   (crates/mcp-triage-kitchen/examples/load.rs) for BENCH_SECONDS with CONCURRENCY connections
 #   through each path back to back; utime + stime of the gateway (nginx master and worker, or the
@@ -38,15 +44,16 @@ ROUNDS="${ROUNDS:-3}"
 SECONDS_RUN="${BENCH_SECONDS:-2}"
 CONCURRENCY="${CONCURRENCY:-16}"
 INSTR_EXCHANGES="${INSTR_EXCHANGES:-1000}"
+JOBS="${JOBS:-2}"
 command -v nginx >/dev/null || { echo "nginx not found (apt-get install nginx-light libnginx-mod-http-lua lua-resty-core)" >&2; exit 1; }
 if [ "$what" != cpu ] && ! command -v valgrind >/dev/null; then
   echo "valgrind not found (apt-get install valgrind), or run with --cpu" >&2; exit 1
 fi
 
 # one package per build: building two at once unifies their features and rebuilds shared deps
-cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage-ffi
-cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage
-cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage-kitchen --example serve --example load
+cargo build -j "$JOBS" -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage-ffi --lib --example ffi_bench
+cargo build -j "$JOBS" -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage
+cargo build -j "$JOBS" -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage-kitchen --example serve --example load
 bin="$root/target/release"
 so="$bin/libmcp_triage_ffi.so"
 # shellcheck source=interop/procs.sh
@@ -111,6 +118,8 @@ callgrind_total() {
   case "$1" in
     plain) config "cg-plain-$2-$3" "$port" --plain
            cmd=(nginx -p "$out/cg-plain-$2-$3" -c "$out/cg-plain-$2-$3/nginx.conf" -g 'daemon off; master_process off;') ;;
+    floor) config "cg-floor-$2-$3" "$port" --floor
+           cmd=(nginx -p "$out/cg-floor-$2-$3" -c "$out/cg-floor-$2-$3/nginx.conf" -g 'daemon off; master_process off;') ;;
     module) config "cg-module-$2-$3" "$port"
             cmd=(nginx -p "$out/cg-module-$2-$3" -c "$out/cg-module-$2-$3/nginx.conf" -g 'daemon off; master_process off;') ;;
     proxy) cmd=("$bin/mcp-triage" proxy --listen "127.0.0.1:$port" --upstream "$origin" --log "$out/cg-proxy.jsonl" --spin-us 0) ;;
@@ -132,13 +141,31 @@ callgrind_total() {
 }
 if [ "$what" != cpu ]; then
   for mode in json sse; do
-    for name in plain module proxy; do
+    for name in plain floor module proxy; do
       a="$(callgrind_total "$name" "$mode" "$INSTR_EXCHANGES")"
       b="$(callgrind_total "$name" "$mode" $((2 * INSTR_EXCHANGES)))"
       echo "{\"mode\":\"$mode\",\"name\":\"$name\",\"n\":$INSTR_EXCHANGES,\"total_n\":$a,\"total_2n\":$b}" >>"$instructions"
       echo "instructions: $mode $name done" >&2
     done
   done
+fi
+
+# classifier MODE: instructions per exchange of the C ABI classifier alone, on the bench's
+# response (the same session and tool as mcp_exchanges.py), INSTR_EXCHANGES copies.
+classifier() {
+  local file="$out/exchange.$1.jsonl" err="$out/ffi_bench.$1.err" total
+  python3 "$here/mcp_exchanges.py" --exchange "$file" "$origin/s/baseline/mcp?responseMode=$1" \
+    "$INSTR_EXCHANGES" >/dev/null
+  valgrind --tool=callgrind --callgrind-out-file=/dev/null --toggle-collect='*run_ffi*' \
+    "$bin/examples/ffi_bench" ffi "$file" >"$out/ffi_bench.$1.out" 2>"$err" ||
+    { cat "$err" >&2; echo "ffi_bench $1 failed" >&2; exit 1; }
+  grep -q "TOOL_SUCCESS=$INSTR_EXCHANGES" "$out/ffi_bench.$1.out" ||
+    { echo "ffi_bench $1: $(cat "$out/ffi_bench.$1.out")" >&2; exit 1; }
+  total="$(awk '/Collected :/ { print $NF }' "$err")"
+  echo "{\"mode\":\"$1\",\"name\":\"classifier\",\"n\":$INSTR_EXCHANGES,\"total_n\":0,\"total_2n\":$total}" >>"$instructions"
+}
+if [ "$what" != cpu ]; then
+  for mode in json sse; do classifier "$mode"; done
 fi
 
 python3 - "$results" "$instructions" "$(getconf CLK_TCK)" "$CONCURRENCY" <<'PY'
@@ -148,6 +175,7 @@ instr = [json.loads(l) for l in open(sys.argv[2])]
 tck, conc = int(sys.argv[3]), sys.argv[4]
 med = statistics.median
 LABEL = {"plain": "plain nginx", "module": "nginx + module", "proxy": "mcp-triage proxy"}
+ILABEL = dict(LABEL, floor="floor (empty Lua)", classifier="C ABI classifier")
 targets = []
 if instr:
     per = {(i["mode"], i["name"]): (i["total_2n"] - i["total_n"]) / i["n"] for i in instr}
@@ -155,13 +183,16 @@ if instr:
           f"(total of {2 * instr[0]['n']} - total of {instr[0]['n']}) / {instr[0]['n']}):")
     for mode in ("json", "sse"):
         p = per[(mode, "plain")]
-        for name in ("plain", "module", "proxy"):
+        for name in ("plain", "floor", "module", "proxy", "classifier"):
             v = per[(mode, name)]
-            print(f"  {mode:4} {LABEL[name]:17} {v:10,.0f}  {v / p:5.2f}x plain nginx")
+            print(f"  {mode:4} {ILABEL[name]:17} {v:10,.0f}  {v / p:5.2f}x plain nginx")
         r = per[(mode, "module")] / p
         extra = per[(mode, "module")] - p
+        least = per[(mode, "floor")] + per[(mode, "classifier")]
         print(f"  {mode:4} the module adds {extra:,.0f} instructions per exchange;"
-              f" module / proxy: {per[(mode, 'module')] / per[(mode, 'proxy')]:.2f}x")
+              f" module / proxy: {per[(mode, 'module')] / per[(mode, 'proxy')]:.2f}x;"
+              f" floor + classifier = {least:,.0f} ({least / p:.2f}x plain nginx),"
+              f" the module's Lua glue = module - that = {per[(mode, 'module')] - least:,.0f}")
         targets.append(f"{mode} module <= 1.5x plain: {'met' if r <= 1.5 else 'NOT met'} ({r:.2f}x; aim 1.3x)")
 if rows:
     errs = [(r["round"], r["mode"], n) for r in rows for n in LABEL if r[n].get("errors")]

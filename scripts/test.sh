@@ -33,7 +33,7 @@ MCPT_CLI="$(realpath -m "${CARGO_TARGET_DIR:-target}")/debug/mcp-triage" cargo t
 if [ "${SKIP_INTEROP:-0}" != 1 ]; then
   step "interop: official MCP conformance suite 0.1.16, active server suite, against the kitchen"
   bash interop/conformance-server.sh
-  step "interop: conformance 0.2.0-alpha --requirements 2026-07-28 against the kitchen"
+  step "interop: conformance 0.2.0-alpha --requirements 2026-07-28 against the kitchen (tasks-* extension scenarios counted)"
   bash interop/conformance-server.sh --requirements 2026-07-28
   step "interop: the official TypeScript SDK client against kitchen scenarios"
   bash interop/ts-sdk-interop.sh

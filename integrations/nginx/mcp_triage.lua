@@ -9,13 +9,18 @@
 --   header_filter_by_lua mcp_triage.header_filter()  creates the classifier (status, headers)
 --   body_filter_by_lua   mcp_triage.body_filter()    feeds each chunk, never buffers or edits it
 --   log_by_lua           mcp_triage.log()            verdict -> $mcp_* variables, JSON line, metrics
+--   init_worker_by_lua   mcp_triage.init_worker()    the timer that moves metrics to the shared dict
 -- and content_by_lua mcp_triage.metrics() on a /metrics location.
+--
+-- Cost: every exchange passes through here, so the per-exchange work is kept to FFI calls the
+-- library does in Rust (the request is parsed by mcpt_request_parse, the JSON line written by
+-- mcpt_record_write) and a few ngx.var reads; metrics are counted in plain Lua tables and added
+-- to the shared dict once per metrics_flush_s (bench/nginx-module-overhead.sh measures it).
 --
 -- Nothing here may break the proxied request: every ABI error is logged with ngx.log and the
 -- exchange passes as it would without the module.
 
 local ffi = require "ffi"
-local cjson = require "cjson.safe"
 
 local C_DEF = [[
 typedef struct McptClassifier McptClassifier;
@@ -51,10 +56,29 @@ const char *mcpt_layer_name(int32_t code);
 const char *mcpt_outcome_name(int32_t code);
 const char *mcpt_last_error(void);
 const char *mcpt_version(void);
+typedef struct McptRequest McptRequest;
+typedef struct McptRecordFields {
+  const uint8_t *record_id; size_t record_id_len;
+  double start_unix_s;
+  double duration_ms;
+  const uint8_t *path; size_t path_len;
+  const uint8_t *session_id; size_t session_id_len;
+  const uint8_t *protocol_version; size_t protocol_version_len;
+  uint16_t http_status;
+  uint64_t request_bytes;
+  uint64_t response_bytes;
+  int32_t cancelled;
+} McptRecordFields;
+int32_t mcpt_request_parse(const uint8_t *body, size_t len, McptRequest **out);
+const uint8_t *mcpt_request_tool(const McptRequest *r, size_t *len);
+int32_t mcpt_request_expect_id(const McptRequest *r, McptCallOptions *opts);
+void    mcpt_request_free(McptRequest *r);
+int32_t mcpt_record_write(const McptRequest *r, const McptVerdict *v, const McptRecordFields *f,
+                          uint8_t *buf, size_t cap, size_t *len);
 ]]
 
-local ID_NUMBER, ID_STRING = 0, 1
 local INTERRUPT_CONNECTION_LOST, INTERRUPT_TIMED_OUT = 1, 2
+local ERR_INVALID_ARGUMENT = -2
 
 -- Upper bounds (seconds) of the latency histogram: DURATION_BUCKETS of
 -- crates/mcp-triage-proxy/src/ui/metrics.rs, written as Rust's `{}` prints them.
@@ -62,8 +86,9 @@ local BUCKETS = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 6
 local BUCKET_LABELS = { "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5",
   "5", "10", "30", "60", "300" }
 local OTHER_TOOL, UNNAMED_TOOL, MAX_TOOL_LABEL_BYTES = "other", "unknown", 128
--- Largest integer a Lua number (double) holds exactly: a larger JSON-RPC id cannot be matched.
-local MAX_EXACT_ID = 9007199254740991
+-- Tool names whose label (own or `other`) a worker remembers, so that a known name costs no
+-- shared-dict lookup; beyond this many distinct names, later ones are looked up every time.
+local MAX_CACHED_LABELS = 4096
 
 local _M = { _VERSION = "0.1" }
 
@@ -79,6 +104,9 @@ local cfg = {        -- defaults; init() overrides
   dict = "mcp_triage",       -- lua_shared_dict of the metrics
   server = "upstream",       -- the `server` label, the upstream's authority
   max_tools = 100,           -- distinct tool labels before `other`
+  -- seconds between two moves of a worker's metrics into the shared dict (0 = at every
+  -- exchange): /metrics lags behind the JSON log by up to this long
+  metrics_flush_s = 1,
   -- the upstream closed the connection after the request, before a response head: close the
   -- client's connection too (as `mcp-triage proxy` does) instead of nginx's 502, so the client
   -- sees the failure it would see without the gateway
@@ -86,8 +114,10 @@ local cfg = {        -- defaults; init() overrides
 }
 local out_classifier = ffi.new("McptClassifier*[1]")
 local out_verdict = ffi.new("McptVerdict*[1]")
+local out_request = ffi.new("McptRequest*[1]")
 local len_out = ffi.new("size_t[1]")
 local code_out = ffi.new("int64_t[1]")
+local LAYER, OUTCOME = {}, {}  -- wire names by code, read from the library once
 
 local function last_error()
   local e = lib.mcpt_last_error()
@@ -106,17 +136,21 @@ function _M.init(opts)
   if cfg.limits_json ~= nil and type(cfg.limits_json) ~= "string" then
     error("mcp_triage.init: limits_json must be a JSON string")
   end
+  -- every function now, so that a library older than this file fails at startup, not per request
+  for name in C_DEF:gmatch("(mcpt_[%w_]+)%(") do
+    if not pcall(function() return lib[name] end) then
+      error("mcp_triage.init: " .. cfg.so_path .. " has no " .. name .. " (an older library?)")
+    end
+  end
+  for code = 1, 4 do LAYER[code] = ffi.string(lib.mcpt_layer_name(code)) end
+  for code = 1, 15 do OUTCOME[code] = ffi.string(lib.mcpt_outcome_name(code)) end
   return ffi.string(lib.mcpt_version())
 end
 
---- access phase: read the body once and keep what the classifier needs in ngx.ctx.mcp.
+--- access phase: read the body once; a tools/call request (parsed by the library) is kept in
+--- ngx.ctx.mcp with what the other phases need.
 function _M.access()
   if ngx.req.get_method() ~= "POST" then return end
-  local len = tonumber(ngx.var.http_content_length or "")
-  if len and len > cfg.max_body_bytes then
-    ngx.log(ngx.INFO, "mcp_triage: request body of ", len, " bytes over max_body_bytes, not classified")
-    return
-  end
   ngx.req.read_body()
   local body = ngx.req.get_body_data()
   if body == nil then
@@ -126,23 +160,21 @@ function _M.access()
     end
     return
   end
-  if #body > cfg.max_body_bytes then return end
-  local msg = cjson.decode(body)
-  -- a batch (an array), a notification (no id) or anything not a tools/call request passes
-  if type(msg) ~= "table" or msg.jsonrpc ~= "2.0" or msg.method ~= "tools/call" then return end
-  local id = msg.id
-  local kind
-  if type(id) == "string" then
-    kind = ID_STRING
-  elseif type(id) == "number" and id == math.floor(id) and math.abs(id) <= MAX_EXACT_ID then
-    kind = ID_NUMBER
-  else
+  if #body > cfg.max_body_bytes then
+    ngx.log(ngx.INFO, "mcp_triage: request body of ", #body, " bytes over max_body_bytes, not classified")
     return
   end
-  local params = type(msg.params) == "table" and msg.params or {}
-  local tool = type(params.name) == "string" and params.name or nil
+  -- a batch, a notification or anything not a tools/call request passes (0)
+  local rc = lib.mcpt_request_parse(body, #body, out_request)
+  if rc ~= 1 then
+    if rc < 0 then ngx.log(ngx.ERR, "mcp_triage: request_parse failed (", rc, "): ", last_error()) end
+    return
+  end
+  -- freed by log(), or by the GC when the request never gets there
+  local req = ffi.gc(out_request[0], lib.mcpt_request_free)
+  local tool = lib.mcpt_request_tool(req, len_out)
   ngx.ctx.mcp = {
-    id = id, id_kind = kind, tool = tool, method = msg.method,
+    req = req, tool = tool ~= nil and ffi.string(tool, len_out[0]) or nil,
     protocol = ngx.var.http_mcp_protocol_version,
     request_bytes = #body, response_bytes = 0,
   }
@@ -156,52 +188,62 @@ end
 
 -- nginx answered itself because the upstream sent no response head: the call has no response
 -- to classify. Returns the interruption kind and reason, or nil when the upstream answered.
-local function no_upstream_head()
-  if ngx.status < 500 or last_of(ngx.var.upstream_header_time) ~= "-" then return nil end
-  if ngx.status == 504 then
+local function no_upstream_head(status)
+  if status < 500 or last_of(ngx.var.upstream_header_time) ~= "-" then return nil end
+  if status == 504 then
     return INTERRUPT_TIMED_OUT, "the upstream sent no response head within proxy_read_timeout (nginx 504)"
   end
   if last_of(ngx.var.upstream_connect_time) == "-" then
-    return INTERRUPT_CONNECTION_LOST, "nginx could not connect to the upstream (nginx " .. ngx.status .. ")"
+    return INTERRUPT_CONNECTION_LOST, "nginx could not connect to the upstream (nginx " .. status .. ")"
   end
   return INTERRUPT_CONNECTION_LOST, "the upstream closed the connection before a response head"
 end
 
 -- Reused for every call (a worker runs one Lua call at a time and the library copies what it
 -- keeps): no allocation per response for the header array and the options.
-local MAX_STATIC_HEADERS = 64
-local static_headers = ffi.new("McptHeader[?]", MAX_STATIC_HEADERS)
+local static_headers = ffi.new("McptHeader[?]", 8)
 local opts = ffi.new("McptCallOptions")
 
--- The McptHeader array of the response headers nginx sends on. `hs` (returned) holds the Lua
--- strings the array points into: keep it alive until the call that reads them.
-local function header_array()
-  local hs = ngx.resp.get_headers(100, true)
-  local n = 0
-  for _, value in pairs(hs) do n = n + (type(value) == "table" and #value or 1) end
-  local arr = n <= MAX_STATIC_HEADERS and static_headers or ffi.new("McptHeader[?]", n)
-  local i = 0
-  for name, value in pairs(hs) do
-    if type(value) == "table" then
-      for _, v in ipairs(value) do
-        arr[i].name, arr[i].name_len, arr[i].value, arr[i].value_len = name, #name, v, #v
-        i = i + 1
-      end
-    else
-      arr[i].name, arr[i].name_len, arr[i].value, arr[i].value_len = name, #name, value, #value
-      i = i + 1
-    end
+-- The response headers the core reads (ResponseClassifier::new in
+-- crates/mcp-triage-core/src/classify.rs: the first Content-Type and Retry-After, every
+-- WWW-Authenticate): the verdict is the same as with every header, and reading three by name
+-- costs far less than the table of all of them ngx.resp.get_headers() builds.
+local CLASSIFIED_HEADERS = { "content-type", "retry-after", "www-authenticate" }
+
+-- Adds header `name` (`value`: nil, a string, or a table of repeated values) at arr[n..];
+-- returns the new count. Stops at the array's 8 slots (the core reads one value of the first two).
+local function put_header(arr, n, name, value)
+  if type(value) == "table" then
+    for _, v in ipairs(value) do n = put_header(arr, n, name, v) end
+  elseif value ~= nil and n < 8 then
+    arr[n].name, arr[n].name_len, arr[n].value, arr[n].value_len = name, #name, value, #value
+    n = n + 1
   end
-  return arr, n, hs
+  return n
+end
+
+-- The McptHeader array of the classified headers nginx sends on. `keep` (returned) holds the
+-- Lua strings the array points into: keep it alive until the call that reads them.
+local function header_array()
+  local h = ngx.header
+  local keep, n = {}, 0
+  for i = 1, #CLASSIFIED_HEADERS do
+    local name = CLASSIFIED_HEADERS[i]
+    local value = h[name]
+    keep[i] = value
+    n = put_header(static_headers, n, name, value)
+  end
+  return static_headers, n, keep
 end
 
 --- header_filter phase: the classifier, from the status and headers nginx sends on.
 function _M.header_filter()
   local m = ngx.ctx.mcp
   if not m then return end
-  local kind, reason = no_upstream_head()
+  local status = ngx.status
+  local kind, reason = no_upstream_head(status)
   if kind then
-    m.no_head = { kind = kind, reason = reason, status = ngx.status }
+    m.no_head = { kind = kind, reason = reason, status = status }
     if kind == INTERRUPT_CONNECTION_LOST and cfg.close_on_upstream_loss
         and last_of(ngx.var.upstream_connect_time) ~= "-" then
       m.no_head.status = nil -- nothing is sent: the client's connection is closed
@@ -211,37 +253,33 @@ function _M.header_filter()
   end
   local arr, n, keep = header_array()
   local o = opts
-  o.expect_id_kind = m.id_kind
-  if m.id_kind == ID_NUMBER then
-    o.expect_id_number = m.id
-    o.expect_id_string, o.expect_id_string_len = nil, 0
-  else
-    o.expect_id_number = 0
-    o.expect_id_string, o.expect_id_string_len = m.id, #m.id
-  end
+  lib.mcpt_request_expect_id(m.req, o)
   o.protocol_version = m.protocol
-  ngx.update_time()
-  o.now_unix_ms = math.floor(ngx.now() * 1000)
+  -- nginx's clock of this event-loop turn, as $request_time uses: ngx.update_time() would
+  -- format five time strings for a millisecond nobody sees
+  local now = ngx.now()
+  o.now_unix_ms = math.floor(now * 1000)
   o.limits_json = cfg.limits_json
-  local rc = lib.mcpt_classifier_new(ngx.status, arr, n, o, out_classifier)
+  local rc = lib.mcpt_classifier_new(status, arr, n, o, out_classifier)
   if rc ~= 0 and m.protocol then
     -- a protocol version the core does not know: classify leniently rather than not at all
     ngx.log(ngx.WARN, "mcp_triage: MCP-Protocol-Version ", m.protocol, ": ", last_error(),
       "; classified as version unknown")
     o.protocol_version = nil
-    rc = lib.mcpt_classifier_new(ngx.status, arr, n, o, out_classifier)
+    rc = lib.mcpt_classifier_new(status, arr, n, o, out_classifier)
   end
   o.protocol_version, o.expect_id_string, o.limits_json = nil, nil, nil -- no dangling pointers
   keep = nil
   if rc ~= 0 then
     ngx.log(ngx.ERR, "mcp_triage: classifier_new failed (", rc, "): ", last_error())
+    lib.mcpt_request_free(ffi.gc(m.req, nil))
     ngx.ctx.mcp = nil
     return
   end
   -- freed by log(), or by the GC when the request is aborted before the log phase
   m.c = ffi.gc(out_classifier[0], lib.mcpt_classifier_free)
-  m.status = ngx.status
-  m.last_chunk = ngx.now()
+  m.status = status
+  m.last_chunk = now
 end
 
 --- body_filter phase: feed the chunk as it passes; the bytes are not touched.
@@ -280,7 +318,6 @@ local function verdict_of(m)
   else
     -- the body did not end: nginx closes a response after proxy_read_timeout of silence,
     -- anything else (upstream reset, client gone) is a lost connection
-    ngx.update_time()
     local silent_ms = (ngx.now() - m.last_chunk) * 1000
     local kind = silent_ms >= cfg.read_timeout_ms and INTERRUPT_TIMED_OUT or INTERRUPT_CONNECTION_LOST
     rc = lib.mcpt_classifier_interrupted(m.c, kind, "response body ended before its end (nginx)",
@@ -290,20 +327,31 @@ local function verdict_of(m)
     ngx.log(ngx.ERR, "mcp_triage: verdict failed (", rc, "): ", last_error())
     return nil
   end
-  return ffi.gc(out_verdict[0], lib.mcpt_verdict_free)
+  -- freed by log() right after its few reads, before anything that could raise an error
+  return out_verdict[0]
 end
 
-local function tool_label(dict, tool)
+-- A worker's labels of tool names (the name, or `other` past max_tools), once decided.
+local labels, labels_n = {}, 0
+
+-- The label of a tool name: its own series for the first max_tools names nginx saw (all
+-- workers together), `other` after that, `unknown` for a call without a name.
+local function tool_label(tool)
   if tool == nil then return UNNAMED_TOOL end
-  if #tool > MAX_TOOL_LABEL_BYTES then
+  local known = labels[tool]
+  if known then return known end
+  local name = tool
+  if #name > MAX_TOOL_LABEL_BYTES then
     local e = MAX_TOOL_LABEL_BYTES
     -- cut at a UTF-8 character boundary (not inside a continuation byte)
-    while e > 0 and bit.band(tool:byte(e + 1), 0xC0) == 0x80 do e = e - 1 end
-    tool = tool:sub(1, e)
+    while e > 0 and bit.band(name:byte(e + 1), 0xC0) == 0x80 do e = e - 1 end
+    name = name:sub(1, e)
   end
+  local dict = ngx.shared[cfg.dict]
+  if not dict then return name end
   -- "t\t<name>" is true for a name with its own series, false for one counted as `other`;
   -- add() makes one worker the first to see a name, so each name takes one place of the cap
-  local key = "t\t" .. tool
+  local key = "t\t" .. name
   local own = dict:get(key)
   if own == nil then
     if dict:safe_add(key, true) then
@@ -314,29 +362,59 @@ local function tool_label(dict, tool)
       own = dict:get(key)
     end
   end
-  return own and tool or OTHER_TOOL
+  local label = own and name or OTHER_TOOL
+  if labels_n < MAX_CACHED_LABELS then
+    labels[tool], labels_n = label, labels_n + 1
+  end
+  return label
 end
 
-local function observe(tool, layer, outcome, seconds)
+-- This worker's metrics since the last flush: label -> { calls = { [layer * 32 + outcome] = n },
+-- buckets = { [i] = n }, sum = seconds, n = count }.
+local pending = {}
+
+-- Adds a worker's pending metrics to the shared dict (all workers' sums) and starts afresh.
+local function flush()
   local dict = ngx.shared[cfg.dict]
+  local batch = pending
+  pending = {}
   if not dict then return end
-  local t = tool_label(dict, tool)
-  local ok, err = dict:incr("c\t" .. t .. "\t" .. layer .. "\t" .. outcome, 1, 0)
-  if not ok then ngx.log(ngx.ERR, "mcp_triage: metrics dict: ", err) return end
-  for i = 1, #BUCKETS do
-    if seconds <= BUCKETS[i] then dict:incr("b\t" .. t .. "\t" .. i, 1, 0) break end
+  for label, p in pairs(batch) do
+    for lo, n in pairs(p.calls) do
+      local key = "c\t" .. label .. "\t" .. LAYER[bit.rshift(lo, 5)] .. "\t" .. OUTCOME[bit.band(lo, 31)]
+      local ok, err = dict:incr(key, n, 0)
+      if not ok then ngx.log(ngx.ERR, "mcp_triage: metrics dict: ", err) end
+    end
+    for i, n in pairs(p.buckets) do dict:incr("b\t" .. label .. "\t" .. i, n, 0) end
+    dict:incr("s\t" .. label, p.sum, 0)
+    dict:incr("n\t" .. label, p.n, 0)
   end
-  dict:incr("s\t" .. t, seconds, 0)
-  dict:incr("n\t" .. t, 1, 0)
 end
 
-local date_sec, date_text = -1, ""
-local function rfc3339(t)
-  local secs = math.floor(t)
-  if secs ~= date_sec then
-    date_sec, date_text = secs, os.date("!%Y-%m-%dT%H:%M:%S", secs)
+-- Counts one call in this worker's pending metrics.
+local function observe(tool, layer, outcome, seconds)
+  local label = tool_label(tool)
+  local p = pending[label]
+  if not p then
+    p = { calls = {}, buckets = {}, sum = 0, n = 0 }
+    pending[label] = p
   end
-  return string.format('"%s.%03dZ"', date_text, math.floor((t - secs) * 1000))
+  local lo = layer * 32 + outcome
+  p.calls[lo] = (p.calls[lo] or 0) + 1
+  for i = 1, #BUCKETS do
+    if seconds <= BUCKETS[i] then p.buckets[i] = (p.buckets[i] or 0) + 1 break end
+  end
+  p.sum, p.n = p.sum + seconds, p.n + 1
+  if cfg.metrics_flush_s <= 0 then flush() end
+end
+
+--- init_worker phase: moves this worker's metrics to the shared dict every metrics_flush_s
+--- seconds, and a last time when the worker exits (the timer then runs early).
+function _M.init_worker()
+  if cfg.metrics_flush_s > 0 then
+    local ok, err = ngx.timer.every(cfg.metrics_flush_s, flush)
+    if not ok then ngx.log(ngx.ERR, "mcp_triage: metrics timer: ", err) end
+  end
 end
 
 -- Record ids unique per nginx: the worker's pid and start time, and a counter (nginx's
@@ -347,67 +425,75 @@ local function record_id()
     id_prefix = string.format("%x%x", math.floor(ngx.now() * 1000), ngx.worker.pid())
   end
   id_count = id_count + 1
-  return string.format('"%s%08x"', id_prefix, id_count)
+  return id_prefix .. bit.tohex(id_count, 8)
 end
 
--- JSON text of a Lua value; lua-cjson 2.1.0 (Debian's) writes "/" as "\/", which JSON allows but
--- the proxy's records do not do: undone here (every "/" it writes is escaped, so each "\/" is one)
-local function e(v)
-  if type(v) == "number" and v == math.floor(v) and math.abs(v) <= MAX_EXACT_ID then
-    return string.format("%d", v)
-  end
-  local text = cjson.encode(v)
-  if text:find("\\/", 1, true) then text = text:gsub("\\/", "/") end
-  return text
+-- One buffer for every JSON line (grown when a line does not fit).
+local line_cap = 16384
+local line_buf = ffi.new("uint8_t[?]", line_cap)
+local fields = ffi.new("McptRecordFields")
+
+-- Sets a (pointer, length) pair of `fields` to a Lua string, or NULL for nil.
+local function set_text(f, ptr, len, text)
+  f[ptr], f[len] = text, text and #text or 0
 end
 
-local function json_line(m, layer, outcome, verdict_json, duration_ms)
-  local parts = {
-    '{"recordId":', record_id(), ',"time":', rfc3339(ngx.req.start_time()),
-    ',"durationMs":', string.format("%.3f", duration_ms),
-    ',"kind":"request","transport":"http","httpMethod":"POST","path":', e(ngx.var.request_uri),
-    ',"method":"tools/call","id":', e(m.id),
-  }
-  if m.tool then parts[#parts + 1] = ',"tool":' .. e(m.tool) end
-  local sid = ngx.var.http_mcp_session_id
-  if sid then parts[#parts + 1] = ',"sessionId":' .. e(sid) end
-  if m.protocol then parts[#parts + 1] = ',"protocolVersion":' .. e(m.protocol) end
+-- The JSON line of the exchange (mcpt_record_write), or nil after an error.
+local function json_line(m, v, duration_ms)
+  local f = fields
+  local rid, uri, sid = record_id(), ngx.var.request_uri, ngx.var.http_mcp_session_id
+  set_text(f, "record_id", "record_id_len", rid)
+  set_text(f, "path", "path_len", uri)
+  set_text(f, "session_id", "session_id_len", sid)
+  set_text(f, "protocol_version", "protocol_version_len", m.protocol)
+  f.start_unix_s, f.duration_ms = ngx.req.start_time(), duration_ms
   -- the status the client got: none when no head was sent (client gone, connection closed)
-  local status = m.status or (m.no_head and m.no_head.status)
-  parts[#parts + 1] = ',"httpStatuses":[' .. (status and tostring(status) or "") .. '],"outcome":' .. e(outcome)
-    .. ',"layer":' .. e(layer) .. ',"classified":true,"verdict":' .. verdict_json
-    .. ',"requestBytes":' .. m.request_bytes .. ',"responseBytes":' .. m.response_bytes
+  f.http_status = m.status or (m.no_head and m.no_head.status) or 0
+  f.request_bytes, f.response_bytes = m.request_bytes, m.response_bytes
   -- cancelled: the client hung up before the response ended (proxy's meaning). nginx says
   -- request_completion "OK" when it finished the request itself, upstream cut included
-  if not m.eof and not m.no_head and ngx.var.request_completion ~= "OK" then
-    parts[#parts + 1] = ',"cancelled":true'
+  f.cancelled = (not m.eof and not m.no_head and ngx.var.request_completion ~= "OK") and 1 or 0
+  local rc = lib.mcpt_record_write(m.req, v, f, line_buf, line_cap, len_out)
+  if rc == ERR_INVALID_ARGUMENT and len_out[0] > line_cap then
+    line_cap = tonumber(len_out[0])
+    line_buf = ffi.new("uint8_t[?]", line_cap)
+    rc = lib.mcpt_record_write(m.req, v, f, line_buf, line_cap, len_out)
   end
-  parts[#parts + 1] = "}"
-  return table.concat(parts)
+  f.record_id, f.path, f.session_id, f.protocol_version = nil, nil, nil, nil -- no dangling pointers
+  if rc ~= 0 then
+    ngx.log(ngx.ERR, "mcp_triage: record_write failed (", rc, "): ", last_error())
+    return nil
+  end
+  return ffi.string(line_buf, len_out[0])
+end
+
+-- Frees what log() is done with: the classifier and the request.
+local function release(m)
+  if m.c then lib.mcpt_classifier_free(ffi.gc(m.c, nil)) m.c = nil end
+  if m.req then lib.mcpt_request_free(ffi.gc(m.req, nil)) m.req = nil end
 end
 
 --- log phase: the verdict, the $mcp_* variables, the JSON line ($mcp_record) and metrics.
 function _M.log()
   local m = ngx.ctx.mcp
-  if not m or m.failed then return end
+  if not m then return end
+  if m.failed then release(m) return end
   local v = verdict_of(m)
-  if m.c then
-    lib.mcpt_classifier_free(ffi.gc(m.c, nil))
-    m.c = nil
+  if m.c then lib.mcpt_classifier_free(ffi.gc(m.c, nil)) m.c = nil end
+  if not v then release(m) return end
+  local layer, outcome = lib.mcpt_verdict_layer(v), lib.mcpt_verdict_outcome(v)
+  local code = ""
+  if lib.mcpt_verdict_jsonrpc_code(v, code_out) == 1 then
+    code = tostring(code_out[0]):gsub("LL$", "")
   end
-  if not v then return end
-  local layer = ffi.string(lib.mcpt_layer_name(lib.mcpt_verdict_layer(v)))
-  local outcome = ffi.string(lib.mcpt_outcome_name(lib.mcpt_verdict_outcome(v)))
-  local code = lib.mcpt_verdict_jsonrpc_code(v, code_out) == 1 and tostring(code_out[0]) or ""
-  code = code:gsub("LL$", "")
-  local vjson = ffi.string(lib.mcpt_verdict_json(v, len_out), len_out[0])
-  lib.mcpt_verdict_free(ffi.gc(v, nil))
-  ngx.update_time()
   local duration_ms = (ngx.now() - ngx.req.start_time()) * 1000
-  ngx.var.mcp_layer, ngx.var.mcp_outcome = layer, outcome
-  ngx.var.mcp_tool, ngx.var.mcp_method = m.tool or "", m.method
+  local line = json_line(m, v, duration_ms)
+  lib.mcpt_verdict_free(v)
+  release(m)
+  ngx.var.mcp_layer, ngx.var.mcp_outcome = LAYER[layer], OUTCOME[outcome]
+  ngx.var.mcp_tool, ngx.var.mcp_method = m.tool or "", "tools/call"
   ngx.var.mcp_jsonrpc_code = code
-  ngx.var.mcp_record = json_line(m, layer, outcome, vjson, duration_ms)
+  if line then ngx.var.mcp_record = line end
   observe(m.tool, layer, outcome, duration_ms / 1000)
 end
 

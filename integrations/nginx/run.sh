@@ -4,6 +4,8 @@
 #   options: --so PATH (libmcp_triage_ffi.so), --metrics ADDR (default 127.0.0.1:9145),
 #            --workers N (default 1), --prefix DIR (scratch dir; default mktemp -d),
 #            --plain (the same config without the module: the benchmark's baseline),
+#            --floor (lua-nginx-module loaded, the four phases present but empty, the plain
+#                     access log: what any Lua module in these phases costs at least),
 #            --config-only (write the config, print the nginx command, do not start it),
 #            --error-level LEVEL (nginx's error_log level, default warn),
 #            --max-body-bytes N (largest request body classified, default 1048576)
@@ -13,7 +15,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-listen=127.0.0.1:8080 upstream="" log="" so="" metrics=127.0.0.1:9145 workers=1 prefix="" plain=0
+listen=127.0.0.1:8080 upstream="" log="" so="" metrics=127.0.0.1:9145 workers=1 prefix="" plain=0 floor=0
 error_level=warn config_only=0 max_body=1048576
 die() { echo "run.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -27,12 +29,14 @@ while [ $# -gt 0 ]; do
     --prefix) prefix="${2:?--prefix needs DIR}"; shift 2 ;;
     --error-level) error_level="${2:?}"; shift 2 ;;
     --plain) plain=1; shift ;;
+    --floor) floor=1; shift ;;
     --config-only) config_only=1; shift ;;
     --max-body-bytes) max_body="${2:?--max-body-bytes needs N}"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
+[ "$plain$floor" != 11 ] || die "--plain and --floor exclude each other"
 [ -n "$upstream" ] || die "--upstream URL is required (http://host:port of the MCP server)"
 [ -n "$log" ] || die "--log FILE is required (the JSON lines, one per tools/call)"
 case "$upstream" in
@@ -70,6 +74,13 @@ if [ "$plain" = 1 ]; then
   # the baseline: the same nginx and proxy settings, no Lua at all, nginx's usual access log
   sed -i -e '/load_module.*\(ndk\|lua\)/d' -e '/mcp_triage.conf/d' -e '/_by_lua_block/d' \
       -e '/set \$mcp_/d' -e "s#access_log .*#access_log $log combined;#" "$prefix/nginx.conf"
+fi
+if [ "$floor" = 1 ]; then
+  # the design's floor: the module's configuration with empty phase handlers (lua-nginx-module
+  # still enters each phase and runs an empty chunk) and the baseline's access log
+  sed -i -e 's#\(\(access\|header_filter\|body_filter\|log\)_by_lua_block\) {.*}#\1 { }#' \
+      -e "s#access_log .*#access_log $log combined;#" "$prefix/nginx.conf"
+  sed -i -e '/init_worker_by_lua_block/d' "$prefix/mcp_triage.conf"
 fi
 if [ "$config_only" = 1 ]; then
   echo "nginx -p $prefix -c $prefix/nginx.conf -g 'daemon off;'"

@@ -36,8 +36,9 @@ wait_port "$up" "proxy --ui" "$out/proxy.out"
   || { echo "FAIL: demo through nginx" >&2; cat "$out/nginx/error.log" >&2; exit 1; }
 "$bin" demo --kitchen "http://127.0.0.1:$pp" --instance-prefix prx --format json >"$out/client-prx.jsonl" \
   || { echo "FAIL: demo through the proxy" >&2; exit 1; }
-# the log phase runs after the response: give the last exchanges a moment to be written
-sleep 0.5
+# the log phase runs after the response, and each worker adds its metrics to the shared dict
+# once a second (metrics_flush_s): give the last exchanges time to be written and counted
+sleep 1.5
 python3 "$here/check.py" outcomes "$out/client-ngx.jsonl" "$out/nginx.jsonl" ngx \
   "$out/client-prx.jsonl" "$out/proxy.jsonl" prx
 curl -sf "http://127.0.0.1:$mp/metrics" >"$out/nginx-metrics.txt"

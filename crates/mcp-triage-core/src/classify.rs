@@ -368,8 +368,11 @@ impl ResponseClassifier {
             v.message = Some(error.message);
             if error.code == RATE_LIMITED {
                 // Draft SEP-3304, RL-9: `retryAfterMs` wins over the `Retry-After` header.
-                let wait =
-                    crate::rules::rate_limited_wait(error.data.as_ref(), "", &mut self.findings);
+                let wait = crate::rules::rate_limited_wait(
+                    error.data.as_ref(),
+                    "/error",
+                    &mut self.findings,
+                );
                 if wait.is_some() {
                     v.retry_after_ms = wait;
                 }

@@ -14,7 +14,7 @@ use base64::Engine as _;
 use serde::Deserialize;
 
 use crate::{
-    classify, CallContext, Interruption, OutputSchema, ProtocolVersion, RequestId,
+    classify, CallContext, Interruption, OutputSchema, ProtocolVersion, RequestId, RequestKind,
     ResponseClassifier, ResponseHead, Verdict,
 };
 
@@ -35,6 +35,9 @@ pub struct Exchange<'a> {
     pub now: Option<SystemTime>,
     /// How the body ended, for a capture line (`end`); None: it is the whole body.
     pub end: Option<BodyEnd>,
+    /// Which request the line answers, from its `method` (a capture line has it): a
+    /// `tasks/get` answer is a task's state. Absent: a `tools/call`, as always.
+    pub request_kind: RequestKind,
 }
 
 /// How a captured response body ended (a capture line's `end`).
@@ -99,6 +102,8 @@ struct Line<'a> {
     now: Option<String>,
     #[serde(borrow, default)]
     end: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
 }
 
 impl<'a> Exchange<'a> {
@@ -190,6 +195,10 @@ impl<'a> Exchange<'a> {
             output_schema,
             now,
             end,
+            request_kind: l
+                .method
+                .as_deref()
+                .map_or(RequestKind::ToolCall, RequestKind::from_method),
         })
     }
 
@@ -241,6 +250,7 @@ impl<'a> Exchange<'a> {
         if let Some(now) = self.now {
             ctx.now = now;
         }
+        ctx.request_kind = self.request_kind;
         ctx
     }
 }

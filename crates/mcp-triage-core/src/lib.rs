@@ -42,7 +42,7 @@ mod verdict;
 pub use classify::{classify, Interruption, ResponseClassifier};
 pub use http::ResponseHead;
 pub use limits::Limits;
-pub use protocol::{CallContext, ProtocolVersion, RequestId, RequestSession};
+pub use protocol::{CallContext, ProtocolVersion, RequestId, RequestKind, RequestSession};
 pub use record::{AttemptRecord, CallRecord, Decision, JsonRpcInfo, RetryOrigin, ServerInfo};
 pub use schema::{OutputSchema, SchemaError, SchemaMismatch};
 pub use sse::StreamEvent;

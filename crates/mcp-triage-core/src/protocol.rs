@@ -157,6 +157,32 @@ impl RequestSession {
     }
 }
 
+/// Which request the response answers, as far as its rules differ.
+///
+/// Why: a `tasks/get` result is a task's state, not a tool result; judged as a tool result it
+/// would be "missing content". The terminal state of a task carries the call's real outcome
+/// (a tool result, or the JSON-RPC error it failed with), which must get the verdict the same
+/// answer would get to the `tools/call` itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RequestKind {
+    /// `tools/call`, and every other method (judged by the tool-call rules, as always).
+    #[default]
+    ToolCall,
+    /// `tasks/get`: a poll of the task a `tools/call` created.
+    TaskPoll,
+}
+
+impl RequestKind {
+    /// The kind of a request by its JSON-RPC method.
+    pub fn from_method(method: &str) -> RequestKind {
+        match method {
+            "tasks/get" => RequestKind::TaskPoll,
+            _ => RequestKind::ToolCall,
+        }
+    }
+}
+
 /// Everything the classifier needs to know about the call besides the response itself.
 #[derive(Debug, Clone)]
 pub struct CallContext {
@@ -175,6 +201,8 @@ pub struct CallContext {
     pub observe_messages: bool,
     /// Whether the request carried a session id (it decides what a 404 means).
     pub request_session: RequestSession,
+    /// Which request the response answers (a `tasks/get` result is a task's state).
+    pub request_kind: RequestKind,
 }
 
 impl CallContext {
@@ -189,7 +217,14 @@ impl CallContext {
             limits: Limits::default(),
             observe_messages: false,
             request_session: RequestSession::Unknown,
+            request_kind: RequestKind::ToolCall,
         }
+    }
+
+    /// Sets which request the response answers.
+    pub fn with_request_kind(mut self, k: RequestKind) -> Self {
+        self.request_kind = k;
+        self
     }
 
     /// Sets whether the request carried a session id.

@@ -226,21 +226,6 @@ impl CallRecord {
             self.warnings.push(w);
         }
     }
-
-    /// The process exit code the CLI uses for this record: 0 success, 3 transport, 4 protocol,
-    /// 5 interaction left unanswered, 6 tool error.
-    pub fn exit_code(&self) -> i32 {
-        match self.outcome {
-            Outcome::ToolSuccess => 0,
-            Outcome::ToolError => 6,
-            _ => match self.layer {
-                Layer::Transport => 3,
-                Layer::Protocol => 4,
-                Layer::Interaction => 5,
-                Layer::Application => 6,
-            },
-        }
-    }
 }
 
 #[cfg(test)]
@@ -277,24 +262,6 @@ mod tests {
         assert_eq!(v["resultType"], Value::Null);
         let back: CallRecord = serde_json::from_value(v).unwrap();
         assert_eq!(back, r);
-    }
-
-    #[test]
-    fn exit_codes_follow_layers() {
-        let mut r = CallRecord::new("c", "stdio", "tools/call");
-        assert_eq!(r.exit_code(), 3);
-        r.outcome = Outcome::ToolError;
-        r.layer = Layer::Application;
-        assert_eq!(r.exit_code(), 6);
-        r.outcome = Outcome::InputRequired;
-        r.layer = Layer::Interaction;
-        assert_eq!(r.exit_code(), 5);
-        r.outcome = Outcome::InvalidEnvelope;
-        r.layer = Layer::Protocol;
-        assert_eq!(r.exit_code(), 4);
-        r.outcome = Outcome::ToolSuccess;
-        r.layer = Layer::Application;
-        assert_eq!(r.exit_code(), 0);
     }
 
     #[test]

@@ -160,6 +160,12 @@
 typedef struct McptClassifier McptClassifier;
 
 /**
+ * A `tools/call` request (opaque, immutable): its id and tool name. Owned by the caller from
+ * `mcpt_request_parse` until `mcpt_request_free`; it may be read from several threads at once.
+ */
+typedef struct McptRequest McptRequest;
+
+/**
  * A verdict (opaque, immutable). Owned by the caller from the call that returned it until
  * `mcpt_verdict_free`; it may be read from several threads at once.
  */
@@ -232,6 +238,71 @@ typedef struct McptCallOptions {
    */
   const char *output_schema_json;
 } McptCallOptions;
+
+/**
+ * What the gateway knows about one exchange besides the request and the verdict. Every
+ * pointer is read during the call only; text is written with invalid UTF-8 replaced (U+FFFD).
+ */
+typedef struct McptRecordFields {
+  /**
+   * `recordId` (NULL only with length 0).
+   */
+  const uint8_t *record_id;
+  /**
+   * Its length in bytes.
+   */
+  size_t record_id_len;
+  /**
+   * `time`: when the request arrived, Unix seconds with a fraction (>= 0); written as
+   * RFC 3339 UTC with milliseconds.
+   */
+  double start_unix_s;
+  /**
+   * `durationMs`: from the request's arrival to the end of the response (finite); written
+   * with 3 decimals.
+   */
+  double duration_ms;
+  /**
+   * `path`: the request target as received (path and query).
+   */
+  const uint8_t *path;
+  /**
+   * Its length in bytes.
+   */
+  size_t path_len;
+  /**
+   * `sessionId` (the request's `Mcp-Session-Id`); NULL = no such header, no member.
+   */
+  const uint8_t *session_id;
+  /**
+   * Its length in bytes.
+   */
+  size_t session_id_len;
+  /**
+   * `protocolVersion` (the request's `MCP-Protocol-Version`, as sent); NULL = no member.
+   */
+  const uint8_t *protocol_version;
+  /**
+   * Its length in bytes.
+   */
+  size_t protocol_version_len;
+  /**
+   * The HTTP status the client got, in `httpStatuses`; 0 = none was sent (`[]`).
+   */
+  uint16_t http_status;
+  /**
+   * `requestBytes`: the request body's length.
+   */
+  uint64_t request_bytes;
+  /**
+   * `responseBytes`: the response body bytes passed on.
+   */
+  uint64_t response_bytes;
+  /**
+   * Non-zero: `"cancelled":true` (the client hung up before the response ended).
+   */
+  int32_t cancelled;
+} McptRecordFields;
 
 #ifdef __cplusplus
 extern "C" {
@@ -352,6 +423,79 @@ int32_t mcpt_classify(uint16_t status,
  * `reason` is NULL or NUL-terminated; `out` is NULL or writable.
  */
 int32_t mcpt_verdict_no_response(int32_t kind, const char *reason, struct McptVerdict **out);
+
+/**
+ * Writes the JSON line of one exchange (no newline, no NUL) into `buf` (`cap` bytes; NULL only
+ * with `cap` 0): `recordId`, `time`, `durationMs`, `kind` "request", `transport` "http",
+ * `httpMethod` "POST", `path`, `method` "tools/call", `id` and `tool` (from the request),
+ * `sessionId`, `protocolVersion`, `httpStatuses`, `outcome`, `layer`, `classified` true,
+ * `verdict` (the bytes of `mcpt_verdict_json`), `requestBytes`, `responseBytes`, `cancelled`.
+ *
+ * `*len` receives the line's length. Returns `MCPT_OK` when it fit; when `cap` is too small,
+ * `MCPT_ERR_INVALID_ARGUMENT` with `*len` the size needed (call again with a larger buffer);
+ * `MCPT_ERR_NULL_ARGUMENT` for a NULL `r`, `v`, `fields` or `len`, `MCPT_ERR_INVALID_ARGUMENT`
+ * for a request or verdict that is not live, a time before 1970 or a duration that is not
+ * finite (then `*len` is 0). Nothing is kept after the call.
+ *
+ * # Safety
+ * `r` and `v` are NULL or live; `fields` is NULL or valid as documented on
+ * `McptRecordFields`; `buf` points to `cap` writable bytes; `len` is NULL or writable.
+ */
+int32_t mcpt_record_write(const struct McptRequest *r,
+                          const struct McptVerdict *v,
+                          const struct McptRecordFields *fields,
+                          uint8_t *buf,
+                          size_t cap,
+                          size_t *len);
+
+/**
+ * Reads a request body (`len` bytes at `body`, NULL only when `len` is 0; read during the call
+ * only). Returns 1 and sets `*out` when the body is one JSON-RPC 2.0 `tools/call` request
+ * whose id is a string or an integer (an `int64_t`; `1.0` counts as 1); returns 0 and sets
+ * `*out` to NULL for anything else: a batch, a notification, another method, a body that is
+ * not JSON (an id nested deeper than 128 levels included; deep arguments are skipped without
+ * recursion). A gateway passes those on unclassified. A member
+ * given twice counts with its last value. Negative on error (`MCPT_ERR_NULL_ARGUMENT` for
+ * `out`, or for `body` with a length), `*out` then NULL.
+ *
+ * The request is owned by the caller: free it with `mcpt_request_free`.
+ *
+ * # Safety
+ * `body` points to `len` readable bytes (or is NULL with `len` 0); `out` is NULL or writable.
+ */
+int32_t mcpt_request_parse(const uint8_t *body, size_t len, struct McptRequest **out);
+
+/**
+ * The tool name (`params.name`) as UTF-8 bytes, not NUL-terminated: `*len` receives the
+ * length. Owned by the request: valid until `mcpt_request_free(r)`, do not free it. NULL (and
+ * `*len` 0) when the request names no tool (no `params.name` string) and for NULL `r`. `len`
+ * may be NULL.
+ *
+ * # Safety
+ * `r` is NULL or a live request from this library; `len` is NULL or writable.
+ */
+const uint8_t *mcpt_request_tool(const struct McptRequest *r, size_t *len);
+
+/**
+ * Sets the expected id of `opts` (`expect_id_kind`, `expect_id_number`, `expect_id_string`,
+ * `expect_id_string_len`) to the request's id, leaving its other members as they are. A string
+ * id points into the request: `opts` must not be used after `mcpt_request_free(r)`. Returns
+ * `MCPT_OK`, or `MCPT_ERR_NULL_ARGUMENT` / `MCPT_ERR_INVALID_ARGUMENT` (a request that is not
+ * live) with `opts` unchanged.
+ *
+ * # Safety
+ * `r` is NULL or a live request from this library; `opts` is NULL or writable.
+ */
+int32_t mcpt_request_expect_id(const struct McptRequest *r, struct McptCallOptions *opts);
+
+/**
+ * Frees a request. NULL is a no-op; after this call `r` and every pointer obtained from it
+ * (its tool name, an `expect_id_string` set from it) are invalid.
+ *
+ * # Safety
+ * `r` is NULL or a live request from this library, not used again afterwards.
+ */
+void mcpt_request_free(struct McptRequest *r);
 
 /**
  * The retry policy after one attempt of a call. `input_json` (NUL-terminated) is an object

@@ -26,6 +26,13 @@
 //!
 //! For a body in memory, `mcpt_classify` is steps 1-4 in one call.
 //!
+//! A gateway that sees the request too (the nginx module) can leave the request and the log line
+//! to the library: `mcpt_request_parse(body, len, &r)` says whether the body is a `tools/call`
+//! request (1) and keeps its id and tool name (`mcpt_request_tool`);
+//! `mcpt_request_expect_id(r, &opts)` sets the id the classifier must match; after the verdict,
+//! `mcpt_record_write(r, v, &fields, buf, cap, &len)` writes the exchange's JSON line;
+//! `mcpt_request_free(r)` at the end.
+//!
 //! ## Errors, ownership, threads
 //!
 //! Every fallible function returns `MCPT_OK` (0) or a negative `MCPT_ERR_*`; then
@@ -50,6 +57,8 @@ mod args;
 mod classifier;
 mod error;
 mod no_response;
+mod record;
+mod request;
 mod retry;
 mod verdict;
 
@@ -66,6 +75,10 @@ pub use error::{
     MCPT_OK,
 };
 pub use no_response::mcpt_verdict_no_response;
+pub use record::{mcpt_record_write, McptRecordFields};
+pub use request::{
+    mcpt_request_expect_id, mcpt_request_free, mcpt_request_parse, mcpt_request_tool, McptRequest,
+};
 pub use retry::{mcpt_decide_retry, mcpt_string_free};
 pub use verdict::*;
 

@@ -1,4 +1,5 @@
-//! The C ABI seen from C: `tests/c/golden.c` and `tests/c/misuse.c` are compiled with `cc`
+//! The C ABI seen from C: `tests/c/golden.c`, `tests/c/misuse.c` and `tests/c/request.c` are
+//! compiled with `cc`
 //! against the checked-in header and the crate's cdylib, then run (and run again under
 //! valgrind). golden.c classifies every golden vector of the core whole (`mcpt_classify`) and in
 //! 7-byte chunks (new + feed + finish); each verdict JSON must be the CLI's byte for byte
@@ -88,6 +89,9 @@ struct Case {
     body_len: usize,
     verdict: Verdict,
     json: String,
+    /// The line names the request's `method` (tasks.jsonl: answers to `tasks/get`): the C ABI
+    /// does not take the request kind yet (issue 25), so C cannot be asked for this verdict.
+    names_method: bool,
 }
 
 /// The largest body run under valgrind (see the test).
@@ -156,6 +160,7 @@ fn cases(file: &Path) -> Vec<Case> {
             body_len: x.body.len(),
             json: serde_json::to_string(&verdict).unwrap(),
             verdict,
+            names_method: raw.get("method").is_some(),
         });
     }
     out
@@ -273,7 +278,7 @@ fn golden_vectors_through_c_give_the_clis_verdicts() {
             let mine: Vec<&str> = cases.iter().map(|c| c.json.as_str()).collect();
             assert_eq!(mine, lines, "{}: the CLI's verdicts", file.display());
         }
-        all.extend(cases);
+        all.extend(cases.into_iter().filter(|c| !c.names_method));
     }
     let fixture = dir.join("golden.stream");
     std::fs::write(
@@ -367,5 +372,51 @@ fn the_readme_example_runs() {
     assert_eq!(run(&prog, &[], false), want);
     if valgrind_available() {
         assert_eq!(run(&prog, &[], true), want);
+    }
+}
+
+/// The gateway's calls (request parse, expected id, record line) from C: request.c checks the
+/// codes itself and prints the JSON line of one exchange, which must be the line below with the
+/// core's verdict, and valid JSON.
+#[test]
+fn a_gateway_exchange_through_c_writes_its_line() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c_abi");
+    std::fs::create_dir_all(&dir).unwrap();
+    let prog = dir.join("request");
+    compile("request.c", &prog);
+    let resp = r#"{"jsonrpc":"2.0","id":"req-\u00e9/1","result":{"content":[]}}"#;
+    let body = r#"{"jsonrpc":"2.0","id":"req-\u00e9/1","method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#;
+    let mut head = mcp_triage_core::ResponseHead::new(200);
+    head.headers
+        .push(("content-type".into(), "application/json".into()));
+    let ctx = CallContext::new(RequestId::String("req-é/1".into()))
+        .with_protocol_version(mcp_triage_core::ProtocolVersion::parse("2025-06-18").unwrap())
+        .with_now(SystemTime::UNIX_EPOCH);
+    let verdict = mcp_triage_core::classify(&head, resp.as_bytes(), &ctx);
+    let line = format!(
+        concat!(
+            r#"{{"recordId":"rid-1","time":"2000-02-29T00:00:00.500Z","durationMs":40.000,"#,
+            r#""kind":"request","transport":"http","httpMethod":"POST","path":"/mcp?q=\"x\"","#,
+            r#""method":"tools/call","id":"req-é/1","tool":"echo","sessionId":"s�","#,
+            r#""protocolVersion":"2025-06-18","httpStatuses":[200],"outcome":"TOOL_SUCCESS","#,
+            r#""layer":"application","classified":true,"verdict":{},"requestBytes":{},"#,
+            r#""responseBytes":{}}}"#
+        ),
+        serde_json::to_string(&verdict).unwrap(),
+        body.len(),
+        resp.len()
+    );
+    serde_json::from_str::<serde_json::Value>(&line).expect("the line is JSON");
+    for valgrind in [false, true] {
+        if valgrind && !valgrind_available() {
+            continue;
+        }
+        let out = run(&prog, &[], valgrind);
+        let mut lines = out.lines();
+        assert_eq!(lines.next(), Some(line.as_str()), "valgrind: {valgrind}");
+        assert!(
+            lines.next().is_some_and(|l| l.ends_with("checks passed")),
+            "{out}"
+        );
     }
 }

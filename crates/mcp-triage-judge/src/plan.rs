@@ -18,6 +18,7 @@
 //! loopback server, so it is resent after transient failures.
 
 use mcp_triage_core::Outcome;
+use mcp_triage_wire::percent::encode;
 
 /// Which era a row forces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -672,22 +673,10 @@ pub fn row_url(base: &str, row: &PlanRow, tag: &str) -> String {
     let mut q: Vec<String> = Vec::new();
     for pair in row.query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        q.push(format!("{}={}", percent(k), percent(v)));
+        q.push(format!("{}={}", encode(k), encode(v)));
     }
-    q.push(format!("instance={}", percent(tag)));
+    q.push(format!("instance={}", encode(tag)));
     format!("{base}/s/{}/mcp?{}", row.scenario, q.join("&"))
-}
-
-fn percent(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// The client options a row asks for, on top of `base`.

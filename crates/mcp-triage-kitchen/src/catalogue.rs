@@ -102,6 +102,7 @@ pub fn static_tools() -> &'static [Value] {
     TOOLS.get_or_init(|| {
         let mut v = base_tools();
         v.extend(crate::fixtures_2026::tools());
+        v.extend(crate::fixtures_tasks::tools());
         v
     })
 }
@@ -365,6 +366,9 @@ pub fn call(name: &str, cx: ToolCx) -> Option<BoxFuture<'static, ToolReply>> {
         }),
         other if is_fixture_tool(other) => {
             return crate::fixtures_2026::call(other, cx);
+        }
+        other if other == "greet" || crate::fixtures_tasks::task_support(other).is_some() => {
+            return crate::fixtures_tasks::call_sync(other, cx.args);
         }
         other => {
             let scenario = cx.instance.scenario;

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
@@ -111,8 +111,10 @@ pub struct Instance {
     side: Mutex<SideEffects>,
     /// Free-form scenario state (e.g. chaos PRNG position).
     pub bag: Mutex<Map<String, Value>>,
-    /// Deferred calls by task id.
+    /// Deferred calls by task id (`tasks.deferred`, 2025-11-25 tasks).
     pub tasks: Mutex<HashMap<String, TaskRecord>>,
+    /// Tasks of the 2026 extension (`io.modelcontextprotocol/tasks`), shared with their jobs.
+    pub ext_tasks: Arc<crate::tasks::TaskStore>,
     /// Change events (list changes, resource updates) for listening streams.
     events: broadcast::Sender<Change>,
     /// Start of the modern-era catalogue timeline and its generation (bumped by reset, so a
@@ -142,6 +144,7 @@ impl Instance {
             side: Mutex::new(SideEffects::default()),
             bag: Mutex::new(Map::new()),
             tasks: Mutex::new(HashMap::new()),
+            ext_tasks: Arc::default(),
             events: broadcast::channel(EVENT_BUFFER).0,
             modern_epoch: Mutex::new((None, 0)),
             last_used: AtomicU64::new(0),
@@ -221,6 +224,7 @@ impl Instance {
         *self.side.lock().expect("side lock") = SideEffects::default();
         self.bag.lock().expect("bag lock").clear();
         self.tasks.lock().expect("tasks lock").clear();
+        self.ext_tasks.clear();
         self.modern_epoch.lock().expect("epoch lock").0 = None;
     }
 

@@ -52,6 +52,7 @@ pub mod admin;
 pub mod catalogue;
 pub mod context;
 pub mod fixtures_2026;
+pub mod fixtures_tasks;
 mod host_check;
 pub mod instance;
 pub mod journal;
@@ -64,6 +65,7 @@ pub mod server;
 pub mod session;
 pub mod sse;
 pub mod state;
+pub mod tasks;
 #[cfg(feature = "testing")]
 pub mod testing;
 #[cfg(feature = "testing")]

@@ -946,20 +946,16 @@ fn listen(req: &Req) -> Response<Body> {
     sse::sse_headers(Response::new(body))
 }
 
-/// Add the tasks capability (2025-11-25) or the tasks extension (2026) for scenarios that
-/// serve tasks.
+/// Add the tasks capability (2025-11-25) for scenarios that serve legacy tasks, or the tasks
+/// extension (2026), which every instance serves (its fixture tools are in every catalogue).
 fn with_tasks(mut caps: Value, instance: &Instance, era: Era) -> Value {
-    if instance.scenario.supports_tasks() {
-        match era {
-            Era::Legacy => {
-                caps["tasks"] =
-                    json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } })
-            }
-            Era::Modern => {
-                caps["extensions"] =
-                    json!({ crate::scenarios::tasks_deferred::TASKS_EXTENSION: {} })
-            }
+    match era {
+        Era::Legacy if instance.scenario.supports_tasks() => {
+            caps["tasks"] =
+                json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } })
         }
+        Era::Legacy => {}
+        Era::Modern => caps["extensions"] = json!({ crate::tasks::EXTENSION: {} }),
     }
     caps
 }
@@ -1087,6 +1083,11 @@ async fn modern(req: Req, is_response: bool) -> Response<Body> {
     let name_source = match method {
         "tools/call" | "prompts/get" => req.params.get("name").and_then(Value::as_str),
         "resources/read" => req.params.get("uri").and_then(Value::as_str),
+        // SEP-2663 "Routing Headers": Mcp-Name carries the taskId, so intermediaries can
+        // route a task's requests to the server holding it.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => {
+            req.params.get("taskId").and_then(Value::as_str)
+        }
         _ => None,
     };
     if let Some(body_name) = name_source {
@@ -1213,6 +1214,14 @@ async fn dispatch(req: Req) -> Response<Body> {
             task_result(&req).await
         }
         "ping" if legacy => Ok(json!({})),
+        "tasks/get" | "tasks/update" | "tasks/cancel" if !legacy => {
+            match crate::tasks::handle(&req.instance.ext_tasks, &method, &req.params) {
+                Ok(r) => Ok(r),
+                Err((status, code, m, data)) => {
+                    return rpc_error(status, Some(&id), code, &m, data)
+                }
+            }
+        }
         "server/discover" if !legacy => Ok(json!({
             "supportedVersions": protocol::MODERN_VERSIONS,
             "capabilities": with_tasks(server_capabilities(Era::Modern), &req.instance, Era::Modern),
@@ -1416,6 +1425,13 @@ async fn tools_call(req: Req) -> Response<Body> {
             )
         }
     };
+    if req.era == Era::Modern {
+        if let Some(support) = crate::fixtures_tasks::task_support(&name) {
+            if let Some(r) = task_call(&req, &name, support, &binding) {
+                return r;
+            }
+        }
+    }
     let meta = req.params.get("_meta");
     let (caps, version, log_level) = match (req.era, &req.session) {
         (Era::Legacy, Some(s)) => (
@@ -1549,6 +1565,73 @@ async fn tools_call(req: Req) -> Response<Body> {
         retry_ms,
     };
     sse::render(rx, mode, plan).await
+}
+
+/// A 2026 `tools/call` of a task fixture tool (`crate::fixtures_tasks`): with the tasks
+/// extension declared on the request, an MRTR round when the tool asks one first, then a
+/// `CreateTaskResult`; without it, `-32021` for a tool that only runs as a task. `None`: run
+/// the call synchronously (an optional tool for a client without the extension).
+fn task_call(
+    req: &Req,
+    name: &str,
+    support: crate::fixtures_tasks::TaskSupport,
+    binding: &str,
+) -> Option<Response<Body>> {
+    let id = req.id.clone().unwrap_or(Value::Null);
+    if !crate::tasks::declares_extension(&req.params) {
+        if support == crate::fixtures_tasks::TaskSupport::Optional {
+            return None;
+        }
+        req.trace
+            .note("tools/call of a task-only tool without the tasks extension: -32021");
+        return Some(rpc_error(
+            400,
+            Some(&id),
+            protocol::MISSING_CAPABILITY,
+            &format!("Missing required client capability: {name} runs only as a task and needs the {} extension in _meta clientCapabilities.extensions", crate::tasks::EXTENSION),
+            Some(crate::tasks::missing_extension_data()),
+        ));
+    }
+    let answers = match crate::fixtures_tasks::mrtr_prelude(name, req.params.get("inputResponses"))
+    {
+        Ok(a) => a,
+        Err(reply) => return Some(reply_out(req, tool_out(reply, req, &id, binding))),
+    };
+    req.instance.bump(name);
+    let args = req
+        .params
+        .get("arguments")
+        .cloned()
+        .filter(Value::is_object)
+        .unwrap_or(json!({}));
+    let ttl = args["ttlMs"]
+        .as_u64()
+        .filter(|t| *t > 0 && name == "slow_compute")
+        .unwrap_or(crate::tasks::DEFAULT_TTL_MS);
+    let job = crate::fixtures_tasks::job(name, args, answers)?;
+    req.trace.mark_executed();
+    let mut r = crate::tasks::create(
+        &req.instance.ext_tasks,
+        ttl,
+        crate::tasks::DEFAULT_POLL_MS,
+        job,
+    );
+    req.trace.note(format!(
+        "created task {} (tasks extension)",
+        r["taskId"].as_str().unwrap_or("")
+    ));
+    r["resultType"] = json!("task");
+    let r = finish_result(req, "tools/call", r);
+    Some(reply_ok(req, protocol::result_response(&id, r)))
+}
+
+/// Send a finished [`Out`] as a plain 200 answer (or the error status it carries).
+fn reply_out(req: &Req, out: Out) -> Response<Body> {
+    match out {
+        Out::Final(200, msg) => reply_ok(req, msg),
+        Out::Final(status, msg) => sse::json_response(status, &msg),
+        _ => empty(500),
+    }
 }
 
 /// [`ToolFault::InputRound`]: ask for a confirmation (MRTR round in 2026-07-28, an

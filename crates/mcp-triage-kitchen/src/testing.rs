@@ -266,11 +266,14 @@ pub async fn modern_as(
     if params.get("_meta").is_none() {
         params["_meta"] = meta_as(client);
     }
-    let name = params
-        .get("name")
-        .or_else(|| params.get("uri"))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
+    // Mcp-Name as a client must send it: the tool/prompt name, the resource URI, or (tasks
+    // extension, SEP-2663) the taskId.
+    let name = match method {
+        "tasks/get" | "tasks/update" | "tasks/cancel" => params.get("taskId"),
+        _ => params.get("name").or_else(|| params.get("uri")),
+    }
+    .and_then(Value::as_str)
+    .map(str::to_owned);
     let body =
         json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string();
     let mut h = vec![
@@ -391,4 +394,34 @@ pub async fn get_stream(addr: SocketAddr, path: &str, session: &str) -> Stream {
         None,
     )
     .await
+}
+
+/// A POST to `/mcp` whose chunked body is broken after its first chunk (a chunk size that is no
+/// number), sent as raw bytes since no HTTP client sends that; the answer as text (head and
+/// body), read until a JSON body ended or 10 s passed. For the "malformed body is 400" tests
+/// of the kitchen and the replay server.
+pub async fn post_broken_chunked_body(addr: SocketAddr) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n\
+         5\r\n{{\"jso\r\nzz-not-a-size\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut chunk = [0u8; 4096];
+        loop {
+            match s.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+            if buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.ends_with(b"}") {
+                break;
+            }
+        }
+    })
+    .await;
+    String::from_utf8_lossy(&buf).into_owned()
 }

@@ -1216,32 +1216,9 @@ async fn session_table_is_bounded_with_lru_eviction() {
 /// one over the size limit (413), and the answer says which.
 #[tokio::test]
 async fn invalid_chunked_body_is_400_not_413() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let k = kitchen().await;
     let a = k.local_addr();
-    let mut s = tokio::net::TcpStream::connect(a).await.unwrap();
-    let req = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {a}\r\nAccept: application/json, text/event-stream\r\n\
-         Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n\
-         5\r\n{{\"jso\r\nzz-not-a-size\r\n\r\n"
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut buf = Vec::new();
-    let read = tokio::time::timeout(std::time::Duration::from_secs(10), async {
-        let mut chunk = [0u8; 4096];
-        loop {
-            match s.read(&mut chunk).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
-            if buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.ends_with(b"}") {
-                break;
-            }
-        }
-    })
-    .await;
-    assert!(read.is_ok(), "no answer in time");
-    let text = String::from_utf8_lossy(&buf);
+    let text = post_broken_chunked_body(a).await;
     assert!(text.starts_with("HTTP/1.1 400"), "{text}");
     assert!(text.contains("Request body malformed"), "{text}");
     k.shutdown().await;

@@ -42,7 +42,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use mcp_triage_core::sse::{Flow, SseItem, SseParser};
 use mcp_triage_core::{
-    classify, CallContext, Interruption, ProtocolVersion, RequestId, RequestSession,
+    classify, CallContext, Interruption, ProtocolVersion, RequestId, RequestKind, RequestSession,
     ResponseClassifier, ResponseHead, StreamEvent, Verdict,
 };
 use serde_json::Value;
@@ -2200,6 +2200,10 @@ impl ResponseObserver {
                 self.ctx(id, call.record.protocol_version.as_deref())
                     .with_request_session(RequestSession::from_header(
                         ex.origin.session_id.as_deref(),
+                    ))
+                    // a tasks/get answer is a task's state, judged by the task rules
+                    .with_request_kind(RequestKind::from_method(
+                        call.record.method.as_deref().unwrap_or(""),
                     )),
             ));
         } else {

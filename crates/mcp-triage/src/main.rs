@@ -4,6 +4,7 @@
 
 mod allocator;
 mod cmd;
+mod exit;
 
 use std::process::ExitCode;
 
@@ -88,7 +89,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("mcp-triage: {e}");
-            ExitCode::from(2)
+            exit::Exit::Usage.into()
         }
     }
 }

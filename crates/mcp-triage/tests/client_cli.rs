@@ -426,6 +426,26 @@ fn probe_of_a_server_that_lists_nothing_says_so_once() {
     assert!(!out.contains("0 problem(s)"), "{out}");
 }
 
+/// A task's end gets the verdict the same answer to `tools/call` would get (issue 25, item 3):
+/// a completed task carrying an `isError` result is a tool error, a failed task carries the
+/// JSON-RPC error it failed with. Before, the client called every failed task a tool error.
+#[test]
+fn a_tasks_end_is_judged_by_what_it_carries() {
+    let (_rt, k) = runtime_and_kitchen();
+    let url = format!("{}/mcp", k.base_url());
+    let o = run(&["call", &url, "protocol_error_job", "--task"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 4, "{out}");
+    assert!(out.contains("protocol / JSONRPC_ERROR"), "{out}");
+    assert!(out.contains("[poll]"), "{out}");
+    let o = run(&["call", &url, "failing_job", "--task"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 6, "{out}");
+    assert!(out.contains("application / TOOL_ERROR"), "{out}");
+    let o = run(&["call", &url, "slow_compute", "--task"]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stdout));
+}
+
 #[test]
 fn stdio_and_usage_errors() {
     let script = concat!(

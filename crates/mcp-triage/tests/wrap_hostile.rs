@@ -30,6 +30,20 @@ fn spawn_wrap(log: &std::path::Path, server: &str) -> KillOnDrop {
     )
 }
 
+/// Everything wrap writes to stdout (nothing when the test closed it) and stderr, and how it
+/// exited.
+fn read_to_the_end(wrap: &mut KillOnDrop) -> (Vec<u8>, String, std::process::ExitStatus) {
+    let mut out = Vec::new();
+    if let Some(mut stdout) = wrap.0.stdout.take() {
+        stdout.read_to_end(&mut out).unwrap();
+    }
+    let mut err = String::new();
+    if let Some(mut stderr) = wrap.0.stderr.take() {
+        stderr.read_to_string(&mut err).unwrap();
+    }
+    (out, err, wrap.0.wait().unwrap())
+}
+
 /// Item 1: the server writes a 50 MB answer and exits; the client starts reading 6 s later
 /// (past the 5 s the relay used to wait). Every byte arrives and wrap exits 0 with a quiet
 /// stderr; before, 65,536 bytes arrived and the rest was dropped silently.
@@ -41,16 +55,7 @@ fn wrap_delivers_everything_to_a_client_that_reads_late() {
     let mut wrap = spawn_wrap(&dir.join("log.jsonl"), &server);
     drop(wrap.0.stdin.take());
     std::thread::sleep(Duration::from_secs(6));
-    let mut out = Vec::new();
-    wrap.0.stdout.take().unwrap().read_to_end(&mut out).unwrap();
-    let mut err = String::new();
-    wrap.0
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    let status = wrap.0.wait().unwrap();
+    let (out, err, status) = read_to_the_end(&mut wrap);
     assert_eq!(
         out.len(),
         BYTES + 1,
@@ -82,16 +87,7 @@ fn wrap_delivers_what_an_exited_server_left_to_a_late_reader() {
     }
     assert!(marker.exists(), "the server did not finish writing");
     std::thread::sleep(Duration::from_secs(6));
-    let mut out = Vec::new();
-    wrap.0.stdout.take().unwrap().read_to_end(&mut out).unwrap();
-    let mut err = String::new();
-    wrap.0
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    let status = wrap.0.wait().unwrap();
+    let (out, err, status) = read_to_the_end(&mut wrap);
     assert_eq!(out.len(), BYTES + 1, "every byte; stderr: {err}");
     assert!(out[..BYTES].iter().all(|&b| b == b'b'));
     assert_eq!(status.code(), Some(0), "{err}");
@@ -107,14 +103,7 @@ fn wrap_says_so_and_fails_when_the_client_stops_reading() {
     let mut wrap = spawn_wrap(&dir.join("log.jsonl"), server);
     drop(wrap.0.stdout.take());
     drop(wrap.0.stdin.take());
-    let mut err = String::new();
-    wrap.0
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    let status = wrap.0.wait().unwrap();
+    let (_, err, status) = read_to_the_end(&mut wrap);
     assert_ne!(status.code(), Some(0), "{err}");
     assert!(err.contains("not delivered"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);

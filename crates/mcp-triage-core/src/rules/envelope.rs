@@ -1,9 +1,10 @@
 use crate::json::{JsonKind, Node, Object, Parsed};
-use crate::protocol::{CallContext, ProtocolVersion, RequestId};
+use crate::protocol::{CallContext, ProtocolVersion, RequestId, RequestKind};
 use crate::retry::RATE_LIMITED;
 use crate::verdict::{sanitize_line, Outcome, Verdict, MAX_MESSAGE_CHARS};
 
 use super::result::classify_result;
+use super::task_state::classify_task_state;
 use super::Findings;
 
 /// How a response's `id` relates to the expected request id.
@@ -232,7 +233,11 @@ pub(crate) fn classify_response_object(
                     return v;
                 }
             }
-            classify_result(result, ctx, &format!("{base}/result"), findings)
+            let at = format!("{base}/result");
+            match ctx.request_kind {
+                RequestKind::TaskPoll => classify_task_state(result, ctx, &at, findings),
+                _ => classify_result(result, ctx, &at, findings),
+            }
         }
     }
 }
@@ -270,9 +275,25 @@ fn classify_error(
             )
         }
     }
+    let mut v = error_object_verdict(error, &format!("{base}/error"), findings);
+    if ctx.request_kind == RequestKind::TaskPoll && v.code == Some(-32602) {
+        if let Some(d) = v.detail.as_mut() {
+            d.push_str(
+                "; to tasks/get this means the task is unknown or expired (past its ttlMs): \
+                 its result is gone",
+            );
+        }
+    }
+    v
+}
+
+/// The verdict of a JSON-RPC error object at `at` (an error response's `error`, or a failed
+/// task's): `code` and `message` checked, named and sanitised. One reader for both, so a task
+/// that failed reads like the error response it stands for.
+pub(crate) fn error_object_verdict(error: &Node, at: &str, mut findings: Findings) -> Verdict {
     let Some(e) = error.as_object() else {
         return invalid_envelope(
-            format!("{base}/error is {}; it must be an object", error.kind()),
+            format!("{at} is {}; it must be an object", error.kind()),
             findings,
         );
     };
@@ -282,7 +303,7 @@ fn classify_error(
                 if non_integer_form {
                     findings.warn(
                         "NON_INTEGER_FORM",
-                        format!("{base}/error/code is written as a fraction-less decimal"),
+                        format!("{at}/code is written as a fraction-less decimal"),
                     );
                 }
                 c
@@ -290,7 +311,7 @@ fn classify_error(
             None => {
                 return invalid_envelope(
                     format!(
-                        "{base}/error/code is {}; it must be an integer",
+                        "{at}/code is {}; it must be an integer",
                         if let Node::BigNumber(text) = n {
                             format!("{}, out of range", describe_big_number(text))
                         } else if n.kind() == JsonKind::Number {
@@ -305,7 +326,7 @@ fn classify_error(
         },
         None => {
             return invalid_envelope(
-                format!("{base}/error/code is missing; it must be an integer"),
+                format!("{at}/code is missing; it must be an integer"),
                 findings,
             )
         }
@@ -314,13 +335,13 @@ fn classify_error(
         Some(Node::String(s)) => sanitize_line(s, MAX_MESSAGE_CHARS),
         Some(n) => {
             return invalid_envelope(
-                format!("{base}/error/message is {}; it must be a string", n.kind()),
+                format!("{at}/message is {}; it must be a string", n.kind()),
                 findings,
             )
         }
         None => {
             return invalid_envelope(
-                format!("{base}/error/message is missing; it must be a string"),
+                format!("{at}/message is missing; it must be a string"),
                 findings,
             )
         }
@@ -335,7 +356,7 @@ fn classify_error(
     }
     let mut v = Verdict::new(Outcome::JsonrpcError).with_detail(detail);
     if code == RATE_LIMITED {
-        v.retry_after_ms = rate_limited_wait(e.get("data"), base, &mut findings);
+        v.retry_after_ms = rate_limited_wait(e.get("data"), at, &mut findings);
     }
     v.code = Some(code);
     v.message = Some(message);
@@ -347,7 +368,7 @@ fn classify_error(
 /// as a wait in milliseconds. Absent or not a non-negative integer: a warning, and no wait.
 pub(crate) fn rate_limited_wait(
     data: Option<&Node>,
-    base: &str,
+    error_at: &str,
     findings: &mut Findings,
 ) -> Option<u64> {
     let field = data
@@ -359,7 +380,7 @@ pub(crate) fn rate_limited_wait(
             findings.warn(
                 "RATE_LIMITED_WITHOUT_RETRY_AFTER",
                 format!(
-                    "{base}/error/data/retryAfterMs is {}; a -32023 RateLimited error carries a \
+                    "{error_at}/data/retryAfterMs is {}; a -32023 RateLimited error carries a \
                      non-negative integer of milliseconds (draft SEP-3304)",
                     match n {
                         Node::Int(_) | Node::UInt(_) | Node::Float(_) | Node::BigNumber(_) => {
@@ -375,7 +396,7 @@ pub(crate) fn rate_limited_wait(
             findings.warn(
                 "RATE_LIMITED_WITHOUT_RETRY_AFTER",
                 format!(
-                    "{base}/error/data/retryAfterMs is missing; a -32023 RateLimited error says \
+                    "{error_at}/data/retryAfterMs is missing; a -32023 RateLimited error says \
                      how long to wait (draft SEP-3304)"
                 ),
             );

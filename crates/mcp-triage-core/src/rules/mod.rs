@@ -2,10 +2,12 @@
 //!
 //! `envelope` judges the JSON-RPC layer (version tag, id, exactly one of result/error, the error
 //! object), `result` judges the tool result (resultType, input requests, tasks, content blocks,
-//! `isError`, `structuredContent` and the output schema).
+//! `isError`, `structuredContent` and the output schema), `task_state` judges a `tasks/get`
+//! result (a task's state; a terminal one by the result or error it carries).
 
 mod envelope;
 mod result;
+mod task_state;
 
 pub(crate) use envelope::{
     classify_document, classify_response_object, error_code_name, id_matches, rate_limited_wait,

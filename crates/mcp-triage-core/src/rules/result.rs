@@ -153,63 +153,56 @@ fn classify_task(
     finish(v, findings)
 }
 
+/// The input requests of an `input_required` result or task (`inputRequests`), each checked
+/// (an object, a known method, params where the method needs them), as `key (method)` for the
+/// verdict's detail; `Err` with the detail of the first that is not valid.
+pub(crate) fn asked_inputs(reqs: &Node, base: &str) -> Result<Vec<String>, String> {
+    let mut asked = Vec::new();
+    let Some(reqs) = reqs.as_object() else {
+        return Err(format!(
+            "{base}/inputRequests is {}; it must be an object",
+            reqs.kind()
+        ));
+    };
+    for (key, req) in &reqs.members {
+        let at = format!("{base}/inputRequests/{}", escape_pointer(key));
+        let Some(req) = req.as_object() else {
+            return Err(format!(
+                "{at} is {}; an input request is an object",
+                req.kind()
+            ));
+        };
+        let method = match req.get("method") {
+            Some(Node::String(m)) if INPUT_METHODS.contains(&m.as_ref()) => m.as_ref(),
+            Some(Node::String(m)) => {
+                return Err(format!(
+                        "{at}/method is {:?}; an input request is elicitation/create, sampling/createMessage or roots/list",
+                        sanitize_line(m, 64)
+                    ))
+            }
+            Some(n) => {
+                return Err(format!("{at}/method is {}; it must be a string", n.kind()))
+            }
+            None => return Err(format!("{at}/method is missing")),
+        };
+        let params_required = method != "roots/list";
+        match req.get("params") {
+            Some(Node::Object(_)) => {}
+            None if !params_required => {}
+            None => return Err(format!("{at}/params is missing; {method} needs params")),
+            Some(n) => return Err(format!("{at}/params is {}; it must be an object", n.kind())),
+        }
+        asked.push(format!("{} ({method})", sanitize_line(key, 64)));
+    }
+    Ok(asked)
+}
+
 fn classify_input_required(r: &Object, base: &str, findings: Findings) -> Verdict {
     let mut asked = Vec::new();
     if let Some(reqs) = r.get("inputRequests") {
-        let Some(reqs) = reqs.as_object() else {
-            return invalid(
-                format!(
-                    "{base}/inputRequests is {}; it must be an object",
-                    reqs.kind()
-                ),
-                findings,
-            );
-        };
-        for (key, req) in &reqs.members {
-            let at = format!("{base}/inputRequests/{}", escape_pointer(key));
-            let Some(req) = req.as_object() else {
-                return invalid(
-                    format!("{at} is {}; an input request is an object", req.kind()),
-                    findings,
-                );
-            };
-            let method = match req.get("method") {
-                Some(Node::String(m)) if INPUT_METHODS.contains(&m.as_ref()) => m.as_ref(),
-                Some(Node::String(m)) => {
-                    return invalid(
-                        format!(
-                            "{at}/method is {:?}; an input request is elicitation/create, sampling/createMessage or roots/list",
-                            sanitize_line(m, 64)
-                        ),
-                        findings,
-                    )
-                }
-                Some(n) => {
-                    return invalid(
-                        format!("{at}/method is {}; it must be a string", n.kind()),
-                        findings,
-                    )
-                }
-                None => return invalid(format!("{at}/method is missing"), findings),
-            };
-            let params_required = method != "roots/list";
-            match req.get("params") {
-                Some(Node::Object(_)) => {}
-                None if !params_required => {}
-                None => {
-                    return invalid(
-                        format!("{at}/params is missing; {method} needs params"),
-                        findings,
-                    )
-                }
-                Some(n) => {
-                    return invalid(
-                        format!("{at}/params is {}; it must be an object", n.kind()),
-                        findings,
-                    )
-                }
-            }
-            asked.push(format!("{} ({method})", sanitize_line(key, 64)));
+        match asked_inputs(reqs, base) {
+            Ok(a) => asked = a,
+            Err(detail) => return invalid(detail, findings),
         }
     }
     let has_state = match r.get("requestState") {

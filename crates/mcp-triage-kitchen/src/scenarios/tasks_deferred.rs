@@ -10,11 +10,14 @@
 //!   `clientCapabilities.extensions` declares the extension, the call is answered
 //!   `resultType: "task"` with `taskId`, `status`, `ttlMs`, `pollIntervalMs` (no per-request
 //!   flag); `tasks/get` carries `result` once `completed`. A client that did not declare it gets
-//!   a normal result ("never return a task to a client that did not declare support").
+//!   a normal result ("never return a task to a client that did not declare support"). The
+//!   task is one of the instance's extension tasks ([`crate::tasks`]), so `tasks/get`,
+//!   `tasks/update` and `tasks/cancel` behave as for every other 2026 task.
 //!
 //! Tasks live on the instance (so `/s/tasks.deferred/mcp?instance=…` isolates tests) until
 //! `POST /kitchen/reset`; expired ones (past `ttl`) answer -32602 like unknown ids.
 
+use mcp_triage_wire::time::rfc3339;
 use serde_json::{json, Value};
 
 use super::{MethodReply, Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo};
@@ -27,7 +30,7 @@ use crate::protocol::{self, Era};
 pub struct Deferred;
 
 /// Extension id of 2026 tasks.
-pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+pub const TASKS_EXTENSION: &str = crate::tasks::EXTENSION;
 
 static INFO: ScenarioInfo = ScenarioInfo {
     id: "tasks.deferred",
@@ -45,30 +48,6 @@ static INFO: ScenarioInfo = ScenarioInfo {
     origin: Origin::Kitchen,
 };
 
-/// ISO 8601 UTC time (`2026-07-28T12:00:00.000Z`) from Unix milliseconds.
-pub fn iso_time(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
-}
-
 fn status(t: &TaskRecord, now: u64) -> &'static str {
     if t.cancelled {
         "cancelled"
@@ -84,23 +63,10 @@ fn legacy_task(id: &str, t: &TaskRecord, now: u64) -> Value {
     json!({
         "taskId": id, "status": st,
         "statusMessage": match st { "completed" => "done", "cancelled" => "cancelled by the client", _ => "working on it" },
-        "createdAt": iso_time(t.created_ms),
-        "lastUpdatedAt": iso_time(if st == "completed" { t.ready_at_ms } else { t.created_ms }),
+        "createdAt": rfc3339(t.created_ms),
+        "lastUpdatedAt": rfc3339(if st == "completed" { t.ready_at_ms } else { t.created_ms }),
         "ttl": t.ttl_ms, "pollInterval": t.poll_ms,
     })
-}
-
-fn modern_task(id: &str, t: &TaskRecord, now: u64) -> Value {
-    let st = status(t, now);
-    let mut v = json!({
-        "taskId": id, "status": st, "createdAt": iso_time(t.created_ms),
-        "lastUpdatedAt": iso_time(if st == "completed" { t.ready_at_ms } else { t.created_ms }),
-        "ttlMs": t.ttl_ms, "pollIntervalMs": t.poll_ms,
-    });
-    if st == "completed" {
-        v["result"] = t.result.clone();
-    }
-    v
 }
 
 /// The live (not expired) task `id` of the instance.
@@ -112,13 +78,30 @@ pub fn live_task(cx_tasks: &crate::instance::Instance, id: &str, now: u64) -> Op
         .cloned()
 }
 
-fn declares_extension(cx: &WireCx<'_>) -> bool {
-    cx.params
-        .get("_meta")
-        .and_then(|m| m.get(protocol::META_CLIENT_CAPABILITIES))
-        .and_then(|c| c.get("extensions"))
-        .and_then(|e| e.get(TASKS_EXTENSION))
-        .is_some_and(|v| !v.is_null())
+/// The 2026 task: an extension task whose job waits `completeAfterMs`, then completes with
+/// the scenario's result.
+fn modern_call(cx: &WireCx<'_>) -> MethodReply {
+    let invocation = cx.instance.bump("run_configured_test_scenario");
+    let p = cx.p();
+    let wait = std::time::Duration::from_millis(p.u64("completeAfterMs"));
+    let job: crate::tasks::Job = Box::new(move |mut ctl| {
+        Box::pin(async move {
+            ctl.sleep(wait).await?;
+            let body =
+                json!({ "scenarioId": INFO.id, "invocation": invocation, "taskId": ctl.task_id() });
+            Ok(crate::tasks::Settled::Completed(
+                json!({ "content": [{ "type": "text", "text": body.to_string() }], "isError": false }),
+            ))
+        })
+    });
+    let mut r = crate::tasks::create(
+        &cx.instance.ext_tasks,
+        p.u64("ttlMs").max(1),
+        p.u64("pollIntervalMs").max(1),
+        job,
+    );
+    r["resultType"] = json!("task");
+    MethodReply::Result(r)
 }
 
 fn unknown(id: &str) -> MethodReply {
@@ -157,12 +140,11 @@ impl Scenario for Deferred {
                 .unwrap_or("")
         };
         match (cx.method?, cx.era) {
-            ("tools/call", era) if cx.tool == Some("run_configured_test_scenario") => {
-                let wants_task = match era {
-                    Era::Legacy => cx.params.get("task").is_some_and(Value::is_object),
-                    Era::Modern => declares_extension(cx),
-                };
-                if !wants_task {
+            ("tools/call", Era::Modern) if cx.tool == Some("run_configured_test_scenario") => {
+                crate::tasks::declares_extension(cx.params).then(|| modern_call(cx))
+            }
+            ("tools/call", Era::Legacy) if cx.tool == Some("run_configured_test_scenario") => {
+                if !cx.params.get("task").is_some_and(Value::is_object) {
                     return None;
                 }
                 let invocation = cx.instance.bump("run_configured_test_scenario");
@@ -171,10 +153,7 @@ impl Scenario for Deferred {
                     mcp_triage_wire::canonical::hex(&crate::state::random_bytes::<8>())
                 );
                 let p = cx.p();
-                let ttl = match era {
-                    Era::Legacy => cx.params["task"]["ttl"].as_u64().unwrap_or(p.u64("ttlMs")),
-                    Era::Modern => p.u64("ttlMs"),
-                };
+                let ttl = cx.params["task"]["ttl"].as_u64().unwrap_or(p.u64("ttlMs"));
                 let body = json!({ "scenarioId": INFO.id, "invocation": invocation, "taskId": id });
                 let record = TaskRecord {
                     result: json!({ "content": [{ "type": "text", "text": body.to_string() }], "isError": false }),
@@ -184,14 +163,7 @@ impl Scenario for Deferred {
                     poll_ms: p.u64("pollIntervalMs"),
                     cancelled: false,
                 };
-                let reply = match era {
-                    Era::Legacy => json!({ "task": legacy_task(&id, &record, now) }),
-                    Era::Modern => {
-                        let mut t = modern_task(&id, &record, now);
-                        t["resultType"] = json!("task");
-                        t
-                    }
-                };
+                let reply = json!({ "task": legacy_task(&id, &record, now) });
                 cx.instance
                     .tasks
                     .lock()
@@ -199,15 +171,12 @@ impl Scenario for Deferred {
                     .insert(id, record);
                 Some(MethodReply::Result(reply))
             }
-            ("tasks/get", era) => {
+            ("tasks/get", Era::Legacy) => {
                 let id = task_id();
                 let Some(t) = live_task(cx.instance, id, now) else {
                     return Some(unknown(id));
                 };
-                Some(MethodReply::Result(match era {
-                    Era::Legacy => legacy_task(id, &t, now),
-                    Era::Modern => modern_task(id, &t, now),
-                }))
+                Some(MethodReply::Result(legacy_task(id, &t, now)))
             }
             ("tasks/list", Era::Legacy) => {
                 let tasks = cx.instance.tasks.lock().expect("tasks lock");
@@ -221,7 +190,7 @@ impl Scenario for Deferred {
                     json!({ "tasks": v.into_iter().map(|(_, t)| t).collect::<Vec<_>>() }),
                 ))
             }
-            ("tasks/cancel", era) => {
+            ("tasks/cancel", Era::Legacy) => {
                 let id = task_id();
                 let mut tasks = cx.instance.tasks.lock().expect("tasks lock");
                 let Some(t) = tasks.get_mut(id).filter(|t| now < t.created_ms + t.ttl_ms) else {
@@ -234,10 +203,7 @@ impl Scenario for Deferred {
                     ));
                 }
                 t.cancelled = true;
-                Some(MethodReply::Result(match era {
-                    Era::Legacy => legacy_task(id, t, now),
-                    Era::Modern => json!({}),
-                }))
+                Some(MethodReply::Result(legacy_task(id, t, now)))
             }
             _ => None,
         }

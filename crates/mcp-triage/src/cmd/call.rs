@@ -1,5 +1,6 @@
 //! `mcp-triage call`: call one tool and say on which layer it ended, what was retried and why.
 
+use crate::exit::Exit;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,7 +26,6 @@ Exit codes: 0 success, 2 usage, 3 transport, 4 protocol, 5 interaction left unan
 
 /// The exit code of a call refused because its arguments do not match the listed inputSchema:
 /// apart from 2 (usage) so a script can tell "fix the arguments" from "fix the command line".
-const EXIT_INVALID_ARGUMENTS: u8 = 7;
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum Format {
@@ -235,7 +235,7 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
         Ended::Called(r, p) => (*r, p),
         Ended::Unreachable(e) => {
             eprintln!("mcp-triage: {e}");
-            return Ok(ExitCode::from(3));
+            return Ok(Exit::Transport.into());
         }
         Ended::Refused(p) => {
             eprintln!(
@@ -243,7 +243,7 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
                  them anyway.",
                 capitalized(p.fix())
             );
-            return Ok(ExitCode::from(EXIT_INVALID_ARGUMENTS));
+            return Ok(Exit::InvalidArguments.into());
         }
     };
     if let Some(p) = &problem {
@@ -261,7 +261,7 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
         Format::Text => account(&record, problem.as_ref()),
     };
     let _ = writeln!(out, "{text}");
-    Ok(ExitCode::from(record.exit_code() as u8))
+    Ok(crate::exit::of_call(&record).into())
 }
 
 fn capitalized(s: &str) -> String {
@@ -463,10 +463,11 @@ fn hint(o: Outcome) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn record(outcome: Outcome, code: Option<i64>, message: &str) -> CallRecord {
+    /// A final record with this outcome, JSON-RPC code and message (also for probe's tests).
+    pub(crate) fn record(outcome: Outcome, code: Option<i64>, message: &str) -> CallRecord {
         let mut r = CallRecord::new("t", "stdio", "tools/call");
         r.outcome = outcome;
         r.layer = outcome.layer();

@@ -1,5 +1,6 @@
 //! `mcp-triage classify`: the offline classifier, for one response or an exchange file.
 
+use crate::exit::Exit;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::PathBuf;
@@ -540,16 +541,13 @@ fn run_batch(path: &PathBuf, args: &ClassifyArgs, base: &CallContext) -> Result<
                     summary.bad_lines,
                     first.to_text()
                 );
-                Ok(ExitCode::from(BAD_LINES_EXIT))
+                // every good line was classified, but the output is not the whole file's: a script
+                // must not mistake it for a clean run (0) or for a batch that did not run (2)
+                Ok(Exit::Failed.into())
             }
         }
     })
 }
-
-/// Exit status of a batch that skipped bad lines: every good line was classified, but the
-/// output is not the whole file's, and a script must not mistake it for a clean run (0) or
-/// for a batch that did not run (2).
-const BAD_LINES_EXIT: u8 = 1;
 
 /// Cuts a file into [`Block`]s of whole lines, reading straight into the block's buffer (one
 /// copy from the kernel) and carrying a partial last line over to the next block. A line longer

@@ -3,6 +3,7 @@
 //! in `MCP_CONFORMANCE_SCENARIO`, as it does for its own reference client; we do what that
 //! client does for each scenario, through our client, and print the records (JSON Lines).
 
+use crate::exit::Exit;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -210,6 +211,6 @@ pub fn run(args: ConformanceArgs) -> Result<ExitCode, String> {
     Ok(if ok {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        Exit::Failed.into()
     })
 }

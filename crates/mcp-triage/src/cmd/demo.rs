@@ -2,6 +2,7 @@
 //! (both eras where both apply), printing what each call ended in next to what the scenario's
 //! documentation says it must end in. Exit 0 only when every row matches.
 
+use crate::exit::Exit;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -136,7 +137,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
             "{bad} of {} rows differ from the documented outcome",
             results.len()
         );
-        return Ok(ExitCode::from(1));
+        return Ok(Exit::Failed.into());
     }
     eprintln!("all {} rows match", results.len());
     Ok(ExitCode::SUCCESS)

@@ -9,6 +9,8 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Args;
+
+use crate::exit::Exit;
 use mcp_triage_judge::JudgeOptions;
 use mcp_triage_report::ReportTarget;
 
@@ -131,7 +133,7 @@ pub fn run(args: JudgeArgs) -> Result<ExitCode, String> {
     Ok(if passed {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        Exit::Failed.into()
     })
 }
 

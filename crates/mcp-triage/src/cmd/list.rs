@@ -2,6 +2,7 @@
 //! `--arg KEY=VALUE` of a first `call` can be written without `--format json`), its
 //! annotations and its description.
 
+use crate::exit::Exit;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -62,14 +63,14 @@ pub fn run(args: ListArgs) -> Result<ExitCode, String> {
         Ok(x) => x,
         Err(e) => {
             eprintln!("mcp-triage: {e}");
-            return Ok(ExitCode::from(3));
+            return Ok(Exit::Transport.into());
         }
     };
     let tools = match tools {
         Ok(t) => t,
         Err(e) => {
             eprint!("mcp-triage: {e}\n{}", stderr_block(&stderr));
-            return Ok(ExitCode::from(3));
+            return Ok(Exit::Transport.into());
         }
     };
     match args.format {

@@ -5,6 +5,7 @@
 //! called with `{}`); the checks call a generated name that is not listed and send invalid
 //! arguments only to read-only tools, which a server rejects before running anything.
 
+use crate::exit::Exit;
 use std::collections::HashSet;
 use std::process::ExitCode;
 
@@ -284,10 +285,10 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
         mcp_triage_report::write_all(&args.reports, &r)?;
     }
     if report.get("toolsError").is_some() {
-        return Ok(ExitCode::from(3));
+        return Ok(Exit::Transport.into());
     }
     Ok(if problems + check_problems > 0 {
-        ExitCode::from(4)
+        Exit::Protocol.into()
     } else {
         ExitCode::SUCCESS
     })

@@ -366,14 +366,7 @@ pub fn judge_unknown_session(
 mod tests {
     use super::*;
 
-    fn record(outcome: Outcome, code: Option<i64>, message: &str) -> CallRecord {
-        let mut r = CallRecord::new("t", "stdio", "tools/call");
-        r.outcome = outcome;
-        r.layer = outcome.layer();
-        r.jsonrpc.error_code = code;
-        r.message = Some(message.into());
-        r
-    }
+    use crate::cmd::call::tests::record;
 
     fn mismatch() -> ArgumentMismatch {
         ArgumentMismatch {

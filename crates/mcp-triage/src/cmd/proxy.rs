@@ -1,5 +1,6 @@
 //! `mcp-triage proxy` and `mcp-triage wrap`: the observer (crate `mcp-triage-proxy`).
 
+use crate::exit::Exit;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -404,7 +405,7 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
     let code = report_records("mcp-triage proxy", &stats);
     if let Some(w) = capture_writer {
         if !super::capture_args::report_capture("mcp-triage proxy", &w.drain()) {
-            return Ok(ExitCode::from(1));
+            return Ok(Exit::Failed.into());
         }
     }
     Ok(code)
@@ -482,7 +483,7 @@ pub fn run_wrap(args: WrapArgs) -> Result<ExitCode, String> {
         // `options` (and so the capture handle) went with the runtime's tasks.
         if !super::capture_args::report_capture("mcp-triage wrap", &w.drain()) && code == 0 {
             report_records("mcp-triage wrap", &stats);
-            return Ok(ExitCode::from(1));
+            return Ok(Exit::Failed.into());
         }
     }
     if stats.write_errors > 0 {
@@ -490,10 +491,11 @@ pub fn run_wrap(args: WrapArgs) -> Result<ExitCode, String> {
         // is not clean.
         report_records("mcp-triage wrap", &stats);
         if code == 0 {
-            return Ok(ExitCode::from(1));
+            return Ok(Exit::Failed.into());
         }
     }
-    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+    // the wrapped server's own status (a status past 255 cannot be passed on: Failed)
+    Ok(u8::try_from(code).map_or(Exit::Failed.into(), ExitCode::from))
 }
 
 /// A limit in seconds: finite, above 0 (or 0 when `zero_is_off`), at most a day.
@@ -520,7 +522,7 @@ fn report_records(who: &str, stats: &WriterStats) -> ExitCode {
         "{who}: {} record(s) written, {} lost: {} write(s) to the log failed",
         stats.records, stats.lost, stats.write_errors
     );
-    ExitCode::from(1)
+    Exit::Failed.into()
 }
 
 async fn shutdown_signal() {

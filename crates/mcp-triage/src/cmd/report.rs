@@ -6,6 +6,7 @@
 //! `outcome`, `retryOrigin`, `durationMs`, `attempts`, `warnings[].code`), so a log from an
 //! older or newer record version still summarises; a missing field counts as `unknown`.
 
+use crate::exit::Exit;
 use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -392,7 +393,7 @@ pub fn run(args: ReportArgs) -> Result<ExitCode, String> {
     Ok(if report.passed() {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        Exit::Failed.into()
     })
 }
 

@@ -175,6 +175,7 @@ pub fn parse_row(line: &[u8], form: Form) -> Result<Exchange<'_>, String> {
         output_schema: None,
         now: None,
         end: None,
+        request_kind: Default::default(),
     })
 }
 
