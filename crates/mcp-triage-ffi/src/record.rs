@@ -94,21 +94,6 @@ fn string(w: &mut Sink, s: &str) {
     let _ = serde_json::to_writer(w, s);
 }
 
-/// Days since 1970-01-01 as (year, month, day), proleptic Gregorian (Howard Hinnant's
-/// `civil_from_days`): the core reads no clock and has no calendar, and one date per line does
-/// not justify a date crate.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(month <= 2), month, day)
-}
-
 /// `"YYYY-MM-DDTHH:MM:SS.mmmZ"` of Unix seconds (milliseconds cut, not rounded, as before).
 fn rfc3339(w: &mut Sink, t: f64) -> FfiResult<()> {
     if !(t.is_finite() && (0.0..1e12).contains(&t)) {
@@ -119,7 +104,7 @@ fn rfc3339(w: &mut Sink, t: f64) -> FfiResult<()> {
     let secs = t.floor();
     let ms = ((t - secs) * 1000.0).floor() as u32;
     let secs = secs as i64;
-    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let (y, mo, d) = mcp_triage_wire::time::civil_from_days(secs.div_euclid(86_400));
     let s = secs.rem_euclid(86_400);
     let _ = write!(
         w,

@@ -30,8 +30,9 @@ pub fn rfc3339(ms: u64) -> String {
 }
 
 /// Year, month, day of a day count since 1970-01-01 (H. Hinnant's civil-from-days, the
-/// proleptic Gregorian calendar).
-fn civil_from_days(days: i64) -> (i64, u64, u64) {
+/// proleptic Gregorian calendar); public for writers that format a date into their own buffer
+/// (the C ABI's log line).
+pub fn civil_from_days(days: i64) -> (i64, u64, u64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

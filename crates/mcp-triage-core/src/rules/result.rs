@@ -119,18 +119,9 @@ fn classify_task(
             findings,
         );
     };
-    let task_id = match t.get("taskId") {
-        Some(Node::String(s)) if !s.is_empty() => s.to_string(),
-        Some(Node::String(_)) => {
-            return invalid(format!("{at}/taskId is empty"), findings);
-        }
-        Some(n) => {
-            return invalid(
-                format!("{at}/taskId is {}; it must be a string", n.kind()),
-                findings,
-            )
-        }
-        None => return invalid(format!("{at}/taskId is missing"), findings),
+    let task_id = match task_id_of(t, at) {
+        Ok(id) => id,
+        Err(detail) => return invalid(detail, findings),
     };
     let status = match t.get("status") {
         None => None,
@@ -151,6 +142,16 @@ fn classify_task(
     v.result_type = Some(result_type.to_string());
     v.task_id = Some(task_id);
     finish(v, findings)
+}
+
+/// A task's `taskId`: a non-empty string, or the detail saying what is wrong with it.
+pub(crate) fn task_id_of(t: &Object, at: &str) -> Result<String, String> {
+    match t.get("taskId") {
+        Some(Node::String(s)) if !s.is_empty() => Ok(s.to_string()),
+        Some(Node::String(_)) => Err(format!("{at}/taskId is empty")),
+        Some(n) => Err(format!("{at}/taskId is {}; it must be a string", n.kind())),
+        None => Err(format!("{at}/taskId is missing")),
+    }
 }
 
 /// The input requests of an `input_required` result or task (`inputRequests`), each checked

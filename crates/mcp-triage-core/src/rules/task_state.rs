@@ -17,7 +17,7 @@ use crate::protocol::{CallContext, ProtocolVersion as V};
 use crate::verdict::{sanitize_line, Outcome, Verdict, MAX_MESSAGE_CHARS};
 
 use super::envelope::error_object_verdict;
-use super::result::{asked_inputs, classify_result};
+use super::result::{asked_inputs, classify_result, task_id_of};
 use super::Findings;
 
 fn invalid(detail: String, findings: Findings) -> Verdict {
@@ -40,16 +40,9 @@ pub(crate) fn classify_task_state(
         );
     };
     check_result_type(r, ctx, base, &mut findings);
-    let task_id = match r.get("taskId") {
-        Some(Node::String(s)) if !s.is_empty() => s.to_string(),
-        Some(Node::String(_)) => return invalid(format!("{base}/taskId is empty"), findings),
-        Some(n) => {
-            return invalid(
-                format!("{base}/taskId is {}; it must be a string", n.kind()),
-                findings,
-            )
-        }
-        None => return invalid(format!("{base}/taskId is missing"), findings),
+    let task_id = match task_id_of(r, base) {
+        Ok(id) => id,
+        Err(detail) => return invalid(detail, findings),
     };
     let status = match r.get("status") {
         Some(Node::String(s)) => s.to_string(),
