@@ -24,9 +24,6 @@ Examples:
 Exit codes: 0 success, 2 usage, 3 transport, 4 protocol, 5 interaction left unanswered, 6 tool error,
   7 arguments do not match the tool's inputSchema (nothing sent; --send-invalid-args sends them).";
 
-/// The exit code of a call refused because its arguments do not match the listed inputSchema:
-/// apart from 2 (usage) so a script can tell "fix the arguments" from "fix the command line".
-
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum Format {
     /// A readable account.
