@@ -6,13 +6,15 @@ use super::Findings;
 
 const INPUT_METHODS: [&str; 3] = ["elicitation/create", "sampling/createMessage", "roots/list"];
 
-fn invalid(detail: String, findings: Findings) -> Verdict {
+/// An `INVALID_TOOL_RESULT` with this detail and the warnings found so far.
+pub(crate) fn invalid(detail: String, findings: Findings) -> Verdict {
     let mut v = Verdict::new(Outcome::InvalidToolResult).with_detail(detail);
     v.warnings = findings.into_warnings();
     v
 }
 
-fn finish(mut v: Verdict, findings: Findings) -> Verdict {
+/// `v` with the warnings found so far.
+pub(crate) fn finish(mut v: Verdict, findings: Findings) -> Verdict {
     v.warnings = findings.into_warnings();
     v
 }

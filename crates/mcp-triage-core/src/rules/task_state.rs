@@ -17,14 +17,8 @@ use crate::protocol::{CallContext, ProtocolVersion as V};
 use crate::verdict::{sanitize_line, Outcome, Verdict, MAX_MESSAGE_CHARS};
 
 use super::envelope::error_object_verdict;
-use super::result::{asked_inputs, classify_result, task_id_of};
+use super::result::{asked_inputs, classify_result, finish, invalid, task_id_of};
 use super::Findings;
-
-fn invalid(detail: String, findings: Findings) -> Verdict {
-    let mut v = Verdict::new(Outcome::InvalidToolResult).with_detail(detail);
-    v.warnings = findings.into_warnings();
-    v
-}
 
 /// Rules 7 and 8 for the result of a `tasks/get`.
 pub(crate) fn classify_task_state(
@@ -116,9 +110,10 @@ fn running(r: &Object, id: &str, findings: Findings) -> Verdict {
     } else {
         detail.push_str("; poll tasks/get again");
     }
-    let mut v = Verdict::new(Outcome::TaskCreated).with_detail(detail);
-    v.warnings = findings.into_warnings();
-    v
+    finish(
+        Verdict::new(Outcome::TaskCreated).with_detail(detail),
+        findings,
+    )
 }
 
 fn needs_input(r: &Object, id: &str, base: &str, findings: Findings) -> Verdict {
@@ -146,9 +141,10 @@ fn needs_input(r: &Object, id: &str, base: &str, findings: Findings) -> Verdict 
             ),
         },
     };
-    let mut v = Verdict::new(Outcome::InputRequired).with_detail(detail);
-    v.warnings = findings.into_warnings();
-    v
+    finish(
+        Verdict::new(Outcome::InputRequired).with_detail(detail),
+        findings,
+    )
 }
 
 /// A terminal task without its payload inline: 2025-11-25 fetches it with `tasks/result`;
@@ -167,11 +163,10 @@ fn payload_elsewhere(
             findings,
         );
     }
-    let mut v = Verdict::new(Outcome::TaskCreated).with_detail(format!(
+    let v = Verdict::new(Outcome::TaskCreated).with_detail(format!(
         "task {id:?} is {status}; its outcome comes from tasks/result"
     ));
-    v.warnings = findings.into_warnings();
-    v
+    finish(v, findings)
 }
 
 fn completed(r: &Object, ctx: &CallContext, id: &str, base: &str, findings: Findings) -> Verdict {
@@ -207,8 +202,7 @@ fn cancelled(r: &Object, id: &str, findings: Findings) -> Verdict {
         Some(Node::String(s)) if !s.is_empty() => sanitize_line(s, MAX_MESSAGE_CHARS),
         _ => "task cancelled".to_string(),
     });
-    v.warnings = findings.into_warnings();
-    v
+    finish(v, findings)
 }
 
 fn prefix(v: &mut Verdict, p: &str) {
