@@ -894,7 +894,8 @@ impl Client {
     }
 
     /// One exchange of a request that is not a tool call (setup requests, task polls): a new
-    /// id, the current session, one attempt deadline, no output schema or tool headers.
+    /// id, the current session, one attempt deadline, no tool headers; `schema` is the tool's
+    /// outputSchema when the answer can carry its result (a task poll), so it is judged once.
     /// Returns what came back, the id used (the caller's record names it) and the session it
     /// was sent in (a 404 in that session means it expired).
     async fn plain_exchange(
@@ -903,6 +904,7 @@ impl Client {
         params: &Value,
         era: Era,
         version: ProtocolVersion,
+        schema: Option<Arc<OutputSchema>>,
     ) -> (Sent, Value, Option<String>) {
         let id = self.new_id();
         let session = self.state.lock().await.session_id.clone();
@@ -915,7 +917,7 @@ impl Client {
                 era,
                 version,
                 session.as_deref(),
-                None,
+                schema,
                 deadline,
                 None,
             )
@@ -930,7 +932,9 @@ impl Client {
         loop {
             let (era, version) = self.ensure_era().await?;
             let era_now = era.unwrap_or(Era::Modern);
-            let (sent, _, session) = self.plain_exchange(method, &params, era_now, version).await;
+            let (sent, _, session) = self
+                .plain_exchange(method, &params, era_now, version, None)
+                .await;
             if era.is_none() {
                 match self.after_modern_probe(&sent).await {
                     Probe::Modern => {}
@@ -1560,7 +1564,13 @@ impl Client {
         for _ in 0..self.opts.max_polls {
             tokio::time::sleep(interval.min(self.opts.max_poll_interval)).await;
             let (sent, id, session) = self
-                .plain_exchange("tasks/get", &json!({ "taskId": task_id }), era, version)
+                .plain_exchange(
+                    "tasks/get",
+                    &json!({ "taskId": task_id }),
+                    era,
+                    version,
+                    tool.as_ref().and_then(|t| t.output_schema.clone()),
+                )
                 .await;
             let Some(task) = sent.result().cloned() else {
                 push_attempt(rec, &sent, &id, "poll", None);
@@ -1588,20 +1598,6 @@ impl Client {
                 return;
             }
             let mut s = sent;
-            if let Some(schema) = tool.as_ref().and_then(|t| t.output_schema.clone()) {
-                // judged again with the tool's outputSchema, which plain exchanges do not carry
-                let ctx = wire::context(
-                    &id,
-                    version,
-                    self.opts.limits,
-                    Some(schema),
-                    mcp_triage_core::RequestSession::Unknown,
-                )
-                .with_request_kind(mcp_triage_core::RequestKind::TaskPoll);
-                let line = serde_json::to_vec(s.response.as_ref().unwrap_or(&Value::Null))
-                    .unwrap_or_default();
-                s.verdict = wire::classify_line(&line, &ctx).0;
-            }
             // the record's message and result come from what the task carries
             if let Some(r) = task.get("result") {
                 s.response = Some(json!({ "jsonrpc": "2.0", "id": id, "result": r }));
