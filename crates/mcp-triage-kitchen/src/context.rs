@@ -21,6 +21,7 @@ pub struct Trace {
     notes: Mutex<Vec<String>>,
     issued: Mutex<Option<Value>>,
     executed: AtomicBool,
+    deduplicated: Mutex<Option<bool>>,
 }
 
 impl Trace {
@@ -50,6 +51,16 @@ impl Trace {
     /// Whether the tool body started.
     pub fn executed(&self) -> bool {
         self.executed.load(Ordering::SeqCst)
+    }
+    /// Record what an honoured idempotency key did: `true` when the call repeated a key and
+    /// was answered from the stored result, `false` when it ran (see the journal's
+    /// `deduplicated`).
+    pub fn set_deduplicated(&self, repeated: bool) {
+        *self.deduplicated.lock().expect("trace lock") = Some(repeated);
+    }
+    /// What an honoured idempotency key did, if keys are honoured and the call had one.
+    pub fn deduplicated(&self) -> Option<bool> {
+        *self.deduplicated.lock().expect("trace lock")
     }
     /// Everything recorded, joined.
     pub fn joined(&self) -> Option<String> {

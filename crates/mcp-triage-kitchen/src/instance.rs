@@ -115,6 +115,8 @@ pub struct Instance {
     pub tasks: Mutex<HashMap<String, TaskRecord>>,
     /// Tasks of the 2026 extension (`io.modelcontextprotocol/tasks`), shared with their jobs.
     pub ext_tasks: Arc<crate::tasks::TaskStore>,
+    /// Results by idempotency key, for scenarios that honour keys.
+    pub idempotency: Mutex<crate::idempotency::Store>,
     /// Change events (list changes, resource updates) for listening streams.
     events: broadcast::Sender<Change>,
     /// Start of the modern-era catalogue timeline and its generation (bumped by reset, so a
@@ -145,6 +147,7 @@ impl Instance {
             bag: Mutex::new(Map::new()),
             tasks: Mutex::new(HashMap::new()),
             ext_tasks: Arc::default(),
+            idempotency: Mutex::default(),
             events: broadcast::channel(EVENT_BUFFER).0,
             modern_epoch: Mutex::new((None, 0)),
             last_used: AtomicU64::new(0),

@@ -17,6 +17,8 @@ use axum::http::HeaderMap;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+use mcp_triage_core::{Outcome, Verdict};
+
 use crate::protocol::Era;
 
 /// Headers whose values never appear in the journal.
@@ -78,9 +80,77 @@ pub struct JournalEntry {
     /// Whether the tool body of a `tools/call` started (its side effect may have happened);
     /// `null` for other requests and for replayed answers (no tool runs there).
     pub executed: Option<bool>,
+    /// What the client was given for a `tools/call` or a resumption of one (`GET` with
+    /// `Last-Event-ID`), as the core classifier reads the bytes the kitchen sent: filled in
+    /// when the body has ended (a stream is journaled when it starts, and this field, the
+    /// notes of `injected` and `executed` are brought up to date when it ends). `null` for
+    /// other requests, and for a stream still open when the journal was read.
+    #[serde(default)]
+    pub answer: Option<Answer>,
+    /// A `tools/call` whose idempotency key the kitchen honours (`idempotencyKeys: "honour"`):
+    /// `true` when it repeated a key already seen and was answered with the stored result
+    /// without running the tool again, `false` when it ran. `null` when keys are not honoured
+    /// or the call carried none.
+    #[serde(default)]
+    pub deduplicated: Option<bool>,
     /// Replayed answers only: which captured line was served, or why none was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayServed>,
+}
+
+/// The answer a request got, as the classifier reads it (`answer` in the journal).
+///
+/// Why the classifier and not the kitchen's own idea of what it meant to send: a scenario
+/// plans a fault, but what reaches the client is bytes (a cut stream, an error inside an
+/// SSE event, a result after a resumption). `judge` holds a client's claim ("exit 0", "ok")
+/// against this, so it must be the same reading a client would make.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Answer {
+    /// The outcome (`TOOL_SUCCESS`, `STREAM_INCOMPLETE`, …).
+    pub outcome: Outcome,
+    /// The HTTP status, when a response head was sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// The JSON-RPC error code, for a JSON-RPC error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i64>,
+    /// The JSON-RPC error's message (sanitised and bounded by the core).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The classifier's sentence on what was wrong (for a tool error, the tool's own text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl Answer {
+    /// The answer the classifier's verdict describes.
+    pub fn of(v: &Verdict) -> Answer {
+        Answer {
+            outcome: v.outcome,
+            status: v.status,
+            code: v.code,
+            message: v.message.clone(),
+            detail: v.detail.clone(),
+        }
+    }
+
+    /// A connection dropped before any response head was sent.
+    pub fn no_response() -> Answer {
+        Answer {
+            outcome: Outcome::ConnectionError,
+            status: None,
+            code: None,
+            message: None,
+            detail: Some("the kitchen closed the connection without a response".into()),
+        }
+    }
+
+    /// Whether the client was given the tool's successful result: the one answer after
+    /// which a client may report success without naming a failure.
+    pub fn is_tool_result(&self) -> bool {
+        self.outcome == Outcome::ToolSuccess
+    }
 }
 
 /// The retry-relevant fields of a request (`retry` in the journal): what `judge` compares
@@ -183,6 +253,8 @@ impl JournalEntry {
             retry: None,
             issued: None,
             executed: None,
+            answer: None,
+            deduplicated: None,
             replay: None,
         }
     }
@@ -220,6 +292,10 @@ impl JournalEntry {
                 .iter_mut()
                 .for_each(|k| truncate(k, max));
         }
+        if let Some(a) = &mut self.answer {
+            cut_opt(&mut a.message);
+            cut_opt(&mut a.detail);
+        }
         if let Some(ReplayServed::Unmatched { unmatched }) = &mut self.replay {
             truncate(unmatched, max);
         }
@@ -250,12 +326,20 @@ pub struct Journal {
     max_field: usize,
 }
 
-/// Entries as their JSON text (what is served and what the byte bound counts).
+/// Entries as their JSON text (what is served and what the byte bound counts), each with
+/// the sequence number its [`EntryTicket`] names.
 struct Inner {
-    lines: VecDeque<String>,
+    lines: VecDeque<(u64, String)>,
     bytes: usize,
     dropped: u64,
+    next_seq: u64,
 }
+
+/// Names one pushed entry, so its writer can bring it up to date later ([`Journal::amend`]):
+/// a streamed answer is journaled when it starts (so the entry is there, in arrival order,
+/// while the stream runs) and completed when it ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntryTicket(u64);
 
 impl Journal {
     /// A journal keeping the last `capacity` entries, with the default byte bounds.
@@ -271,6 +355,7 @@ impl Journal {
                 lines: VecDeque::new(),
                 bytes: 0,
                 dropped: 0,
+                next_seq: 0,
             }),
             capacity: capacity.max(1),
             max_bytes,
@@ -281,25 +366,58 @@ impl Journal {
     /// Append one entry, its long strings cut with a marker, dropping the oldest entries
     /// while it would exceed either bound (an entry alone over the byte bound is dropped too,
     /// and counted).
-    pub fn push(&self, mut entry: JournalEntry) {
-        entry.cut_strings(self.max_field);
-        // Through a `Value` so the keys come out sorted, as they always have been served.
-        let line = serde_json::to_value(&entry)
-            .expect("a JournalEntry serializes")
-            .to_string();
-        self.push_line(line);
+    pub fn push(&self, entry: JournalEntry) -> EntryTicket {
+        let line = self.line_of(entry);
+        self.push_line(line)
     }
 
-    fn push_line(&self, line: String) {
+    /// Bring a pushed entry up to date (a stream's answer, once it has ended). An entry
+    /// already dropped by the bounds is not brought back; the call is then a no-op.
+    pub fn amend(&self, ticket: EntryTicket, update: impl FnOnce(&mut JournalEntry)) {
+        let mut e = self.inner.lock().expect("journal lock");
+        let Some(pos) = e.lines.iter().rposition(|(seq, _)| *seq == ticket.0) else {
+            return;
+        };
+        let Ok(mut entry) = serde_json::from_str::<JournalEntry>(&e.lines[pos].1) else {
+            return;
+        };
+        update(&mut entry);
+        let line = self.line_of(entry);
+        let old = std::mem::replace(&mut e.lines[pos].1, line);
+        e.bytes = e.bytes - old.len() + e.lines[pos].1.len();
+        // A grown entry may push the journal over its byte bound: drop the oldest, as a push does.
+        while e.bytes > self.max_bytes {
+            match e.lines.pop_front() {
+                Some((_, old)) => {
+                    e.bytes -= old.len() + 1;
+                    e.dropped += 1;
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// An entry as its journal line: long strings cut with a marker, keys sorted (through a
+    /// `Value`, as they always have been served).
+    fn line_of(&self, mut entry: JournalEntry) -> String {
+        entry.cut_strings(self.max_field);
+        serde_json::to_value(&entry)
+            .expect("a JournalEntry serializes")
+            .to_string()
+    }
+
+    fn push_line(&self, line: String) -> EntryTicket {
         let size = line.len() + 1;
         let mut e = self.inner.lock().expect("journal lock");
+        let ticket = EntryTicket(e.next_seq);
+        e.next_seq += 1;
         if size > self.max_bytes {
             e.dropped += 1;
-            return;
+            return ticket;
         }
         while e.lines.len() >= self.capacity || e.bytes + size > self.max_bytes {
             match e.lines.pop_front() {
-                Some(old) => {
+                Some((_, old)) => {
                     e.bytes -= old.len() + 1;
                     e.dropped += 1;
                 }
@@ -307,7 +425,8 @@ impl Journal {
             }
         }
         e.bytes += size;
-        e.lines.push_back(line);
+        e.lines.push_back((ticket.0, line));
+        ticket
     }
 
     /// All entries as JSON values, oldest first: exactly what `GET /kitchen/journal` serves,
@@ -318,7 +437,7 @@ impl Journal {
             .expect("journal lock")
             .lines
             .iter()
-            .filter_map(|l| serde_json::from_str(l).ok())
+            .filter_map(|(_, l)| serde_json::from_str(l).ok())
             .collect()
     }
 
@@ -331,7 +450,7 @@ impl Journal {
             .lines
             .iter()
             .enumerate()
-            .map(|(index, l)| {
+            .map(|(index, (_, l))| {
                 serde_json::from_str(l).map_err(|source| JournalError::Unreadable { index, source })
             })
             .collect()
@@ -341,7 +460,7 @@ impl Journal {
     pub fn to_json_lines(&self) -> String {
         let e = self.inner.lock().expect("journal lock");
         let mut out = String::with_capacity(e.bytes);
-        for l in &e.lines {
+        for (_, l) in &e.lines {
             out.push_str(l);
             out.push('\n');
         }
@@ -481,6 +600,14 @@ mod tests {
                 input_request_keys: vec!["elicitation".into()],
             }),
             executed: Some(false),
+            answer: Some(Answer {
+                outcome: Outcome::ToolError,
+                status: Some(200),
+                code: None,
+                message: None,
+                detail: Some("the tool reported an error: boom".into()),
+            }),
+            deduplicated: None,
             replay: None,
         }
     }
@@ -498,8 +625,10 @@ mod tests {
         assert_eq!(
             keys,
             [
+                "answer",
                 "argumentsHash",
                 "contentType",
+                "deduplicated",
                 "era",
                 "executed",
                 "headers",
@@ -555,10 +684,12 @@ mod tests {
     }
 
     /// The line a typed entry becomes is the one the `json!` object the kitchen wrote before
-    /// the type became: same keys, same values, same order.
+    /// the type became: same keys, same values, same order; plus `answer` and
+    /// `deduplicated`, added with the judge's claim and idempotency checks (issue 21).
     #[test]
     fn a_typed_entry_serves_the_same_line_as_before() {
         let before = json!({
+            "answer": null, "deduplicated": null,
             "time": "2026-01-02T03:04:05.006Z", "receivedMs": 1_767_322_245_006_u64,
             "httpMethod": "GET", "instance": null, "scenario": "baseline", "session": null,
             "era": "legacy", "method": null, "id": null, "tool": null, "argumentsHash": null,
@@ -708,5 +839,30 @@ mod tests {
         let b = json!({"b": [1, 2], "a": 1});
         assert_eq!(arguments_hash(&a), arguments_hash(&b));
         assert_ne!(arguments_hash(&a), arguments_hash(&json!({"a": 2})));
+    }
+
+    /// A streamed answer is journaled when it starts and completed when it ends; an entry the
+    /// bounds already dropped is not brought back.
+    #[test]
+    fn amend_completes_an_entry_in_place() {
+        let j = Journal::new(2);
+        let t = j.push(entry(1));
+        let other = j.push(entry(2));
+        j.amend(t, |e| e.injected = Some("cut".into()));
+        let got = j.typed_entries().unwrap();
+        assert_eq!(got[0].injected.as_deref(), Some("cut"));
+        assert_eq!(got[0].received_ms, 1, "in place, order kept");
+        assert_eq!(got[1].injected, None);
+        j.push(entry(3));
+        j.amend(t, |e| e.injected = Some("late".into()));
+        let got = j.typed_entries().unwrap();
+        assert!(got.iter().all(|e| e.injected.is_none()), "{got:?}");
+        j.amend(other, |e| e.status = Some(200));
+        assert_eq!(j.typed_entries().unwrap()[0].status, Some(200));
+        assert_eq!(
+            j.to_json_lines().len(),
+            j.inner.lock().unwrap().bytes,
+            "the byte count follows the amended line"
+        );
     }
 }

@@ -49,11 +49,13 @@
 #![warn(missing_docs)]
 
 pub mod admin;
+pub mod answer;
 pub mod catalogue;
 pub mod context;
 pub mod fixtures_2026;
 pub mod fixtures_tasks;
 mod host_check;
+pub mod idempotency;
 pub mod instance;
 pub mod journal;
 pub mod mcp;

@@ -15,6 +15,7 @@ use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
+use crate::answer::{self, Observed};
 use crate::catalogue;
 use crate::context::{Asked, Emitter, Out, ToolCx, Trace, WireCx};
 use crate::host_check;
@@ -223,7 +224,26 @@ pub async fn handle(
         .unwrap_or("")
         .to_string();
     let executed = rec.tool.is_some().then(|| trace.executed());
-    shared.journal.push(journal::JournalEntry {
+    let expected = match resp.extensions().get::<answer::ResumedRequest>() {
+        Some(answer::ResumedRequest(id)) => Some(id.clone()),
+        None if rec.method.as_deref() == Some("tools/call") => rec.id.clone(),
+        None => None,
+    };
+    let (resp, observed) = match expected.as_ref().and_then(answer::request_id) {
+        Some(_) if aborted => (resp, Some(Observed::Whole(journal::Answer::no_response()))),
+        Some(id) => {
+            let (r, o) = answer::observe(resp, id).await;
+            (r, Some(o))
+        }
+        None => (resp, None),
+    };
+    let (answer_now, watch) = match observed {
+        Some(Observed::Whole(a)) => (Some(a), None),
+        Some(Observed::Streaming(w)) => (None, Some(w)),
+        None => (None, None),
+    };
+    let has_tool = rec.tool.is_some();
+    let ticket = shared.journal.push(journal::JournalEntry {
         time: journal::rfc3339(journal::now_ms()),
         received_ms: received,
         http_method: method.as_str().to_string(),
@@ -242,8 +262,24 @@ pub async fn handle(
         retry: rec.retry,
         issued: journal::issued_of(trace.issued()),
         executed,
+        answer: answer_now,
+        deduplicated: trace.deduplicated(),
         replay: None,
     });
+    if let Some(watch) = watch {
+        // What the scenario noted, ran or issued while the stream went out is part of the
+        // entry too (a cut is noted when it happens, after the head was sent).
+        let shared = shared.clone();
+        watch.on_end(move |a| {
+            shared.journal.amend(ticket, |e| {
+                e.answer = Some(a);
+                e.injected = trace.joined();
+                e.executed = has_tool.then(|| trace.executed());
+                e.issued = journal::issued_of(trace.issued());
+                e.deduplicated = trace.deduplicated();
+            })
+        });
+    }
     resp
 }
 
@@ -957,6 +993,10 @@ fn with_tasks(mut caps: Value, instance: &Instance, era: Era) -> Value {
         Era::Legacy => {}
         Era::Modern => caps["extensions"] = json!({ crate::tasks::EXTENSION: {} }),
     }
+    if instance.scenario.honours_idempotency_keys(&instance.params) {
+        // SEP-3182's shape (a closed draft): say so, so a client may rely on it.
+        caps["tools"]["idempotency"] = json!({});
+    }
     caps
 }
 
@@ -1432,6 +1472,9 @@ async fn tools_call(req: Req) -> Response<Body> {
             }
         }
     }
+    if let Some(stored) = repeated_key(&req, &id) {
+        return stored;
+    }
     let meta = req.params.get("_meta");
     let (caps, version, log_level) = match (req.era, &req.session) {
         (Era::Legacy, Some(s)) => (
@@ -1559,6 +1602,7 @@ async fn tools_call(req: Req) -> Response<Body> {
     }
     let priming = version.as_str() >= "2025-11-25" && era == Era::Legacy;
     let plan = SsePlan {
+        request_id: Some(id.clone()),
         session: plan_session,
         priming,
         close_after_priming,
@@ -1623,6 +1667,48 @@ fn task_call(
     r["resultType"] = json!("task");
     let r = finish_result(req, "tools/call", r);
     Some(reply_ok(req, protocol::result_response(&id, r)))
+}
+
+/// The call's idempotency key and arguments hash, when its scenario honours keys.
+fn honoured_key(req: &Req) -> Option<(String, String)> {
+    let scenario = req.instance.scenario;
+    if !scenario.honours_idempotency_keys(&req.instance.params) {
+        return None;
+    }
+    let key = crate::idempotency::key_of(&req.params, &req.headers)?;
+    let args = req.params.get("arguments").cloned().unwrap_or(json!({}));
+    Some((key, journal::arguments_hash(&args)))
+}
+
+/// A call repeating an honoured idempotency key: the stored result, without running the
+/// tool again (or a refusal when the key comes with other arguments). `None`: run the tool.
+fn repeated_key(req: &Req, id: &Value) -> Option<Response<Body>> {
+    let (key, hash) = honoured_key(req)?;
+    let seen = req
+        .instance
+        .idempotency
+        .lock()
+        .expect("idempotency lock")
+        .seen(&key, &hash);
+    match seen {
+        crate::idempotency::Seen::New => {
+            req.trace.set_deduplicated(false);
+            None
+        }
+        crate::idempotency::Seen::Repeat(result) => {
+            req.trace.set_deduplicated(true);
+            req.trace
+                .note("idempotency key repeated: the stored result, the tool did not run again");
+            Some(reply_ok(req, protocol::result_response(id, result)))
+        }
+        crate::idempotency::Seen::OtherArguments => Some(rpc_error(
+            200,
+            Some(id),
+            protocol::INVALID_PARAMS,
+            "Invalid params: this idempotency key was used with other arguments",
+            None,
+        )),
+    }
 }
 
 /// Send a finished [`Out`] as a plain 200 answer (or the error status it carries).
@@ -1726,6 +1812,12 @@ fn tool_out(reply: ToolReply, req: &Req, id: &Value, binding: &str) -> Out {
     match reply {
         ToolReply::Result(r) => {
             let r = finish_result(req, "tools/call", r);
+            if let Some((key, hash)) = honoured_key(req) {
+                // Stored before it is sent: a cut after execution loses the answer, not the
+                // result a repeat of the key is given.
+                let mut store = req.instance.idempotency.lock().expect("idempotency lock");
+                store.store(&key, &hash, &r);
+            }
             Out::Final(200, protocol::result_response(id, r))
         }
         ToolReply::RpcError {
@@ -1803,16 +1895,28 @@ fn get_stream(
     });
     let mut r = match resume.and_then(|(stream, seq)| session.stream(stream).map(|log| (log, seq)))
     {
-        Some((log, seq)) if log.is_gone_after(seq) => rpc_error(
-            410,
-            None,
-            protocol::INVALID_REQUEST,
-            "Stream gone: it ended without its response, which will not come (re-issue the request)",
-            None,
-        ),
+        Some((log, seq)) if log.is_gone_after(seq) => {
+            let mut r = rpc_error(
+                410,
+                None,
+                protocol::INVALID_REQUEST,
+                "Stream gone: it ended without its response, which will not come (re-issue the request)",
+                None,
+            );
+            if let Some(id) = log.request_id() {
+                r.extensions_mut().insert(answer::ResumedRequest(id));
+            }
+            r
+        }
         Some((log, seq)) => {
             let start = log.position_after(seq);
-            sse::sse_headers(Response::new(sse::reader(log, start, true, None)))
+            let request = log.request_id();
+            let mut r = sse::sse_headers(Response::new(sse::reader(log, start, true, None)));
+            if let Some(id) = request {
+                // Journaled as the answer the resumed call finally got.
+                r.extensions_mut().insert(answer::ResumedRequest(id));
+            }
+            r
         }
         None => standalone(shared, &session),
     };

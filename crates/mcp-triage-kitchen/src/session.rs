@@ -38,6 +38,8 @@ pub struct StreamLog {
     done: AtomicBool,
     answered: AtomicBool,
     notify: Notify,
+    /// The JSON-RPC id of the request the stream answers, once known.
+    request_id: std::sync::OnceLock<serde_json::Value>,
 }
 
 impl StreamLog {
@@ -49,7 +51,18 @@ impl StreamLog {
             done: AtomicBool::new(false),
             answered: AtomicBool::new(false),
             notify: Notify::new(),
+            request_id: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Remember which request the stream answers (the first id set stays).
+    pub fn set_request_id(&self, id: serde_json::Value) {
+        let _ = self.request_id.set(id);
+    }
+
+    /// The JSON-RPC id of the request the stream answers, if known.
+    pub fn request_id(&self) -> Option<serde_json::Value> {
+        self.request_id.get().cloned()
     }
 
     /// The JSON-RPC response is in the log (a resumption can still deliver it).

@@ -56,6 +56,9 @@ pub fn json_response(status: u16, v: &Value) -> Response<Body> {
 
 /// How an SSE response is laid out.
 pub struct SsePlan {
+    /// The JSON-RPC id of the request the stream answers (kept in the stream log, so a
+    /// resumption's answer is journaled as this request's).
+    pub request_id: Option<Value>,
     /// Legacy session whose stream log keeps the events for resumption.
     pub session: Option<Arc<Session>>,
     /// Send a priming event (event id, empty data) first (2025-11-25).
@@ -109,6 +112,9 @@ fn sse_response(
         None => Arc::new(StreamLog::new(0)),
     };
     let resumable = plan.session.is_some();
+    if let Some(id) = &plan.request_id {
+        log.set_request_id(id.clone());
+    }
     let stream_id = log.id;
     if plan.priming && resumable {
         let mut s = format!("id: {stream_id}-0\n");

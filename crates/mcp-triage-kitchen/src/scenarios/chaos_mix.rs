@@ -48,6 +48,20 @@ static INFO: ScenarioInfo = ScenarioInfo {
             doc: "Fault → probability.",
         },
         ParamSpec { name: "delayMs", kind: ParamKind::Integer, default: "200", choices: &[], doc: "Delay for the `delay` fault." },
+        ParamSpec {
+            name: "methods",
+            kind: ParamKind::StringArray,
+            default: "[]",
+            choices: &[],
+            doc: "JSON-RPC methods the faults apply to (`[\"tools/call\"]`: only calls); empty: every request but `initialize`.",
+        },
+        ParamSpec {
+            name: "idempotencyKeys",
+            kind: ParamKind::String,
+            default: "\"ignore\"",
+            choices: &["ignore", "honour"],
+            doc: "`honour`: a `tools/call` repeating an idempotency key (`params.idempotencyKey`, a `_meta` key `…idempotencyKey`, or the `Idempotency-Key` header) is answered with the stored result without running the tool again, journaled `deduplicated: true`, and `tools.idempotency` is advertised; `ignore`: keys change nothing.",
+        },
     ],
     outcome: Outcome::ToolSuccess,
     origin: Origin::Kitchen,
@@ -85,7 +99,16 @@ pub fn draw(p: &Params, n: u64) -> Option<&'static str> {
     None
 }
 
+/// Whether the faults apply to a request of `method` (`methods`, empty: every method).
+fn applies(p: &Params, method: Option<&str>) -> bool {
+    let methods = p.get("methods").as_array().cloned().unwrap_or_default();
+    methods.is_empty() || methods.iter().any(|m| m.as_str() == method)
+}
+
 impl Scenario for ChaosMix {
+    fn honours_idempotency_keys(&self, p: &Params) -> bool {
+        p.str("idempotencyKeys") == "honour"
+    }
     fn info(&self) -> &'static ScenarioInfo {
         &INFO
     }
@@ -110,7 +133,7 @@ impl Scenario for ChaosMix {
         Ok(())
     }
     fn on_request(&self, cx: &WireCx<'_>) -> Wire {
-        if !cx.is_request() || cx.method == Some("initialize") {
+        if !cx.is_request() || cx.method == Some("initialize") || !applies(cx.p(), cx.method) {
             return Wire::Continue;
         }
         match draw(cx.p(), cx.post) {
@@ -148,6 +171,9 @@ impl Scenario for ChaosMix {
         }
     }
     fn tool_fault(&self, p: &Params, post: u64) -> ToolFault {
+        if !applies(p, Some("tools/call")) {
+            return ToolFault::None;
+        }
         match draw(p, post) {
             Some("sse_cut") => ToolFault::CutAfterExecution {
                 mid_event: cut_mid_event(p, post),

@@ -331,8 +331,13 @@ impl Wire {
             Wire::Body {
                 status,
                 content_type,
+                body,
                 ..
-            } => Some(format!("status {status} body ({content_type})")),
+            } => Some(match jsonrpc_error_code(body) {
+                // Named, so a reader of the journal sees which fault this was without the body.
+                Some(code) => format!("JSON-RPC error {code} (status {status}, {content_type})"),
+                None => format!("status {status} body ({content_type})"),
+            }),
             Wire::Close => Some("connection closed without response".into()),
             Wire::Delay {
                 duration,
@@ -507,6 +512,15 @@ pub trait Scenario: Send + Sync + 'static {
         false
     }
 
+    /// Whether `tools/call` idempotency keys are honoured: a call repeating a key already
+    /// seen is answered with the stored result and the tool does not run again (the journal
+    /// says `deduplicated: true`), and `tools.idempotency` is advertised (the shape of SEP-3182,
+    /// a closed draft: no server is obliged to honour keys, so a case can show one that does
+    /// and one that ignores them).
+    fn honours_idempotency_keys(&self, _params: &Params) -> bool {
+        false
+    }
+
     /// Force a response mode for tool calls regardless of the server option.
     fn forced_sse(&self) -> bool {
         false
@@ -597,4 +611,10 @@ pub fn info_json(info: &ScenarioInfo) -> Value {
 /// documents it.
 pub fn on_invocation(count: u64, on: u64) -> bool {
     count == on
+}
+
+/// The `error.code` of a body that is one JSON-RPC error response, for [`Wire::describe`].
+fn jsonrpc_error_code(body: &Bytes) -> Option<i64> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    v.get("error")?.get("code")?.as_i64()
 }
