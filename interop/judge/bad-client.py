@@ -11,6 +11,15 @@ that grades resends, each with its journal line (crates/mcp-triage/tests/judge.r
         sends the call once, then exits N without a word, whatever came back: a client
         that ends without an outcome (as Node does with exit 13 when a top-level await
         never settles), which must fail `reported_outcome` and collect no resend check.
+    python3 bad-client.py URL --liar
+        sends the call once, then prints "result: ok" and exits 0 whatever came back: a
+        claim of success the journal contradicts after a 503, a 429, a JSON-RPC error or a
+        cut stream, which must fail `reported_outcome` there (and pass after a result).
+    python3 bad-client.py URL --keyed
+        sends the call with an idempotency key (`params.idempotencyKey`) and, while no
+        result comes back, resends it with the same key twice more, 300 ms apart: safe only
+        where the server honours the key, so it must fail `no_unsafe_resend` in
+        `sse_cut.increment_counter` and pass it in `sse_cut.increment_counter.keys_honoured`.
     python3 bad-client.py URL --oauth-loop
         authorizes (RFC 9728 discovery, registration, PKCE, following the kitchen's
         auto-approving redirect), then resends every request refused with 401 eight more
@@ -34,6 +43,7 @@ import urllib.request
 
 URL = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MCP_TRIAGE_URL", "")
 SILENT_EXIT = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[2] == "--silent-exit" else None
+MODE = sys.argv[2] if len(sys.argv) > 2 else None
 OAUTH_MODE = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2].startswith("--oauth-") else None
 if not URL.startswith("http://127.0.0.1:"):
     sys.exit("usage: bad-client.py http://127.0.0.1:PORT/...  (loopback only)")
@@ -150,6 +160,22 @@ call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": TO
 if SILENT_EXIT is not None:
     post(call, session)
     sys.exit(SILENT_EXIT)
+if MODE == "--liar":
+    post(call, session)
+    print("result: ok")
+    sys.exit(0)
+if MODE == "--keyed":
+    import time
+    call["params"]["idempotencyKey"] = "bad-client-op-1"
+    for attempt in range(3):
+        if attempt:
+            time.sleep(0.3)
+        call["id"] = 1 + attempt
+        status, _, body = post(call, session)
+        print(f"{status} {body[:200]!r}")
+        if status == 200 and '"result"' in body:
+            break
+    sys.exit(0)
 answers = []
 burst = [threading.Thread(target=lambda: answers.append(post(call, session))) for _ in range(3)]
 for t in burst:

@@ -11,8 +11,12 @@ use serde_json::{json, Value};
 pub enum CheckKind {
     /// The client sent the tools/call the case asks for.
     ToolCalled,
-    /// A destructive call is not resent after 503 without an idempotency key.
+    /// A tool that is neither read-only nor idempotent is not run again by a resend after an
+    /// attempt that may have executed (graded by effect: the journal's `executed` and
+    /// `deduplicated`).
     NoUnsafeResend,
+    /// A resend after a transport failure waits (at least [`crate::checks::MIN_BACKOFF_MS`]).
+    Backoff,
     /// A read-only call: at most 2 resends, the first no sooner than 200 ms.
     BoundedResend,
     /// No new tools/call before Retry-After has passed.
@@ -47,12 +51,48 @@ pub enum CheckKind {
     CapturedOutcome,
 }
 
+/// What repeating the case's tool does, by its annotations (the kitchen's catalogue, or the
+/// captured `tools/list` of a replay).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ToolSafety {
+    /// `readOnlyHint: true`.
+    pub read_only: bool,
+    /// `idempotentHint: true`.
+    pub idempotent: bool,
+}
+
+impl ToolSafety {
+    /// From a tool definition's `annotations` (absent hints are false, as the spec's defaults).
+    pub fn of(tool: &Value) -> ToolSafety {
+        let hint = |k: &str| tool["annotations"][k] == true;
+        ToolSafety {
+            read_only: hint("readOnlyHint"),
+            idempotent: hint("idempotentHint"),
+        }
+    }
+
+    /// Whether running it again has no further effect.
+    pub fn repeatable(self) -> bool {
+        self.read_only || self.idempotent
+    }
+
+    /// The kitchen catalogue's annotations of `tool` (none for the scenario tool).
+    pub fn kitchen(tool: &str) -> ToolSafety {
+        mcp_triage_kitchen::catalogue::static_tools()
+            .iter()
+            .find(|t| t["name"] == tool)
+            .map(ToolSafety::of)
+            .unwrap_or_default()
+    }
+}
+
 impl CheckKind {
     /// Name in the matrix and the reports.
     pub fn name(self) -> &'static str {
         match self {
             CheckKind::ToolCalled => "tool_called",
             CheckKind::NoUnsafeResend => "no_unsafe_resend",
+            CheckKind::Backoff => "backoff",
             CheckKind::BoundedResend => "bounded_resend",
             CheckKind::RetryAfter => "retry_after",
             CheckKind::NoAutoResend => "no_auto_resend",
@@ -78,7 +118,12 @@ impl CheckKind {
             CheckKind::ToolCalled => &["judge: a case grades nothing unless the client calls the tool"],
             CheckKind::NoUnsafeResend => &[
                 "seed article: payments, database writes and notifications must not be repeated because of a 503 without an idempotency key or server-side deduplication",
-                "spec digest §tools annotations: destructiveHint true, idempotentHint false (increment_counter)",
+                "spec digest §tools annotations: readOnlyHint and idempotentHint default to false, so a tool without annotations is one whose repetition has an effect",
+                "judge: graded by effect: a resend fails when the attempt before it may have run (journal executed: true, or no answer) and the resend ran the tool again (not deduplicated by an honoured idempotency key)",
+            ],
+            CheckKind::Backoff => &[
+                "seed article: retries start with a 200 ms initial exponential backoff plus jitter",
+                "judge: a resend after a transport failure (5xx, a cut stream, a dropped connection) comes no sooner than 200 ms after the attempt before it; a 429 is graded by retry_after, a 401/403/404 session expiry by the auth and reinitialize checks",
             ],
             CheckKind::BoundedResend => &[
                 "seed article: for side-effect-free reads start with at most two retries, 200 ms initial exponential backoff plus jitter",
@@ -168,6 +213,8 @@ pub struct CaseDef {
     pub oauth: bool,
     /// A case of `judge --replay`: what the capture says the call's exchanges were.
     pub captured: Option<Captured>,
+    /// What repeating the tool does (`no_unsafe_resend` reads it).
+    pub safety: ToolSafety,
 }
 
 /// The scenario name of `judge --replay` cases.
@@ -223,6 +270,7 @@ pub fn all() -> Vec<CaseDef> {
         retry_after_ms: 0,
         oauth: false,
         captured: None,
+        safety: ToolSafety::kitchen(tool),
     };
     // Most cases: the scenario's own id, its run_configured_test_scenario tool, one message.
     let scenario = |id, params: Value, checks| case(id, id, params, run, msg.clone(), checks);
@@ -237,7 +285,7 @@ pub fn all() -> Vec<CaseDef> {
             json!({ "rules": { "tools/call": 503 } }),
             "increment_counter",
             json!({ "by": 1 }),
-            &[NoUnsafeResend],
+            &[],
         ),
         case(
             "http_503.read_counter",
@@ -261,6 +309,24 @@ pub fn all() -> Vec<CaseDef> {
         scenario("sse.cut_before_response", json!({}), &[ReissueNewId]),
         scenario("sse.cut_mid_event", json!({}), &[ReissueNewId]),
         scenario("sse.priming_then_close", json!({}), &[ResumeGet]),
+        // Every call runs and then loses its answer: a resend of increment_counter adds again,
+        // unless the server honours the client's idempotency key (the second case).
+        case(
+            "sse_cut.increment_counter",
+            "chaos.mix",
+            cut_after_execution("ignore"),
+            "increment_counter",
+            json!({ "by": 1 }),
+            &[],
+        ),
+        case(
+            "sse_cut.increment_counter.keys_honoured",
+            "chaos.mix",
+            cut_after_execution("honour"),
+            "increment_counter",
+            json!({ "by": 1 }),
+            &[],
+        ),
         // Only tools/call counts, so the 404 lands on the call whatever a client sends first
         // (notifications/initialized, tools/list, logging/setLevel); one session expires, so a
         // client that re-initializes can finish its call.
@@ -287,6 +353,12 @@ pub fn all() -> Vec<CaseDef> {
     ]
 }
 
+/// `chaos.mix` cutting the answer of every `tools/call` after the tool ran (other methods
+/// pass), with idempotency keys `honour`ed or `ignore`d.
+fn cut_after_execution(keys: &str) -> Value {
+    json!({ "seed": 5, "rates": { "sse_cut": 1.0 }, "methods": ["tools/call"], "idempotencyKeys": keys })
+}
+
 /// An `auth.oauth_flow` case: `auth.<fault>` meets the kitchen's authorization server
 /// misbehaving as `fault` says. The kitchen approves every authorization at once by
 /// redirecting, so a client that follows the redirect needs no person; one that does no OAuth
@@ -303,5 +375,6 @@ fn oauth_case(id: &'static str, checks: &'static [CheckKind]) -> CaseDef {
         retry_after_ms: 0,
         oauth: true,
         captured: None,
+        safety: ToolSafety::default(),
     }
 }

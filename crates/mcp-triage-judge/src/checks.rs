@@ -9,7 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use mcp_triage_kitchen::journal::{Issued, JournalEntry, ReplayServed, RetryFields};
+use mcp_triage_core::Outcome;
+use mcp_triage_kitchen::journal::{Answer, Issued, JournalEntry, ReplayServed, RetryFields};
 use mcp_triage_kitchen::protocol::Era;
 use mcp_triage_report::{Check, Status};
 use serde::Serialize;
@@ -88,6 +89,12 @@ struct Evidence<'a> {
     issued: Option<&'a Issued>,
     #[serde(skip_serializing_if = "Option::is_none")]
     replay: Option<&'a ReplayServed>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    executed: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deduplicated: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answer: Option<&'a Answer>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     headers: BTreeMap<&'a str, &'a str>,
 }
@@ -120,6 +127,9 @@ pub fn journal_line(e: &JournalEntry) -> String {
         retry: e.retry.as_ref(),
         issued: e.issued.as_ref(),
         replay: e.replay.as_ref(),
+        executed: e.executed,
+        deduplicated: e.deduplicated,
+        answer: e.answer.as_ref(),
         headers,
     };
     // Through a `Value`: its map sorts the keys.
@@ -148,7 +158,81 @@ fn served_seq(e: &JournalEntry) -> Option<u64> {
     }
 }
 
+/// The least wait before a resend after a transport failure (the seed article's initial
+/// backoff).
+pub const MIN_BACKOFF_MS: u64 = 200;
+
 impl Ctx<'_> {
+    /// What the client was given for `e`: the kitchen's reading of its own answer, or, in a
+    /// replay, the classifier's verdict of the captured line served.
+    fn outcome_of(&self, e: &JournalEntry) -> Option<Outcome> {
+        if let Some(a) = &e.answer {
+            return Some(a.outcome);
+        }
+        let captured = self.case.captured.as_ref()?;
+        captured.verdict(served_seq(e)?).map(|v| v.outcome)
+    }
+
+    /// Whether the tool may have run for the attempt `e` although its answer was not a result
+    /// the client could use. Live, the journal knows (`executed`); in a replay no tool runs,
+    /// so an answer that broke off (or never came) counts as one that may have run.
+    fn may_have_run(&self, e: &JournalEntry) -> bool {
+        let outcome = self.outcome_of(e);
+        if matches!(
+            outcome,
+            Some(Outcome::ToolSuccess | Outcome::InputRequired | Outcome::TaskCreated)
+        ) {
+            return false;
+        }
+        match e.executed {
+            Some(ran) => ran,
+            None => matches!(
+                outcome,
+                None | Some(
+                    Outcome::StreamIncomplete
+                        | Outcome::ConnectionError
+                        | Outcome::Timeout
+                        | Outcome::MissingResponse
+                )
+            ),
+        }
+    }
+
+    /// Whether the attempt `e` ran the tool (again): not when the kitchen says it did not,
+    /// nor when an honoured idempotency key answered it from the stored result.
+    fn ran(&self, e: &JournalEntry) -> bool {
+        e.executed != Some(false) && e.deduplicated != Some(true)
+    }
+
+    /// Whether `e` failed on the transport in a way a resend answers (5xx, a cut or dropped
+    /// answer), as opposed to a 429 (Retry-After), a 401/403 (authorization) or a 404 in a
+    /// session (expiry), which other checks grade.
+    fn transport_failure(&self, e: &JournalEntry) -> bool {
+        let status = e.answer.as_ref().and_then(|a| a.status).or(e.status);
+        if matches!(status, Some(429 | 401 | 403)) || is_expiry(e) {
+            return false;
+        }
+        match self.outcome_of(e) {
+            Some(o) => o.layer() == mcp_triage_core::Layer::Transport,
+            None => e.status.is_none_or(|s| s >= 500),
+        }
+    }
+
+    /// When the answer to `e` ended: the answer's own stamp, else when the request arrived.
+    fn answered_at(&self, e: &JournalEntry) -> u64 {
+        e.answer.as_ref().map_or(e.received_ms, |a| a.ended_ms)
+    }
+
+    /// The last answer the kitchen gave for the case's call: its tools/call entries and the
+    /// resumptions of their streams, latest last.
+    fn last_answer(&self) -> Option<(&JournalEntry, &Answer)> {
+        self.entries
+            .iter()
+            .filter(|e| is_call(e, &self.case.tool) || e.http_method == "GET")
+            .filter_map(|e| e.answer.as_ref().map(|a| (e, a)))
+            .next_back()
+    }
+
     fn calls(&self) -> Vec<&JournalEntry> {
         self.entries
             .iter()
@@ -215,6 +299,7 @@ fn vacuous_without_outcome(k: CheckKind, cx: &Ctx<'_>) -> bool {
     match k {
         CheckKind::InTime => true,
         CheckKind::NoUnsafeResend
+        | CheckKind::Backoff
         | CheckKind::BoundedResend
         | CheckKind::RetryAfter
         | CheckKind::NoAutoResend
@@ -228,6 +313,7 @@ pub fn grade(kind: CheckKind, cx: &Ctx<'_>) -> Check {
     match kind {
         CheckKind::ToolCalled => tool_called(cx),
         CheckKind::NoUnsafeResend => no_unsafe_resend(cx),
+        CheckKind::Backoff => backoff(cx),
         CheckKind::BoundedResend => bounded_resend(cx),
         CheckKind::RetryAfter => retry_after(cx),
         CheckKind::NoAutoResend => no_auto_resend(cx),
@@ -571,6 +657,7 @@ fn tool_called(cx: &Ctx<'_>) -> Check {
     cx.fail(k, m, &seen)
 }
 
+/// The idempotency key a request carried (params, `_meta` or header), for messages.
 fn idempotency_key(e: &JournalEntry) -> Option<String> {
     e.retry
         .as_ref()
@@ -581,34 +668,107 @@ fn idempotency_key(e: &JournalEntry) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// Graded by effect: a resend fails when the attempt before it may have run the tool and
+/// the resend ran it again, for a tool whose annotations do not say that is harmless. A resend
+/// after a 503 that never ran, or one an honoured idempotency key answered from the stored
+/// result, added nothing and passes; a keyed resend to a server that ignores keys ran twice
+/// and fails.
 fn no_unsafe_resend(cx: &Ctx<'_>) -> Check {
     let k = CheckKind::NoUnsafeResend;
     let calls = cx.calls();
-    let Some(first) = calls.first() else {
-        return cx.skip(k, "no tools/call: nothing to resend");
-    };
-    if first.status != Some(503) {
-        return cx.skip(k, "the first tools/call did not get the injected 503");
+    let tool = &cx.case.tool;
+    match calls.len() {
+        0 => return cx.skip(k, "no tools/call: nothing to resend"),
+        1 => return cx.pass(k, "sent once"),
+        _ => {}
     }
-    let key = idempotency_key(first);
-    for again in &calls[1..] {
-        if key.is_none() || idempotency_key(again) != key {
+    if cx.case.safety.repeatable() {
+        return cx.pass(
+            k,
+            format!(
+                "{tool} is annotated read-only or idempotent: {} sends, no further effect",
+                calls.len()
+            ),
+        );
+    }
+    let mut harmless = 0;
+    for pair in calls.windows(2) {
+        let (before, again) = (pair[0], pair[1]);
+        if !cx.may_have_run(before) {
+            continue;
+        }
+        if !cx.ran(again) {
+            harmless += 1;
+            continue;
+        }
+        let outcome = cx
+            .outcome_of(before)
+            .map_or("no answer".to_string(), |o| o.as_str().to_string());
+        let keyed = match idempotency_key(again) {
+            Some(key) => {
+                format!(" (it carried idempotency key {key:?}, which this server does not honour)")
+            }
+            None => String::new(),
+        };
+        return cx.fail(
+            k,
+            format!(
+                "{tool} (neither read-only nor idempotent) was resent after an attempt that may have run ({outcome}), and the resend ran it again{keyed}"
+            ),
+            &[before, again],
+        );
+    }
+    cx.pass(
+        k,
+        if harmless > 0 {
+            format!(
+                "{} sends; {harmless} resend(s) after an attempt that may have run were answered from the stored result (idempotency key honoured)",
+                calls.len()
+            )
+        } else {
+            format!(
+                "{} sends, none after an attempt that ran: no duplicate effect",
+                calls.len()
+            )
+        },
+    )
+}
+
+/// A resend after a transport failure waits at least [`MIN_BACKOFF_MS`] after the failed
+/// answer ended: a burst of resends is what turns a server's overload into an outage.
+fn backoff(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::Backoff;
+    let calls = cx.calls();
+    let mut resends = 0;
+    let mut shortest = u64::MAX;
+    for pair in calls.windows(2) {
+        let (before, again) = (pair[0], pair[1]);
+        if !cx.transport_failure(before) {
+            continue;
+        }
+        resends += 1;
+        let gap = received(again).saturating_sub(cx.answered_at(before));
+        if gap < MIN_BACKOFF_MS {
+            let what = cx
+                .outcome_of(before)
+                .map_or("failed".to_string(), |o| o.as_str().to_string());
             return cx.fail(
                 k,
                 format!(
-                    "{} resent after 503 without the same idempotency key ({} calls)",
-                    cx.case.tool,
-                    calls.len()
+                    "resent {gap} ms after a {what} answer ended (at least {MIN_BACKOFF_MS} ms)"
                 ),
-                &[first, again],
+                &[before, again],
             );
         }
+        shortest = shortest.min(gap);
     }
-    if calls.len() == 1 {
-        cx.pass(k, "sent once; the 503 was not retried")
-    } else {
-        cx.pass(k, "resent only with the same idempotency key")
+    if resends == 0 {
+        return cx.skip(k, "no resend after a transport failure");
     }
+    cx.pass(
+        k,
+        format!("{resends} resend(s), the soonest {shortest} ms after the failure"),
+    )
 }
 
 fn bounded_resend(cx: &Ctx<'_>) -> Check {
@@ -671,31 +831,30 @@ fn retry_after(cx: &Ctx<'_>) -> Check {
     cx.pass(k, format!("retried after {gap} ms"))
 }
 
+/// No resend after an answer that was an answer: a tool error or a JSON-RPC error. Each
+/// send is judged by the answer the send before it got, so a resend after a 503 that then
+/// meets the error is not counted against the client.
 fn no_auto_resend(cx: &Ctx<'_>) -> Check {
     let k = CheckKind::NoAutoResend;
     let calls = cx.calls();
-    match calls.as_slice() {
-        [] => cx.skip(k, "no tools/call"),
-        [_] => cx.pass(k, "sent once"),
-        [first, second, ..] => cx.fail(
+    if calls.is_empty() {
+        return cx.skip(k, "no tools/call");
+    }
+    for pair in calls.windows(2) {
+        let what = match cx.outcome_of(pair[0]) {
+            Some(Outcome::ToolError) => "tool error (isError)",
+            Some(Outcome::JsonrpcError) => "JSON-RPC error",
+            _ => continue,
+        };
+        return cx.fail(
             k,
-            format!(
-                "tools/call sent {} times after a {} answer",
-                calls.len(),
-                if cx.case.scenario == "errors.tool_error"
-                    || cx
-                        .case
-                        .captured
-                        .as_ref()
-                        .is_some_and(|c| c.has(mcp_triage_core::Outcome::ToolError))
-                {
-                    "tool error (isError)"
-                } else {
-                    "JSON-RPC error"
-                }
-            ),
-            &[first, second],
-        ),
+            format!("tools/call sent again after a {what} answer"),
+            &[pair[0], pair[1]],
+        );
+    }
+    match calls.len() {
+        1 => cx.pass(k, "sent once"),
+        n => cx.pass(k, format!("sent {n} times, never after an error answer")),
     }
 }
 
@@ -929,6 +1088,93 @@ const RUNTIME_GAVE_UP: &[(i32, &str, &str)] = &[(
     "Node exit 13, unsettled top-level await: the event loop emptied while the call was pending",
 )];
 
+/// Words that name a failure in a client's output (matched as whole words, case-folded).
+const FAILURE_WORDS: &[&str] = &[
+    "error",
+    "errors",
+    "fail",
+    "failed",
+    "fails",
+    "failure",
+    "incomplete",
+    "cut",
+    "closed",
+    "lost",
+    "timeout",
+    "unavailable",
+    "refused",
+    "denied",
+    "cancelled",
+    "canceled",
+    "aborted",
+    "exception",
+    "invalid",
+    "iserror",
+    "unauthorized",
+    "forbidden",
+];
+
+/// Whether the output names the failure `a` was: a failure word, the outcome's name, the
+/// HTTP status, the JSON-RPC code, or (a tool error) the start of the tool's own text.
+pub fn names_failure(output: &str, a: &Answer) -> bool {
+    let lower = output.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let has = |w: &str| words.iter().any(|x| x.trim_matches('-') == w);
+    let status = a.status.filter(|s| !(200..300).contains(s));
+    let tool_text = a
+        .detail
+        .as_deref()
+        .and_then(|d| d.strip_prefix("the tool reported an error: "))
+        .map(|t| t.chars().take(30).collect::<String>().to_lowercase());
+    FAILURE_WORDS.iter().any(|w| has(w))
+        || has(&a.outcome.as_str().to_lowercase())
+        || status.is_some_and(|s| has(&s.to_string()))
+        || a.code
+            .is_some_and(|c| has(&c.to_string()) || has(&c.abs().to_string()))
+        || tool_text.is_some_and(|t| !t.is_empty() && lower.contains(&t))
+}
+
+/// Exit 0 is a claim of success. It holds when the client says something and the last answer
+/// it was given for the call was the tool's result; after any other answer the output must
+/// name the failure (docs/judge/README.md, "The client contract").
+fn exit_zero(cx: &Ctx<'_>, lines: &[&str], fail: impl Fn(String) -> Check) -> Check {
+    let k = CheckKind::ReportedOutcome;
+    if lines.is_empty() {
+        return fail(
+            "exit 0 without a word: a client states its outcome (a call dropped unawaited ends like this too)"
+                .into(),
+        );
+    }
+    let Some((e, a)) = cx.last_answer() else {
+        return cx.pass(k, "exit 0");
+    };
+    if a.is_tool_result() || names_failure(cx.output, a) {
+        return cx.pass(k, format!("exit 0 after {}", a.outcome.as_str()));
+    }
+    let mut evidence = vec![journal_line(e)];
+    evidence.extend(
+        lines
+            .iter()
+            .rev()
+            .take(3)
+            .rev()
+            .map(|l| format!("client: {l}")),
+    );
+    cx.check(
+        k,
+        Status::Fail,
+        format!(
+            "exit 0, but the last answer the call got was {}{}: not a tool result, and the output does not name the failure",
+            a.outcome.as_str(),
+            a.status.map_or(String::new(), |s| format!(" (status {s})"))
+        ),
+    )
+    .with_evidence(evidence)
+}
+
 fn reported_outcome(cx: &Ctx<'_>) -> Check {
     let k = CheckKind::ReportedOutcome;
     if cx.timed_out {
@@ -949,7 +1195,7 @@ fn reported_outcome(cx: &Ctx<'_>) -> Check {
         return fail("ended by a signal, without an outcome".into());
     };
     if code == 0 {
-        return cx.pass(k, "exit 0");
+        return exit_zero(cx, &lines, fail);
     }
     let lower = cx.output.to_lowercase();
     if let Some((_, _, why)) = RUNTIME_GAVE_UP
@@ -1005,28 +1251,156 @@ mod tests {
         )
     }
 
+    /// A tools/call entry as the kitchen journals it: `executed`, and the answer it was given
+    /// (ending `ended` ms after the epoch of the test).
+    fn answered(t: u64, id: u64, tool: &str, outcome: &str, status: u16, executed: bool) -> Value {
+        let mut e = call(t, id, tool, status);
+        e["executed"] = json!(executed);
+        e["answer"] = json!({"outcome": outcome, "status": status, "endedMs": t + 5});
+        e
+    }
+
+    /// Issue 21 item 2: no_unsafe_resend is graded by effect.
     #[test]
-    fn destructive_resend_after_503_fails_with_both_lines() {
-        let c = case("http_503.increment_counter");
-        let once = [call(0, 1, "increment_counter", 503)];
+    fn unsafe_resend_is_graded_by_what_ran() {
+        let c = case("sse_cut.increment_counter");
+        let tool = "increment_counter";
+        let cut = |t, id| answered(t, id, tool, "STREAM_INCOMPLETE", 200, true);
         assert_eq!(
-            run(CheckKind::NoUnsafeResend, &c, &once).status,
+            run(CheckKind::NoUnsafeResend, &c, &[cut(0, 1)]).status,
             Status::Pass
         );
-        let twice = [once[0].clone(), call(300, 2, "increment_counter", 503)];
-        let r = run(CheckKind::NoUnsafeResend, &c, &twice);
-        assert_eq!(r.status, Status::Fail);
+        // Ran, lost its answer, resent and ran again: a second increment.
+        let r = run(CheckKind::NoUnsafeResend, &c, &[cut(0, 1), cut(300, 2)]);
+        assert_eq!(r.status, Status::Fail, "{r:?}");
         assert_eq!(r.evidence.len(), 2);
         assert!(r.evidence[1].contains("\"id\":2"));
-        // The same idempotency key on both makes the resend safe.
-        let mut keyed = twice.clone();
+        // A key the server ignores changes nothing, and the message says so.
+        let mut keyed = [cut(0, 1), cut(300, 2)];
         for e in &mut keyed {
             e["retry"] = json!({"idempotencyKey": "k"});
         }
+        let r = run(CheckKind::NoUnsafeResend, &c, &keyed);
+        assert_eq!(r.status, Status::Fail);
+        assert!(r.message.contains("does not honour"), "{}", r.message);
+        // A key the server honours: the repeat was answered from the stored result.
+        keyed[1]["executed"] = json!(false);
+        keyed[1]["deduplicated"] = json!(true);
+        keyed[1]["answer"]["outcome"] = json!("TOOL_SUCCESS");
         assert_eq!(
             run(CheckKind::NoUnsafeResend, &c, &keyed).status,
             Status::Pass
         );
+        // A 503 that never ran: a resend adds nothing.
+        let c = case("http_503.increment_counter");
+        let refused = |t, id| answered(t, id, tool, "HTTP_ERROR", 503, false);
+        let r = run(
+            CheckKind::NoUnsafeResend,
+            &c,
+            &[refused(0, 1), refused(300, 2)],
+        );
+        assert_eq!(r.status, Status::Pass, "{r:?}");
+        // A read-only tool may be resent whatever ran.
+        let c = case("http_503.read_counter");
+        let cut = |t, id| answered(t, id, "read_counter", "STREAM_INCOMPLETE", 200, true);
+        assert_eq!(
+            run(CheckKind::NoUnsafeResend, &c, &[cut(0, 1), cut(300, 2)]).status,
+            Status::Pass
+        );
+    }
+
+    /// Issue 21 item 2: resends after a transport failure wait; a burst fails.
+    #[test]
+    fn resends_after_a_transport_failure_back_off() {
+        let c = case("sse.cut_before_response");
+        let tool = "run_configured_test_scenario";
+        let cut = |t, id| answered(t, id, tool, "STREAM_INCOMPLETE", 200, true);
+        let r = run(CheckKind::Backoff, &c, &[cut(0, 1), cut(10, 2), cut(20, 3)]);
+        assert_eq!(r.status, Status::Fail, "{r:?}");
+        assert!(r.message.contains("5 ms"), "{}", r.message);
+        // Measured from the end of the failed answer, not from when it was sent.
+        let slow = answered(0, 1, tool, "STREAM_INCOMPLETE", 200, true);
+        let mut slow_end = slow.clone();
+        slow_end["answer"]["endedMs"] = json!(2000);
+        let r = run(CheckKind::Backoff, &c, &[slow_end, cut(2100, 2)]);
+        assert_eq!(r.status, Status::Fail, "{r:?}");
+        let r = run(CheckKind::Backoff, &c, &[slow, cut(400, 2)]);
+        assert_eq!(r.status, Status::Pass, "{r:?}");
+        // A 429 is Retry-After's business; a tool error is not a transport failure.
+        let limited = answered(0, 1, tool, "HTTP_ERROR", 429, false);
+        let ok = answered(10, 2, tool, "TOOL_SUCCESS", 200, true);
+        assert_eq!(
+            run(CheckKind::Backoff, &c, &[limited, ok.clone()]).status,
+            Status::Skip
+        );
+        let err = answered(0, 1, tool, "TOOL_ERROR", 200, true);
+        assert_eq!(run(CheckKind::Backoff, &c, &[err, ok]).status, Status::Skip);
+    }
+
+    /// Issue 21 item 5: each send is judged by the answer the send before it got.
+    #[test]
+    fn no_auto_resend_reads_the_answer_before_each_send() {
+        let c = case("errors.jsonrpc_error");
+        let tool = "run_configured_test_scenario";
+        let refused = answered(0, 1, tool, "HTTP_ERROR", 503, false);
+        let error = answered(300, 2, tool, "JSONRPC_ERROR", 200, false);
+        let r = run(CheckKind::NoAutoResend, &c, &[refused, error.clone()]);
+        assert_eq!(
+            r.status,
+            Status::Pass,
+            "the error came after the resend: {r:?}"
+        );
+        let again = answered(600, 3, tool, "TOOL_SUCCESS", 200, true);
+        let r = run(CheckKind::NoAutoResend, &c, &[error, again]);
+        assert_eq!(r.status, Status::Fail);
+        assert!(r.message.contains("JSON-RPC error"), "{}", r.message);
+    }
+
+    /// Issue 21 item 1: exit 0 is held against the last answer the call got.
+    #[test]
+    fn a_claim_of_success_is_held_against_the_journal() {
+        let c = case("sse.cut_before_response");
+        let tool = "run_configured_test_scenario";
+        let cut = typed(&[answered(0, 1, tool, "STREAM_INCOMPLETE", 200, true)]);
+        let judge = |exit, output| grade(CheckKind::ReportedOutcome, &ctx(&c, &cut, exit, output));
+        let r = judge(Some(0), "result: ok\n");
+        assert_eq!(r.status, Status::Fail, "the liar: {r:?}");
+        assert!(r.message.contains("STREAM_INCOMPLETE"), "{}", r.message);
+        assert!(r.evidence[0].contains("\"answer\""), "{:?}", r.evidence);
+        for named in [
+            "error: the stream was cut",
+            "STREAM_INCOMPLETE",
+            "call failed",
+        ] {
+            assert_eq!(judge(Some(0), named).status, Status::Pass, "{named}");
+        }
+        assert_eq!(judge(Some(1), "stream ended early").status, Status::Pass);
+        // Words inside other words do not count: "executed" is no "cut".
+        assert_eq!(judge(Some(0), "executed fine").status, Status::Fail);
+        // The HTTP status or the JSON-RPC code name a failure too.
+        let refused = typed(&[answered(0, 1, tool, "HTTP_ERROR", 503, false)]);
+        let r = grade(
+            CheckKind::ReportedOutcome,
+            &ctx(&c, &refused, Some(0), "got 503"),
+        );
+        assert_eq!(r.status, Status::Pass);
+        let ok = typed(&[answered(0, 1, tool, "TOOL_SUCCESS", 200, true)]);
+        let r = grade(
+            CheckKind::ReportedOutcome,
+            &ctx(&c, &ok, Some(0), "result: ok"),
+        );
+        assert_eq!(r.status, Status::Pass);
+        // A tool error is named by the tool's own text.
+        let mut e = answered(0, 1, tool, "TOOL_ERROR", 200, true);
+        e["answer"]["detail"] = json!("the tool reported an error: Tool-side failure");
+        let e = typed(&[e]);
+        let r = grade(
+            CheckKind::ReportedOutcome,
+            &ctx(&c, &e, Some(0), "Tool-side failure"),
+        );
+        assert_eq!(r.status, Status::Pass);
+        let r = grade(CheckKind::ReportedOutcome, &ctx(&c, &e, Some(0), "done"));
+        assert_eq!(r.status, Status::Fail);
     }
 
     #[test]
@@ -1198,16 +1572,31 @@ mod tests {
             k.message
         );
         assert!(k.evidence.iter().any(|e| e.contains("callTool")));
-        for (exit, output) in [(Some(0), ""), (Some(1), "error: McpError -32603 boom\n")] {
+        for (exit, output) in [
+            (Some(0), "tool error: Tool-side failure\n"),
+            (Some(1), "error: McpError -32603 boom\n"),
+        ] {
             let g = grade_all(&kinds, &ctx(&c, &typed(&once), exit, output));
             assert!(
                 g.iter().all(|k| k.status == Status::Pass),
                 "{exit:?}: {g:?}"
             );
         }
+        // Issue 21 item 1: exit 0 without a word is no outcome either (a call dropped
+        // unawaited, `main().then()`, ends so).
+        let g = grade_all(&kinds, &ctx(&c, &typed(&once), Some(0), ""));
+        assert_eq!(status(&g, "reported_outcome"), Status::Fail, "{g:?}");
+        assert_eq!(status(&g, "no_auto_resend"), Status::Skip);
         // A resend is still a resend, outcome or not.
         let twice = [
-            once[0].clone(),
+            answered(
+                0,
+                1,
+                "run_configured_test_scenario",
+                "TOOL_ERROR",
+                200,
+                true,
+            ),
             call(5, 2, "run_configured_test_scenario", 200),
         ];
         let g = grade_all(&kinds, &ctx(&c, &typed(&twice), Some(1), ""));

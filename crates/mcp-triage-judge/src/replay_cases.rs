@@ -17,7 +17,7 @@ use mcp_triage_core::{CallContext, Outcome, RequestId};
 use mcp_triage_kitchen::replay::{response_message, Capture, ReplayKey};
 use serde_json::json;
 
-use crate::cases::{Captured, CapturedVerdict, CaseDef, CheckKind, REPLAY_SCENARIO};
+use crate::cases::{Captured, CapturedVerdict, CaseDef, CheckKind, ToolSafety, REPLAY_SCENARIO};
 
 /// The cases of a capture, and a sentence for every captured call that cannot become one.
 pub fn cases(capture: &Capture) -> (Vec<CaseDef>, Vec<String>) {
@@ -80,14 +80,17 @@ pub fn cases(capture: &Capture) -> (Vec<CaseDef>, Vec<String>) {
             skipped.push(why);
             continue;
         }
-        let read_only = tools
+        // The captured tools/list says what repeating the tool does: a read-only or
+        // idempotent tool may be resent (bounded), any other must not run twice.
+        let safety = tools
             .iter()
             .find(|t| t["name"] == **tool)
-            .is_some_and(|t| t["annotations"]["readOnlyHint"] == true);
+            .map(ToolSafety::of)
+            .unwrap_or_default();
         let asked_input = lines
             .iter()
             .any(|&i| asks_for_input(&capture.exchanges[i].body));
-        let (checks, retry_after_ms) = checks_for(&captured, read_only, asked_input);
+        let (checks, retry_after_ms) = checks_for(&captured, safety.repeatable(), asked_input);
         out.push(CaseDef {
             id: Cow::Owned(format!("seq{}.{tool}", first.seq)),
             scenario: Cow::Borrowed(REPLAY_SCENARIO),
@@ -105,6 +108,7 @@ pub fn cases(capture: &Capture) -> (Vec<CaseDef>, Vec<String>) {
             retry_after_ms,
             oauth: false,
             captured: Some(captured),
+            safety,
         });
     }
     (out, skipped)
@@ -133,7 +137,7 @@ fn tool_text(body: &[u8]) -> Option<String> {
 }
 
 /// The generic checks the captured verdicts call for, and the Retry-After (ms) of a 429.
-fn checks_for(captured: &Captured, read_only: bool, asked_input: bool) -> (Vec<CheckKind>, u64) {
+fn checks_for(captured: &Captured, repeatable: bool, asked_input: bool) -> (Vec<CheckKind>, u64) {
     let status = |s: u16| {
         captured.lines.iter().any(|(_, v)| {
             v.outcome == Outcome::HttpError && v.text.contains(&format!("status={s}"))
@@ -141,12 +145,8 @@ fn checks_for(captured: &Captured, read_only: bool, asked_input: bool) -> (Vec<C
     };
     let mut checks = Vec::new();
     let mut retry_after_ms = 0;
-    if status(503) {
-        checks.push(if read_only {
-            CheckKind::BoundedResend
-        } else {
-            CheckKind::NoUnsafeResend
-        });
+    if status(503) && repeatable {
+        checks.push(CheckKind::BoundedResend);
     }
     if status(429) {
         checks.push(CheckKind::RetryAfter);
@@ -218,13 +218,11 @@ mod tests {
         let c = &found[0];
         assert_eq!(c.id, "seq1.t");
         assert_eq!(c.arguments, json!({"a": 1}));
+        // no_unsafe_resend is every case's (checks_of); a 503 adds bounded_resend only for a
+        // tool the captured tools/list calls read-only or idempotent.
         assert_eq!(
             &*c.checks,
-            &[
-                CheckKind::NoUnsafeResend,
-                CheckKind::NoAutoResend,
-                CheckKind::CapturedOutcome
-            ]
+            &[CheckKind::NoAutoResend, CheckKind::CapturedOutcome]
         );
         let captured = c.captured.as_ref().unwrap();
         assert_eq!(captured.verdict(2).unwrap().outcome, Outcome::ToolError);

@@ -148,6 +148,14 @@ pub enum JudgeError {
     Report(String),
 }
 
+/// What `--client` without `{url}` is told: the command gets the case's URL only from the
+/// environment, and a client that reads neither talks to some other server (or none).
+fn no_url_warning(cmd: &str) -> String {
+    format!(
+        "judge: warning: --client {cmd:?} has no {{url}}; each case's URL reaches it only as $MCP_TRIAGE_URL"
+    )
+}
+
 /// Single-quote for `sh`.
 fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
@@ -180,6 +188,13 @@ fn selected(options: &JudgeOptions, all: Vec<CaseDef>) -> Result<Vec<CaseDef>, J
 pub fn checks_of(c: &CaseDef) -> Vec<CheckKind> {
     let mut v = vec![CheckKind::ToolCalled];
     v.extend_from_slice(&c.checks);
+    // Every case can be met by a resend: graded by its effect and its spacing wherever one
+    // happens (n/a where none does).
+    for k in [CheckKind::NoUnsafeResend, CheckKind::Backoff] {
+        if !v.contains(&k) {
+            v.push(k);
+        }
+    }
     v.extend([
         CheckKind::Headers2026,
         CheckKind::InTime,
@@ -351,6 +366,9 @@ pub fn run(options: &JudgeOptions) -> Result<bool, JudgeError> {
         return Ok(true);
     }
     let cmd = options.client.clone().ok_or(JudgeError::NoClient)?;
+    if !cmd.contains("{url}") {
+        eprintln!("{}", no_url_warning(&cmd));
+    }
     for (id, _) in &options.expect_output {
         if !cases.iter().any(|c| c.id == **id) {
             return Err(JudgeError::ExpectUnknownCase(id.clone()));
@@ -418,6 +436,10 @@ async fn judge(
     let mut out = Vec::new();
     let mut protocols = Vec::new();
     for (i, case) in cases.iter().enumerate() {
+        if !options.quiet {
+            // When it starts, so a long case shows what is running.
+            eprintln!("judge [{}/{}] {} …", i + 1, cases.len(), case.id);
+        }
         let at = CaseRun {
             options,
             cmd,
@@ -542,11 +564,15 @@ impl CaseRun<'_> {
             r.shutdown().await;
         }
         let (run, entries) = (run?, entries?);
-        if let Some(why) = startup_failure(&run) {
-            return Err(JudgeError::ClientStartup {
-                why,
-                case: case.id.to_string(),
-            });
+        // `sh` says 127/126 when the command is not there; a client that ran and then
+        // exited 127 itself (its requests are in the journal) is graded like any other exit.
+        if entries.is_empty() {
+            if let Some(why) = startup_failure(&run) {
+                return Err(JudgeError::ClientStartup {
+                    why,
+                    case: case.id.to_string(),
+                });
+            }
         }
         let printed = format!("{}\n{}", run.stdout, run.stderr);
         let oauth = case
@@ -570,10 +596,14 @@ impl CaseRun<'_> {
         {
             graded.push(output_mentions(&printed, text));
         }
+        let protocol = checks::negotiated_version(&entries).unwrap_or_else(|| "-".into());
+        let mut case = self.case_report(&run, &entries, graded);
+        case.properties
+            .push(("protocol".to_string(), protocol.clone()));
         Ok(Graded {
-            protocol: checks::negotiated_version(&entries).unwrap_or_else(|| "-".into()),
+            protocol,
             elapsed: run.elapsed,
-            case: self.case_report(&run, &entries, graded),
+            case,
         })
     }
 
@@ -600,6 +630,7 @@ impl CaseRun<'_> {
     /// the client printed.
     fn case_report(&self, run: &Run, entries: &[JournalEntry], checks: Vec<Check>) -> Case {
         Case {
+            properties: Vec::new(),
             name: self.case.id.to_string(),
             journal: entries
                 .iter()
@@ -751,6 +782,15 @@ mod tests {
                 .instance(&c.scenario, &c.params, Some("t"))
                 .unwrap_or_else(|e| panic!("{}: {e}", c.id));
         }
+    }
+
+    #[test]
+    fn a_client_without_url_is_warned() {
+        let w = no_url_warning("node c.mjs");
+        assert!(
+            w.contains("has no {url}") && w.contains("$MCP_TRIAGE_URL"),
+            "{w}"
+        );
     }
 
     #[test]

@@ -121,12 +121,16 @@ pub struct Answer {
     /// The classifier's sentence on what was wrong (for a tool error, the tool's own text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// When the answer ended (its last byte went out, or the connection broke), Unix ms: a
+    /// resend's backoff is measured from here, not from when the failed attempt was sent.
+    pub ended_ms: u64,
 }
 
 impl Answer {
-    /// The answer the classifier's verdict describes.
+    /// The answer the classifier's verdict describes, ended now.
     pub fn of(v: &Verdict) -> Answer {
         Answer {
+            ended_ms: now_ms(),
             outcome: v.outcome,
             status: v.status,
             code: v.code,
@@ -138,6 +142,7 @@ impl Answer {
     /// A connection dropped before any response head was sent.
     pub fn no_response() -> Answer {
         Answer {
+            ended_ms: now_ms(),
             outcome: Outcome::ConnectionError,
             status: None,
             code: None,
@@ -606,6 +611,7 @@ mod tests {
                 code: None,
                 message: None,
                 detail: Some("the tool reported an error: boom".into()),
+                ended_ms: 1_767_322_245_010,
             }),
             deduplicated: None,
             replay: None,

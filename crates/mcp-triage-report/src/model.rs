@@ -100,6 +100,9 @@ pub struct Case {
     /// reader can see what a verdict was based on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub journal: Vec<serde_json::Value>,
+    /// Key/value facts of this case (`judge`: the protocol version the client negotiated).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub properties: Vec<(String, String)>,
 }
 
 /// A named group of cases (e.g. one judged client).

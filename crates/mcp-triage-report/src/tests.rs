@@ -13,6 +13,7 @@ fn sample() -> Report {
             properties: vec![("kitchen".into(), "http://127.0.0.1:1/".into())],
             cases: vec![
                 Case {
+                    properties: Vec::new(),
                     name: "errors.tool_error".into(),
                     duration_ms: Some(700),
                     output: "tool said <no> & \"stop\"".into(),
@@ -32,6 +33,7 @@ fn sample() -> Report {
                     journal: vec![],
                 },
                 Case {
+                    properties: Vec::new(),
                     name: "baseline".into(),
                     duration_ms: None,
                     output: String::new(),
@@ -89,6 +91,7 @@ fn counts_and_verdict() {
 #[test]
 fn matrix_columns_keep_each_case_order() {
     let case = |names: &[&str]| Case {
+        properties: Vec::new(),
         name: "c".into(),
         checks: names
             .iter()

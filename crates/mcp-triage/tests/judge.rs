@@ -48,8 +48,13 @@ fn bad_client_fails_every_resend_check_with_evidence() {
             .clone()
     };
     for (case, name) in [
-        ("http_503.increment_counter", "no_unsafe_resend"),
+        // The 503s never ran the tool, so the burst adds nothing: it fails by its spacing.
+        ("http_503.increment_counter", "backoff"),
         ("http_503.read_counter", "bounded_resend"),
+        ("http_503.read_counter", "backoff"),
+        ("sse_cut.increment_counter", "no_unsafe_resend"),
+        ("sse_cut.increment_counter", "backoff"),
+        ("sse.cut_before_response", "backoff"),
         ("errors.rate_limited", "retry_after"),
         ("errors.tool_error", "no_auto_resend"),
         ("errors.jsonrpc_error", "no_auto_resend"),
@@ -76,7 +81,8 @@ fn bad_client_fails_every_resend_check_with_evidence() {
     for c in cases {
         let name = c["name"].as_str().unwrap();
         assert_eq!(check(name, "tool_called")["status"], "pass", "{name}");
-        assert_eq!(check(name, "in_time")["status"], "pass", "{name}");
+        // n/a where it also claimed success it did not get (reported_outcome fails there).
+        assert_ne!(check(name, "in_time")["status"], "fail", "{name}");
         assert_eq!(
             check(name, "headers_2026")["status"],
             "n/a",
@@ -90,9 +96,14 @@ fn bad_client_fails_every_resend_check_with_evidence() {
     assert_eq!(check("elicitation.approval", "mrtr_retry")["status"], "n/a");
     // It says what came back and exits 0: an outcome, reported.
     assert_eq!(check("baseline", "reported_outcome")["status"], "pass");
+    // By effect: the 503'd increments never ran, so resending them added nothing.
+    assert_eq!(
+        check("http_503.increment_counter", "no_unsafe_resend")["status"],
+        "pass"
+    );
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains(
-        r#"<testcase name="no_unsafe_resend" classname="bad-client.http_503.increment_counter""#
+        r#"<testcase name="no_unsafe_resend" classname="bad-client.sse_cut.increment_counter""#
     ));
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -157,6 +168,116 @@ fn silent_exit_fails_reported_outcome() {
             "{case}"
         );
     }
+}
+
+/// `judge` with `client` on `cases`, quietly: the exit code and `(case, check, status)`.
+fn judge_cases(client: &str, cases: &[&str]) -> (Option<i32>, Vec<(String, String, String)>) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-triage"));
+    cmd.arg("judge").args(["--client", client]);
+    for c in cases {
+        cmd.args(["--scenario", c]);
+    }
+    let out = cmd
+        .args(["--timeout", "20", "--report", "json:-", "--quiet"])
+        .output()
+        .expect("run mcp-triage judge");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let json = &stdout[stdout.find("\n{").expect("JSON report after the matrix") + 1..];
+    let report: Value = serde_json::from_str(json).unwrap();
+    // Issue 21 item 8: every case says which protocol the client negotiated.
+    for c in report["suites"][0]["cases"].as_array().unwrap() {
+        assert_eq!(c["properties"][0][0], "protocol", "{c}");
+    }
+    (out.status.code(), statuses(&report))
+}
+
+fn status_of(all: &[(String, String, String)], case: &str, check: &str) -> String {
+    all.iter()
+        .find(|(c, k, _)| c == case && k == check)
+        .unwrap_or_else(|| panic!("{case} / {check}: {all:?}"))
+        .2
+        .clone()
+}
+
+/// Issue 21 item 1: a client that claims success ("result: ok", exit 0) after an answer that
+/// was not a tool result fails `reported_outcome`; after a result it passes. One that exits 0
+/// without a word (a call dropped unawaited) fails too.
+#[test]
+fn a_liar_and_a_silent_success_fail_reported_outcome() {
+    let script = repo().join("interop/judge/bad-client.py");
+    let liar = format!("python3 '{}' {{url}} --liar", script.display());
+    let failing = [
+        "http_503.read_counter",
+        "errors.rate_limited",
+        "errors.jsonrpc_error",
+        "errors.tool_error",
+        "sse.cut_before_response",
+        "sse.cut_mid_event",
+    ];
+    let mut cases = failing.to_vec();
+    cases.push("baseline");
+    let (code, all) = judge_cases(&liar, &cases);
+    assert_eq!(code, Some(1));
+    for case in failing {
+        assert_eq!(status_of(&all, case, "reported_outcome"), "fail", "{case}");
+    }
+    assert_eq!(status_of(&all, "baseline", "reported_outcome"), "pass");
+
+    let silent = format!("python3 '{}' {{url}} --silent-exit 0", script.display());
+    let (code, all) = judge_cases(&silent, &["baseline"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(status_of(&all, "baseline", "reported_outcome"), "fail");
+    assert_eq!(status_of(&all, "baseline", "in_time"), "n/a");
+}
+
+/// Issue 21 items 2 and 3: a client resending a call that runs and loses its answer, with an
+/// idempotency key, is safe where the kitchen honours the key (the repeat is answered from the
+/// stored result, journaled `deduplicated`) and fails where it ignores it (the tool ran again).
+#[test]
+fn keyed_resends_are_graded_by_what_ran() {
+    let script = repo().join("interop/judge/bad-client.py");
+    let keyed = format!("python3 '{}' {{url}} --keyed", script.display());
+    let (_, all) = judge_cases(
+        &keyed,
+        &[
+            "sse_cut.increment_counter",
+            "sse_cut.increment_counter.keys_honoured",
+        ],
+    );
+    assert_eq!(
+        status_of(&all, "sse_cut.increment_counter", "no_unsafe_resend"),
+        "fail"
+    );
+    assert_eq!(
+        status_of(
+            &all,
+            "sse_cut.increment_counter.keys_honoured",
+            "no_unsafe_resend"
+        ),
+        "pass"
+    );
+    for case in [
+        "sse_cut.increment_counter",
+        "sse_cut.increment_counter.keys_honoured",
+    ] {
+        assert_eq!(
+            status_of(&all, case, "backoff"),
+            "pass",
+            "{case}: 300 ms apart"
+        );
+    }
+}
+
+/// Issue 21 item 4: a client that ran (its requests reached the kitchen) and then exited 127
+/// is graded, not reported as one that could not start.
+#[test]
+fn exit_127_after_the_client_ran_is_graded() {
+    let script = repo().join("interop/judge/bad-client.py");
+    let client = format!("python3 '{}' {{url}} --silent-exit 127", script.display());
+    let (code, all) = judge_cases(&client, &["baseline"]);
+    assert_eq!(code, Some(1), "graded (reported_outcome fails), not exit 2");
+    assert_eq!(status_of(&all, "baseline", "tool_called"), "pass");
+    assert_eq!(status_of(&all, "baseline", "reported_outcome"), "fail");
 }
 
 /// Issue 16 item 1: a client command that cannot start is the run's startup error (exit 2),

@@ -214,6 +214,7 @@ fn report(results: &[RowResult]) -> Report {
                 Status::Fail
             };
             Case {
+                properties: Vec::new(),
                 name: format!("{} [{}]", row_name(r), r.row.era.as_str()),
                 checks: vec![Check::new("outcome", status, message)
                     .with_evidence(evidence)

@@ -411,6 +411,7 @@ fn probe_report(p: &Value) -> Report {
             )
         };
         cases.push(Case {
+            properties: Vec::new(),
             name: format!("era {era}"),
             checks: vec![check],
             ..Case::default()
@@ -418,6 +419,7 @@ fn probe_report(p: &Value) -> Report {
     }
     for (cap, v) in p["capabilities"].as_object().into_iter().flatten() {
         cases.push(Case {
+            properties: Vec::new(),
             name: format!("capability {cap}"),
             checks: vec![
                 Check::new("declared", Status::Pass, "declared by the server")
@@ -428,6 +430,7 @@ fn probe_report(p: &Value) -> Report {
     }
     if let Some(e) = p["toolsError"].as_str() {
         cases.push(Case {
+            properties: Vec::new(),
             name: "tools/list".into(),
             checks: vec![Check::new("listed", Status::Fail, e)],
             ..Case::default()
@@ -467,6 +470,7 @@ fn probe_report(p: &Value) -> Report {
             ));
         }
         cases.push(Case {
+            properties: Vec::new(),
             name: format!("tool {}", t["name"].as_str().unwrap_or("")),
             checks,
             ..Case::default()
@@ -481,6 +485,7 @@ fn probe_report(p: &Value) -> Report {
             _ => (Status::Pass, detail.to_string()),
         };
         cases.push(Case {
+            properties: Vec::new(),
             name: format!("check {}", c["check"].as_str().unwrap_or("")),
             checks: vec![Check::new("behaviour", status, message).with_references([
                 "spec: server/tools (Error Handling), basic/transports (Session Management)",

@@ -231,6 +231,7 @@ pub fn summarise(records: &[Value], source: &str) -> Report {
             "seed article: writes must not be repeated because of a 503 without an idempotency key",
         ]);
         cases.push(Case {
+            properties: Vec::new(),
             name: t.clone(),
             checks: vec![check],
             ..Case::default()
