@@ -32,7 +32,6 @@ pub fn cases(capture: &Capture) -> (Vec<CaseDef>, Vec<String>) {
             None => keys.push((&x.key, vec![i])),
         }
     }
-    let tools = capture.tools();
     let now = SystemTime::now();
     let mut out = Vec::new();
     let mut skipped = Vec::new();
@@ -40,6 +39,7 @@ pub fn cases(capture: &Capture) -> (Vec<CaseDef>, Vec<String>) {
         let ReplayKey::Rpc {
             tool: Some(tool),
             arguments_hash,
+            path,
             ..
         } = key
         else {
@@ -82,7 +82,8 @@ pub fn cases(capture: &Capture) -> (Vec<CaseDef>, Vec<String>) {
         }
         // The captured tools/list says what repeating the tool does: a read-only or
         // idempotent tool may be resent (bounded), any other must not run twice.
-        let safety = tools
+        let safety = capture
+            .tools_at(path.as_deref())
             .iter()
             .find(|t| t["name"] == **tool)
             .map(ToolSafety::of)
@@ -97,6 +98,8 @@ pub fn cases(capture: &Capture) -> (Vec<CaseDef>, Vec<String>) {
             params: json!({
                 "seqs": lines.iter().map(|&i| capture.exchanges[i].seq).collect::<Vec<u64>>(),
                 "argumentsHash": arguments_hash,
+                // Where the client is sent: the endpoint this call was captured on.
+                "path": path.clone().unwrap_or_else(|| capture.mcp_path()),
             }),
             tool: Cow::Owned(tool.clone()),
             arguments: if arguments.is_null() {

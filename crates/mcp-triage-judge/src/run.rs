@@ -548,7 +548,13 @@ impl CaseRun<'_> {
             Some(c) => Some(replay_kitchen(c, options).await?),
         };
         let url = match (&replayed, capture) {
-            (Some(r), Some(c)) => format!("{}{}", r.base_url(), c.mcp_path()),
+            (Some(r), Some(c)) => format!(
+                "{}{}",
+                r.base_url(),
+                case.params["path"]
+                    .as_str()
+                    .map_or_else(|| c.mcp_path(), str::to_owned)
+            ),
             _ => format!(
                 "{}?instance={}&params={}",
                 handle.scenario_url(&case.scenario),

@@ -193,6 +193,10 @@ pub enum ReplayKey {
         tool: Option<String>,
         /// `sha256:<hex>` of the canonical JSON of a `tools/call`'s arguments.
         arguments_hash: Option<String>,
+        /// The endpoint's path without the query, so a gateway's capture of several servers
+        /// replays each on its own path; `None` for a line captured without `request.path`
+        /// (it answers on any path).
+        path: Option<String>,
     },
     /// Anything else: a GET stream, a batch, a non-MCP path.
     Http {
@@ -212,13 +216,65 @@ impl ReplayKey {
                 method,
                 tool,
                 arguments_hash: Some(_),
+                path,
             } => Some(ReplayKey::Rpc {
                 method: method.clone(),
                 tool: tool.clone(),
                 arguments_hash: None,
+                path: path.clone(),
             }),
             _ => None,
         }
+    }
+
+    /// The key without its path, for an Rpc key that has one: what a line captured without
+    /// `request.path` is keyed by.
+    fn on_any_path(&self) -> Option<ReplayKey> {
+        match self {
+            ReplayKey::Rpc {
+                method,
+                tool,
+                arguments_hash,
+                path: Some(_),
+            } => Some(ReplayKey::Rpc {
+                method: method.clone(),
+                tool: tool.clone(),
+                arguments_hash: arguments_hash.clone(),
+                path: None,
+            }),
+            _ => None,
+        }
+    }
+
+    /// This key for a request on `path` (an Rpc key's path; other keys have theirs).
+    pub fn at_path(self, at: &str) -> ReplayKey {
+        match self {
+            ReplayKey::Rpc {
+                method,
+                tool,
+                arguments_hash,
+                ..
+            } => ReplayKey::Rpc {
+                method,
+                tool,
+                arguments_hash,
+                path: Some(path_only(at)),
+            },
+            other => other,
+        }
+    }
+
+    /// The keys a request's key may have been captured under, most specific first: as it is,
+    /// without its path, by tool only, by tool only without its path.
+    fn candidates(&self) -> Vec<ReplayKey> {
+        let mut out = vec![self.clone()];
+        out.extend(self.on_any_path());
+        if let Some(t) = self.by_tool_only() {
+            let any = t.on_any_path();
+            out.push(t);
+            out.extend(any);
+        }
+        out
     }
 }
 
@@ -229,6 +285,7 @@ impl std::fmt::Display for ReplayKey {
                 method,
                 tool,
                 arguments_hash,
+                path,
             } => {
                 f.write_str(method)?;
                 if let Some(t) = tool {
@@ -236,6 +293,9 @@ impl std::fmt::Display for ReplayKey {
                 }
                 if let Some(h) = arguments_hash {
                     write!(f, " {h}")?;
+                }
+                if let Some(p) = path {
+                    write!(f, " on {p}")?;
                 }
                 Ok(())
             }
@@ -352,6 +412,7 @@ pub fn rpc_key(msg: &Value) -> Option<ReplayKey> {
         method,
         tool,
         arguments_hash,
+        path: None,
     })
 }
 
@@ -438,12 +499,22 @@ impl Capture {
     /// The tools the capture shows: the last captured `tools/list` result's tools, else one
     /// entry (name, an open object schema) per tool called.
     pub fn tools(&self) -> Vec<Value> {
-        for x in self.exchanges.iter().rev() {
-            if matches!(&x.key, ReplayKey::Rpc { method, .. } if method == "tools/list") {
-                if let Some(msg) = response_message(&x.body) {
-                    if let Some(t) = msg["result"]["tools"].as_array() {
-                        return t.clone();
-                    }
+        self.tools_at(None)
+    }
+
+    /// [`Capture::tools`] of the endpoint at `path`: its own last `tools/list` (a gateway's
+    /// capture holds several servers, each with its tools), else any endpoint's.
+    pub fn tools_at(&self, path: Option<&str>) -> Vec<Value> {
+        let on_path = |x: &&CapturedExchange| path.is_none() || x.path.as_deref() == path;
+        let lists = || {
+            self.exchanges.iter().rev().filter(
+                |x| matches!(&x.key, ReplayKey::Rpc { method, .. } if method == "tools/list"),
+            )
+        };
+        for x in lists().filter(on_path).chain(lists()) {
+            if let Some(msg) = response_message(&x.body) {
+                if let Some(t) = msg["result"]["tools"].as_array() {
+                    return t.clone();
                 }
             }
         }
@@ -636,6 +707,10 @@ fn parse_line(
                 method: method.clone(),
                 tool,
                 arguments_hash,
+                path: request
+                    .and_then(|r| r.get("path"))
+                    .and_then(Value::as_str)
+                    .map(path_only),
             }
         }
         Some(_) => return Err("\"method\" is not a string".into()),
@@ -813,10 +888,10 @@ impl Replay {
     /// A `tools/call` whose arguments match no line falls back to the lines of its tool that
     /// were captured with `--capture-hash-arguments` (keyed without arguments).
     fn next(&self, key: &ReplayKey) -> Option<(&CapturedExchange, usize, usize, bool)> {
-        let (key, lines) = match self.index.get_key_value(key) {
-            Some(found) => found,
-            None => self.index.get_key_value(&key.by_tool_only()?)?,
-        };
+        let (key, lines) = key
+            .candidates()
+            .iter()
+            .find_map(|k| self.index.get_key_value(k))?;
         let mut asked = self.asked.lock().expect("replay lock");
         let n = asked.entry(key.clone()).or_insert(0);
         *n += 1;
@@ -980,10 +1055,14 @@ fn answer(
     } else {
         None
     };
-    let key = msg.as_ref().and_then(rpc_key).unwrap_or(ReplayKey::Http {
-        method: http_method.to_string(),
-        path: path.to_string(),
-    });
+    let key = msg
+        .as_ref()
+        .and_then(rpc_key)
+        .map(|k| k.at_path(path))
+        .unwrap_or(ReplayKey::Http {
+            method: http_method.to_string(),
+            path: path.to_string(),
+        });
     let request_id = msg.as_ref().and_then(|m| m.get("id")).cloned();
     if let Some(m) = &msg {
         entry.method = m["method"].as_str().map(str::to_owned);
@@ -1605,5 +1684,34 @@ mod tests {
             .next(&rpc_key(&json!({"method": "ping"})).unwrap())
             .is_none());
         assert!(Replay::new(r.capture.clone(), ReplayOptions { speed: 0.0 }).is_err());
+    }
+
+    /// Issue 21 item 5: a gateway's capture of several servers replays each on its own path;
+    /// a line captured without a path answers on any.
+    #[test]
+    fn the_endpoint_path_is_part_of_the_key() {
+        let cap = Capture::parse(
+            br#"{"seq":1,"status":503,"method":"tools/call","tool":"t","request":{"method":"POST","path":"/a/mcp?x=1"},"body":""}
+{"seq":2,"status":200,"method":"tools/call","tool":"t","request":{"method":"POST","path":"/b/mcp"},"body":"b"}
+{"seq":3,"status":202,"method":"ping","body":""}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            cap.exchanges[0].key.to_string().rsplit(' ').next(),
+            Some("/a/mcp")
+        );
+        let r = Replay::new(cap, ReplayOptions::default()).unwrap();
+        let call = |p: &str| {
+            rpc_key(&json!({"method": "tools/call", "params": {"name": "t"}}))
+                .unwrap()
+                .at_path(p)
+        };
+        assert_eq!(r.next(&call("/b/mcp")).unwrap().0.seq, 2);
+        assert_eq!(r.next(&call("/a/mcp")).unwrap().0.seq, 1);
+        assert!(r.next(&call("/c/mcp")).is_none(), "no line of another path");
+        let ping = rpc_key(&json!({"method": "ping"}))
+            .unwrap()
+            .at_path("/z/mcp");
+        assert_eq!(r.next(&ping).unwrap().0.seq, 3);
     }
 }
