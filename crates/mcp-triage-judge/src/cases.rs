@@ -327,6 +327,17 @@ pub fn all() -> Vec<CaseDef> {
             json!({ "by": 1 }),
             &[],
         ),
+        // The tool the client is asked for is renamed / removed when its timeline starts
+        // (legacy: at initialize; 2026-07-28: its first request), before it can call it: the
+        // call meets -32602 "Unknown tool", which must end in a stated failure, not a resend.
+        scenario_tool_changed(
+            "catalog.mutation.renamed",
+            json!({ "action": "rename", "toolName": run, "newName": "run_configured_test_scenario_v2", "afterMs": 0 }),
+        ),
+        scenario_tool_changed(
+            "catalog.mutation.removed",
+            json!({ "action": "remove", "toolName": run, "afterMs": 0 }),
+        ),
         // Only tools/call counts, so the 404 lands on the call whatever a client sends first
         // (notifications/initialized, tools/list, logging/setLevel); one session expires, so a
         // client that re-initializes can finish its call.
@@ -351,6 +362,22 @@ pub fn all() -> Vec<CaseDef> {
         oauth_case("auth.missing_pkce", &[GivesUp]),
         oauth_case("auth.metadata_404", &[GivesUp]),
     ]
+}
+
+/// A `catalog.mutation` case whose one `mutation` takes the scenario tool away.
+fn scenario_tool_changed(id: &'static str, mutation: Value) -> CaseDef {
+    CaseDef {
+        id: Cow::Borrowed(id),
+        scenario: Cow::Borrowed("catalog.mutation"),
+        params: json!({ "mutations": [mutation] }),
+        tool: Cow::Borrowed("run_configured_test_scenario"),
+        arguments: json!({ "message": "from mcp-triage judge" }),
+        checks: Cow::Borrowed(&[CheckKind::NoAutoResend]),
+        retry_after_ms: 0,
+        oauth: false,
+        captured: None,
+        safety: ToolSafety::default(),
+    }
 }
 
 /// `chaos.mix` cutting the answer of every `tools/call` after the tool ran (other methods

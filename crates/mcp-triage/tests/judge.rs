@@ -58,6 +58,9 @@ fn bad_client_fails_every_resend_check_with_evidence() {
         ("errors.rate_limited", "retry_after"),
         ("errors.tool_error", "no_auto_resend"),
         ("errors.jsonrpc_error", "no_auto_resend"),
+        // Issue 21 item 6: a tool gone from the list is an answer, not a reason to resend.
+        ("catalog.mutation.renamed", "no_auto_resend"),
+        ("catalog.mutation.removed", "no_auto_resend"),
         ("sse.cut_before_response", "reissue_new_id"),
         ("sse.cut_mid_event", "reissue_new_id"),
         ("sse.priming_then_close", "resume_get"),
@@ -213,6 +216,7 @@ fn a_liar_and_a_silent_success_fail_reported_outcome() {
         "errors.tool_error",
         "sse.cut_before_response",
         "sse.cut_mid_event",
+        "catalog.mutation.removed",
     ];
     let mut cases = failing.to_vec();
     cases.push("baseline");
