@@ -20,6 +20,13 @@ that grades resends, each with its journal line (crates/mcp-triage/tests/judge.r
         result comes back, resends it with the same key twice more, 300 ms apart: safe only
         where the server honours the key, so it must fail `no_unsafe_resend` in
         `sse_cut.increment_counter` and pass it in `sse_cut.increment_counter.keys_honoured`.
+    python3 bad-client.py URL --task-tight
+        speaks 2026-07-28 with the tasks extension declared: creates the task and polls
+        tasks/get in a tight loop (no wait) until it ends: must fail `poll_pace` in the
+        `tasks.*` cases.
+    python3 bad-client.py URL --task-resend
+        as --task-tight, but sends the creating tools/call a second time, then polls
+        politely: must fail `no_create_resend`.
     python3 bad-client.py URL --oauth-loop
         authorizes (RFC 9728 discovery, registration, PKCE, following the kitchen's
         auto-approving redirect), then resends every request refused with 401 eight more
@@ -131,6 +138,71 @@ def oauth_token(wrong_resource):
 
 
 TOKEN = oauth_token(OAUTH_MODE == "--oauth-wrong-resource") if OAUTH_MODE else None
+
+TASKS = "io.modelcontextprotocol/tasks"
+
+
+def modern(rid, method, params, name=None):
+    """One 2026-07-28 request (no session; `_meta` and headers as the era asks), declaring
+    the tasks extension; (status, parsed JSON-RPC message or None)."""
+    params = dict(params)
+    params["_meta"] = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "bad-client", "version": "0"},
+    }
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": method,
+    }
+    if name:
+        headers["Mcp-Name"] = name
+    body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode()
+    req = urllib.request.Request(URL, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            text = r.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as e:
+        return e.code, None
+    for line in text.splitlines():
+        if line.startswith("data:"):
+            text = line[5:]
+    try:
+        return 200, json.loads(text)
+    except ValueError:
+        return 200, None
+
+
+def run_task(resend):
+    """Create the task, maybe create it again, poll until it ends; exit 0 on a result."""
+    import time
+    call = {"name": TOOL, "arguments": ARGS}
+    _, msg = modern(1, "tools/call", call, TOOL)
+    task = (msg or {}).get("result", {})
+    if task.get("resultType") != "task":
+        print(f"no task: {msg}")
+        sys.exit(1)
+    if resend:
+        modern(2, "tools/call", call, TOOL)
+    rid = 10
+    while True:
+        if resend:
+            time.sleep(0.3)
+        rid += 1
+        _, msg = modern(rid, "tasks/get", {"taskId": task["taskId"]}, task["taskId"])
+        state = (msg or {}).get("result", {})
+        if "error" in (msg or {}) or state.get("status") not in ("working", "input_required"):
+            print(f"task ended: {msg}")
+            sys.exit(0 if state.get("status") == "completed" else 1)
+        if rid > 2000:
+            print("task still working after 2000 polls")
+            sys.exit(1)
+
+
+if MODE in ("--task-tight", "--task-resend"):
+    run_task(MODE == "--task-resend")
 
 
 def send(body, session=None):

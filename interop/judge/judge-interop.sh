@@ -103,7 +103,8 @@ base=next(c for c in cases if c["name"] == "baseline")
 assert base["output"].startswith("exit: 0\n"), "baseline did not succeed:\n" + base["output"]' "$out/$1.json"
   "$judge_python" -c '
 import json,sys; r=json.load(open(sys.argv[1])); n=len(r["suites"][0]["cases"])
-assert n == 17, f"{n} cases"' "$out/$1.json"
+want=int(sys.argv[2])
+assert n == want, f"{n} cases, judge --list has {want}"' "$out/$1.json" "$("$bin" judge --list | wc -l)"
   if [ "$record" = 1 ]; then
     mkdir -p docs/judge
     {
@@ -138,11 +139,13 @@ judge_one openai-agents "OpenAI Agents SDK openai-agents $agents_v" "$judge_pyth
 # while this binary has no `call` command.
 if [ "${JUDGE_CALL:-strict}" != skip ] && "$bin" call --help >/dev/null 2>&1; then
   echo "== judge: mcp-triage call" >&2
-  answer='elicitation/create={"action":"accept","content":{"reason":"approved by the judge run"}}'
+  answer='elicitation/create={"action":"accept","content":{"reason":"approved by the judge run","confirm":true}}'
   # OAuth on: the auth.* cases need it (the kitchen's authorization server approves by
   # redirect, which --authorize follow follows); the other cases never see a 401. No token
   # cache, so each case authorizes afresh.
-  call_cmd="$bin call {url} \"\$MCP_TRIAGE_TOOL\" --args \"\$MCP_TRIAGE_ARGS\" --oauth --authorize follow --no-token-store --answer '$answer'"
+  # --task: the tasks.* cases are followed as tasks (a tool without task support runs as
+  # before); the answer also confirms confirm_delete's input inside its task.
+  call_cmd="$bin call {url} \"\$MCP_TRIAGE_TOOL\" --args \"\$MCP_TRIAGE_ARGS\" --oauth --authorize follow --no-token-store --task --answer '$answer'"
   set +e
   "$bin" judge --name "mcp-triage call" --timeout "$timeout_s" --report "junit:$out/call.xml" \
     --client "$call_cmd" >"$out/call.txt"

@@ -49,6 +49,14 @@ pub enum CheckKind {
     GivesUp,
     /// `judge --replay`: the client ends as the captured line it was last served says.
     CapturedOutcome,
+    /// Tasks: `tasks/get` no faster than the `pollInterval` the kitchen asked for.
+    PollPace,
+    /// Tasks: no `tasks/get` after the task reached a terminal state.
+    StopsAtTerminal,
+    /// Tasks: the `tools/call` that created a task is not sent again.
+    NoCreateResend,
+    /// Tasks: a task left unfinished is cancelled with `tasks/cancel`.
+    CancelsAbandoned,
 }
 
 /// What repeating the case's tool does, by its annotations (the kitchen's catalogue, or the
@@ -109,6 +117,10 @@ impl CheckKind {
             CheckKind::TokenAudience => "token_audience",
             CheckKind::GivesUp => "gives_up",
             CheckKind::CapturedOutcome => "captured_outcome",
+            CheckKind::PollPace => "poll_pace",
+            CheckKind::StopsAtTerminal => "stops_at_terminal",
+            CheckKind::NoCreateResend => "no_create_resend",
+            CheckKind::CancelsAbandoned => "cancels_abandoned",
         }
     }
 
@@ -181,6 +193,19 @@ impl CheckKind {
             CheckKind::GivesUp => &[
                 "spec 2025-11-25 basic/authorization §Authorization Code Protection: if code_challenge_methods_supported is absent the client MUST refuse to proceed",
                 "RFC 9728 §3 / RFC 8414 §3: without the metadata there is no authorization server to ask; the client ends with a stated failure (non-zero exit, a message), not a loop or silence",
+            ],
+            CheckKind::PollPace => &[
+                "tasks extension (SEP-2663): the task's pollInterval is the server's suggestion for how often to poll tasks/get; a client polls no faster",
+                "judge: consecutive tasks/get of one task at least 80% of the kitchen's pollInterval apart (250 ms asked, 200 ms accepted: timer slack)",
+            ],
+            CheckKind::StopsAtTerminal => &[
+                "tasks extension (SEP-2663): completed, failed and cancelled are terminal; a terminal task does not change again, so polling on is load without news",
+            ],
+            CheckKind::NoCreateResend => &[
+                "tasks extension (SEP-2663): the result of a task-augmented call is the task; its outcome is read with tasks/get, and a second tools/call starts a second task (the tool runs twice)",
+            ],
+            CheckKind::CancelsAbandoned => &[
+                "tasks extension (SEP-2663): tasks/cancel asks the server to stop a task; a client that stops waiting (its deadline, the user) cancels, so the work does not run on for nobody",
             ],
             CheckKind::CapturedOutcome => &[
                 "issue 14: a failure captured in production and replayed gives the client what the server gave it then; the classifier's verdict of the captured line says whether the call succeeded",
@@ -338,6 +363,27 @@ pub fn all() -> Vec<CaseDef> {
             "catalog.mutation.removed",
             json!({ "action": "remove", "toolName": run, "afterMs": 0 }),
         ),
+        // Tasks (2026-07-28 tasks extension, on every instance's fixture tools): a client
+        // that declares the extension gets a task and must follow it to its end; one that does
+        // not runs slow_compute synchronously or meets -32021 for the task-only tools.
+        task_case(
+            "tasks.completed",
+            "slow_compute",
+            json!({ "seconds": 1, "label": "judge" }),
+        ),
+        task_case("tasks.tool_error", "failing_job", json!({})),
+        task_case("tasks.failed", "protocol_error_job", json!({})),
+        task_case(
+            "tasks.input",
+            "confirm_delete",
+            json!({ "filename": "judge.txt" }),
+        ),
+        // Still working when its 1.5 s lifetime ends: tasks/get then answers -32602 (expired).
+        task_case(
+            "tasks.expired",
+            "slow_compute",
+            json!({ "seconds": 5, "label": "judge", "ttlMs": 1500 }),
+        ),
         // Only tools/call counts, so the 404 lands on the call whatever a client sends first
         // (notifications/initialized, tools/list, logging/setLevel); one session expires, so a
         // client that re-initializes can finish its call.
@@ -362,6 +408,30 @@ pub fn all() -> Vec<CaseDef> {
         oauth_case("auth.missing_pkce", &[GivesUp]),
         oauth_case("auth.metadata_404", &[GivesUp]),
     ]
+}
+
+/// The checks of a task case.
+const TASK_CHECKS: &[CheckKind] = &[
+    CheckKind::NoCreateResend,
+    CheckKind::PollPace,
+    CheckKind::StopsAtTerminal,
+    CheckKind::CancelsAbandoned,
+];
+
+/// A task case: the `baseline` scenario (its fixture tools), calling `tool`.
+fn task_case(id: &'static str, tool: &'static str, arguments: Value) -> CaseDef {
+    CaseDef {
+        id: Cow::Borrowed(id),
+        scenario: Cow::Borrowed("baseline"),
+        params: json!({}),
+        tool: Cow::Borrowed(tool),
+        arguments,
+        checks: Cow::Borrowed(TASK_CHECKS),
+        retry_after_ms: 0,
+        oauth: false,
+        captured: None,
+        safety: ToolSafety::default(),
+    }
 }
 
 /// A `catalog.mutation` case whose one `mutation` takes the scenario tool away.

@@ -141,13 +141,13 @@ pub fn journal_line(e: &JournalEntry) -> String {
 fn header<'a>(e: &'a JournalEntry, k: &str) -> Option<&'a str> {
     e.headers.get(k).map(String::as_str)
 }
-fn received(e: &JournalEntry) -> u64 {
+pub(crate) fn received(e: &JournalEntry) -> u64 {
     e.received_ms
 }
-fn method(e: &JournalEntry) -> Option<&str> {
+pub(crate) fn method(e: &JournalEntry) -> Option<&str> {
     e.method.as_deref()
 }
-fn is_call(e: &JournalEntry, tool: &str) -> bool {
+pub(crate) fn is_call(e: &JournalEntry, tool: &str) -> bool {
     method(e) == Some("tools/call") && e.tool.as_deref() == Some(tool)
 }
 /// The `seq` of the captured line a replay served, if one was.
@@ -219,7 +219,7 @@ impl Ctx<'_> {
     }
 
     /// When the answer to `e` ended: the answer's own stamp, else when the request arrived.
-    fn answered_at(&self, e: &JournalEntry) -> u64 {
+    pub(crate) fn answered_at(&self, e: &JournalEntry) -> u64 {
         e.answer.as_ref().map_or(e.received_ms, |a| a.ended_ms)
     }
 
@@ -228,27 +228,41 @@ impl Ctx<'_> {
     fn last_answer(&self) -> Option<(&JournalEntry, &Answer)> {
         self.entries
             .iter()
-            .filter(|e| is_call(e, &self.case.tool) || e.http_method == "GET")
+            .filter(|e| {
+                is_call(e, &self.case.tool)
+                    || e.http_method == "GET"
+                    || matches!(method(e), Some("tasks/get" | "tasks/result"))
+            })
             .filter_map(|e| e.answer.as_ref().map(|a| (e, a)))
             .next_back()
     }
 
-    fn calls(&self) -> Vec<&JournalEntry> {
+    pub(crate) fn calls(&self) -> Vec<&JournalEntry> {
         self.entries
             .iter()
             .filter(|e| is_call(e, &self.case.tool))
             .collect()
     }
-    fn check(&self, kind: CheckKind, status: Status, message: impl Into<String>) -> Check {
+    pub(crate) fn check(
+        &self,
+        kind: CheckKind,
+        status: Status,
+        message: impl Into<String>,
+    ) -> Check {
         Check::new(kind.name(), status, message).with_references(kind.references().iter().copied())
     }
-    fn pass(&self, kind: CheckKind, m: impl Into<String>) -> Check {
+    pub(crate) fn pass(&self, kind: CheckKind, m: impl Into<String>) -> Check {
         self.check(kind, Status::Pass, m)
     }
-    fn skip(&self, kind: CheckKind, m: impl Into<String>) -> Check {
+    pub(crate) fn skip(&self, kind: CheckKind, m: impl Into<String>) -> Check {
         self.check(kind, Status::Skip, m)
     }
-    fn fail(&self, kind: CheckKind, m: impl Into<String>, ev: &[&JournalEntry]) -> Check {
+    pub(crate) fn fail(
+        &self,
+        kind: CheckKind,
+        m: impl Into<String>,
+        ev: &[&JournalEntry],
+    ) -> Check {
         self.check(kind, Status::Fail, m)
             .with_evidence(ev.iter().map(|e| journal_line(e)))
     }
@@ -330,6 +344,10 @@ pub fn grade(kind: CheckKind, cx: &Ctx<'_>) -> Check {
         CheckKind::TokenAudience => token_audience(cx),
         CheckKind::GivesUp => gives_up(cx),
         CheckKind::CapturedOutcome => captured_outcome(cx),
+        CheckKind::PollPace => crate::task_checks::poll_pace(cx),
+        CheckKind::StopsAtTerminal => crate::task_checks::stops_at_terminal(cx),
+        CheckKind::NoCreateResend => crate::task_checks::no_create_resend(cx),
+        CheckKind::CancelsAbandoned => crate::task_checks::cancels_abandoned(cx),
     }
 }
 

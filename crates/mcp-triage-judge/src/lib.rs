@@ -17,7 +17,7 @@
 //!
 //! - [`cases`]: which scenario (and parameters) each case runs, which tool it asks for, which
 //!   checks grade it; [`replay_cases`]: the cases of a capture file (`judge --replay`).
-//! - [`checks`]: the graders.
+//! - [`checks`]: the graders (the tasks extension's in `task_checks`).
 //! - [`run`]: the runner behind `mcp-triage judge` (the binary only parses its arguments into
 //!   [`JudgeOptions`]).
 //! - [`plan`]: the same kitchen scenarios from the other side — what mcp-triage's own client
@@ -30,5 +30,6 @@ pub mod checks;
 pub mod plan;
 pub mod replay_cases;
 pub mod run;
+mod task_checks;
 
 pub use run::{checks_of, run, JudgeError, JudgeOptions, Judged};

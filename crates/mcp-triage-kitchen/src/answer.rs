@@ -17,7 +17,9 @@ use axum::body::Body;
 use axum::http::{header, Response};
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
-use mcp_triage_core::{CallContext, Interruption, RequestId, ResponseClassifier, ResponseHead};
+use mcp_triage_core::{
+    CallContext, Interruption, RequestId, RequestKind, ResponseClassifier, ResponseHead,
+};
 use serde_json::Value;
 
 use crate::journal::Answer;
@@ -26,6 +28,12 @@ use crate::journal::Answer;
 /// JSON-RPC id, so its answer is read as that request's.
 #[derive(Clone, Debug)]
 pub struct ResumedRequest(pub Value);
+
+/// Whether the answer to a request of `method` is journaled: a `tools/call`, and the task
+/// requests whose answers carry a call's outcome (`tasks/get`, `tasks/result`).
+pub fn is_answered(method: Option<&str>) -> bool {
+    matches!(method, Some("tools/call" | "tasks/get" | "tasks/result"))
+}
 
 /// The request id a response is read against, when it is one a client could match.
 pub fn request_id(id: &Value) -> Option<RequestId> {
@@ -91,9 +99,14 @@ impl StreamWatch {
 /// Read `resp` as the answer to request `expected`. A body whose size is known (JSON, an
 /// empty error) is in memory already and is read whole; anything else is wrapped so that each
 /// chunk is read on its way out.
-pub async fn observe(resp: Response<Body>, expected: RequestId) -> (Response<Body>, Observed) {
+pub async fn observe(
+    resp: Response<Body>,
+    expected: RequestId,
+    kind: RequestKind,
+) -> (Response<Body>, Observed) {
     let head = head_of(&resp);
-    let ctx = CallContext::new(expected);
+    // A tasks/get answer is a task's state, judged by the task rules (working, failed, …).
+    let ctx = CallContext::new(expected).with_request_kind(kind);
     let (parts, body) = resp.into_parts();
     if axum::body::HttpBody::size_hint(&body).exact().is_some() {
         // Whole: already in memory, so collecting it costs a copy, not a wait.
@@ -205,7 +218,7 @@ mod tests {
         let mut r = Response::new(Body::from(body));
         r.headers_mut()
             .insert(header::CONTENT_TYPE, "application/json".parse().unwrap());
-        let (r, seen) = observe(r, RequestId::Number(3)).await;
+        let (r, seen) = observe(r, RequestId::Number(3), RequestKind::ToolCall).await;
         let Observed::Whole(a) = seen else {
             panic!("a JSON body is whole")
         };
@@ -217,7 +230,7 @@ mod tests {
     #[tokio::test]
     async fn a_stream_is_answered_when_it_ends() {
         let body = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[],\"isError\":true}}\n\n";
-        let (r, seen) = observe(sse(body), RequestId::Number(1)).await;
+        let (r, seen) = observe(sse(body), RequestId::Number(1), RequestKind::ToolCall).await;
         let Observed::Streaming(watch) = seen else {
             panic!("an SSE body streams")
         };
@@ -235,7 +248,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_stream_dropped_before_its_response_is_incomplete() {
-        let (r, seen) = observe(sse(": keepalive\n\n"), RequestId::String("a".into())).await;
+        let (r, seen) = observe(
+            sse(": keepalive\n\n"),
+            RequestId::String("a".into()),
+            RequestKind::ToolCall,
+        )
+        .await;
         let Observed::Streaming(watch) = seen else {
             panic!("streams")
         };

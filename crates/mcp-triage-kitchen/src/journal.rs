@@ -93,6 +93,11 @@ pub struct JournalEntry {
     /// or the call carried none.
     #[serde(default)]
     pub deduplicated: Option<bool>,
+    /// `params.taskId` of a tasks-extension request (`tasks/get`, `tasks/update`,
+    /// `tasks/cancel`), so a task's requests can be followed; the task a `tools/call` created
+    /// is its `answer.taskId`.
+    #[serde(default)]
+    pub task_id: Option<String>,
     /// Replayed answers only: which captured line was served, or why none was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayServed>,
@@ -121,6 +126,9 @@ pub struct Answer {
     /// The classifier's sentence on what was wrong (for a tool error, the tool's own text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The task a `TASK_CREATED` answer created (the `tools/call` that created it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
     /// When the answer ended (its last byte went out, or the connection broke), Unix ms: a
     /// resend's backoff is measured from here, not from when the failed attempt was sent.
     pub ended_ms: u64,
@@ -131,6 +139,7 @@ impl Answer {
     pub fn of(v: &Verdict) -> Answer {
         Answer {
             ended_ms: now_ms(),
+            task_id: v.task_id.clone(),
             outcome: v.outcome,
             status: v.status,
             code: v.code,
@@ -143,6 +152,7 @@ impl Answer {
     pub fn no_response() -> Answer {
         Answer {
             ended_ms: now_ms(),
+            task_id: None,
             outcome: Outcome::ConnectionError,
             status: None,
             code: None,
@@ -260,6 +270,7 @@ impl JournalEntry {
             executed: None,
             answer: None,
             deduplicated: None,
+            task_id: None,
             replay: None,
         }
     }
@@ -282,6 +293,7 @@ impl JournalEntry {
         cut_opt(&mut self.arguments_hash);
         self.headers.values_mut().for_each(|v| truncate(v, max));
         cut_opt(&mut self.injected);
+        cut_opt(&mut self.task_id);
         cut_opt(&mut self.content_type);
         if let Some(r) = &mut self.retry {
             cut_value(&mut r.request_state);
@@ -612,8 +624,10 @@ mod tests {
                 message: None,
                 detail: Some("the tool reported an error: boom".into()),
                 ended_ms: 1_767_322_245_010,
+                task_id: None,
             }),
             deduplicated: None,
+            task_id: None,
             replay: None,
         }
     }
@@ -649,6 +663,7 @@ mod tests {
                 "scenario",
                 "session",
                 "status",
+                "taskId",
                 "time",
                 "tool",
             ]
@@ -695,7 +710,7 @@ mod tests {
     #[test]
     fn a_typed_entry_serves_the_same_line_as_before() {
         let before = json!({
-            "answer": null, "deduplicated": null,
+            "answer": null, "deduplicated": null, "taskId": null,
             "time": "2026-01-02T03:04:05.006Z", "receivedMs": 1_767_322_245_006_u64,
             "httpMethod": "GET", "instance": null, "scenario": "baseline", "session": null,
             "era": "legacy", "method": null, "id": null, "tool": null, "argumentsHash": null,

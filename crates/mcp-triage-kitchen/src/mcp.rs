@@ -26,6 +26,7 @@ use crate::scenarios::{MethodReply, ToolFault, ToolReply, Wire};
 use crate::session::Session;
 use crate::sse::{self, SsePlan};
 use crate::state::{ResponseMode, Shared};
+use mcp_triage_core::RequestKind;
 
 /// Which instance a URL addresses.
 pub enum Target {
@@ -54,6 +55,8 @@ struct Record {
     era: Option<Era>,
     /// MRTR retry fields and an idempotency key, so `judge` can grade retries.
     retry: Option<journal::RetryFields>,
+    /// `params.taskId` of a tasks-extension request.
+    task_id: Option<String>,
 }
 
 /// Parse the URL-instance query: `params=<json>` and/or one `name=value` per parameter
@@ -212,6 +215,7 @@ pub async fn handle(
         args_hash: None,
         era: None,
         retry: None,
+        task_id: None,
     };
     let (mut resp, scenario_id) =
         handle_inner(&shared, target, &method, &headers, body, &trace, &mut rec).await;
@@ -226,13 +230,14 @@ pub async fn handle(
     let executed = rec.tool.is_some().then(|| trace.executed());
     let expected = match resp.extensions().get::<answer::ResumedRequest>() {
         Some(answer::ResumedRequest(id)) => Some(id.clone()),
-        None if rec.method.as_deref() == Some("tools/call") => rec.id.clone(),
+        None if answer::is_answered(rec.method.as_deref()) => rec.id.clone(),
         None => None,
     };
+    let kind = RequestKind::from_method(rec.method.as_deref().unwrap_or("tools/call"));
     let (resp, observed) = match expected.as_ref().and_then(answer::request_id) {
         Some(_) if aborted => (resp, Some(Observed::Whole(journal::Answer::no_response()))),
         Some(id) => {
-            let (r, o) = answer::observe(resp, id).await;
+            let (r, o) = answer::observe(resp, id, kind).await;
             (r, Some(o))
         }
         None => (resp, None),
@@ -264,6 +269,7 @@ pub async fn handle(
         executed,
         answer: answer_now,
         deduplicated: trace.deduplicated(),
+        task_id: rec.task_id,
         replay: None,
     });
     if let Some(watch) = watch {
@@ -515,6 +521,10 @@ async fn handle_inner(
         ));
     }
     rec.retry = journal::retry_fields(&params);
+    rec.task_id = params
+        .get("taskId")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
 
     let wire = {
         let cx = WireCx {

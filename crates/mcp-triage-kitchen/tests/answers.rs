@@ -208,3 +208,36 @@ async fn an_ignored_key_runs_the_tool_every_time() {
     assert!(disc.rpc()["result"]["capabilities"]["tools"]["idempotency"].is_null());
     k.shutdown().await;
 }
+
+/// Issue 25 item 4: a task is followed in the journal by its id: the creating call's answer
+/// names it, and each `tasks/*` request carries it, with the task's state as the answer.
+#[tokio::test]
+async fn a_task_is_journaled_by_its_id() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let mut meta = meta_as(default_client());
+    meta["io.modelcontextprotocol/clientCapabilities"]["extensions"] =
+        json!({ "io.modelcontextprotocol/tasks": {} });
+    let params = json!({"name": "failing_job", "arguments": {}, "_meta": meta.clone()});
+    let r = modern(a, "/mcp", 1, "tools/call", params).await.unwrap();
+    let task = r.rpc()["result"]["taskId"].as_str().unwrap().to_string();
+    let created = calls(&k, "failing_job").pop().unwrap();
+    assert_eq!(created["answer"]["outcome"], "TASK_CREATED", "{created}");
+    assert_eq!(created["answer"]["taskId"], task.as_str());
+    let mut last = Value::Null;
+    for id in 2..40 {
+        let get = json!({"taskId": task, "_meta": meta.clone()});
+        modern(a, "/mcp", id, "tasks/get", get).await.unwrap();
+        last = k.kitchen().journal().pop().unwrap();
+        assert_eq!(last["taskId"], task.as_str());
+        if last["answer"]["outcome"] != "TASK_CREATED" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        last["answer"]["outcome"], "TOOL_ERROR",
+        "the task's end: {last}"
+    );
+    k.shutdown().await;
+}

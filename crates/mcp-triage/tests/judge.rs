@@ -472,3 +472,59 @@ fn bad_oauth_clients_fail_the_right_checks() {
     let text = report.to_string();
     assert!(text.contains("[redacted]"));
 }
+
+/// Issue 25 item 4: the task cases fail a client that polls a task in a tight loop, and one
+/// that sends the creating `tools/call` again (which also leaves the second task running).
+#[test]
+fn task_cases_fail_tight_polling_and_a_resent_creating_call() {
+    let script = repo().join("interop/judge/bad-client.py");
+    let cases = ["tasks.completed", "tasks.failed"];
+    let tight = format!("python3 '{}' {{url}} --task-tight", script.display());
+    let (code, all) = judge_cases(&tight, &cases);
+    assert_eq!(code, Some(1));
+    for case in cases {
+        assert_eq!(status_of(&all, case, "poll_pace"), "fail", "{case}");
+        assert_eq!(status_of(&all, case, "stops_at_terminal"), "pass", "{case}");
+        assert_eq!(status_of(&all, case, "no_create_resend"), "pass", "{case}");
+    }
+    let resend = format!("python3 '{}' {{url}} --task-resend", script.display());
+    let (code, all) = judge_cases(&resend, &cases);
+    assert_eq!(code, Some(1));
+    for case in cases {
+        assert_eq!(status_of(&all, case, "no_create_resend"), "fail", "{case}");
+        assert_eq!(status_of(&all, case, "cancels_abandoned"), "fail", "{case}");
+        assert_eq!(status_of(&all, case, "poll_pace"), "pass", "{case}");
+    }
+}
+
+/// Issue 25 item 4: `mcp-triage call --task` follows every task case to its end: paced by the
+/// task's pollInterval, stopping at the terminal state, never creating the task twice,
+/// answering input inside the task and cancelling nothing it finished.
+#[test]
+fn call_passes_every_task_case() {
+    let bin = env!("CARGO_BIN_EXE_mcp-triage");
+    let answer = r#"elicitation/create={"action":"accept","content":{"confirm":true}}"#;
+    let client = format!(
+        "'{bin}' call {{url}} \"$MCP_TRIAGE_TOOL\" --args \"$MCP_TRIAGE_ARGS\" --task --answer '{answer}'"
+    );
+    let cases = [
+        "tasks.completed",
+        "tasks.tool_error",
+        "tasks.failed",
+        "tasks.expired",
+    ];
+    let (code, all) = judge_cases(&client, &cases);
+    let failed: Vec<_> = all.iter().filter(|(_, _, s)| s == "fail").collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(code, Some(0));
+    for case in cases {
+        for check in [
+            "poll_pace",
+            "stops_at_terminal",
+            "no_create_resend",
+            "cancels_abandoned",
+        ] {
+            assert_eq!(status_of(&all, case, check), "pass", "{case} / {check}");
+        }
+    }
+}
