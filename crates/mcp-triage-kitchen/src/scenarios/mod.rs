@@ -52,50 +52,10 @@ pub mod tasks_deferred;
 pub mod timeout;
 
 /// What a client should end up seeing when it calls `run_configured_test_scenario` (or
-/// the request the scenario targets) against this scenario with its defaults. Wire names
-/// are the verdict names of the classifier (`TOOL_SUCCESS`, `HTTP_ERROR`, …).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum Outcome {
-    /// A complete, valid tool result without `isError`.
-    ToolSuccess,
-    /// A non-2xx HTTP status.
-    HttpError,
-    /// A JSON-RPC error response.
-    JsonrpcError,
-    /// A valid tool result with `isError: true`.
-    ToolError,
-    /// An MRTR `input_required` result (or a server→client request) the client must answer.
-    InputRequired,
-    /// A body that is not JSON.
-    MalformedJson,
-    /// JSON that is not a valid JSON-RPC response envelope for the request.
-    InvalidEnvelope,
-    /// A JSON-RPC result that is not a valid `CallToolResult`.
-    InvalidToolResult,
-    /// An SSE stream that ends before the response.
-    StreamIncomplete,
-    /// A 2xx answer that carries no response for the request.
-    MissingResponse,
-    /// The connection is dropped with no HTTP response.
-    ConnectionError,
-    /// No answer within a client's usual deadline.
-    Timeout,
-    /// A 200 whose Content-Type is neither JSON nor SSE.
-    UnexpectedContentType,
-    /// A deferred (task) result rather than a completed call.
-    TaskCreated,
-}
-
-impl Outcome {
-    /// The wire name, e.g. `"HTTP_ERROR"`.
-    pub fn wire_name(self) -> String {
-        serde_json::to_value(self)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default()
-    }
-}
+/// the request the scenario targets) against this scenario with its defaults: the
+/// classifier's own outcome type, so a scenario's documented outcome and the verdict a client
+/// reaches are the same names by construction (the kitchen kept a copy of them before).
+pub use mcp_triage_core::Outcome;
 
 /// Where a scenario comes from: kept so users can tell which ids are portable to Cakewalk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
