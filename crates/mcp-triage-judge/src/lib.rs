@@ -27,6 +27,7 @@
 
 pub mod cases;
 pub mod checks;
+mod ctx;
 pub mod plan;
 pub mod replay_cases;
 pub mod run;

@@ -8,7 +8,7 @@ use mcp_triage_kitchen::journal::JournalEntry;
 use mcp_triage_report::Check;
 
 use crate::cases::CheckKind;
-use crate::checks::{is_call, method, received, Ctx};
+use crate::ctx::{is_call, method, received, Ctx};
 
 /// What the kitchen asks a poller to wait (`pollInterval` of its tasks).
 const POLL_MS: u64 = mcp_triage_kitchen::tasks::DEFAULT_POLL_MS;
@@ -200,19 +200,23 @@ mod tests {
     }
     fn grade(kind: CheckKind, entries: &[JournalEntry]) -> Check {
         let c = case("tasks.completed");
-        crate::checks::grade(
-            kind,
-            &Ctx {
-                case: &c,
-                entries,
-                sse_retry_ms: 500,
-                timed_out: false,
-                timeout_s: 20.0,
-                exit: Some(0),
-                output: "result: ok",
-                oauth: None,
-            },
-        )
+        let check = match kind {
+            CheckKind::PollPace => poll_pace,
+            CheckKind::StopsAtTerminal => stops_at_terminal,
+            CheckKind::NoCreateResend => no_create_resend,
+            CheckKind::CancelsAbandoned => cancels_abandoned,
+            other => panic!("not a task check: {other:?}"),
+        };
+        check(&Ctx {
+            case: &c,
+            entries,
+            sse_retry_ms: 500,
+            timed_out: false,
+            timeout_s: 20.0,
+            exit: Some(0),
+            output: "result: ok",
+            oauth: None,
+        })
     }
 
     #[test]
