@@ -240,6 +240,10 @@ pub struct CaseDef {
     pub captured: Option<Captured>,
     /// What repeating the tool does (`no_unsafe_resend` reads it).
     pub safety: ToolSafety,
+    /// Why a correct client may decline to call the tool at all (it is not in the list the
+    /// client gets; it runs only as a task): then not calling it, with a stated failure, is
+    /// `tool_called` n/a rather than a failure.
+    pub may_decline: Option<&'static str>,
 }
 
 /// The scenario name of `judge --replay` cases.
@@ -296,6 +300,7 @@ pub fn all() -> Vec<CaseDef> {
         oauth: false,
         captured: None,
         safety: ToolSafety::kitchen(tool),
+        may_decline: None,
     };
     // Most cases: the scenario's own id, its run_configured_test_scenario tool, one message.
     let scenario = |id, params: Value, checks| case(id, id, params, run, msg.clone(), checks);
@@ -431,6 +436,11 @@ fn task_case(id: &'static str, tool: &'static str, arguments: Value) -> CaseDef 
         oauth: false,
         captured: None,
         safety: ToolSafety::default(),
+        may_decline: (mcp_triage_kitchen::fixtures_tasks::task_support(tool)
+            == Some(mcp_triage_kitchen::fixtures_tasks::TaskSupport::Required))
+        .then_some(
+            "the tool runs only as a task (execution.taskSupport: required), which a client without the tasks extension cannot call",
+        ),
     }
 }
 
@@ -447,6 +457,9 @@ fn scenario_tool_changed(id: &'static str, mutation: Value) -> CaseDef {
         oauth: false,
         captured: None,
         safety: ToolSafety::default(),
+        may_decline: Some(
+            "the tool is no longer in tools/list, and a client (an agent framework) may call only listed tools",
+        ),
     }
 }
 
@@ -473,5 +486,6 @@ fn oauth_case(id: &'static str, checks: &'static [CheckKind]) -> CaseDef {
         oauth: true,
         captured: None,
         safety: ToolSafety::default(),
+        may_decline: None,
     }
 }

@@ -431,6 +431,18 @@ fn tool_called(cx: &Ctx<'_>) -> Check {
             );
         }
     }
+    if let Some(why) = cx.case.may_decline {
+        let stated = cx.exit.is_some_and(|c| c != 0) && !cx.output.trim().is_empty();
+        if stated {
+            return cx.skip(
+                k,
+                format!(
+                    "no tools/call of {}, with a stated failure: {why} (graded by reported_outcome)",
+                    cx.case.tool
+                ),
+            );
+        }
+    }
     let seen: Vec<&JournalEntry> = cx.entries.iter().take(8).collect();
     let m = if cx.entries.is_empty() {
         "no request reached the kitchen".to_string()
@@ -1383,6 +1395,36 @@ mod tests {
         ];
         let g = grade_all(&kinds, &ctx(&c, &typed(&twice), Some(1), ""));
         assert_eq!(status(&g, "no_auto_resend"), Status::Fail);
+    }
+
+    /// A client may decline to call a tool it cannot call (not listed any more; task-only
+    /// without the tasks extension): with a stated failure that is n/a, with exit 0 a failure.
+    #[test]
+    fn declining_an_uncallable_tool_with_a_stated_failure_is_not_a_failure() {
+        let c = case("catalog.mutation.renamed");
+        let list = typed(&[
+            json!({"receivedMs": 0, "httpMethod": "POST", "era": "modern",
+                                  "method": "tools/list", "id": 1, "status": 200, "headers": {}}),
+        ]);
+        let said = "error: tool run_configured_test_scenario not listed";
+        let r = grade(CheckKind::ToolCalled, &ctx(&c, &list, Some(1), said));
+        assert_eq!(r.status, Status::Skip, "{r:?}");
+        assert!(
+            r.message.contains("no longer in tools/list"),
+            "{}",
+            r.message
+        );
+        let r = grade(CheckKind::ToolCalled, &ctx(&c, &list, Some(0), "ok"));
+        assert_eq!(r.status, Status::Fail);
+        // Where a client may not decline, not calling stays a failure.
+        let c = case("baseline");
+        let r = grade(CheckKind::ToolCalled, &ctx(&c, &list, Some(1), said));
+        assert_eq!(r.status, Status::Fail);
+        assert!(case("tasks.failed").may_decline.is_some());
+        assert!(
+            case("tasks.completed").may_decline.is_none(),
+            "slow_compute runs without a task"
+        );
     }
 
     /// Issue 16 item 4: a session that expired before the call is one failure

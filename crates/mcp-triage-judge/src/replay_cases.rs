@@ -112,6 +112,7 @@ pub fn cases(capture: &Capture) -> (Vec<CaseDef>, Vec<String>) {
             oauth: false,
             captured: Some(captured),
             safety,
+            may_decline: None,
         });
     }
     (out, skipped)

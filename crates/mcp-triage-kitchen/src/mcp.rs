@@ -45,7 +45,10 @@ pub enum Target {
 pub const SCENARIO_HEADER: &str = "x-kitchen-scenario";
 
 /// What the journal needs to know about one exchange.
+#[derive(Default)]
 struct Record {
+    /// The scenario id, once the instance is known.
+    scenario: Option<String>,
     instance: Option<String>,
     session: Option<String>,
     method: Option<String>,
@@ -204,36 +207,33 @@ pub async fn handle(
     headers: HeaderMap,
     body: Body,
 ) -> Response<Body> {
-    let received = journal::now_ms();
-    let trace = Arc::new(Trace::default());
-    let mut rec = Record {
-        instance: None,
-        session: None,
-        method: None,
-        id: None,
-        tool: None,
-        args_hash: None,
-        era: None,
-        retry: None,
-        task_id: None,
+    let mut pending = Pending {
+        shared,
+        received: journal::now_ms(),
+        method,
+        headers,
+        trace: Arc::new(Trace::default()),
+        rec: Record::default(),
+        done: false,
     };
-    let (mut resp, scenario_id) =
-        handle_inner(&shared, target, &method, &headers, body, &trace, &mut rec).await;
+    let (mut resp, scenario_id) = handle_inner(
+        &pending.shared,
+        target,
+        &pending.method,
+        &pending.headers,
+        body,
+        &pending.trace,
+        &mut pending.rec,
+    )
+    .await;
     set_header(&mut resp, SCENARIO_HEADER, &scenario_id);
     let aborted = resp.extensions().get::<sse::AbortConnection>().is_some();
-    let ctype = resp
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
-    let executed = rec.tool.is_some().then(|| trace.executed());
     let expected = match resp.extensions().get::<answer::ResumedRequest>() {
         Some(answer::ResumedRequest(id)) => Some(id.clone()),
-        None if answer::is_answered(rec.method.as_deref()) => rec.id.clone(),
+        None if answer::is_answered(pending.rec.method.as_deref()) => pending.rec.id.clone(),
         None => None,
     };
-    let kind = RequestKind::from_method(rec.method.as_deref().unwrap_or("tools/call"));
+    let kind = RequestKind::from_method(pending.rec.method.as_deref().unwrap_or("tools/call"));
     let (resp, observed) = match expected.as_ref().and_then(answer::request_id) {
         Some(_) if aborted => (resp, Some(Observed::Whole(journal::Answer::no_response()))),
         Some(id) => {
@@ -247,35 +247,16 @@ pub async fn handle(
         Some(Observed::Streaming(w)) => (None, Some(w)),
         None => (None, None),
     };
-    let has_tool = rec.tool.is_some();
-    let ticket = shared.journal.push(journal::JournalEntry {
-        time: journal::rfc3339(journal::now_ms()),
-        received_ms: received,
-        http_method: method.as_str().to_string(),
-        instance: rec.instance,
-        scenario: scenario_id,
-        session: rec.session,
-        era: rec.era,
-        method: rec.method,
-        id: rec.id,
-        tool: rec.tool,
-        arguments_hash: rec.args_hash,
-        headers: journal::redacted_headers(&headers),
-        injected: trace.joined(),
-        status: (!aborted).then(|| resp.status().as_u16()),
-        content_type: (!ctype.is_empty()).then_some(ctype),
-        retry: rec.retry,
-        issued: journal::issued_of(trace.issued()),
-        executed,
-        answer: answer_now,
-        deduplicated: trace.deduplicated(),
-        task_id: rec.task_id,
-        replay: None,
-    });
+    let head = (!aborted).then(|| &resp);
+    let mut entry = pending.entry(scenario_id, head);
+    entry.answer = answer_now;
+    let has_tool = entry.tool.is_some();
+    let ticket = pending.shared.journal.push(entry);
+    pending.done = true;
     if let Some(watch) = watch {
         // What the scenario noted, ran or issued while the stream went out is part of the
         // entry too (a cut is noted when it happens, after the head was sent).
-        let shared = shared.clone();
+        let (shared, trace) = (pending.shared.clone(), pending.trace.clone());
         watch.on_end(move |a| {
             shared.journal.amend(ticket, |e| {
                 e.answer = Some(a);
@@ -287,6 +268,73 @@ pub async fn handle(
         });
     }
     resp
+}
+
+/// One request's journal entry in the making. A client that goes away while the kitchen is
+/// still answering (a tool that takes longer than its patience) drops the request's future;
+/// the entry is journaled then too, without a status, so `judge` sees the request it sent
+/// instead of a call that never came.
+struct Pending {
+    shared: Arc<Shared>,
+    received: u64,
+    method: Method,
+    headers: HeaderMap,
+    trace: Arc<Trace>,
+    rec: Record,
+    done: bool,
+}
+
+impl Pending {
+    /// The entry as far as it is known; `head` is the response, `None` when none was sent.
+    fn entry(&mut self, scenario: String, head: Option<&Response<Body>>) -> journal::JournalEntry {
+        let rec = std::mem::take(&mut self.rec);
+        let ctype = head
+            .and_then(|r| r.headers().get(header::CONTENT_TYPE))
+            .and_then(|v| v.to_str().ok())
+            .filter(|c| !c.is_empty())
+            .map(str::to_owned);
+        journal::JournalEntry {
+            time: journal::rfc3339(journal::now_ms()),
+            received_ms: self.received,
+            http_method: self.method.as_str().to_string(),
+            instance: rec.instance,
+            scenario,
+            session: rec.session,
+            era: rec.era,
+            executed: rec.tool.is_some().then(|| self.trace.executed()),
+            method: rec.method,
+            id: rec.id,
+            tool: rec.tool,
+            arguments_hash: rec.args_hash,
+            headers: journal::redacted_headers(&self.headers),
+            injected: self.trace.joined(),
+            status: head.map(|r| r.status().as_u16()),
+            content_type: ctype,
+            retry: rec.retry,
+            issued: journal::issued_of(self.trace.issued()),
+            answer: None,
+            deduplicated: self.trace.deduplicated(),
+            task_id: rec.task_id,
+            replay: None,
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        self.trace
+            .note("the client closed the connection before the answer was sent");
+        let scenario = self
+            .rec
+            .scenario
+            .clone()
+            .unwrap_or_else(|| "unknown".into());
+        let entry = self.entry(scenario, None);
+        self.shared.journal.push(entry);
+    }
 }
 
 async fn handle_inner(
@@ -350,6 +398,7 @@ async fn handle_inner(
         },
     };
     let sid = instance.scenario.info().id.to_string();
+    rec.scenario = Some(sid.clone());
     rec.instance = Some(instance.key.clone());
     rec.session = session_header.clone();
     if !host_check::request_allowed(shared, headers) {

@@ -241,3 +241,39 @@ async fn a_task_is_journaled_by_its_id() {
     );
     k.shutdown().await;
 }
+
+/// A client that gives up on a slow call (its own timeout) still leaves the call in the
+/// journal: the request's future is dropped, and the entry is written then, with no status.
+/// (Seen in the judge: an agent framework's "tools/call timed out" was graded as a client that
+/// never called.)
+#[tokio::test]
+async fn a_call_the_client_gave_up_on_is_journaled() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let slow = json!({"name": "slow_compute", "arguments": {"seconds": 3}});
+    let gave_up = tokio::time::timeout(
+        std::time::Duration::from_millis(300),
+        modern(a, "/mcp", 1, "tools/call", slow),
+    )
+    .await;
+    assert!(gave_up.is_err(), "the call outlasts the client's patience");
+    let mut found = None;
+    for _ in 0..40 {
+        found = calls(&k, "slow_compute").pop();
+        if found.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let e = found.expect("journaled when the client went away");
+    assert_eq!(e["status"], Value::Null, "{e}");
+    assert_eq!(e["scenario"], "baseline");
+    assert!(
+        e["injected"]
+            .as_str()
+            .unwrap_or("")
+            .contains("closed the connection before the answer"),
+        "{e}"
+    );
+    k.shutdown().await;
+}
