@@ -247,7 +247,7 @@ pub async fn handle(
         Some(Observed::Streaming(w)) => (None, Some(w)),
         None => (None, None),
     };
-    let head = (!aborted).then(|| &resp);
+    let head = (!aborted).then_some(&resp);
     let mut entry = pending.entry(scenario_id, head);
     entry.answer = answer_now;
     let has_tool = entry.tool.is_some();
