@@ -865,9 +865,22 @@ impl Replay {
         if !(options.speed.is_finite() && options.speed > 0.0) {
             return Err(CaptureError::Speed(options.speed));
         }
+        // A capture of one endpoint answers on any path (replayed where the client is pointed,
+        // as before paths were keys); only a capture of several endpoints keys by path.
+        let paths: std::collections::HashSet<&str> = capture
+            .exchanges
+            .iter()
+            .filter(|x| matches!(x.key, ReplayKey::Rpc { .. }))
+            .filter_map(|x| x.path.as_deref())
+            .collect();
+        let one_endpoint = paths.len() <= 1;
         let mut index: HashMap<ReplayKey, Vec<usize>> = HashMap::new();
         for (i, x) in capture.exchanges.iter().enumerate() {
-            index.entry(x.key.clone()).or_default().push(i);
+            let key = match x.key.on_any_path() {
+                Some(any) if one_endpoint => any,
+                _ => x.key.clone(),
+            };
+            index.entry(key).or_default().push(i);
         }
         let tools = capture.tools();
         Ok(Replay {
@@ -1713,5 +1726,12 @@ mod tests {
             .unwrap()
             .at_path("/z/mcp");
         assert_eq!(r.next(&ping).unwrap().0.seq, 3);
+        // A capture of one endpoint is replayed wherever the client is pointed.
+        let one = Capture::parse(
+            br#"{"seq":1,"status":503,"method":"tools/call","tool":"t","request":{"method":"POST","path":"/s/x/mcp"},"body":""}"#,
+        )
+        .unwrap();
+        let r = Replay::new(one, ReplayOptions::default()).unwrap();
+        assert_eq!(r.next(&call("/mcp")).unwrap().0.seq, 1);
     }
 }
