@@ -26,6 +26,10 @@ use crate::stdio::{Line, StdioConn, STDIO_EXIT_GRACE};
 use crate::target::Target;
 use crate::wire::{self, Incoming, Sent};
 
+#[path = "task_driver.rs"]
+mod task_driver;
+pub use task_driver::Interrupt;
+
 /// The `_meta` key of the idempotency key (`--idempotency-key`).
 pub const IDEMPOTENCY_META: &str = "mcp-triage/idempotencyKey";
 const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -1307,7 +1311,15 @@ impl Client {
                     None,
                     format!("the server created task {task_id:?}; polling tasks/get"),
                 );
-                self.poll_task(&task_id, era_now, version, rec, &tool).await;
+                let created = sent.result().cloned().unwrap_or(Value::Null);
+                let budget = self
+                    .opts
+                    .task_timeout
+                    .or(co.timeout)
+                    .unwrap_or(self.opts.timeout);
+                let mut run =
+                    task_driver::TaskRun::new(task_id, era_now, version, &tool, budget, co);
+                self.drive_task(&mut run, &created, rec).await;
                 return;
             }
 
@@ -1551,75 +1563,6 @@ impl Client {
         Ok(Some(Value::Object(out)))
     }
 
-    /// Polls `tasks/get` until a terminal state, then takes the result.
-    async fn poll_task(
-        &self,
-        task_id: &str,
-        era: Era,
-        version: ProtocolVersion,
-        rec: &mut CallRecord,
-        tool: &Option<ToolInfo>,
-    ) {
-        let mut interval = Duration::from_millis(250);
-        for _ in 0..self.opts.max_polls {
-            tokio::time::sleep(interval.min(self.opts.max_poll_interval)).await;
-            let (sent, id, session) = self
-                .plain_exchange(
-                    "tasks/get",
-                    &json!({ "taskId": task_id }),
-                    era,
-                    version,
-                    tool.as_ref().and_then(|t| t.output_schema.clone()),
-                )
-                .await;
-            let Some(task) = sent.result().cloned() else {
-                push_attempt(rec, &sent, &id, "poll", None);
-                finish_from(rec, &sent, &id, self.opts.keep_result);
-                return;
-            };
-            if let Some(ms) = task["pollInterval"]
-                .as_u64()
-                .or(task["pollIntervalMs"].as_u64())
-            {
-                interval = Duration::from_millis(ms);
-            }
-            let status = task["status"].as_str().unwrap_or("");
-            match status {
-                "working" | "input_required" | "submitted" => continue,
-                _ => {}
-            }
-            // Terminal. 2025-11-25 fetches the outcome with tasks/result; otherwise the core
-            // has judged the tasks/get answer by the task rules (a completed task by its
-            // result, a failed one by its JSON-RPC error, a cancelled one as -32800).
-            let inline = task.get("result").or(task.get("error")).is_some();
-            if !inline && matches!(status, "completed" | "failed") && !version.is_modern() {
-                self.task_result(task_id, era, version, session.as_deref(), rec, tool)
-                    .await;
-                return;
-            }
-            let mut s = sent;
-            // the record's message and result come from what the task carries
-            if let Some(r) = task.get("result") {
-                s.response = Some(json!({ "jsonrpc": "2.0", "id": id, "result": r }));
-            } else if let Some(e) = task.get("error") {
-                s.response = Some(json!({ "jsonrpc": "2.0", "id": id, "error": e }));
-            }
-            push_attempt(rec, &s, &id, "poll", None);
-            finish_from(rec, &s, &id, self.opts.keep_result);
-            if status == "cancelled" {
-                rec.message = Some(format!("task ended {status}"));
-            }
-            return;
-        }
-        rec.warn(
-            "TASK_POLL_LIMIT",
-            format!(
-                "the task was still running after {} polls",
-                self.opts.max_polls
-            ),
-        );
-    }
-
     /// 2025-11-25: the outcome of a terminal task, from `tasks/result` (the call's own answer,
     /// judged as the `tools/call` answer it stands for).
     async fn task_result(
@@ -1766,16 +1709,23 @@ pub(crate) fn answer_or_error(opts: &ClientOptions, inc: &Incoming) -> Value {
 /// anything else is a method this client does not implement (`-32601`).
 pub(crate) fn refusal(inc: &Incoming) -> Value {
     let Incoming::Request { id, method, .. } = inc;
+    if let Some(result) = refusal_result(method) {
+        return json!({ "jsonrpc": "2.0", "id": id, "result": result });
+    }
     match method.as_str() {
-        "elicitation/create" => {
-            json!({ "jsonrpc": "2.0", "id": id, "result": { "action": "decline" } })
-        }
         "sampling/createMessage" => json!({ "jsonrpc": "2.0", "id": id, "error": {
             "code": -1,
             "message": "User rejected sampling request (no answer configured in mcp-triage)" } }),
         _ => json!({ "jsonrpc": "2.0", "id": id, "error": {
             "code": -32601, "message": format!("Method not found: {method}") } }),
     }
+}
+
+/// The result that refuses an unanswered request of `method`, when the spec gives it one
+/// (elicitation: `decline`). A task's `inputResponses` (tasks/update) carry results only, so
+/// a refusal by error (sampling's -1) has no form there: `None`.
+pub(crate) fn refusal_result(method: &str) -> Option<Value> {
+    (method == "elicitation/create").then(|| json!({ "action": "decline" }))
 }
 
 /// The warning for a refused server request: what was asked, what was sent back, how to answer.

@@ -34,7 +34,7 @@ pub mod target;
 mod wire;
 
 pub use client::{
-    header_value, Client, ConnectError, ToolInfo, UnknownSessionAnswer, IDEMPOTENCY_META,
+    header_value, Client, ConnectError, Interrupt, ToolInfo, UnknownSessionAnswer, IDEMPOTENCY_META,
 };
 pub use mcp_triage_core::{CallRecord, RetryOrigin};
 pub use oauth::{AuthorizeMode, Grant, OAuthOptions};

@@ -141,8 +141,18 @@ pub struct ClientOptions {
     pub client_version: String,
     /// Most tasks/get polls for a task-augmented call before giving up.
     pub max_polls: u32,
-    /// Longest wait between polls, whatever `pollInterval` the server suggests.
+    /// Longest wait of the exponential backoff between polls when the server suggests no
+    /// `pollIntervalMs`. A server's own interval is always honoured, even when longer: the
+    /// extension lets a server rate-limit clients that poll faster than it asked.
     pub max_poll_interval: Duration,
+    /// How long the client waits for a task it created, from its creation; past it the task
+    /// is cancelled (`tasks/cancel`) and the call ends `TIMEOUT`. `None`: the call's
+    /// attempt timeout ([`CallOptions::timeout`], else [`ClientOptions::timeout`]).
+    pub task_timeout: Option<Duration>,
+    /// Most task attempts (`poll`, `update`, `cancel`, `task_result`) kept in a record; older
+    /// working polls beyond it are dropped and counted in a `TASK_POLLS_ELIDED` warning, so a
+    /// long task does not make a record without bound (at least 2).
+    pub max_task_attempts: usize,
 }
 
 impl Default for ClientOptions {
@@ -172,6 +182,8 @@ impl Default for ClientOptions {
             client_version: env!("CARGO_PKG_VERSION").to_string(),
             max_polls: 120,
             max_poll_interval: Duration::from_secs(5),
+            task_timeout: None,
+            max_task_attempts: 64,
         }
     }
 }
@@ -189,6 +201,9 @@ pub struct CallOptions {
     pub timeout: Option<Duration>,
     /// Extra `_meta` entries for the request.
     pub meta: Option<serde_json::Map<String, Value>>,
+    /// Ctrl-C for this call: when requested while a task runs, the task is cancelled
+    /// (`tasks/cancel`) and the call returns its record.
+    pub interrupt: Option<crate::Interrupt>,
 }
 
 #[cfg(test)]
