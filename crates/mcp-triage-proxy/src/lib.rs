@@ -9,6 +9,7 @@
 //! - [`stdio`]: a wrapper around a stdio server process.
 //! - [`install`]: rewriting an `mcp.json` entry to go through the wrapper, and back.
 //! - [`observe`]: what both share: message parsing, sessions, tool annotations, retries, MRTR.
+//! - [`tasks`]: open tasks, so that `tasks/*` records and the task's end link to the call.
 //! - [`log`]: the record writer (drained on shutdown: no record is lost).
 //! - [`capture`]: `--capture`, every exchange as an exchange-file line for `classify --batch`
 //!   and `kitchen --replay` (off by default).
@@ -31,6 +32,7 @@ pub mod observe;
 pub mod otel;
 pub mod record;
 pub mod stdio;
+pub mod tasks;
 pub mod tls;
 pub mod ui;
 

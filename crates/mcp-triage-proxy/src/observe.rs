@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::log::RecordSink;
 use crate::record::{now_ms, rfc3339, ClientId, MrtrLink, ProxyWarning, Record, RecordKind};
+use crate::tasks::{Evicted, OpenTask, OpenTasks};
 
 /// Most entries kept in each table; the oldest-looking entry is evicted beyond it.
 pub const MAX_ENTRIES: usize = 65_536;
@@ -42,6 +43,11 @@ pub struct ObserveOptions {
     /// Most bytes of a request body kept to read its JSON-RPC message(s); a larger body is
     /// forwarded whole and recorded as not classified.
     pub max_request_bytes: u64,
+    /// Most open tasks remembered (`--max-open-tasks`); past it the least recently polled one
+    /// is reported unfinished.
+    pub max_open_tasks: usize,
+    /// How long an open task is remembered without a poll (`--open-task-ttl`).
+    pub open_task_ttl: std::time::Duration,
 }
 
 impl Default for ObserveOptions {
@@ -52,6 +58,8 @@ impl Default for ObserveOptions {
             redact_headers: Vec::new(),
             limits: Limits::DEFAULT,
             max_request_bytes: 4 << 20,
+            max_open_tasks: crate::tasks::DEFAULT_MAX_OPEN_TASKS,
+            open_task_ttl: crate::tasks::DEFAULT_OPEN_TASK_TTL,
         }
     }
 }
@@ -195,6 +203,8 @@ struct State {
     mrtr: Table<(String, String), (String, u32)>,
     /// (client key, id as JSON text) → record of the server request.
     server_requests: Table<(String, String), String>,
+    /// Tasks created by an observed `tools/call` whose end has not been seen.
+    tasks: OpenTasks,
 }
 
 impl State {
@@ -240,6 +250,7 @@ impl Call {
 impl Observer {
     /// An observer writing to `sink`; `transport` is `http` or `stdio`.
     pub fn new(options: ObserveOptions, sink: RecordSink, transport: &'static str) -> Observer {
+        let tasks = OpenTasks::new(options.max_open_tasks, options.open_task_ttl);
         let mut redacted: HashSet<String> = ALWAYS_REDACTED.iter().map(|s| s.to_string()).collect();
         redacted.extend(
             options
@@ -258,6 +269,7 @@ impl Observer {
                 attempts: Table::new(),
                 mrtr: Table::new(),
                 server_requests: Table::new(),
+                tasks,
             }),
             sink,
             transport,
@@ -478,6 +490,9 @@ impl Observer {
             st.attempts.insert(key.clone(), attempt);
             attempt_key = Some(key);
         }
+        if method.starts_with("tasks/") {
+            self.link_task_request(&mut record, params);
+        }
         let is_initialize_of = (method == "initialize").then(|| {
             params
                 .get("clientInfo")
@@ -525,6 +540,7 @@ impl Observer {
         tools: Option<&[Value]>,
     ) {
         call.record.duration_ms = call.started.elapsed().as_secs_f64() * 1000.0;
+        let task_records = self.track_task(&mut call, &verdict);
         let outcome = verdict.outcome;
         let status = verdict.status;
         let code = verdict.code;
@@ -587,6 +603,115 @@ impl Observer {
         }
         call.record.call_record = call.record.to_call_record();
         self.emit(call.record);
+        for r in task_records {
+            self.emit(r);
+        }
+    }
+
+    /// A `tasks/*` request names its task; link it to the call that created it.
+    fn link_task_request(&self, record: &mut Record, params: &Value) {
+        let Some(id) = params.get("taskId").and_then(Value::as_str) else {
+            return;
+        };
+        record.task_id = Some(id.to_string());
+        let mut st = self.lock();
+        if let Some(t) = st.tasks.touch(id, Instant::now()) {
+            record.links_to = Some(t.record_id.clone());
+            record.tool = t.tool.clone();
+        }
+    }
+
+    /// Task bookkeeping when an exchange ends: a `tools/call` answered `TASK_CREATED` opens a
+    /// task; a `tasks/get` or `tasks/result` showing a terminal state closes it. Returns the
+    /// records to write after this one: the task's `taskEnd`, and `TASK_UNFINISHED` ends of
+    /// tasks the bounded table let go.
+    fn track_task(&self, call: &mut Call, verdict: &Verdict) -> Vec<Record> {
+        let now = Instant::now();
+        let mut out = Vec::new();
+        let mut st = self.lock();
+        if call.method == "tools/call" && verdict.outcome == Outcome::TaskCreated {
+            let Some(id) = verdict.task_id.clone() else {
+                return out;
+            };
+            call.record.task_id = Some(id.clone());
+            let task = OpenTask {
+                task_id: id,
+                record_id: call.record.record_id.clone(),
+                tool: call.record.tool.clone(),
+                client: call.record.client.clone(),
+                session_id: call.record.session_id.clone(),
+                protocol_version: call.record.protocol_version.clone(),
+                started: call.started,
+                last_seen: now,
+                polls: 0,
+            };
+            let evicted = st.tasks.open(task, now);
+            drop(st);
+            out.extend(evicted.into_iter().map(|(t, why)| self.unfinished(t, why)));
+            return out;
+        }
+        if !matches!(call.method.as_str(), "tasks/get" | "tasks/result") {
+            return out;
+        }
+        let Some(id) = call.record.task_id.clone() else {
+            return out;
+        };
+        let Some(t) = st.tasks.touch(&id, now) else {
+            return out;
+        };
+        t.polls += 1;
+        if !is_task_end(verdict.outcome) {
+            return out;
+        }
+        let Some(t) = st.tasks.close(&id) else {
+            return out;
+        };
+        drop(st);
+        let mut end = self.task_end_record(&t);
+        end.via_record_id = Some(call.record.record_id.clone());
+        end.set_verdict(Some("tools/call"), verdict.clone());
+        out.push(end);
+        out
+    }
+
+    /// A `taskEnd` record for `t`, without its verdict yet.
+    fn task_end_record(&self, t: &OpenTask) -> Record {
+        let mut r = self.new_record(RecordKind::TaskEnd);
+        r.method = Some("tools/call".to_string());
+        r.tool = t.tool.clone();
+        r.task_id = Some(t.task_id.clone());
+        r.links_to = Some(t.record_id.clone());
+        r.client = t.client.clone();
+        r.session_id = t.session_id.clone();
+        r.protocol_version = t.protocol_version.clone();
+        r.task_polls = Some(t.polls);
+        r.duration_ms = t.started.elapsed().as_secs_f64() * 1000.0;
+        r
+    }
+
+    /// The end of a task the proxy stopped waiting for: no verdict, outcome
+    /// `TASK_UNFINISHED`, so the call is still counted once and its record says why.
+    fn unfinished(&self, t: OpenTask, why: Evicted) -> Record {
+        let mut r = self.task_end_record(&t);
+        r.outcome = "TASK_UNFINISHED".to_string();
+        r.layer = Some("interaction".to_string());
+        r.classified = false;
+        let detail = match why {
+            Evicted::Expired => format!(
+                "no terminal state of task {:?} seen for {} s (--open-task-ttl)",
+                t.task_id,
+                self.options.open_task_ttl.as_secs()
+            ),
+            Evicted::Full => format!(
+                "task {:?} was the least recently polled of {} open tasks (--max-open-tasks); its end will not be linked",
+                t.task_id, self.options.max_open_tasks
+            ),
+        };
+        r.warnings.push(ProxyWarning {
+            code: "TASK_UNFINISHED".into(),
+            detail,
+        });
+        r
     }
 
     /// A record for a client notification or answer; `in_reply_to` is filled for answers whose
@@ -640,6 +765,19 @@ fn client_info(v: &Value) -> ClientId {
         version: s("version"),
         user_agent: None,
     }
+}
+
+/// Whether a `tasks/get`/`tasks/result` verdict is the task's end: its result or error (a
+/// completed, failed or cancelled task, or the `-32602` of a task that is gone). Working
+/// (`TASK_CREATED`), `INPUT_REQUIRED` and transport failures are not.
+fn is_task_end(outcome: Outcome) -> bool {
+    matches!(
+        outcome,
+        Outcome::ToolSuccess
+            | Outcome::ToolError
+            | Outcome::InvalidToolResult
+            | Outcome::JsonrpcError
+    )
 }
 
 /// Whether a failed attempt may have run the tool: false only when the response proves the

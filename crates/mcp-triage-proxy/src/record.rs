@@ -29,6 +29,11 @@ pub enum RecordKind {
     SessionEnd,
     /// Any other HTTP exchange (`/.well-known/…`, unparsable bodies).
     Http,
+    /// The end of a task a `tools/call` created: written when a `tasks/get` (or
+    /// `tasks/result`) shows a terminal state, or when the proxy stops waiting for one
+    /// (`TASK_UNFINISHED`); `linksTo` names the creating call, the verdict is the call's final
+    /// one. Records are append-only, so the call's end is a record of its own.
+    TaskEnd,
 }
 
 /// Who sent the traffic, as far as the observer can tell.
@@ -147,6 +152,17 @@ pub struct Record {
     /// For a client's answer: the record of the server request it answers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub in_reply_to: Option<String>,
+    /// The task this record is about: the one a `tools/call` created (`TASK_CREATED`), the
+    /// one a `tasks/*` request names, or the one a `taskEnd` ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// For `tasks/*` requests and `taskEnd`: the record of the `tools/call` that created the
+    /// task (absent when the proxy did not see it, or no longer remembers it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub links_to: Option<String>,
+    /// For `taskEnd`: the `tasks/get`/`tasks/result` exchanges the proxy saw for the task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_polls: Option<u32>,
     /// Bytes of the request body forwarded.
     pub request_bytes: u64,
     /// Bytes of the response body forwarded.
@@ -201,6 +217,9 @@ impl Record {
             mrtr: None,
             via_record_id: None,
             in_reply_to: None,
+            task_id: None,
+            links_to: None,
+            task_polls: None,
             request_bytes: 0,
             response_bytes: 0,
             cancelled: false,

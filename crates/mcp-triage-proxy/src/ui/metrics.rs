@@ -140,6 +140,12 @@ impl Metrics {
     }
 
     /// Counts a finished record; only `tools/call` requests count (None for any other record).
+    ///
+    /// A task call counts once, with its final verdict: the `tools/call` exchange answered
+    /// `TASK_CREATED` is not counted in `calls_total` or the durations (the call is not over;
+    /// its retries still count), its `taskEnd` record is, with the time from the call's
+    /// arrival to the end the proxy saw (or `TASK_UNFINISHED` when it saw none). The task's
+    /// `tasks/*` exchanges are not tool calls and count nowhere.
     pub fn observe(&mut self, record: &Record) -> Option<CallLabels> {
         if record.method.as_deref() != Some("tools/call") {
             return None;
@@ -147,14 +153,17 @@ impl Metrics {
         let tool = self.tool_label(record.tool.as_deref());
         let layer = record.layer.clone().unwrap_or_else(|| NO_LAYER.to_string());
         let outcome = record.outcome.clone();
-        *self
-            .calls
-            .entry((tool.clone(), layer.clone(), outcome.clone()))
-            .or_default() += 1;
-        self.durations
-            .entry(tool.clone())
-            .or_default()
-            .observe(record.duration_ms / 1000.0);
+        let is_end = record.kind == crate::record::RecordKind::TaskEnd;
+        if is_end || outcome != "TASK_CREATED" {
+            *self
+                .calls
+                .entry((tool.clone(), layer.clone(), outcome.clone()))
+                .or_default() += 1;
+            self.durations
+                .entry(tool.clone())
+                .or_default()
+                .observe(record.duration_ms / 1000.0);
+        }
         if record.retry_of.is_some() {
             *self.retries.entry(tool.clone()).or_default() += 1;
         }
@@ -392,6 +401,25 @@ mod tests {
             .parse()
             .unwrap();
         assert!((sum - 400.741).abs() < 1e-9, "{sum}");
+    }
+
+    /// A task call counts once, at its end: not as TASK_CREATED, not per poll.
+    #[test]
+    fn a_task_call_counts_once_with_its_final_verdict() {
+        let mut m = metrics(10);
+        m.observe(&call("job", "TASK_CREATED", "interaction", 2.0));
+        let mut poll = call("job", "TASK_CREATED", "interaction", 1.0);
+        poll.method = Some("tasks/get".into());
+        assert_eq!(m.observe(&poll), None);
+        let mut end = call("job", "TOOL_ERROR", "application", 1500.0);
+        end.kind = RecordKind::TaskEnd;
+        m.observe(&end);
+        let text = m.render();
+        assert!(!text.contains("TASK_CREATED"), "{text}");
+        assert!(text.contains(r#"tool="job",layer="application",outcome="TOOL_ERROR"} 1"#));
+        assert!(text.contains(
+            r#"mcp_triage_call_duration_seconds_count{server="127.0.0.1:8765",tool="job"} 1"#
+        ));
     }
 
     #[test]

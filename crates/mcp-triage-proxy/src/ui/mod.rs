@@ -168,7 +168,11 @@ impl UiHub {
         let live = &mut *live;
         live.records += 1;
         let labels = live.metrics.observe(record);
-        let failure = !NOT_FAILURES.contains(&record.outcome.as_str());
+        // A poll that shows a task's failed end is not a failure of its own: the task's
+        // `taskEnd` record (written next) is, once.
+        let reported_by_end = record.links_to.is_some()
+            && matches!(record.method.as_deref(), Some("tasks/get" | "tasks/result"));
+        let failure = !NOT_FAILURES.contains(&record.outcome.as_str()) && !reported_by_end;
         let retry = labels.is_some() && record.retry_of.is_some();
         if !failure && !retry && live.subscribers.is_empty() {
             return;
