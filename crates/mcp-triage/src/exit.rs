@@ -31,6 +31,9 @@ pub enum Exit {
     ToolError = 6,
     /// `call`: the arguments do not match the tool's `inputSchema`; nothing was sent.
     InvalidArguments = 7,
+    /// `call`: interrupted by Ctrl-C (128 + SIGINT, the shell's convention); an open task
+    /// was cancelled first and the record says so (`TASK_CANCELLED`).
+    Interrupted = 130,
 }
 
 impl From<Exit> for ExitCode {
@@ -86,7 +89,8 @@ mod tests {
             Exit::InputUnanswered,
             Exit::ToolError,
             Exit::InvalidArguments,
+            Exit::Interrupted,
         ];
-        assert_eq!(all.map(|e| e as u8), [0, 1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(all.map(|e| e as u8), [0, 1, 2, 3, 4, 5, 6, 7, 130]);
     }
 }

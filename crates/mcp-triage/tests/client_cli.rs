@@ -1018,3 +1018,90 @@ fn probe_flags_a_400_for_an_unknown_session() {
     assert!(out.contains("1 problem(s) in the checks"), "{out}");
     server.abort();
 }
+
+/// The kitchen's journal entries of `method`.
+fn journaled(k: &mcp_triage_kitchen::KitchenHandle, method: &str) -> usize {
+    k.kitchen()
+        .journal_entries()
+        .unwrap()
+        .iter()
+        .filter(|e| e.method.as_deref() == Some(method))
+        .count()
+}
+
+/// Issue 25, item 2: a task the client stops waiting for is cancelled, not abandoned. Past
+/// `--task-timeout` the record is a `TIMEOUT` (exit 3) with `TASK_CANCELLED`; on Ctrl-C
+/// (SIGINT) the task is cancelled, the record printed and the exit status is 130.
+#[test]
+fn a_task_is_cancelled_at_the_deadline_and_on_ctrl_c() {
+    let (_rt, k) = runtime_and_kitchen();
+    let url = format!("{}/mcp", k.base_url());
+    let args = [
+        "call",
+        &url,
+        "slow_compute",
+        "--task",
+        "--arg",
+        "seconds=30",
+    ];
+    let mut deadline = args.to_vec();
+    deadline.extend(["--task-timeout", "0.6", "--format", "json"]);
+    let o = run(&deadline);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 3, "{out}");
+    let rec: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(rec["outcome"], "TIMEOUT", "{out}");
+    let kinds: Vec<&str> = rec["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"cancel") && kinds.contains(&"poll"),
+        "{kinds:?}"
+    );
+    assert!(rec["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w["code"] == "TASK_CANCELLED"));
+    assert_eq!(journaled(&k, "tasks/cancel"), 1);
+
+    let mut sigint = args.to_vec();
+    sigint.extend(["--format", "json"]);
+    let child = Command::new(env!("CARGO_BIN_EXE_mcp-triage"))
+        .args(&sigint)
+        .env_remove("MCP_TRIAGE_BEARER")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let polls_before = journaled(&k, "tasks/get");
+    for _ in 0..500 {
+        if journaled(&k, "tasks/get") > polls_before {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        journaled(&k, "tasks/get") > polls_before,
+        "the task was never polled"
+    );
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 130, "{out}");
+    assert_eq!(journaled(&k, "tasks/cancel"), 2, "{out}");
+    let rec: Value = serde_json::from_str(out.trim()).unwrap();
+    let w = rec["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["code"] == "TASK_CANCELLED")
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(w["detail"].as_str().unwrap().contains("SIGINT"), "{out}");
+}

@@ -4,10 +4,11 @@ use crate::exit::Exit;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use mcp_triage_client::precheck::{check_call, CallProblem};
-use mcp_triage_client::{CallOptions, CallRecord, Client, RetryOrigin};
+use mcp_triage_client::{CallOptions, CallRecord, Client, Interrupt, RetryOrigin};
 use mcp_triage_core::{error_code_name, Outcome, ProtocolVersion};
 use serde_json::{Map, Value};
 
@@ -22,7 +23,8 @@ Examples:
   mcp-triage call URL run_configured_test_scenario --answer 'elicitation/create={\"action\":\"accept\",\"content\":{\"reason\":\"ok\"}}'
 
 Exit codes: 0 success, 2 usage, 3 transport, 4 protocol, 5 interaction left unanswered, 6 tool error,
-  7 arguments do not match the tool's inputSchema (nothing sent; --send-invalid-args sends them).";
+  7 arguments do not match the tool's inputSchema (nothing sent; --send-invalid-args sends them),
+  130 interrupted (Ctrl-C; an open task is cancelled first).";
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum Format {
@@ -89,6 +91,16 @@ pub struct CallArgs {
     #[arg(long, help_heading = ARGS_AND_OUTPUT)]
     pub task: bool,
 
+    /// How long to wait for a task from its creation before cancelling it (tasks/cancel);
+    /// default: --timeout. Ctrl-C cancels it too.
+    #[arg(long, value_name = "SECONDS", help_heading = ARGS_AND_OUTPUT)]
+    pub task_timeout: Option<f64>,
+
+    /// Most task attempts (polls, updates, cancels) kept in the record; older working polls
+    /// are dropped and counted in a TASK_POLLS_ELIDED warning.
+    #[arg(long, value_name = "N", default_value_t = 64, help_heading = ARGS_AND_OUTPUT)]
+    pub max_task_attempts: usize,
+
     /// Do not call tools/list before the call (no annotations, x-mcp-header or outputSchema).
     #[arg(long, help_heading = ARGS_AND_OUTPUT)]
     pub no_list: bool,
@@ -124,6 +136,8 @@ enum Ended {
     Unreachable(String),
     /// The arguments do not match the inputSchema: nothing was sent.
     Refused(CallProblem),
+    /// Ctrl-C while no task was open (or twice): the call was dropped without a record.
+    Interrupted,
 }
 
 /// The usage error for a listed tool whose `x-mcp-header`s break the 2026-07-28 rules, or
@@ -175,11 +189,23 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
     args.input.apply(&mut opts)?;
     args.retry.apply(&mut opts)?;
     opts.use_tasks = args.task;
+    opts.task_timeout = match args.task_timeout {
+        Some(s) if s.is_finite() && s > 0.0 && s < 86_400.0 => Some(Duration::from_secs_f64(s)),
+        Some(_) => {
+            return Err("--task-timeout must be a positive number of seconds below a day".into())
+        }
+        None => None,
+    };
+    if args.max_task_attempts < 2 {
+        return Err("--max-task-attempts must be at least 2".into());
+    }
+    opts.max_task_attempts = args.max_task_attempts;
     opts.scenario = args.scenario.clone();
     opts.list_tools_first = !args.no_list;
     opts.log_arguments = args.log_arguments;
     opts.keep_result = args.log_result;
     let arguments = arguments(&args)?;
+    let interrupt = Interrupt::new();
     let co = CallOptions {
         retry_origin: if args.retry_of.is_some() {
             RetryOrigin::Manual
@@ -188,6 +214,7 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
         },
         retry_of: args.retry_of.clone(),
         idempotency_key: args.idempotency_key.clone(),
+        interrupt: Some(interrupt.clone()),
         ..CallOptions::default()
     };
     let list_first = opts.list_tools_first;
@@ -224,7 +251,10 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
                 return Ok(Ended::Refused(p.clone()));
             }
         }
-        let r = client.call_tool(&tool, arguments, co).await;
+        let Some(r) = until_interrupted(client.call_tool(&tool, arguments, co), &interrupt).await
+        else {
+            return Ok(Ended::Interrupted);
+        };
         client.close().await;
         Ok(Ended::Called(Box::new(r), problem))
     })?;
@@ -233,6 +263,10 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
         Ended::Unreachable(e) => {
             eprintln!("mcp-triage: {e}");
             return Ok(Exit::Transport.into());
+        }
+        Ended::Interrupted => {
+            eprintln!("mcp-triage: interrupted; no task was open, nothing to cancel");
+            return Ok(Exit::Interrupted.into());
         }
         Ended::Refused(p) => {
             eprintln!(
@@ -258,7 +292,37 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
         Format::Text => account(&record, problem.as_ref()),
     };
     let _ = writeln!(out, "{text}");
+    if interrupt.is_requested() {
+        return Ok(Exit::Interrupted.into());
+    }
     Ok(crate::exit::of_call(&record).into())
+}
+
+/// Runs the call until it returns, or until Ctrl-C. Why not let SIGINT kill the process: a
+/// task the call created runs on in the server; on Ctrl-C the call cancels it
+/// (`tasks/cancel`) and returns its record. Without an open task there is nothing to cancel
+/// and the call is dropped at once (`None`); a second Ctrl-C stops waiting for the cancel.
+async fn until_interrupted<F: std::future::Future<Output = CallRecord>>(
+    call: F,
+    interrupt: &Interrupt,
+) -> Option<CallRecord> {
+    tokio::pin!(call);
+    tokio::select! {
+        r = &mut call => return Some(r),
+        s = tokio::signal::ctrl_c() => {
+            if s.is_err() {
+                // no signal handling here: wait for the call as without it
+                return Some(call.await);
+            }
+        }
+    }
+    if !interrupt.request() {
+        return None;
+    }
+    tokio::select! {
+        r = &mut call => Some(r),
+        _ = tokio::signal::ctrl_c() => None,
+    }
 }
 
 fn capitalized(s: &str) -> String {
@@ -404,8 +468,13 @@ fn account(r: &CallRecord, problem: Option<&CallProblem>) -> String {
         s.push_str(&format!("warning {}: {}\n", w.code, w.detail));
     }
     s.push_str(&super::client_args::stderr_block(&r.stderr_tail));
+    let cancelled = r.warnings.iter().any(|w| w.code == "TASK_CANCELLED");
     match &cause {
         Some(c) => s.push_str(&format!("next: {c}")),
+        // the generic timeout hint would say the tool may still run; the task was cancelled
+        None if cancelled && r.outcome == Outcome::Timeout => s.push_str(
+            "next: the task was cancelled before it ended; give it longer with --task-timeout.",
+        ),
         None => s.push_str(&format!("next: {}", hint(r.outcome))),
     }
     s
