@@ -59,6 +59,16 @@ pub struct RecordArgs {
     /// Largest request body (or stdio line) read to find its JSON-RPC message.
     #[arg(long, value_name = "BYTES", default_value_t = 4 << 20)]
     max_request_bytes: u64,
+    /// Most open tasks remembered to link tasks/* exchanges and the task's end to the
+    /// tools/call that created it; past it the least recently polled is recorded TASK_UNFINISHED.
+    #[arg(long, value_name = "N", default_value_t = mcp_triage_proxy::tasks::DEFAULT_MAX_OPEN_TASKS as u64,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_open_tasks: u64,
+    /// Seconds an open task is remembered without a tasks/get before it is recorded
+    /// TASK_UNFINISHED.
+    #[arg(long, value_name = "SECS", default_value_t = mcp_triage_proxy::tasks::DEFAULT_OPEN_TASK_TTL.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=604_800))]
+    open_task_ttl: u64,
     /// Export spans and the mcp.client.operation.duration histogram to this OTLP/HTTP collector
     /// (http://host:4318 or https://host:4318; /v1/traces and /v1/metrics are appended). Headers
     /// the collector wants (an API key) come from OTEL_EXPORTER_OTLP_HEADERS (key=value,...).
@@ -87,6 +97,8 @@ impl RecordArgs {
                 ..Limits::DEFAULT
             },
             max_request_bytes: self.max_request_bytes,
+            max_open_tasks: self.max_open_tasks as usize,
+            open_task_ttl: std::time::Duration::from_secs(self.open_task_ttl),
         }
     }
 
