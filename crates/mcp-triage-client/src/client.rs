@@ -1303,14 +1303,8 @@ impl Client {
                 }
             }
             if sent.verdict.outcome == Outcome::TaskCreated {
+                // the driver sets this attempt's decision: when the first poll comes, and why
                 let task_id = sent.verdict.task_id.clone().unwrap_or_default();
-                set_decision(
-                    rec,
-                    idx,
-                    "poll",
-                    None,
-                    format!("the server created task {task_id:?}; polling tasks/get"),
-                );
                 let created = sent.result().cloned().unwrap_or(Value::Null);
                 let budget = self
                     .opts

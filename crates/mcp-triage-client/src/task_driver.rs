@@ -209,6 +209,15 @@ impl Client {
         }
         let mut pace = PollPace::new(self.opts.max_poll_interval);
         pace.observe(created.get("task").unwrap_or(created));
+        if let Some(call) = rec.attempts.len().checked_sub(1) {
+            let (first, source) = pace.clone().next();
+            let why = format!(
+                "the server created task {:?}; {}",
+                run.task_id,
+                poll_reason(source, first)
+            );
+            set_decision(rec, call, "poll", Some(first.as_millis() as u64), why);
+        }
         self.drive_loop(run, &mut pace, rec).await;
         if let Some(i) = &run.interrupt {
             i.set_task_open(false);
@@ -271,13 +280,8 @@ impl Client {
             match task["status"].as_str().unwrap_or("") {
                 "working" | "submitted" => {
                     let (next, source) = pace.clone().next();
-                    set_decision(
-                        rec,
-                        idx,
-                        "poll",
-                        Some(next.as_millis() as u64),
-                        poll_reason(source, next),
-                    );
+                    let why = format!("the task is working; {}", poll_reason(source, next));
+                    set_decision(rec, idx, "poll", Some(next.as_millis() as u64), why);
                 }
                 "input_required" if self.version_has_task_update(run) => {
                     if let Err(why) = self.answer_task_input(run, &task, rec, idx).await {
@@ -724,16 +728,11 @@ fn elide_one_poll(rec: &mut CallRecord, elided: &mut u32) {
 }
 
 fn poll_reason(source: PaceSource, next: Duration) -> String {
-    match source {
-        PaceSource::Server => format!(
-            "the task is working; next tasks/get in {} ms (the server's pollIntervalMs)",
-            next.as_millis()
-        ),
-        PaceSource::Backoff => format!(
-            "the task is working; next tasks/get in {} ms (no pollIntervalMs: exponential backoff)",
-            next.as_millis()
-        ),
-    }
+    let why = match source {
+        PaceSource::Server => "the server's pollIntervalMs",
+        PaceSource::Backoff => "no pollIntervalMs: exponential backoff",
+    };
+    format!("next tasks/get in {} ms ({why})", next.as_millis())
 }
 
 #[cfg(test)]

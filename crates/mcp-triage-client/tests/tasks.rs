@@ -133,6 +133,40 @@ async fn the_servers_poll_interval_is_never_undercut() {
     assert_eq!(count(&r, "poll"), times.len() - 1);
 }
 
+/// A server that suggests no interval gets an exponential backoff from 100 ms doubling up to
+/// `max_poll_interval`: the gaps between the requests the kitchen received grow so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_poll_interval_the_client_backs_off() {
+    let k = common::kitchen().await;
+    let url = format!(
+        "{}/s/tasks.deferred/mcp?completeAfterMs=1200&pollIntervalMs=0",
+        k.base_url()
+    );
+    let mut o = task_options();
+    o.max_poll_interval = Duration::from_millis(400);
+    let r = call(&url, o, "run_configured_test_scenario", json!({})).await;
+    assert_eq!(r.outcome, Outcome::ToolSuccess, "{r:#?}");
+    let mut times: Vec<u64> = journal(&k, "tools/call")
+        .iter()
+        .map(|e| e.received_ms)
+        .collect();
+    times.extend(journal(&k, "tasks/get").iter().map(|e| e.received_ms));
+    // 100, 200, 400, 400, ... ms after one another; 1.2 s of work takes 4 or 5 polls
+    let floor = [100u64, 200, 400, 400, 400, 400];
+    assert!((4..=6).contains(&(times.len() - 1)), "{times:?}");
+    for (i, w) in times.windows(2).enumerate() {
+        assert!(w[1] - w[0] >= floor[i] - 1, "gap {i} too short: {times:?}");
+    }
+    let reasons: Vec<&str> = r
+        .attempts
+        .iter()
+        .filter_map(|a| a.decision.as_ref())
+        .filter(|d| d.action == "poll")
+        .map(|d| d.reason.as_str())
+        .collect();
+    assert!(reasons.iter().all(|x| x.contains("backoff")), "{reasons:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn input_inside_a_task_is_answered_by_tasks_update() {
     let k = common::kitchen().await;

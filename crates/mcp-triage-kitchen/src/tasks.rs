@@ -38,7 +38,7 @@ use mcp_triage_wire::time::rfc3339;
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 /// Lifetime of a task from its creation unless the creator says otherwise.
 pub const DEFAULT_TTL_MS: u64 = 60_000;
-/// Suggested polling interval of the kitchen's tasks.
+/// Suggested polling interval of the kitchen's tasks (0 for a task would leave it out).
 pub const DEFAULT_POLL_MS: u64 = 250;
 /// Tasks kept per instance; creating one more drops the oldest (bounds memory for clients
 /// that create tasks in a loop and never poll them).
@@ -149,8 +149,11 @@ impl Entry {
             "createdAt": rfc3339(self.created_ms),
             "lastUpdatedAt": rfc3339(self.updated_ms),
             "ttlMs": self.ttl_ms,
-            "pollIntervalMs": self.poll_ms,
         });
+        // optional in the extension: 0 leaves it out, so clients meet a task without one
+        if self.poll_ms > 0 {
+            t["pollIntervalMs"] = json!(self.poll_ms);
+        }
         if let Some(m) = &self.status_message {
             t["statusMessage"] = json!(m);
         }

@@ -1486,6 +1486,18 @@ async fn tasks_deferred_legacy_task_augmented_call_and_2026_extension() {
         d.json()["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"]
             .is_object()
     );
+    // pollIntervalMs=0 leaves the (optional) field out, on the task and on every poll
+    let q0 = "/s/tasks.deferred/mcp?completeAfterMs=0&pollIntervalMs=0&instance=nopoll";
+    let mut with_ext = args.clone();
+    with_ext["_meta"] = m.clone();
+    let r = modern(a, q0, 15, "tools/call", with_ext).await.unwrap();
+    let res = r.json()["result"].clone();
+    assert!(res.get("pollIntervalMs").is_none(), "{res}");
+    let id = res["taskId"].as_str().unwrap();
+    let r = modern(a, q0, 16, "tasks/get", json!({ "taskId": id, "_meta": m }))
+        .await
+        .unwrap();
+    assert!(r.json()["result"].get("pollIntervalMs").is_none());
     k.shutdown().await;
 }
 

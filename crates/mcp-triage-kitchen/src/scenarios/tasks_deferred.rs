@@ -42,7 +42,7 @@ static INFO: ScenarioInfo = ScenarioInfo {
     params: &[
         ParamSpec { name: "completeAfterMs", kind: ParamKind::Integer, default: "1000", choices: &[], doc: "Time from creation until the task is `completed`." },
         ParamSpec { name: "ttlMs", kind: ParamKind::Integer, default: "60000", choices: &[], doc: "Task lifetime after creation (`ttl`/`ttlMs`)." },
-        ParamSpec { name: "pollIntervalMs", kind: ParamKind::Integer, default: "250", choices: &[], doc: "Suggested polling interval (`pollInterval`/`pollIntervalMs`)." },
+        ParamSpec { name: "pollIntervalMs", kind: ParamKind::Integer, default: "250", choices: &[], doc: "Suggested polling interval (`pollInterval`/`pollIntervalMs`); 0 leaves the field out (it is optional), so a client must pick its own pace." },
     ],
     outcome: Outcome::TaskCreated,
     origin: Origin::Kitchen,
@@ -60,13 +60,17 @@ fn status(t: &TaskRecord, now: u64) -> &'static str {
 
 fn legacy_task(id: &str, t: &TaskRecord, now: u64) -> Value {
     let st = status(t, now);
-    json!({
+    let mut task = json!({
         "taskId": id, "status": st,
         "statusMessage": match st { "completed" => "done", "cancelled" => "cancelled by the client", _ => "working on it" },
         "createdAt": rfc3339(t.created_ms),
         "lastUpdatedAt": rfc3339(if st == "completed" { t.ready_at_ms } else { t.created_ms }),
-        "ttl": t.ttl_ms, "pollInterval": t.poll_ms,
-    })
+        "ttl": t.ttl_ms,
+    });
+    if t.poll_ms > 0 {
+        task["pollInterval"] = json!(t.poll_ms);
+    }
+    task
 }
 
 /// The live (not expired) task `id` of the instance.
@@ -97,7 +101,7 @@ fn modern_call(cx: &WireCx<'_>) -> MethodReply {
     let mut r = crate::tasks::create(
         &cx.instance.ext_tasks,
         p.u64("ttlMs").max(1),
-        p.u64("pollIntervalMs").max(1),
+        p.u64("pollIntervalMs"),
         job,
     );
     r["resultType"] = json!("task");
