@@ -142,14 +142,14 @@ async fn a_failed_task_ends_with_its_jsonrpc_error_on_the_call() {
 async fn the_open_task_table_is_bounded_in_count_and_time() {
     let rig = Rig::with(|o| {
         o.observe.max_open_tasks = 1;
-        o.observe.open_task_ttl = Duration::from_millis(400);
+        o.observe.open_task_ttl = Duration::from_millis(1500);
     })
     .await;
     let first = create(&rig, 1, "slow_compute", json!({ "seconds": 30 })).await;
     let second = create(&rig, 2, "slow_compute", json!({ "seconds": 30 })).await;
     task_rpc(&rig, 3, "tasks/get", json!({ "taskId": first })).await;
     task_rpc(&rig, 4, "tasks/get", json!({ "taskId": second })).await;
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    tokio::time::sleep(Duration::from_millis(2000)).await;
     task_rpc(&rig, 5, "tasks/get", json!({ "taskId": second })).await;
     let third = create(&rig, 6, "slow_compute", json!({ "seconds": 30 })).await;
     for t in [&first, &second, &third] {
