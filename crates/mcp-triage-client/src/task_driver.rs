@@ -57,8 +57,11 @@ impl Interrupt {
     /// Asks the call to stop. Returns whether a task is open, i.e. whether the call will now
     /// cancel it and return soon (otherwise the caller should stop the call itself).
     pub fn request(&self) -> bool {
+        // Read before signalling: once signalled, the driver may cancel the task and close it
+        // before this thread runs again, and the caller would drop a call about to return.
+        let open = self.task_open.load(Ordering::SeqCst);
         self.tx.send_replace(true);
-        self.task_open.load(Ordering::SeqCst)
+        open
     }
 
     /// Whether [`Interrupt::request`] was called.
@@ -528,7 +531,11 @@ impl Client {
         if sent.0.verdict.outcome == Outcome::Timeout && Instant::now() >= run.deadline {
             return Err(StopReason::Deadline(run.budget));
         }
-        Ok(sent)
+        let (mut sent, id) = sent;
+        if method != "tasks/get" {
+            judge_ack(&mut sent, run, method);
+        }
+        Ok((sent, id))
     }
 
     /// One exchange of a tasks/* request with a given deadline (the tool's outputSchema goes
@@ -725,6 +732,32 @@ fn elide_one_poll(rec: &mut CallRecord, elided: &mut u32) {
         }
     }
     *elided += 1;
+}
+
+/// The verdict of a `tasks/update` or `tasks/cancel` answer. The core judges every answer
+/// but a poll by the tool-result rules, which would call the extension's empty
+/// acknowledgement an invalid tool result; an acknowledgement says the task goes on (its
+/// state is read with `tasks/get`), so it is recorded as `TASK_CREATED` for that task.
+/// Transport failures and JSON-RPC errors keep the core's verdict.
+fn judge_ack(sent: &mut Sent, run: &TaskRun<'_>, method: &str) {
+    let Some(result) = sent.result().filter(|r| r.is_object()) else {
+        return;
+    };
+    let mut v = Verdict::new(Outcome::TaskCreated).with_detail(format!(
+        "{method} acknowledged; the state of task {:?} is read with tasks/get",
+        run.task_id
+    ));
+    v.task_id = Some(run.task_id.clone());
+    v.status = sent.verdict.status;
+    if run.version.is_modern()
+        && result.get("resultType").and_then(Value::as_str) != Some("complete")
+    {
+        v.warn(
+            "TASK_RESULT_TYPE",
+            format!("the {method} acknowledgement's resultType is not \"complete\", which the extension requires"),
+        );
+    }
+    sent.verdict = v;
 }
 
 fn poll_reason(source: PaceSource, next: Duration) -> String {

@@ -181,6 +181,10 @@ async fn input_inside_a_task_is_answered_by_tasks_update() {
     let updates = journal(&k, "tasks/update");
     assert_eq!(updates.len(), 1, "answered once, not on every poll");
     assert_eq!(count(&r, "update"), 1, "{:?}", kinds(&r));
+    // the empty acknowledgement is not judged as a (broken) tool result
+    let update = r.attempts.iter().find(|a| a.kind == "update").unwrap();
+    assert_eq!(update.verdict.outcome, Outcome::TaskCreated, "{update:#?}");
+    assert!(update.verdict.warnings.is_empty(), "{update:#?}");
     assert_eq!(r.rounds, 1);
     let asked = r
         .attempts
@@ -228,6 +232,8 @@ async fn the_clients_deadline_cancels_the_task() {
     let cancels = journal(&k, "tasks/cancel");
     assert_eq!(cancels.len(), 1, "{:?}", kinds(&r));
     assert_eq!(count(&r, "cancel"), 1);
+    let cancel = r.attempts.iter().find(|a| a.kind == "cancel").unwrap();
+    assert_eq!(cancel.verdict.outcome, Outcome::TaskCreated, "{cancel:#?}");
     assert_eq!(r.outcome, Outcome::Timeout, "{r:#?}");
     let w = warning(&r, "TASK_CANCELLED").expect("TASK_CANCELLED");
     assert!(
