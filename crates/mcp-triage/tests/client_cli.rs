@@ -1104,4 +1104,34 @@ fn a_task_is_cancelled_at_the_deadline_and_on_ctrl_c() {
         .find(|w| w["code"] == "TASK_CANCELLED")
         .unwrap_or_else(|| panic!("{out}"));
     assert!(w["detail"].as_str().unwrap().contains("SIGINT"), "{out}");
+
+    // Without a task there is nothing to cancel: Ctrl-C stops the call at once, exit 130.
+    let child = Command::new(env!("CARGO_BIN_EXE_mcp-triage"))
+        .args(["call", &url, "slow_compute", "--arg", "seconds=30"])
+        .env_remove("MCP_TRIAGE_BEARER")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // the journal has an exchange once it is answered: tools/list comes just before the call,
+    // which is answered only after 30 s, so soon after the list the call is in flight
+    let lists_before = journaled(&k, "tools/list");
+    for _ in 0..500 {
+        if journaled(&k, "tools/list") > lists_before {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 130, "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no task was open"));
+    assert_eq!(journaled(&k, "tasks/cancel"), 2);
 }
