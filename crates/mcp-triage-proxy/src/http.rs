@@ -553,6 +553,8 @@ async fn accept_loop(
     // Exchanges still open are closed now: dropping them emits their records (cancelled).
     conns.abort_all();
     while conns.join_next().await.is_some() {}
+    // Tasks still open will end unseen: their calls get a TASK_UNFINISHED end now.
+    shared.observer.close_open_tasks();
 }
 
 /// Answers a connection over [`ProxyOptions::max_connections`] with a `503` naming the limit,

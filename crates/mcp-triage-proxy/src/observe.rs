@@ -608,6 +608,16 @@ impl Observer {
         }
     }
 
+    /// Writes a `TASK_UNFINISHED` end for every task still open: the proxy is stopping, and
+    /// a call whose end was not seen must still be reported, once.
+    pub fn close_open_tasks(&self) {
+        let open = self.lock().tasks.drain();
+        for (t, why) in open {
+            let r = self.unfinished(t, why);
+            self.emit(r);
+        }
+    }
+
     /// A `tasks/*` request names its task; link it to the call that created it.
     fn link_task_request(&self, record: &mut Record, params: &Value) {
         let Some(id) = params.get("taskId").and_then(Value::as_str) else {
@@ -615,9 +625,9 @@ impl Observer {
         };
         record.task_id = Some(id.to_string());
         let mut st = self.lock();
+        // No `tool`: a poll is not a call of the tool (summaries count records by tool).
         if let Some(t) = st.tasks.touch(id, Instant::now()) {
             record.links_to = Some(t.record_id.clone());
-            record.tool = t.tool.clone();
         }
     }
 
@@ -701,6 +711,10 @@ impl Observer {
                 "no terminal state of task {:?} seen for {} s (--open-task-ttl)",
                 t.task_id,
                 self.options.open_task_ttl.as_secs()
+            ),
+            Evicted::Stopped => format!(
+                "the proxy stopped while task {:?} was open; its end was not seen",
+                t.task_id
             ),
             Evicted::Full => format!(
                 "task {:?} was the least recently polled of {} open tasks (--max-open-tasks); its end will not be linked",

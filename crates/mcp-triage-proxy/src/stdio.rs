@@ -309,6 +309,8 @@ where
         }
         observer.finish_call(c, v, true, None, None);
     }
+    // Tasks still open will end unseen: their calls get a TASK_UNFINISHED end now.
+    observer.close_open_tasks();
     report
 }
 

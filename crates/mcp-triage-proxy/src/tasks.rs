@@ -50,6 +50,8 @@ pub enum Evicted {
     Expired,
     /// The table was full and it was the least recently seen.
     Full,
+    /// The proxy stopped while the task was open.
+    Stopped,
 }
 
 /// The open tasks, bounded in count and in time.
@@ -116,6 +118,13 @@ impl OpenTasks {
     /// Removes the task `id` (its end was seen).
     pub fn close(&mut self, id: &str) -> Option<OpenTask> {
         self.tasks.remove(id)
+    }
+
+    /// Removes and returns every open task (the proxy stops).
+    pub fn drain(&mut self) -> Vec<(OpenTask, Evicted)> {
+        let mut all: Vec<OpenTask> = self.tasks.drain().map(|(_, t)| t).collect();
+        all.sort_by_key(|t| t.started);
+        all.into_iter().map(|t| (t, Evicted::Stopped)).collect()
     }
 
     /// Removes and returns the tasks not seen within the TTL.

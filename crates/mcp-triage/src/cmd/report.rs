@@ -356,8 +356,17 @@ fn sorted_keys(records: &[Value], key: &str) -> Vec<String> {
     m.into_keys().collect()
 }
 
+/// A proxy record of the `tools/call` exchange that created a task: the call is not over
+/// there, and the proxy writes its end as a `taskEnd` record (the task's final verdict, or
+/// `TASK_UNFINISHED`), which is the one counted, so a task call counts once, as in the
+/// proxy's metrics.
+fn is_task_start(r: &Value) -> bool {
+    r["kind"] == "request" && r["outcome"] == "TASK_CREATED" && r.get("taskId").is_some()
+}
+
 pub fn run(args: ReportArgs) -> Result<ExitCode, String> {
-    let records = read_records(&args)?;
+    let mut records = read_records(&args)?;
+    records.retain(|r| !is_task_start(r));
     let report = summarise(&records, &args.log.display().to_string());
     for p in &report.suites[0].properties {
         println!("{:<24} {}", p.0, p.1);
@@ -400,6 +409,19 @@ pub fn run(args: ReportArgs) -> Result<ExitCode, String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_task_started_through_the_proxy_counts_at_its_end() {
+        let start = json!({"kind": "request", "method": "tools/call", "tool": "job",
+                           "outcome": "TASK_CREATED", "taskId": "t1"});
+        let end = json!({"kind": "taskEnd", "method": "tools/call", "tool": "job",
+                         "outcome": "TOOL_SUCCESS", "taskId": "t1", "linksTo": "r1"});
+        let client = json!({"tool": "job", "outcome": "TASK_CREATED"});
+        assert!(is_task_start(&start));
+        assert!(!is_task_start(&end));
+        // a record without the proxy's kind and taskId is counted as it is
+        assert!(!is_task_start(&client));
+    }
     use super::*;
     use serde_json::json;
 
