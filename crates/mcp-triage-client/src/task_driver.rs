@@ -614,49 +614,8 @@ impl Client {
                 run.task_id
             ),
         );
-        let end = self
-            .task_request(run, "tasks/get", json!({ "taskId": run.task_id }))
-            .await;
+        let finished = self.read_after_cancel(run, rec).await;
         run.interrupt = saved;
-        let finished = match end {
-            Ok((sent, id)) => {
-                let idx = self.push_task_attempt(run, rec, &sent, &id, "poll");
-                let status = sent
-                    .result()
-                    .and_then(|t| t["status"].as_str())
-                    .unwrap_or("")
-                    .to_string();
-                if matches!(status.as_str(), "completed" | "failed") {
-                    let task = sent.result().cloned().unwrap_or(Value::Null);
-                    set_decision(
-                        rec,
-                        idx,
-                        "done",
-                        None,
-                        format!("the task ended {status} before the cancellation took effect"),
-                    );
-                    self.task_ended(run, sent, id, &task, &status, rec).await;
-                    true
-                } else {
-                    set_decision(
-                        rec,
-                        idx,
-                        "give_up",
-                        None,
-                        format!(
-                            "the task is {}; the call has no result",
-                            if status.is_empty() {
-                                "unknown"
-                            } else {
-                                &status
-                            }
-                        ),
-                    );
-                    false
-                }
-            }
-            Err(_) => false,
-        };
         if finished || why == StopReason::InputUnanswered {
             return;
         }
@@ -669,6 +628,40 @@ impl Client {
         rec.layer = v.layer;
         rec.result_type = None;
         rec.message = v.detail.clone();
+    }
+
+    /// Reads the task once after `tasks/cancel` (the extension lets a cancelled task still
+    /// end otherwise). `true` when it had completed or failed: that end is the call's verdict.
+    async fn read_after_cancel(&self, run: &mut TaskRun<'_>, rec: &mut CallRecord) -> bool {
+        let end = self
+            .task_request(run, "tasks/get", json!({ "taskId": run.task_id }))
+            .await;
+        let Ok((sent, id)) = end else {
+            return false;
+        };
+        let idx = self.push_task_attempt(run, rec, &sent, &id, "poll");
+        let status = sent
+            .result()
+            .and_then(|t| t["status"].as_str())
+            .unwrap_or("")
+            .to_string();
+        if matches!(status.as_str(), "completed" | "failed") {
+            let task = sent.result().cloned().unwrap_or(Value::Null);
+            self.task_ended(run, sent, id, &task, &status, rec).await;
+            // after task_ended, whose generic reason this one replaces (2025-11-25 may have
+            // added a task_result attempt: the decision stays on this poll)
+            let why = format!("the task ended {status} before the cancellation took effect");
+            set_decision(rec, idx, "done", None, why);
+            return true;
+        }
+        let state = if status.is_empty() {
+            "unknown"
+        } else {
+            &status
+        };
+        let why = format!("the task is {state}; the call has no result");
+        set_decision(rec, idx, "give_up", None, why);
+        false
     }
 
     /// Records a task exchange as an attempt, eliding the oldest working poll when the task's
