@@ -511,6 +511,7 @@ fn call_passes_every_task_case() {
         "tasks.completed",
         "tasks.tool_error",
         "tasks.failed",
+        "tasks.input",
         "tasks.expired",
     ];
     let (code, all) = judge_cases(&client, &cases);
