@@ -49,6 +49,9 @@ pub enum CheckKind {
     GivesUp,
     /// `judge --replay`: the client ends as the captured line it was last served says.
     CapturedOutcome,
+    /// Tools that changed: after the server said a tool is unknown, no tools/call without a
+    /// tools/list first.
+    RelistBeforeCall,
     /// Tasks: `tasks/get` no faster than the `pollInterval` the kitchen asked for.
     PollPace,
     /// Tasks: no `tasks/get` after the task reached a terminal state.
@@ -117,6 +120,7 @@ impl CheckKind {
             CheckKind::TokenAudience => "token_audience",
             CheckKind::GivesUp => "gives_up",
             CheckKind::CapturedOutcome => "captured_outcome",
+            CheckKind::RelistBeforeCall => "relist_before_call",
             CheckKind::PollPace => "poll_pace",
             CheckKind::StopsAtTerminal => "stops_at_terminal",
             CheckKind::NoCreateResend => "no_create_resend",
@@ -193,6 +197,10 @@ impl CheckKind {
             CheckKind::GivesUp => &[
                 "spec 2025-11-25 basic/authorization §Authorization Code Protection: if code_challenge_methods_supported is absent the client MUST refuse to proceed",
                 "RFC 9728 §3 / RFC 8414 §3: without the metadata there is no authorization server to ask; the client ends with a stated failure (non-zero exit, a message), not a loop or silence",
+            ],
+            CheckKind::RelistBeforeCall => &[
+                "spec digest §tools list_changed: when the list of tools changes the server sends notifications/tools/list_changed and the client fetches tools/list again",
+                "judge: a -32602 \"Unknown tool\" answer says the list the client acted on is stale; a next call (the same name again, or a guessed new one) comes after a fresh tools/list",
             ],
             CheckKind::PollPace => &[
                 "tasks extension (SEP-2663): the task's pollInterval is the server's suggestion for how often to poll tasks/get; a client polls no faster",
@@ -452,7 +460,7 @@ fn scenario_tool_changed(id: &'static str, mutation: Value) -> CaseDef {
         params: json!({ "mutations": [mutation] }),
         tool: Cow::Borrowed("run_configured_test_scenario"),
         arguments: json!({ "message": "from mcp-triage judge" }),
-        checks: Cow::Borrowed(&[CheckKind::NoAutoResend]),
+        checks: Cow::Borrowed(&[CheckKind::NoAutoResend, CheckKind::RelistBeforeCall]),
         retry_after_ms: 0,
         oauth: false,
         captured: None,

@@ -113,6 +113,7 @@ pub fn grade(kind: CheckKind, cx: &Ctx<'_>) -> Check {
         CheckKind::TokenAudience => token_audience(cx),
         CheckKind::GivesUp => gives_up(cx),
         CheckKind::CapturedOutcome => captured_outcome(cx),
+        CheckKind::RelistBeforeCall => relist_before_call(cx),
         CheckKind::PollPace => crate::task_checks::poll_pace(cx),
         CheckKind::StopsAtTerminal => crate::task_checks::stops_at_terminal(cx),
         CheckKind::NoCreateResend => crate::task_checks::no_create_resend(cx),
@@ -654,6 +655,56 @@ fn no_auto_resend(cx: &Ctx<'_>) -> Check {
     match calls.len() {
         1 => cx.pass(k, "sent once"),
         n => cx.pass(k, format!("sent {n} times, never after an error answer")),
+    }
+}
+
+/// After an answer saying the tool is unknown (`-32602` naming an unknown tool), every later
+/// tools/call — of any tool — comes after a tools/list sent after that answer: the client acts
+/// on the list as it is now, not on the stale one.
+fn relist_before_call(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::RelistBeforeCall;
+    let unknown = |e: &JournalEntry| {
+        e.answer.as_ref().is_some_and(|a| {
+            a.code == Some(-32602)
+                && a.message
+                    .as_deref()
+                    .is_some_and(|m| m.to_lowercase().contains("unknown tool"))
+        })
+    };
+    let Some(stale) = cx
+        .entries
+        .iter()
+        .position(|e| method(e) == Some("tools/call") && unknown(e))
+    else {
+        return cx.skip(k, "no call met an unknown tool");
+    };
+    let mut listed = false;
+    let mut later_calls = 0;
+    for e in &cx.entries[stale + 1..] {
+        match method(e) {
+            Some("tools/list") => listed = true,
+            Some("tools/call") => {
+                later_calls += 1;
+                if !listed {
+                    return cx.fail(
+                        k,
+                        format!(
+                            "tools/call of {} after \"unknown tool\" without a tools/list first",
+                            e.tool.as_deref().unwrap_or("?")
+                        ),
+                        &[&cx.entries[stale], e],
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    match later_calls {
+        0 => cx.pass(k, "did not call again after \"unknown tool\""),
+        n => cx.pass(
+            k,
+            format!("{n} later call(s), each after a fresh tools/list"),
+        ),
     }
 }
 
@@ -1424,6 +1475,43 @@ mod tests {
         assert!(
             case("tasks.completed").may_decline.is_none(),
             "slow_compute runs without a task"
+        );
+    }
+
+    /// Issue 21 item 6: after "unknown tool", a next call needs a fresh tools/list.
+    #[test]
+    fn a_stale_tool_list_is_relisted_before_the_next_call() {
+        let c = case("catalog.mutation.renamed");
+        let unknown = json!({"receivedMs": 0, "httpMethod": "POST", "method": "tools/call", "id": 1,
+            "tool": "run_configured_test_scenario", "status": 200, "headers": {},
+            "answer": {"outcome": "JSONRPC_ERROR", "code": -32602,
+                       "message": "Unknown tool: run_configured_test_scenario", "endedMs": 1}});
+        let list = json!({"receivedMs": 5, "httpMethod": "POST", "method": "tools/list", "id": 2,
+                          "status": 200, "headers": {}});
+        let renamed = json!({"receivedMs": 9, "httpMethod": "POST", "method": "tools/call", "id": 3,
+            "tool": "run_configured_test_scenario_v2", "status": 200, "headers": {}});
+        let r = run(
+            CheckKind::RelistBeforeCall,
+            &c,
+            &[unknown.clone(), renamed.clone()],
+        );
+        assert_eq!(r.status, Status::Fail, "guessed the new name: {r:?}");
+        let r = run(
+            CheckKind::RelistBeforeCall,
+            &c,
+            &[unknown.clone(), list, renamed],
+        );
+        assert_eq!(r.status, Status::Pass, "{r:?}");
+        let r = run(CheckKind::RelistBeforeCall, &c, std::slice::from_ref(&unknown));
+        assert_eq!(r.status, Status::Pass);
+        let mut again = unknown.clone();
+        again["id"] = json!(4);
+        again["receivedMs"] = json!(20);
+        let r = run(CheckKind::RelistBeforeCall, &c, &[unknown, again]);
+        assert_eq!(r.status, Status::Fail, "a resend loop without relisting");
+        assert_eq!(
+            run(CheckKind::RelistBeforeCall, &c, &[]).status,
+            Status::Skip
         );
     }
 

@@ -61,6 +61,7 @@ fn bad_client_fails_every_resend_check_with_evidence() {
         // Issue 21 item 6: a tool gone from the list is an answer, not a reason to resend.
         ("catalog.mutation.renamed", "no_auto_resend"),
         ("catalog.mutation.removed", "no_auto_resend"),
+        ("catalog.mutation.renamed", "relist_before_call"),
         ("sse.cut_before_response", "reissue_new_id"),
         ("sse.cut_mid_event", "reissue_new_id"),
         ("sse.priming_then_close", "resume_get"),
