@@ -1502,7 +1502,11 @@ mod tests {
             &[unknown.clone(), list, renamed],
         );
         assert_eq!(r.status, Status::Pass, "{r:?}");
-        let r = run(CheckKind::RelistBeforeCall, &c, std::slice::from_ref(&unknown));
+        let r = run(
+            CheckKind::RelistBeforeCall,
+            &c,
+            std::slice::from_ref(&unknown),
+        );
         assert_eq!(r.status, Status::Pass);
         let mut again = unknown.clone();
         again["id"] = json!(4);

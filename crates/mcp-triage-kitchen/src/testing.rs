@@ -197,6 +197,23 @@ pub fn initialize_msg_as(id: i64, version: &str, caps: Value, client: Value) -> 
         "params": { "protocolVersion": version, "capabilities": caps, "clientInfo": client } })
 }
 
+/// `GET` + `Last-Event-ID: last` on the legacy session `sid`: a 2025-11-25 resumption.
+pub async fn resume(addr: SocketAddr, path: &str, sid: &str, last: &str) -> Resp {
+    send(
+        addr,
+        "GET",
+        path,
+        &[
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", sid),
+            ("last-event-id", last),
+        ],
+        None,
+    )
+    .await
+    .unwrap()
+}
+
 /// initialize + notifications/initialized as [`default_client`]; returns the session id.
 pub async fn legacy_session(addr: SocketAddr, path: &str, caps: Value) -> String {
     legacy_session_as(addr, path, caps, default_client()).await

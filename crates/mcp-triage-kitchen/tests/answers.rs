@@ -40,19 +40,7 @@ async fn a_cut_stream_is_journaled_with_its_fault_and_a_resumption_with_the_resu
             .contains("connection cut mid-response"),
         "the fault is named although it happened after the head went out: {call}"
     );
-    let g = send(
-        a,
-        "GET",
-        p,
-        &[
-            ("accept", "text/event-stream"),
-            ("mcp-session-id", &sid),
-            ("last-event-id", "1-0"),
-        ],
-        None,
-    )
-    .await
-    .unwrap();
+    let g = resume(a, p, &sid, "1-0").await;
     assert_eq!(g.rpc()["id"], 2);
     let get = k.kitchen().journal().pop().unwrap();
     assert_eq!(get["httpMethod"], "GET");

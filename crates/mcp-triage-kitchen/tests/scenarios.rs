@@ -720,23 +720,6 @@ async fn sse_cut_before_response_and_mid_event() {
     k.shutdown().await;
 }
 
-/// `GET` + `Last-Event-ID` on the legacy session `sid`.
-async fn resume(a: std::net::SocketAddr, p: &str, sid: &str, last: &str) -> Resp {
-    send(
-        a,
-        "GET",
-        p,
-        &[
-            ("accept", "text/event-stream"),
-            ("mcp-session-id", sid),
-            ("last-event-id", last),
-        ],
-        None,
-    )
-    .await
-    .unwrap()
-}
-
 /// Issue 16 item 2: resuming a 2025-11-25 stream cut mid-event replays whole events only and
 /// then delivers the response (it used to replay the same id-less fragment and cut again).
 #[tokio::test]
@@ -802,19 +785,7 @@ async fn sse_priming_then_close_resumes_on_get() {
     let sid = legacy_session(a, p, json!({})).await;
     let r = post(a, p, Some(&sid), &run(2)).await.unwrap();
     assert_eq!(r.text(), "id: 1-0\nretry: 500\ndata: \n\n");
-    let g = send(
-        a,
-        "GET",
-        p,
-        &[
-            ("accept", "text/event-stream"),
-            ("mcp-session-id", &sid),
-            ("last-event-id", "1-0"),
-        ],
-        None,
-    )
-    .await
-    .unwrap();
+    let g = resume(a, p, &sid, "1-0").await;
     assert_eq!(g.status, 200);
     let fin = g.rpc();
     assert_eq!(fin["id"], 2);
