@@ -5,9 +5,19 @@
 # outcomes in nginx's JSON log == the proxy's records == the client's attempts; /metrics parses
 # with the proxy's series; bodies pass byte for byte; SSE is not held back.
 #
-#   integrations/nginx/test.sh     (needs nginx-light, libnginx-mod-http-lua, lua-resty-core;
-#                                   builds target/debug/mcp-triage and the debug .so if missing)
+#   integrations/nginx/test.sh           the LuaJIT module (needs nginx-light,
+#                                        libnginx-mod-http-lua, lua-resty-core; builds
+#                                        target/debug/mcp-triage and the debug .so if missing)
+#   integrations/nginx/test.sh --native  the native C module (needs nginx-dev; builds it with
+#                                        native/build.sh over the debug staticlib if missing)
+#   (env: MCP_TRIAGE, MCP_TRIAGE_FFI_SO, MCP_TRIAGE_NGX_MODULE name prebuilt files)
 set -euo pipefail
+variant=lua
+case "${1:-}" in
+  "") ;;
+  --native) variant=native ;;
+  *) echo "usage: integrations/nginx/test.sh [--native]" >&2; exit 2 ;;
+esac
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 # shellcheck source=interop/procs.sh
@@ -16,13 +26,19 @@ bin="${MCP_TRIAGE:-$root/target/debug/mcp-triage}"
 so="${MCP_TRIAGE_FFI_SO:-$root/target/debug/libmcp_triage_ffi.so}"
 [ -x "$bin" ] || cargo build -j 2 -q -p mcp-triage --manifest-path "$root/Cargo.toml"
 [ -f "$so" ] || cargo build -j 2 -q -p mcp-triage-ffi --manifest-path "$root/Cargo.toml"
+module_args=()
+if [ "$variant" = native ]; then
+  module="${MCP_TRIAGE_NGX_MODULE:-$root/target/debug/nginx/ngx_http_mcp_triage_module.so}"
+  [ -f "$module" ] || "$here/native/build.sh" --profile debug --out "$(dirname "$module")" >/dev/null
+  module_args=(--module "$module")
+fi
 
 kp=$(free_port) np=$(free_port) mp=$(free_port) pp=$(free_port) up=$(free_port)
 "$bin" kitchen --listen "127.0.0.1:$kp" >"$out/kitchen.log" 2>&1 &
 pids+=($!)
 wait_port "$kp" kitchen "$out/kitchen.log"
 "$here/run.sh" --listen "127.0.0.1:$np" --upstream "http://127.0.0.1:$kp" --log "$out/nginx.jsonl" \
-  --so "$so" --metrics "127.0.0.1:$mp" --prefix "$out/nginx" --max-body-bytes 65536 >"$out/nginx.out" 2>&1 &
+  --so "$so" --metrics "127.0.0.1:$mp" --prefix "$out/nginx" --max-body-bytes 65536 "${module_args[@]}" >"$out/nginx.out" 2>&1 &
 pids+=($!)
 wait_port "$np" nginx "$out/nginx.out"
 "$bin" proxy --listen "127.0.0.1:$pp" --upstream "http://127.0.0.1:$kp" --log "$out/proxy.jsonl" \
@@ -52,4 +68,4 @@ python3 "$here/check.py" streaming "http://127.0.0.1:$np"
 if grep -E "lua entry thread aborted|failed to run|runtime error|mcp_triage: .*failed" "$out/nginx/error.log" >&2; then
   echo "FAIL: Lua errors in nginx's error log (above)" >&2; exit 1
 fi
-echo "nginx module: all checks passed"
+echo "nginx module ($variant): all checks passed"
