@@ -61,16 +61,63 @@ struct Sink<'a> {
 
 impl Write for Sink<'_> {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        if let Some(room) = self.buf.get_mut(self.len..) {
+        let end = self.len + data.len();
+        if let [byte] = data {
+            // serde_json writes its punctuation a byte at a time: no memcpy call for those
+            if let Some(slot) = self.buf.get_mut(self.len) {
+                *slot = *byte;
+            }
+        } else if let Some(room) = self.buf.get_mut(self.len..) {
             let n = room.len().min(data.len());
             room[..n].copy_from_slice(&data[..n]);
         }
-        self.len += data.len();
+        self.len = end;
         Ok(data.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+// The line is written with the small writers below instead of `write!`: this runs once per
+// exchange in a gateway (bench/nginx-module-overhead.sh), and `core::fmt` with float precision
+// cost about as much as classifying the response. The bytes are those `write!` and serde_json
+// wrote (the tests below compare them).
+impl Sink<'_> {
+    fn put(&mut self, data: &[u8]) {
+        let _ = self.write(data);
+    }
+
+    /// `n` in decimal, at least `width` digits (zero-padded), as `{n:0width$}` writes it.
+    fn uint(&mut self, n: u64, width: usize) {
+        let mut digits = [b'0'; 20];
+        let mut i = digits.len();
+        let mut n = n;
+        while n > 0 || i == digits.len() || digits.len() - i < width {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+        self.put(&digits[i..]);
+    }
+
+    fn int(&mut self, n: i64) {
+        if n < 0 {
+            self.put(b"-");
+        }
+        self.uint(n.unsigned_abs(), 1);
+    }
+
+    /// `x` with three decimals, as `{x:.3}` writes it. A whole number of milliseconds (what
+    /// nginx's clock gives) is written without float formatting; anything else by `write!`.
+    fn millis(&mut self, x: f64) {
+        if x.fract() == 0.0 && (0.0..9.0e15).contains(&x) {
+            self.uint(x as u64, 1);
+            self.put(b".000");
+        } else {
+            let _ = write!(self, "{x:.3}");
+        }
     }
 }
 
@@ -83,15 +130,25 @@ unsafe fn lossy<'a>(
     ptr: *const u8,
     len: usize,
 ) -> FfiResult<std::borrow::Cow<'a, str>> {
-    Ok(String::from_utf8_lossy(unsafe {
-        args::bytes(what, ptr, len)
-    }?))
+    let b = unsafe { args::bytes(what, ptr, len) }?;
+    // valid UTF-8 (the usual case) is borrowed without the lossy decoder's per-chunk walk
+    Ok(match std::str::from_utf8(b) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(b),
+    })
 }
 
-/// A JSON string: serde_json's escaping (the verdict JSON's own).
+/// A JSON string: serde_json's escaping (the verdict JSON's own). Text with nothing to escape
+/// (no quote, backslash or control character: what serde_json escapes) is copied as it is.
 fn string(w: &mut Sink, s: &str) {
-    // writing into a Sink never fails and a str always serialises
-    let _ = serde_json::to_writer(w, s);
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        w.put(b"\"");
+        w.put(s.as_bytes());
+        w.put(b"\"");
+    } else {
+        // writing into a Sink never fails and a str always serialises
+        let _ = serde_json::to_writer(w, s);
+    }
 }
 
 /// `"YYYY-MM-DDTHH:MM:SS.mmmZ"` of Unix seconds (milliseconds cut, not rounded, as before).
@@ -102,17 +159,26 @@ fn rfc3339(w: &mut Sink, t: f64) -> FfiResult<()> {
         )));
     }
     let secs = t.floor();
-    let ms = ((t - secs) * 1000.0).floor() as u32;
+    let ms = ((t - secs) * 1000.0).floor() as u64;
     let secs = secs as i64;
     let (y, mo, d) = mcp_triage_wire::time::civil_from_days(secs.div_euclid(86_400));
-    let s = secs.rem_euclid(86_400);
-    let _ = write!(
-        w,
-        "\"{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z\"",
-        s / 3600,
-        s / 60 % 60,
-        s % 60
-    );
+    let s = secs.rem_euclid(86_400) as u64;
+    w.put(b"\"");
+    // t >= 0: the year is at least 1970
+    w.uint(y as u64, 4);
+    w.put(b"-");
+    w.uint(mo, 2);
+    w.put(b"-");
+    w.uint(d, 2);
+    w.put(b"T");
+    w.uint(s / 3600, 2);
+    w.put(b":");
+    w.uint(s / 60 % 60, 2);
+    w.put(b":");
+    w.uint(s % 60, 2);
+    w.put(b".");
+    w.uint(ms, 3);
+    w.put(b"Z\"");
     Ok(())
 }
 
@@ -160,42 +226,36 @@ unsafe fn line(w: &mut Sink, r: &McptRequest, v: &Verdict, f: &McptRecordFields)
             f.duration_ms
         )));
     }
-    let _ = w.write_all(b"{\"recordId\":");
+    w.put(b"{\"recordId\":");
     string(w, &unsafe {
         lossy("record_id", f.record_id, f.record_id_len)
     }?);
-    let _ = w.write_all(b",\"time\":");
+    w.put(b",\"time\":");
     rfc3339(w, f.start_unix_s)?;
-    let _ = write!(
-        w,
-        ",\"durationMs\":{:.3},\"kind\":\"request\",\"transport\":\"http\",\"httpMethod\":\"POST\",\"path\":",
-        f.duration_ms
-    );
+    w.put(b",\"durationMs\":");
+    w.millis(f.duration_ms);
+    w.put(b",\"kind\":\"request\",\"transport\":\"http\",\"httpMethod\":\"POST\",\"path\":");
     string(w, &unsafe { lossy("path", f.path, f.path_len) }?);
-    let _ = w.write_all(b",\"method\":\"tools/call\",\"id\":");
+    w.put(b",\"method\":\"tools/call\",\"id\":");
     match r.id() {
-        RequestId::Number(n) => {
-            let _ = write!(w, "{n}");
-        }
+        RequestId::Number(n) => w.int(*n),
         RequestId::String(s) => string(w, s),
     }
     unsafe { optional_members(w, r.tool(), f) }?;
-    let _ = w.write_all(b",\"httpStatuses\":[");
+    w.put(b",\"httpStatuses\":[");
     if f.http_status != 0 {
-        let _ = write!(w, "{}", f.http_status);
+        w.uint(u64::from(f.http_status), 1);
     }
-    let _ = write!(
-        w,
-        "],\"outcome\":\"{}\",\"layer\":\"{}\",\"classified\":true,\"verdict\":",
-        v.outcome.as_str(),
-        v.layer.as_str()
-    );
+    w.put(b"],\"outcome\":\"");
+    w.put(v.outcome.as_str().as_bytes());
+    w.put(b"\",\"layer\":\"");
+    w.put(v.layer.as_str().as_bytes());
+    w.put(b"\",\"classified\":true,\"verdict\":");
     let _ = serde_json::to_writer(&mut *w, v);
-    let _ = write!(
-        w,
-        ",\"requestBytes\":{},\"responseBytes\":{}",
-        f.request_bytes, f.response_bytes
-    );
+    w.put(b",\"requestBytes\":");
+    w.uint(f.request_bytes, 1);
+    w.put(b",\"responseBytes\":");
+    w.uint(f.response_bytes, 1);
     if f.cancelled != 0 {
         let _ = w.write_all(b",\"cancelled\":true");
     }
@@ -283,6 +343,35 @@ mod tests {
         assert_eq!(date(951_782_400.5), "\"2000-02-29T00:00:00.500Z\"");
         assert_eq!(date(1_796_330_122.174), "\"2026-12-03T20:35:22.174Z\"");
         assert_eq!(date(4_107_542_399.999), "\"2100-02-28T23:59:59.999Z\"");
+    }
+
+    /// What `f` writes into a Sink, as text.
+    fn written(f: impl FnOnce(&mut Sink)) -> String {
+        let mut buf = [0u8; 512];
+        let mut w = Sink {
+            buf: &mut buf,
+            len: 0,
+        };
+        f(&mut w);
+        let n = w.len;
+        String::from_utf8(buf[..n].to_vec()).unwrap()
+    }
+
+    #[test]
+    fn the_small_writers_write_what_fmt_and_serde_json_write() {
+        for n in [0u64, 7, 10, 99, 200, 12_345, u64::MAX] {
+            assert_eq!(written(|w| w.uint(n, 1)), n.to_string());
+            assert_eq!(written(|w| w.uint(n, 3)), format!("{n:03}"));
+        }
+        for n in [0i64, -1, 42, i64::MIN, i64::MAX] {
+            assert_eq!(written(|w| w.int(n)), n.to_string());
+        }
+        for x in [0.0, 1.0, 40.0, 12_345.0, 0.5, 2.0005, 1e-7, 123.456_789, 9.1e15, 1e300] {
+            assert_eq!(written(|w| w.millis(x)), format!("{x:.3}"), "{x}");
+        }
+        for s in ["", "plain", "quote \" here", "back\\slash", "tab\t", "\u{7f}\u{1}", "é ü 😀"] {
+            assert_eq!(written(|w| string(w, s)), serde_json::to_string(s).unwrap(), "{s:?}");
+        }
     }
 
     #[test]

@@ -111,7 +111,7 @@ impl<'de> Visitor<'de> for SkimVisitor {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
         let mut name = None;
-        while let Some(key) = a.next_key::<Cow<'de, str>>()? {
+        while let Some(Key(key)) = a.next_key::<Key<'de>>()? {
             if key == "name" {
                 // a repeated member: the last one counts (as lua-cjson decoded it)
                 name = a.next_value::<Skimmed>()?.into_str();
@@ -120,6 +120,31 @@ impl<'de> Visitor<'de> for SkimVisitor {
             }
         }
         Ok(Skimmed::Object { name })
+    }
+}
+
+/// A member name, borrowed from the body unless it has escapes. (serde's own `Cow<str>` always
+/// allocates a `String`: one allocation per member of every request, on every exchange.)
+struct Key<'a>(Cow<'a, str>);
+
+struct KeyVisitor;
+
+impl<'de> Visitor<'de> for KeyVisitor {
+    type Value = Key<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a member name")
+    }
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+        Ok(Key(Cow::Borrowed(s)))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(Key(Cow::Owned(s.to_string())))
+    }
+}
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_str(KeyVisitor)
     }
 }
 
@@ -148,7 +173,7 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
         // a repeated member: the last one counts (as lua-cjson decoded it)
         let mut e = Envelope::default();
-        while let Some(key) = a.next_key::<Cow<'de, str>>()? {
+        while let Some(Key(key)) = a.next_key::<Key<'de>>()? {
             match key.as_ref() {
                 "jsonrpc" => e.jsonrpc = a.next_value::<Skimmed>()?.into_str(),
                 "method" => e.method = a.next_value::<Skimmed>()?.into_str(),

@@ -1,3 +1,5 @@
+use std::borrow::Cow;
+
 use crate::json::{JsonKind, Node, Object, Parsed};
 use crate::protocol::{CallContext, ProtocolVersion, RequestId, RequestKind};
 use crate::retry::RATE_LIMITED;
@@ -233,7 +235,12 @@ pub(crate) fn classify_response_object(
                     return v;
                 }
             }
-            let at = format!("{base}/result");
+            // a single response's base is "": its pointer is a constant, not an allocation
+            let at: Cow<str> = if base.is_empty() {
+                Cow::Borrowed("/result")
+            } else {
+                Cow::Owned(format!("{base}/result"))
+            };
             match ctx.request_kind {
                 RequestKind::TaskPoll => classify_task_state(result, ctx, &at, findings),
                 _ => classify_result(result, ctx, &at, findings),

@@ -1,3 +1,5 @@
+use std::fmt::Display;
+
 use crate::json::{escape_pointer, Node, Object};
 use crate::protocol::{CallContext, ProtocolVersion as V};
 use crate::verdict::{sanitize_line, Outcome, Verdict};
@@ -264,7 +266,9 @@ fn classify_complete(r: &Object, ctx: &CallContext, base: &str, mut findings: Fi
         }
     };
     for (i, block) in content.iter().enumerate() {
-        if let Err(detail) = check_block(block, &format!("{base}/content/{i}"), ctx, &mut findings)
+        // the block's pointer is formatted only into a message, never for a good block
+        if let Err(detail) =
+            check_block(block, &format_args!("{base}/content/{i}"), ctx, &mut findings)
         {
             return invalid(detail, findings);
         }
@@ -342,7 +346,7 @@ fn classify_complete(r: &Object, ctx: &CallContext, base: &str, mut findings: Fi
     finish(v, findings)
 }
 
-fn require_str(o: &Object, at: &str, field: &str, what: &str) -> Result<(), String> {
+fn require_str(o: &Object, at: &dyn Display, field: &str, what: &str) -> Result<(), String> {
     match o.get(field) {
         Some(Node::String(_)) => Ok(()),
         Some(n) => Err(format!(
@@ -357,7 +361,7 @@ fn require_str(o: &Object, at: &str, field: &str, what: &str) -> Result<(), Stri
 
 fn check_block(
     block: &Node,
-    at: &str,
+    at: &dyn Display,
     ctx: &CallContext,
     findings: &mut Findings,
 ) -> Result<(), String> {
@@ -411,7 +415,7 @@ fn check_block(
             };
             require_str(
                 res,
-                &format!("{at}/resource"),
+                &format_args!("{at}/resource"),
                 "uri",
                 "an embedded resource",
             )?;

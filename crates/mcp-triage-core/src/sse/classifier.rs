@@ -242,7 +242,10 @@ impl SseClassifier {
         if id.is_empty() {
             self.stats.last_event_id = None;
         } else if self.stats.last_event_id.as_deref() != Some(id) {
-            self.stats.last_event_id = Some(id.to_string());
+            // reuse the previous id's allocation: ids change on every event of a stream
+            let last = self.stats.last_event_id.get_or_insert_with(String::new);
+            last.clear();
+            last.push_str(id);
         }
     }
 

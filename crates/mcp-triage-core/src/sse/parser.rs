@@ -236,7 +236,9 @@ impl SseParser {
             b"id" => {
                 self.has_fields = true;
                 if !value.contains(&0) {
-                    self.id_buffer = String::from_utf8_lossy(value).into_owned();
+                    // into the same buffer: an id on every event costs no allocation each
+                    self.id_buffer.clear();
+                    self.id_buffer.push_str(&String::from_utf8_lossy(value));
                 }
             }
             b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
