@@ -366,11 +366,34 @@ mod tests {
         for n in [0i64, -1, 42, i64::MIN, i64::MAX] {
             assert_eq!(written(|w| w.int(n)), n.to_string());
         }
-        for x in [0.0, 1.0, 40.0, 12_345.0, 0.5, 2.0005, 1e-7, 123.456_789, 9.1e15, 1e300] {
+        for x in [
+            0.0,
+            1.0,
+            40.0,
+            12_345.0,
+            0.5,
+            2.0005,
+            1e-7,
+            123.456_789,
+            9.1e15,
+            1e300,
+        ] {
             assert_eq!(written(|w| w.millis(x)), format!("{x:.3}"), "{x}");
         }
-        for s in ["", "plain", "quote \" here", "back\\slash", "tab\t", "\u{7f}\u{1}", "é ü 😀"] {
-            assert_eq!(written(|w| string(w, s)), serde_json::to_string(s).unwrap(), "{s:?}");
+        for s in [
+            "",
+            "plain",
+            "quote \" here",
+            "back\\slash",
+            "tab\t",
+            "\u{7f}\u{1}",
+            "é ü 😀",
+        ] {
+            assert_eq!(
+                written(|w| string(w, s)),
+                serde_json::to_string(s).unwrap(),
+                "{s:?}"
+            );
         }
     }
 

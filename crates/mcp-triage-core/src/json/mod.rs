@@ -9,6 +9,7 @@
 //! (see [`node::parse_str`]).
 
 mod compact;
+mod fast;
 mod node;
 
 pub(crate) use compact::{Compactor, ScanFailure, KEEP_SOLID_CHARS};

@@ -258,6 +258,10 @@ pub(crate) fn parse(input: &[u8], max_depth: usize) -> Result<Parsed<'_>, ParseF
 /// valid JSON. Such bodies are rare, so the ordinary parse stays as fast as before and only a
 /// body it refuses for that reason is read a second time, by [`parse_with_big_numbers`].
 pub(crate) fn parse_str(input: &str, max_depth: usize) -> Result<Parsed<'_>, ParseFailure> {
+    // the common shape of a body, without serde; anything else takes the serde path below
+    if let Some(parsed) = super::fast::parse_common(input, max_depth) {
+        return Ok(parsed);
+    }
     match parse_serde(input, max_depth, None) {
         Err(e) if is_out_of_range(&e) => parse_with_big_numbers(input, max_depth),
         other => other.map_err(|e| failure(&e, max_depth)),
@@ -547,26 +551,37 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
                 max_depth: self.max_depth,
                 state: &mut *self.state,
             })?;
-            if obj.duplicate.is_none() {
-                let repeated = if obj.members.len() < 16 {
-                    obj.members.iter().any(|(k, _)| *k == key)
-                } else {
-                    let set = seen.get_or_insert_with(|| {
-                        obj.members.iter().map(|(k, _)| k.clone()).collect()
-                    });
-                    !set.insert(key.clone())
-                };
-                if repeated {
-                    obj.duplicate = Some(obj.members.len());
-                    obj.has_duplicate_within = true;
-                }
-            }
-            obj.has_duplicate_within |= value_dup;
-            obj.members.push((key, value));
+            note_member(&mut obj, &mut seen, key, value, value_dup);
         }
         let dup = obj.has_duplicate_within;
         Ok((Node::Object(obj), dup))
     }
+}
+
+/// Adds a member to `obj`, noting the first repeated name (`seen`: the names of a large
+/// object, built once it has 16 members). Shared by both readers (see `json/fast.rs`).
+pub(super) fn note_member<'a>(
+    obj: &mut Object<'a>,
+    seen: &mut Option<std::collections::HashSet<Cow<'a, str>>>,
+    key: Cow<'a, str>,
+    value: Node<'a>,
+    value_dup: bool,
+) {
+    if obj.duplicate.is_none() {
+        let repeated = if obj.members.len() < 16 {
+            obj.members.iter().any(|(k, _)| *k == key)
+        } else {
+            let set =
+                seen.get_or_insert_with(|| obj.members.iter().map(|(k, _)| k.clone()).collect());
+            !set.insert(key.clone())
+        };
+        if repeated {
+            obj.duplicate = Some(obj.members.len());
+            obj.has_duplicate_within = true;
+        }
+    }
+    obj.has_duplicate_within |= value_dup;
+    obj.members.push((key, value));
 }
 
 struct KeySeed;
@@ -612,6 +627,62 @@ pub(crate) fn drop_value_iteratively(v: serde_json::Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The serde-free reader gives serde's tree for every body it takes, and gives up on the
+    /// rest (which then take the serde path, as before it existed).
+    #[test]
+    fn the_common_reader_builds_serdes_tree_or_gives_up() {
+        let taken = [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
+            " { \"a\" : [ 1 , -2 , true , false , null , [ ] , { } ] ,\n\t\"b\":\"é😀\" } ",
+            r#"{"a":1,"a":2}"#,
+            r#"[{"x":{"y":0}},{"k":1,"k":1}]"#,
+            "123456789012345678",
+            "-123456789012345678",
+            r#""""#,
+            "[[[[[[[[[[1]]]]]]]]]]",
+        ];
+        for text in taken {
+            let fast = super::super::fast::parse_common(text, 64).expect(text);
+            let serde = parse_serde(text, 64, None).unwrap();
+            assert_eq!(fast.root, serde.root, "{text}");
+            assert_eq!(fast.depth, serde.depth, "{text}");
+            assert_eq!(fast.has_duplicate, serde.has_duplicate, "{text}");
+        }
+        let big: String = (0..20).map(|i| format!("\"k{}\":{i},", i % 18)).collect();
+        let big = format!("{{{}\"end\":0}}", big);
+        let fast = super::super::fast::parse_common(&big, 64).unwrap();
+        let serde = parse_serde(&big, 64, None).unwrap();
+        assert_eq!(fast.root, serde.root);
+        assert!(fast.has_duplicate && serde.has_duplicate);
+        let refused = [
+            r#"{"a":"esc\"aped"}"#,
+            "1.0",
+            "1e3",
+            "-0",
+            "01",
+            "1234567890123456789",
+            "123456789012345678901234567890",
+            "[1,]",
+            "{,}",
+            r#"{"a" 1}"#,
+            "tru",
+            "[true1]",
+            "{} x",
+            "\u{feff}{}",
+            "\"tab\there\"",
+            "[[[1]]]",
+            "",
+            "-",
+            r#"{"a":1"#,
+        ];
+        for text in refused {
+            assert!(
+                super::super::fast::parse_common(text, 2).is_none(),
+                "{text}"
+            );
+        }
+    }
 
     #[test]
     fn parses_and_borrows() {

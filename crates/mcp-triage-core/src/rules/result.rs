@@ -267,9 +267,12 @@ fn classify_complete(r: &Object, ctx: &CallContext, base: &str, mut findings: Fi
     };
     for (i, block) in content.iter().enumerate() {
         // the block's pointer is formatted only into a message, never for a good block
-        if let Err(detail) =
-            check_block(block, &format_args!("{base}/content/{i}"), ctx, &mut findings)
-        {
+        if let Err(detail) = check_block(
+            block,
+            &format_args!("{base}/content/{i}"),
+            ctx,
+            &mut findings,
+        ) {
             return invalid(detail, findings);
         }
     }
