@@ -60,6 +60,7 @@ mod no_response;
 mod record;
 mod request;
 mod retry;
+mod skim;
 mod verdict;
 
 use std::ffi::c_char;

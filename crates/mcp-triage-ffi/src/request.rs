@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 use crate::args::{self, McptCallOptions, MCPT_ID_NUMBER, MCPT_ID_STRING};
 use crate::error::{guard, guard_value, FfiError, FfiResult};
+use crate::skim;
 
 /// Set in a live request, cleared when it is freed (best effort, as for verdicts).
 const LIVE: u64 = 0x6d63_7074_7265_7175; // "mcptrequ"
@@ -212,6 +213,31 @@ fn request_id(v: serde_json::Value) -> Option<RequestId> {
 /// for anything else (a batch, a notification, another method, not JSON, nesting deeper than
 /// serde_json's 128 levels).
 pub(crate) fn parse(body: &[u8]) -> Option<McptRequest> {
+    // the common shape without serde (see skim.rs); anything else by serde, as before
+    match skim::skim(body) {
+        Some(s) => from_skimmed(s),
+        None => parse_serde(body),
+    }
+}
+
+/// [`parse`] for a body [`skim::skim`] read.
+fn from_skimmed(s: skim::Skimmed) -> Option<McptRequest> {
+    if s.jsonrpc != Some("2.0") || s.method != Some("tools/call") {
+        return None;
+    }
+    let id = match s.id? {
+        skim::SkimmedId::Number(n) => RequestId::Number(n),
+        skim::SkimmedId::String(t) => RequestId::String(t.to_string()),
+    };
+    Some(McptRequest {
+        magic: LIVE,
+        id,
+        tool: s.tool.map(str::to_string),
+    })
+}
+
+/// [`parse`] by serde_json, for every body.
+fn parse_serde(body: &[u8]) -> Option<McptRequest> {
     let mut de = serde_json::Deserializer::from_slice(body);
     let e = de.deserialize_map(EnvelopeVisitor).ok()?;
     de.end().ok()?;
@@ -342,6 +368,53 @@ pub unsafe extern "C" fn mcpt_request_free(r: *mut McptRequest) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The serde-free reader finds what serde finds in every body it takes, and gives up on
+    /// the rest (which serde then reads, as before it existed).
+    #[test]
+    fn skimming_agrees_with_serde() {
+        let taken = [
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{}}}"#,
+            r#" {"method":"tools/call","params":{"arguments":{"a":[1,-2,true,null,{"b":[]}]},"name":"t"},"jsonrpc":"2.0","id":"x-1"} "#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"a","name":"b"}}"#,
+            r#"{"jsonrpc":"2.0","id":-123456789012345678,"method":"tools/call","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"é😀"}}"#,
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"no id"}}"#,
+            r#"{}"#,
+        ];
+        for body in taken {
+            assert!(skim::skim(body.as_bytes()).is_some(), "{body}");
+            let fast = parse(body.as_bytes()).map(|r| (r.id, r.tool));
+            let serde = parse_serde(body.as_bytes()).map(|r| (r.id, r.tool));
+            assert_eq!(fast, serde, "{body}");
+        }
+        let refused = [
+            r#"{"jsonrpc":"2.0","id":1.0,"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","id":-0,"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":5}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[]}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"x":1.5}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call",}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call"}]"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"} {}"#,
+            r#"{"jsonrpc":"2.0","id":12345678901234567890,"method":"tools/call"}"#,
+        ];
+        for body in refused {
+            assert!(skim::skim(body.as_bytes()).is_none(), "{body}");
+        }
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"arguments":{}1{}}}}}"#,
+            "[".repeat(40),
+            "]".repeat(40)
+        );
+        assert!(skim::skim(deep.as_bytes()).is_none());
+        assert!(parse(deep.as_bytes()).is_some());
+        assert!(skim::skim(b"{\"id\":\"\xff\"}").is_none());
+    }
 
     fn id_and_tool(body: &str) -> Option<(RequestId, Option<String>)> {
         parse(body.as_bytes()).map(|r| (r.id, r.tool))
