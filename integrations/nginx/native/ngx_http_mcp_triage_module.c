@@ -87,8 +87,8 @@ typedef struct {
     McptRequest        *req;
     McptClassifier     *c;
     McptVerdict        *v;
-    ngx_str_t           protocol;    /* MCP-Protocol-Version, empty when absent */
-    ngx_str_t           session;     /* Mcp-Session-Id */
+    ngx_str_t           protocol;    /* MCP-Protocol-Version, data NULL when absent */
+    ngx_str_t           session;     /* Mcp-Session-Id, data NULL when absent */
     ngx_str_t           tool;        /* $mcp_tool, copied in the log phase */
     off_t               request_bytes;
     off_t               response_bytes;
@@ -211,26 +211,32 @@ mcpt_release(void *data)
     if (ctx->req) { mcpt_request_free(ctx->req); ctx->req = NULL; }
 }
 
-/* The first value of request header `name` (lowercase), or an empty string. */
-static ngx_str_t
-mcpt_request_header(ngx_http_request_t *r, const char *name, size_t len)
+/* The first MCP-Protocol-Version and Mcp-Session-Id of the request, in one pass (as
+ * $http_mcp_protocol_version and $http_mcp_session_id give them). */
+static void
+mcpt_request_headers(ngx_http_request_t *r, mcpt_ctx_t *ctx)
 {
     ngx_list_part_t  *part = &r->headers_in.headers.part;
     ngx_table_elt_t  *h = part->elts;
     ngx_uint_t        i;
-    ngx_str_t         none = ngx_null_string;
 
     for (i = 0; /* void */; i++) {
         if (i >= part->nelts) {
             if (part->next == NULL) {
-                return none;
+                return;
             }
             part = part->next;
             h = part->elts;
             i = 0;
         }
-        if (h[i].key.len == len && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0) {
-            return h[i].value;
+        if (h[i].key.len == 20 && ctx->protocol.data == NULL
+            && ngx_strncasecmp(h[i].key.data, (u_char *) "mcp-protocol-version", 20) == 0)
+        {
+            ctx->protocol = h[i].value;
+        } else if (h[i].key.len == 14 && ctx->session.data == NULL
+                   && ngx_strncasecmp(h[i].key.data, (u_char *) "mcp-session-id", 14) == 0)
+        {
+            ctx->session = h[i].value;
         }
     }
 }
@@ -315,8 +321,7 @@ mcpt_parse_request(ngx_http_request_t *r, mcpt_ctx_t *ctx)
     cln->handler = mcpt_release;
     cln->data = ctx;
     ctx->request_bytes = len;
-    ctx->protocol = mcpt_request_header(r, "mcp-protocol-version", 20);
-    ctx->session = mcpt_request_header(r, "mcp-session-id", 14);
+    mcpt_request_headers(r, ctx);
 }
 
 static void
@@ -478,7 +483,7 @@ mcpt_new_classifier(ngx_http_request_t *r, mcpt_main_conf_t *mcf, mcpt_ctx_t *ct
     ngx_memzero(&o, sizeof(o));
     mcpt_request_expect_id(ctx->req, &o);
     o.protocol_version = NULL;
-    if (ctx->protocol.len) {
+    if (ctx->protocol.data) {
         /* NUL-terminated for the ABI; a longer one is no version the core knows */
         if (ctx->protocol.len < sizeof(version)) {
             ngx_cpystrn(version, ctx->protocol.data, ctx->protocol.len + 1);
@@ -648,9 +653,10 @@ mcpt_write_record(ngx_http_request_t *r, mcpt_ctx_t *ctx, ngx_msec_int_t duratio
     f.duration_ms = (double) duration_ms;
     f.path = r->unparsed_uri.data;
     f.path_len = r->unparsed_uri.len;
-    f.session_id = ctx->session.len ? ctx->session.data : NULL;
+    /* an empty header is an empty member, as in the Lua module; an absent one no member */
+    f.session_id = ctx->session.data;
     f.session_id_len = ctx->session.len;
-    f.protocol_version = ctx->protocol.len ? ctx->protocol.data : NULL;
+    f.protocol_version = ctx->protocol.data;
     f.protocol_version_len = ctx->protocol.len;
     f.http_status = (uint16_t) ctx->status;
     f.request_bytes = ctx->request_bytes;
