@@ -11,7 +11,7 @@
 # bindings/python/requirements.lock and bindings/node/package-lock.json, the engine tests those of
 # integrations/*/requirements.lock), Debian's chromium (the HTML report test), a C compiler (cc)
 # and valgrind (the C-ABI tests of crates/mcp-triage-ffi), Debian's nginx-light,
-# libnginx-mod-http-lua and lua-resty-core (the nginx module test). All network tests use 127.0.0.1.
+# libnginx-mod-http-lua, lua-resty-core and nginx-dev (the nginx module tests). All network tests use 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -49,6 +49,8 @@ if [ "${SKIP_INTEROP:-0}" != 1 ]; then
   bash interop/ui/ui-test.sh
   step "nginx: the mcp-triage module (LuaJIT FFI over the C ABI) in front of the kitchen: the demo plan's outcomes as the client and the proxy record them, bytes, SSE, /metrics"
   bash integrations/nginx/test.sh
+  step "nginx: the native C module (over the ffi staticlib, built with nginx-dev) in front of the kitchen: the same checks"
+  bash integrations/nginx/test.sh --native
   step "bindings: Python wheel and npm package built from this checkout; golden vectors, properties, API (both languages)"
   bash bindings/test.sh
   step "engines: the PySpark job (local[2]) over a capture archive against classify --batch"
