@@ -47,6 +47,17 @@ def exchange_record(r):
     return r.get("method") == "tools/call" and r.get("kind", "request") == "request"
 
 
+def counted_call(side, r):
+    """Whether `calls_total` counts log record `r`. nginx counts every tools/call exchange; the
+    proxy links a task's polls to its call and counts a task call once, at its `taskEnd`
+    record, not its TASK_CREATED exchange (crates/mcp-triage-proxy/src/ui/metrics.rs)."""
+    if r.get("method") != "tools/call":
+        return False
+    if side == "proxy" and r.get("outcome") == "TASK_CREATED":
+        return r.get("kind") == "taskEnd"
+    return True
+
+
 def gateway_calls(path, prefix):
     """tools/call lines of a gateway log by instance tag (row), in the order they were written."""
     rows = defaultdict(list)
@@ -204,7 +215,7 @@ def check_metrics(ngx_path, prx_path, ngx_log, prx_log):
     # line by `outcomes`; a refused server request can race, so the totals are not compared)
     for name, series, log in (("nginx", nc, ngx_log), ("proxy", pc, prx_log)):
         logged = Counter((r.get("tool") or "unknown", r["layer"], r["outcome"])
-                         for r in read_jsonl(log) if r.get("method") == "tools/call")
+                         for r in read_jsonl(log) if counted_call(name, r))
         counted = Counter({k[1:]: int(v) for k, v in series.items()})
         if counted != logged:
             fail(f"metrics: {name}'s calls_total does not count the lines of its log:"
