@@ -320,6 +320,14 @@ impl Record {
     }
 }
 
+/// Whether a record is the `tools/call` exchange that created a task (a `request` record
+/// answered `TASK_CREATED`). Its call is not over there: the call's end is the `taskEnd`
+/// record the proxy writes, and that is the record counted as the call, so a task call counts
+/// once, with its final verdict, in the metrics and in `report` alike. The one home of that rule.
+pub fn is_task_start(is_request: bool, outcome: &str) -> bool {
+    is_request && outcome == "TASK_CREATED"
+}
+
 /// A record's `outcome` and `layer` for a verdict of a request with `method` (None: a
 /// `tools/call`): `RESULT` for a result to any other method.
 pub fn outcome_and_layer(method: Option<&str>, outcome: Outcome) -> (String, String) {

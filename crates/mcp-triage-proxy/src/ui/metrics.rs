@@ -153,8 +153,8 @@ impl Metrics {
         let tool = self.tool_label(record.tool.as_deref());
         let layer = record.layer.clone().unwrap_or_else(|| NO_LAYER.to_string());
         let outcome = record.outcome.clone();
-        let is_end = record.kind == crate::record::RecordKind::TaskEnd;
-        if is_end || outcome != "TASK_CREATED" {
+        let is_request = record.kind == crate::record::RecordKind::Request;
+        if !crate::record::is_task_start(is_request, &outcome) {
             *self
                 .calls
                 .entry((tool.clone(), layer.clone(), outcome.clone()))

@@ -356,12 +356,13 @@ fn sorted_keys(records: &[Value], key: &str) -> Vec<String> {
     m.into_keys().collect()
 }
 
-/// A proxy record of the `tools/call` exchange that created a task: the call is not over
-/// there, and the proxy writes its end as a `taskEnd` record (the task's final verdict, or
-/// `TASK_UNFINISHED`), which is the one counted, so a task call counts once, as in the
-/// proxy's metrics.
+/// A proxy record of the `tools/call` exchange that created a task: not counted, its
+/// `taskEnd` record is ([`mcp_triage_proxy::record::is_task_start`], the proxy metrics' rule).
 fn is_task_start(r: &Value) -> bool {
-    r["kind"] == "request" && r["outcome"] == "TASK_CREATED" && r.get("taskId").is_some()
+    mcp_triage_proxy::record::is_task_start(
+        r["kind"] == "request",
+        r["outcome"].as_str().unwrap_or(""),
+    )
 }
 
 pub fn run(args: ReportArgs) -> Result<ExitCode, String> {
