@@ -110,12 +110,25 @@ pub async fn observe(
     let (parts, body) = resp.into_parts();
     if axum::body::HttpBody::size_hint(&body).exact().is_some() {
         // Whole: already in memory, so collecting it costs a copy, not a wait.
-        let bytes = axum::body::to_bytes(body, usize::MAX)
-            .await
-            .unwrap_or_default();
-        let v = mcp_triage_core::classify(&head, &bytes, &ctx);
-        let resp = Response::from_parts(parts, Body::from(bytes));
-        return (resp, Observed::Whole(Answer::of(&v)));
+        return match axum::body::to_bytes(body, usize::MAX).await {
+            Ok(bytes) => {
+                let v = mcp_triage_core::classify(&head, &bytes, &ctx);
+                let resp = Response::from_parts(parts, Body::from(bytes));
+                (resp, Observed::Whole(Answer::of(&v)))
+            }
+            // A sized body that fails to read is passed on as the failure it is (the
+            // connection breaks), not as an empty answer.
+            Err(e) => {
+                let why = format!("the kitchen's own body failed: {e}");
+                let v = ResponseClassifier::new(&head, ctx)
+                    .interrupted(Interruption::ConnectionLost(why.clone()));
+                let broken = futures_util::stream::once(async move {
+                    Err::<Bytes, std::io::Error>(std::io::Error::other(why))
+                });
+                let resp = Response::from_parts(parts, Body::from_stream(broken));
+                (resp, Observed::Whole(Answer::of(&v)))
+            }
+        };
     }
     let watch = StreamWatch::default();
     let tapped = Tapped {
