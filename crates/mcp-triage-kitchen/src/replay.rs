@@ -264,17 +264,15 @@ impl ReplayKey {
         }
     }
 
-    /// The keys a request's key may have been captured under, most specific first: as it is,
-    /// without its path, by tool only, by tool only without its path.
-    fn candidates(&self) -> Vec<ReplayKey> {
-        let mut out = vec![self.clone()];
-        out.extend(self.on_any_path());
-        if let Some(t) = self.by_tool_only() {
-            let any = t.on_any_path();
-            out.push(t);
-            out.extend(any);
-        }
-        out
+    /// The keys a request's key may have been captured under besides itself, most specific
+    /// first: without its path, by tool only, by tool only without its path.
+    fn fallbacks(&self) -> impl Iterator<Item = ReplayKey> + '_ {
+        let by_tool = self.by_tool_only();
+        let by_tool_any = by_tool.as_ref().and_then(ReplayKey::on_any_path);
+        self.on_any_path()
+            .into_iter()
+            .chain(by_tool)
+            .chain(by_tool_any)
     }
 }
 
@@ -901,10 +899,11 @@ impl Replay {
     /// A `tools/call` whose arguments match no line falls back to the lines of its tool that
     /// were captured with `--capture-hash-arguments` (keyed without arguments).
     fn next(&self, key: &ReplayKey) -> Option<(&CapturedExchange, usize, usize, bool)> {
-        let (key, lines) = key
-            .candidates()
-            .iter()
-            .find_map(|k| self.index.get_key_value(k))?;
+        // The request's own key first; fallback keys are built only when it has no line.
+        let (key, lines) = match self.index.get_key_value(key) {
+            Some(found) => found,
+            None => key.fallbacks().find_map(|k| self.index.get_key_value(&k))?,
+        };
         let mut asked = self.asked.lock().expect("replay lock");
         let n = asked.entry(key.clone()).or_insert(0);
         *n += 1;
