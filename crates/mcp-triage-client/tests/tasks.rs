@@ -101,6 +101,16 @@ async fn a_task_completing_after_several_polls_records_each_poll() {
     assert_eq!(last.decision.as_ref().unwrap().action, "done");
 }
 
+/// When the kitchen received the task's requests: the creating call, then each poll.
+fn request_times(k: &KitchenHandle) -> Vec<u64> {
+    let mut times: Vec<u64> = journal(k, "tools/call")
+        .iter()
+        .map(|e| e.received_ms)
+        .collect();
+    times.extend(journal(k, "tasks/get").iter().map(|e| e.received_ms));
+    times
+}
+
 /// `pollIntervalMs` is honoured even above `max_poll_interval`, which bounds only the backoff
 /// used when the server gives none: the kitchen received no two requests of the task closer
 /// than the interval.
@@ -115,11 +125,7 @@ async fn the_servers_poll_interval_is_never_undercut() {
     o.max_poll_interval = Duration::from_millis(20);
     let r = call(&url, o, "run_configured_test_scenario", json!({})).await;
     assert_eq!(r.outcome, Outcome::ToolSuccess, "{r:#?}");
-    let mut times: Vec<u64> = journal(&k, "tools/call")
-        .iter()
-        .map(|e| e.received_ms)
-        .collect();
-    times.extend(journal(&k, "tasks/get").iter().map(|e| e.received_ms));
+    let times = request_times(&k);
     assert!(times.len() >= 3, "{times:?}");
     for w in times.windows(2) {
         // receivedMs is whole milliseconds: allow the one lost to truncation
@@ -146,11 +152,7 @@ async fn without_a_poll_interval_the_client_backs_off() {
     o.max_poll_interval = Duration::from_millis(400);
     let r = call(&url, o, "run_configured_test_scenario", json!({})).await;
     assert_eq!(r.outcome, Outcome::ToolSuccess, "{r:#?}");
-    let mut times: Vec<u64> = journal(&k, "tools/call")
-        .iter()
-        .map(|e| e.received_ms)
-        .collect();
-    times.extend(journal(&k, "tasks/get").iter().map(|e| e.received_ms));
+    let times = request_times(&k);
     // 100, 200, 400, 400, ... ms after one another; 1.2 s of work takes 4 or 5 polls
     let floor = [100u64, 200, 400, 400, 400, 400];
     assert!((3..=6).contains(&(times.len() - 1)), "{times:?}");
