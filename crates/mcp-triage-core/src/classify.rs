@@ -83,13 +83,49 @@ pub struct ResponseClassifier {
 impl ResponseClassifier {
     /// Starts classifying a response with this head.
     pub fn new(head: &ResponseHead, ctx: CallContext) -> ResponseClassifier {
+        ResponseClassifier::start(
+            head.status,
+            |name| head.get(name),
+            head.get_all("WWW-Authenticate"),
+            ctx,
+        )
+    }
+
+    /// Starts classifying a response with this status and these headers (name, value), in the
+    /// order received: the same as [`ResponseClassifier::new`] without building a
+    /// [`ResponseHead`]. Why: a gateway holds the header text in its own buffers, and copying
+    /// it into owned strings per exchange cost more than reading it (the C ABI, nginx).
+    pub fn with_headers(
+        status: u16,
+        headers: &[(&str, &str)],
+        ctx: CallContext,
+    ) -> ResponseClassifier {
+        let named = |name: &'static str| {
+            headers
+                .iter()
+                .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| *v)
+        };
+        ResponseClassifier::start(
+            status,
+            |name| named_first(headers, name),
+            named("WWW-Authenticate"),
+            ctx,
+        )
+    }
+
+    /// `new` over any header store: `get` finds a header's first value.
+    fn start<'h>(
+        status: u16,
+        get: impl Fn(&'static str) -> Option<&'h str>,
+        www_authenticate: impl Iterator<Item = &'h str>,
+        ctx: CallContext,
+    ) -> ResponseClassifier {
         let mut findings = Findings::default();
-        let retry_after_ms = head
-            .get("Retry-After")
-            .and_then(|v| parse_retry_after(v, ctx.now));
-        let auth = parse_www_authenticate(head.get_all("WWW-Authenticate"));
-        let content_type = head.get("Content-Type");
-        let state = if !head.is_success() {
+        let retry_after_ms = get("Retry-After").and_then(|v| parse_retry_after(v, ctx.now));
+        let auth = parse_www_authenticate(www_authenticate);
+        let content_type = get("Content-Type");
+        let state = if !(200..300).contains(&status) {
             State::HttpError {
                 buf: Vec::new(),
                 truncated: false,
@@ -125,7 +161,7 @@ impl ResponseClassifier {
         let id_is_long = matches!(&ctx.expected_id, crate::RequestId::String(s) if s.chars().count() >= KEEP_SOLID_CHARS);
         let compact_after = (ctx.output_schema.is_none() && !id_is_long).then_some(COMPACT_AFTER);
         ResponseClassifier {
-            status: head.status,
+            status,
             state,
             compact_after,
             body_bytes: 0,
@@ -527,21 +563,37 @@ fn decode_error_body(body: &[u8], max_depth: usize) -> Option<ErrorBody<'_>> {
     })
 }
 
+/// The first value of the header `name` (ASCII case-insensitive).
+fn named_first<'h>(headers: &[(&'h str, &'h str)], name: &str) -> Option<&'h str> {
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| *v)
+}
+
 /// Classifies a complete response: head, whole body, context.
 pub fn classify(head: &ResponseHead, body: &[u8], ctx: &CallContext) -> Verdict {
-    let mut c = ResponseClassifier::new(head, ctx.clone());
-    if matches!(c.state, State::Json { .. }) && !body.is_empty() {
-        // The body is in memory already: judge it in place instead of copying it into the buffer.
-        if body.len() as u64 > ctx.limits.max_body_bytes {
-            let v = c.limit_verdict("maxBodyBytes", ctx.limits.max_body_bytes);
-            return c.seal(v);
+    ResponseClassifier::new(head, ctx.clone()).classify_whole(body)
+}
+
+impl ResponseClassifier {
+    /// Classifies the whole body at once, on a classifier nothing was fed to yet: the verdict
+    /// [`feed`](ResponseClassifier::feed) + [`finish`](ResponseClassifier::finish) give, but a
+    /// JSON body is judged in place instead of being copied into the buffer.
+    pub fn classify_whole(mut self, body: &[u8]) -> Verdict {
+        if matches!(self.state, State::Json { .. }) && !body.is_empty() && self.body_bytes == 0 {
+            let max = self.ctx.limits.max_body_bytes;
+            if body.len() as u64 > max {
+                let v = self.limit_verdict("maxBodyBytes", max);
+                return self.seal(v);
+            }
+            self.body_bytes = body.len() as u64;
+            let v = self.json_body(body);
+            return self.seal(v);
         }
-        c.body_bytes = body.len() as u64;
-        let v = c.json_body(body);
-        return c.seal(v);
+        self.feed(body);
+        self.finish()
     }
-    c.feed(body);
-    c.finish()
 }
 
 #[cfg(test)]

@@ -35,9 +35,11 @@ mod protocol;
 pub mod record;
 pub mod retry;
 mod rules;
+pub mod scan;
 mod schema;
 pub mod sse;
 mod verdict;
+mod verdict_json;
 
 pub use classify::{classify, Interruption, ResponseClassifier};
 pub use http::ResponseHead;

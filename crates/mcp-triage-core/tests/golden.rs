@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use mcp_triage_core::exchange::Exchange;
-use mcp_triage_core::{classify, CallContext, ResponseClassifier};
+use mcp_triage_core::{classify, CallContext, ResponseClassifier, Verdict};
 use serde_json::Value;
 
 fn compare(expect: &Value, got: &Value, failures: &mut Vec<String>) {
@@ -69,7 +69,7 @@ fn compare(expect: &Value, got: &Value, failures: &mut Vec<String>) {
 
 /// Classifies one line whole, and once more fed in small chunks through the state machine:
 /// both must agree.
-fn run_line(line: &str) -> Result<(Value, Value), String> {
+fn run_line(line: &str) -> Result<(Verdict, Verdict), String> {
     let x = Exchange::parse(line.as_bytes()).map_err(|e| e.to_string())?;
     let ctx = x.context(&CallContext::new(1));
     let whole = classify(&x.head, &x.body, &ctx);
@@ -81,10 +81,7 @@ fn run_line(line: &str) -> Result<(Value, Value), String> {
         }
     }
     let chunked = sm.finish();
-    Ok((
-        serde_json::to_value(&whole).unwrap(),
-        serde_json::to_value(&chunked).unwrap(),
-    ))
+    Ok((whole, chunked))
 }
 
 #[test]
@@ -132,6 +129,15 @@ fn golden_vectors() {
                 }
             };
             let mut failures = Vec::new();
+            // the hand-written JSON writer the gateways use gives serde's bytes on every vector
+            let serde_text = serde_json::to_string(&whole).unwrap();
+            if whole.to_json() != serde_text {
+                failures.push(format!("Verdict::to_json wrote {}", whole.to_json()));
+            }
+            let (whole, chunked) = (
+                serde_json::to_value(&whole).unwrap(),
+                serde_json::to_value(&chunked).unwrap(),
+            );
             compare(&case["expect"], &whole, &mut failures);
             for e in schema.iter_errors(&whole) {
                 failures.push(format!(

@@ -82,13 +82,9 @@ impl<'a> Reader<'a> {
     fn string(&mut self) -> Option<&'a str> {
         let bytes = self.text.as_bytes();
         let start = self.pos + 1;
-        let mut end = start;
-        loop {
-            match *bytes.get(end)? {
-                b'"' => break,
-                b'\\' | 0..=0x1f => return None,
-                _ => end += 1,
-            }
+        let end = start + crate::scan::plain_len(bytes.get(start..)?);
+        if *bytes.get(end)? != b'"' {
+            return None; // an escape or a control character: the serde path reads it
         }
         self.pos = end + 1;
         Some(&self.text[start..end])

@@ -223,13 +223,18 @@ impl SseParser {
             b"event" => {
                 self.has_fields = true;
                 self.event_type.clear();
-                self.event_type.extend_from_slice(value);
+                // an empty type dispatches as "message": that common type costs no allocation
+                if value != b"message" {
+                    self.event_type.extend_from_slice(value);
+                }
             }
             b"data" => {
                 self.has_fields = true;
                 if self.data.len() + value.len() + 1 > self.max_event_bytes {
                     return Err(self.too_large());
                 }
+                // room for the line end too: one allocation per event, not a second to grow it
+                self.data.reserve(value.len() + 1);
                 self.data.extend_from_slice(value);
                 self.data.push(b'\n');
             }
