@@ -3,7 +3,14 @@
 //! ```text
 //! ffi_bench core|ffi FILE [ROUNDS]   classify every exchange of FILE ROUNDS times (default 1)
 //! ffi_bench time FILE [ROUNDS]       both, interleaved, timed: nanoseconds per exchange, ratio
+//! ffi_bench gateway FILE [ROUNDS]    what a gateway module calls per exchange (below)
 //! ```
+//!
+//! `gateway` (`run_gateway`) is the library's whole share of one exchange in the nginx module:
+//! `mcpt_request_parse` of a `tools/call` request, `mcpt_classifier_new` with the head,
+//! `mcpt_classifier_feed` with the body, `mcpt_classifier_finish`, `mcpt_record_write` of the
+//! JSON line, and the frees; under callgrind it says where a gateway's instructions go without
+//! starting nginx (bench/nginx-module-overhead.sh measures nginx itself).
 //!
 //! FILE is an exchange file (`mcp-triage classify --batch` input, e.g. from
 //! `make-exchanges.py`). Everything either side needs is prepared before the measured loop, in
@@ -22,8 +29,11 @@ use std::time::{Instant, SystemTime};
 use mcp_triage_core::exchange::Exchange;
 use mcp_triage_core::{CallContext, RequestId, ResponseHead};
 use mcp_triage_ffi::{
-    mcpt_classify, mcpt_outcome_name, mcpt_verdict_free, mcpt_verdict_outcome, outcome_code,
-    McptCallOptions, McptHeader, McptVerdict, MCPT_ID_NUMBER, MCPT_ID_STRING, MCPT_OK,
+    mcpt_classifier_feed, mcpt_classifier_finish, mcpt_classifier_free, mcpt_classifier_new,
+    mcpt_classify, mcpt_outcome_name, mcpt_record_write, mcpt_request_free, mcpt_request_parse,
+    mcpt_verdict_free, mcpt_verdict_outcome, outcome_code, McptCallOptions, McptClassifier,
+    McptHeader, McptRecordFields, McptRequest, McptVerdict, MCPT_ID_NUMBER, MCPT_ID_STRING,
+    MCPT_OK,
 };
 
 /// Verdicts per outcome code (1..=15; 0 unused): the same cheap bookkeeping on both sides.
@@ -152,6 +162,85 @@ fn run_ffi(cases: &[Case], rounds: usize) -> Counts {
     counts
 }
 
+/// The request every `gateway` exchange answers (the bench's own `tools/call`).
+const GATEWAY_REQUEST: &[u8] =
+    br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_simple_text","arguments":{}}}"#;
+
+fn check(what: &str, rc: i32) {
+    if rc != MCPT_OK {
+        fail(&format!("{what} returned {rc}: {}", last_error()));
+    }
+}
+
+/// One exchange as the nginx module handles it (see the module documentation).
+///
+/// # Safety
+/// Every pointer in `c` points into `c` (see `prepare`).
+unsafe fn gateway_exchange(c: &Case, line: &mut [u8], counts: &mut Counts) {
+    let mut req: *mut McptRequest = std::ptr::null_mut();
+    let rc =
+        unsafe { mcpt_request_parse(GATEWAY_REQUEST.as_ptr(), GATEWAY_REQUEST.len(), &mut req) };
+    if rc != 1 {
+        fail(&format!(
+            "mcpt_request_parse returned {rc}: {}",
+            last_error()
+        ));
+    }
+    let mut cl: *mut McptClassifier = std::ptr::null_mut();
+    let head = black_box(c.c_headers.as_ptr());
+    check("mcpt_classifier_new", unsafe {
+        mcpt_classifier_new(c.head.status, head, c.c_headers.len(), &c.opts, &mut cl)
+    });
+    check("mcpt_classifier_feed", unsafe {
+        mcpt_classifier_feed(cl, black_box(c.body.as_ptr()), c.body.len())
+    });
+    let mut v: *mut McptVerdict = std::ptr::null_mut();
+    check("mcpt_classifier_finish", unsafe {
+        mcpt_classifier_finish(cl, &mut v)
+    });
+    let fields = McptRecordFields {
+        record_id: b"0a1b2c3d4e5f6a7b8c9d0e1f".as_ptr(),
+        record_id_len: 24,
+        start_unix_s: 1_796_330_122.174,
+        duration_ms: 2.0,
+        path: b"/s/baseline/mcp?responseMode=json".as_ptr(),
+        path_len: 33,
+        session_id: b"ff2ac949c368d903edffc06928a80ccb".as_ptr(),
+        session_id_len: 32,
+        protocol_version: b"2025-11-25".as_ptr(),
+        protocol_version_len: 10,
+        http_status: c.head.status,
+        request_bytes: GATEWAY_REQUEST.len() as u64,
+        response_bytes: c.body.len() as u64,
+        cancelled: 0,
+    };
+    let mut len = 0;
+    check("mcpt_record_write", unsafe {
+        mcpt_record_write(req, v, &fields, line.as_mut_ptr(), line.len(), &mut len)
+    });
+    black_box(&line[..len]);
+    unsafe {
+        counts[mcpt_verdict_outcome(v) as usize] += 1;
+        mcpt_verdict_free(v);
+        mcpt_classifier_free(cl);
+        mcpt_request_free(req);
+    }
+}
+
+/// The library's calls of a gateway exchange, for every case.
+#[inline(never)]
+fn run_gateway(cases: &[Case], rounds: usize) -> Counts {
+    let mut counts = [0; 16];
+    let mut line = vec![0u8; 64 * 1024];
+    for _ in 0..rounds {
+        for c in cases {
+            // SAFETY: every pointer points into `c`, which outlives the call (see `prepare`).
+            unsafe { gateway_exchange(c, &mut line, &mut counts) };
+        }
+    }
+    counts
+}
+
 fn last_error() -> String {
     // SAFETY: the library's own NUL-terminated string.
     unsafe { CStr::from_ptr(mcp_triage_ffi::mcpt_last_error() as *const c_char) }
@@ -200,7 +289,7 @@ fn time(cases: &[Case], rounds: usize) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if !(3..=4).contains(&args.len()) {
-        fail("usage: ffi_bench core|ffi|time FILE [ROUNDS]");
+        fail("usage: ffi_bench core|ffi|time|gateway FILE [ROUNDS]");
     }
     let rounds = args.get(3).map_or(1, |r| {
         r.parse()
@@ -211,6 +300,7 @@ fn main() {
         "core" => print_counts("core", &run_core(&cases, rounds)),
         "ffi" => print_counts("ffi", &run_ffi(&cases, rounds)),
         "time" => time(&cases, rounds),
-        m => fail(&format!("unknown mode {m:?} (core, ffi or time)")),
+        "gateway" => print_counts("gateway", &run_gateway(&cases, rounds)),
+        m => fail(&format!("unknown mode {m:?} (core, ffi, time or gateway)")),
     }
 }

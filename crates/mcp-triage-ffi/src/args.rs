@@ -1,15 +1,14 @@
 //! The C arguments (`McptHeader`, `McptCallOptions`, raw byte ranges) turned into the core's
-//! `ResponseHead` and `CallContext`, with the conventions of the Python and Node bindings: status
-//! 100-999, a known protocol version or "unknown", limits as camelCase JSON, `now` from the caller.
+//! response head (borrowed header text) and `CallContext`, with the conventions of the Python
+//! and Node bindings: status 100-999, a known protocol version or "unknown", limits as
+//! camelCase JSON, `now` from the caller.
 
 use std::ffi::{c_char, CStr};
 use std::fmt::Display;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use mcp_triage_core::{
-    CallContext, Limits, OutputSchema, ProtocolVersion, RequestId, ResponseHead,
-};
+use mcp_triage_core::{CallContext, Limits, OutputSchema, ProtocolVersion, RequestId};
 
 use crate::error::{FfiError, FfiResult};
 
@@ -93,7 +92,7 @@ pub(crate) unsafe fn bytes<'a>(
 /// As [`bytes`].
 unsafe fn text<'a>(what: impl Display, ptr: *const u8, len: usize) -> FfiResult<&'a str> {
     let b = unsafe { bytes(&what, ptr, len) }?;
-    std::str::from_utf8(b).map_err(|e| {
+    mcp_triage_core::scan::utf8(b).map_err(|e| {
         FfiError::invalid(format!(
             "{what} is not UTF-8 (invalid byte at offset {})",
             e.valid_up_to()
@@ -119,16 +118,17 @@ pub(crate) unsafe fn c_text<'a>(what: &str, ptr: *const c_char) -> FfiResult<Opt
     })
 }
 
-/// The response head from a status and `count` headers at `headers`.
+/// The status and the `count` headers at `headers` as borrowed text, checked: what
+/// `ResponseClassifier::with_headers` reads (nothing is copied).
 ///
 /// # Safety
 /// `headers` must point to `count` `McptHeader`s (or be NULL with `count` 0), each valid as
-/// documented on [`McptHeader`].
-pub(crate) unsafe fn head(
+/// documented on [`McptHeader`], and stay so while the result is used.
+pub(crate) unsafe fn head<'a>(
     status: u16,
     headers: *const McptHeader,
     count: usize,
-) -> FfiResult<ResponseHead> {
+) -> FfiResult<Vec<(&'a str, &'a str)>> {
     if !(100..=999).contains(&status) {
         return Err(FfiError::invalid(format!(
             "status must be an HTTP status 100-999, got {status}"
@@ -147,14 +147,13 @@ pub(crate) unsafe fn head(
         // SAFETY: the caller's contract; the size fits (checked above).
         unsafe { std::slice::from_raw_parts(headers, count) }
     };
-    let mut head = ResponseHead::new(status);
-    head.headers.reserve(count);
+    let mut pairs = Vec::with_capacity(count);
     for (i, h) in list.iter().enumerate() {
         let name = unsafe { text(format_args!("header {i}'s name"), h.name, h.name_len) }?;
         let value = unsafe { text(format_args!("header {i}'s value"), h.value, h.value_len) }?;
-        head.headers.push((name.to_string(), value.to_string()));
+        pairs.push((name, value));
     }
-    Ok(head)
+    Ok(pairs)
 }
 
 /// The call context from the options (NULL: id 1, "unknown", now 0, default limits, no schema).

@@ -86,7 +86,7 @@ pub unsafe extern "C" fn mcpt_classifier_new(
         let ctx = unsafe { args::context(opts) }?;
         let c = Box::new(McptClassifier {
             magic: LIVE,
-            inner: Some(ResponseClassifier::new(&head, ctx)),
+            inner: Some(ResponseClassifier::with_headers(status, &head, ctx)),
         });
         unsafe { out.write(Box::into_raw(c)) };
         Ok(())
@@ -246,7 +246,10 @@ pub unsafe extern "C" fn mcpt_classify(
         let head = unsafe { args::head(status, headers, header_count) }?;
         let ctx = unsafe { args::context(opts) }?;
         let body = unsafe { args::bytes("body", body, body_len) }?;
-        emit(out, mcp_triage_core::classify(&head, body, &ctx));
+        emit(
+            out,
+            ResponseClassifier::with_headers(status, &head, ctx).classify_whole(body),
+        );
         Ok(())
     })
 }

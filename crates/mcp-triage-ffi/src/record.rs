@@ -59,20 +59,43 @@ struct Sink<'a> {
     len: usize,
 }
 
-impl Write for Sink<'_> {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+impl Sink<'_> {
+    /// Appends `data`. Inlined everywhere: most pieces are literals (`,"layer":"`), and an
+    /// inlined copy of a length known at compile time is a few moves, not a `memcpy` call
+    /// (a JSON line is about a hundred pieces).
+    #[inline(always)]
+    fn append(&mut self, data: &[u8]) {
         let end = self.len + data.len();
-        if let [byte] = data {
-            // serde_json writes its punctuation a byte at a time: no memcpy call for those
-            if let Some(slot) = self.buf.get_mut(self.len) {
-                *slot = *byte;
-            }
-        } else if let Some(room) = self.buf.get_mut(self.len..) {
+        if end <= self.buf.len() {
+            self.buf[self.len..end].copy_from_slice(data);
+        } else {
+            self.append_past_end(data);
+        }
+        self.len = end;
+    }
+
+    /// What fits of `data` when the buffer ends within it (the caller learns the length it
+    /// needs from `len`).
+    #[cold]
+    fn append_past_end(&mut self, data: &[u8]) {
+        if let Some(room) = self.buf.get_mut(self.len..) {
             let n = room.len().min(data.len());
             room[..n].copy_from_slice(&data[..n]);
         }
-        self.len = end;
+    }
+}
+
+impl Write for Sink<'_> {
+    #[inline(always)]
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.append(data);
         Ok(data.len())
+    }
+
+    #[inline(always)]
+    fn write_all(&mut self, data: &[u8]) -> std::io::Result<()> {
+        self.append(data);
+        Ok(())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
@@ -85,21 +108,44 @@ impl Write for Sink<'_> {
 // cost about as much as classifying the response. The bytes are those `write!` and serde_json
 // wrote (the tests below compare them).
 impl Sink<'_> {
+    #[inline(always)]
     fn put(&mut self, data: &[u8]) {
-        let _ = self.write(data);
+        self.append(data);
     }
 
-    /// `n` in decimal, at least `width` digits (zero-padded), as `{n:0width$}` writes it.
+    /// `n` in decimal, at least `width` (<= 20) digits (zero-padded), as `{n:0width$}` writes
+    /// it. Two digits per division: a line has about a dozen numbers.
     fn uint(&mut self, n: u64, width: usize) {
+        /// "00" "01" … "99".
+        const PAIRS: [u8; 200] = {
+            let mut table = [0u8; 200];
+            let mut k = 0;
+            while k < 100 {
+                table[2 * k] = b'0' + (k / 10) as u8;
+                table[2 * k + 1] = b'0' + (k % 10) as u8;
+                k += 1;
+            }
+            table
+        };
         let mut digits = [b'0'; 20];
         let mut i = digits.len();
         let mut n = n;
-        while n > 0 || i == digits.len() || digits.len() - i < width {
-            i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
+        while n >= 100 {
+            let pair = (n % 100) as usize * 2;
+            n /= 100;
+            i -= 2;
+            digits[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
         }
-        self.put(&digits[i..]);
+        if n >= 10 {
+            let pair = n as usize * 2;
+            i -= 2;
+            digits[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+        } else {
+            i -= 1;
+            digits[i] = b'0' + n as u8;
+        }
+        // the array starts as zeros: the padding is already there
+        self.put(&digits[i.min(digits.len() - width.min(digits.len()))..]);
     }
 
     fn int(&mut self, n: i64) {
@@ -132,7 +178,7 @@ unsafe fn lossy<'a>(
 ) -> FfiResult<std::borrow::Cow<'a, str>> {
     let b = unsafe { args::bytes(what, ptr, len) }?;
     // valid UTF-8 (the usual case) is borrowed without the lossy decoder's per-chunk walk
-    Ok(match std::str::from_utf8(b) {
+    Ok(match mcp_triage_core::scan::utf8(b) {
         Ok(s) => std::borrow::Cow::Borrowed(s),
         Err(_) => String::from_utf8_lossy(b),
     })
@@ -141,7 +187,7 @@ unsafe fn lossy<'a>(
 /// A JSON string: serde_json's escaping (the verdict JSON's own). Text with nothing to escape
 /// (no quote, backslash or control character: what serde_json escapes) is copied as it is.
 fn string(w: &mut Sink, s: &str) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+    if mcp_triage_core::scan::plain_len(s.as_bytes()) == s.len() {
         w.put(b"\"");
         w.put(s.as_bytes());
         w.put(b"\"");
@@ -251,7 +297,7 @@ unsafe fn line(w: &mut Sink, r: &McptRequest, v: &Verdict, f: &McptRecordFields)
     w.put(b"\",\"layer\":\"");
     w.put(v.layer.as_str().as_bytes());
     w.put(b"\",\"classified\":true,\"verdict\":");
-    let _ = serde_json::to_writer(&mut *w, v);
+    let _ = v.write_json(&mut *w);
     w.put(b",\"requestBytes\":");
     w.uint(f.request_bytes, 1);
     w.put(b",\"responseBytes\":");

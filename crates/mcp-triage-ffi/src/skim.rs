@@ -73,12 +73,9 @@ impl<'a> Scanner<'a> {
         self.eat(b'"')?;
         let bytes = self.text.as_bytes();
         let start = self.pos;
-        loop {
-            match *bytes.get(self.pos)? {
-                b'"' => break,
-                b'\\' | 0..=0x1f => return None,
-                _ => self.pos += 1,
-            }
+        self.pos += mcp_triage_core::scan::plain_len(bytes.get(start..)?);
+        if *bytes.get(self.pos)? != b'"' {
+            return None; // an escape or a control character: the serde path reads it
         }
         self.pos += 1;
         Some(&self.text[start..self.pos - 1])

@@ -228,8 +228,8 @@ pub unsafe extern "C" fn mcpt_verdict_json(
         // SAFETY: the caller's contract.
         let holder = unsafe { v.as_ref() }.filter(|h| h.magic == LIVE)?;
         let text = holder.json.get_or_init(|| {
-            let s = serde_json::to_string(&holder.verdict).expect("a verdict serialises");
-            // serde_json escapes control characters, so the text holds no NUL.
+            let s = holder.verdict.to_json();
+            // control characters are escaped, so the text holds no NUL.
             CString::new(s).expect("JSON text has no NUL byte")
         });
         Some(text.as_c_str())
