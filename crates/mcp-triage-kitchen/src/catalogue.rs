@@ -10,9 +10,8 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
-use crate::context::{Asked, ToolCx};
-use crate::instance::{CatalogClock, Instance};
-use crate::scenarios::ToolReply;
+use crate::instance::Instance;
+use crate::plugin::{Asked, CatalogClock, Scenario, ToolCx, ToolReply};
 
 /// 1×1 red PNG (the conformance suite's test image).
 pub const TEST_IMAGE_BASE64: &str =
@@ -146,7 +145,7 @@ fn scenario_tools(instance: &Instance) -> Vec<Value> {
 /// `tools/list` of an instance at catalogue time `clock` (what a scenario with a changing
 /// catalogue, `catalog.mutation`, shows at that moment; other scenarios ignore it).
 pub fn tools(instance: &Instance, clock: &CatalogClock) -> Vec<Value> {
-    if let Some(list) = instance.scenario.tool_list(instance, clock) {
+    if let Some(list) = instance.scenario.tool_list(&instance.state, clock) {
         return list;
     }
     let mut v = scenario_tools(instance);
@@ -156,7 +155,7 @@ pub fn tools(instance: &Instance, clock: &CatalogClock) -> Vec<Value> {
 
 /// Tool definition by name, as [`tools`] would list it.
 pub fn tool(instance: &Instance, clock: &CatalogClock, name: &str) -> Option<Value> {
-    if let Some(list) = instance.scenario.tool_list(instance, clock) {
+    if let Some(list) = instance.scenario.tool_list(&instance.state, clock) {
         return list.into_iter().find(|t| t["name"] == name);
     }
     // The scenario's tools come first in the list, so they win a name clash.
@@ -227,10 +226,15 @@ async fn elicit_tool(
     }
 }
 
-/// Body of a catalogue tool (`None` when the name is not a catalogue tool).
-pub fn call(name: &str, cx: ToolCx) -> Option<BoxFuture<'static, ToolReply>> {
+/// Body of a catalogue tool (`None` when the name is not a catalogue tool). `scenario` is the
+/// instance's: it answers `run_configured_test_scenario` and its own extra tools.
+pub fn call(
+    name: &str,
+    scenario: &'static dyn Scenario,
+    cx: ToolCx,
+) -> Option<BoxFuture<'static, ToolReply>> {
     let fut: BoxFuture<'static, ToolReply> = match name {
-        "run_configured_test_scenario" => cx.instance.scenario.run_tool(cx),
+        "run_configured_test_scenario" => scenario.run_tool(cx),
         "read_counter" => Box::pin(async move {
             let v = cx.instance.read_counter();
             ToolReply::Result(
@@ -371,7 +375,6 @@ pub fn call(name: &str, cx: ToolCx) -> Option<BoxFuture<'static, ToolReply>> {
             return crate::fixtures_tasks::call_sync(other, cx.args);
         }
         other => {
-            let scenario = cx.instance.scenario;
             return scenario.call_extra_tool(other, cx);
         }
     };
@@ -386,7 +389,7 @@ pub fn resources() -> Vec<Value> {
         json!({ "name": "static-text", "uri": "test://static-text", "title": "Static Text Resource", "description": "A static text resource for testing", "mimeType": "text/plain" }),
         json!({ "name": "static-binary", "uri": "test://static-binary", "title": "Static Binary Resource", "description": "A static binary resource (image) for testing", "mimeType": "image/png" }),
         json!({ "name": "watched-resource", "uri": "test://watched-resource", "title": "Watched Resource", "description": "A resource clients can subscribe to", "mimeType": "text/plain" }),
-        json!({ "name": "instance-counter", "uri": crate::instance::COUNTER_RESOURCE_URI, "title": "Instance counter",
+        json!({ "name": "instance-counter", "uri": crate::instance_state::COUNTER_RESOURCE_URI, "title": "Instance counter",
             "description": "The instance's side-effect counter as JSON. Changes whenever increment_counter runs: subscribers get notifications/resources/updated.",
             "mimeType": "application/json" }),
     ]
@@ -412,8 +415,8 @@ pub fn invalid_prompt_result() -> Value {
 
 /// `resources/read` (Err: JSON-RPC code and message).
 pub fn read_resource(instance: &Instance, uri: &str) -> Result<Value, (i64, String)> {
-    if uri == crate::instance::COUNTER_RESOURCE_URI {
-        let text = json!({ "counter": instance.read_counter() }).to_string();
+    if uri == crate::instance_state::COUNTER_RESOURCE_URI {
+        let text = json!({ "counter": instance.state.read_counter() }).to_string();
         return Ok(
             json!({ "contents": [{ "uri": uri, "mimeType": "application/json", "text": text }] }),
         );

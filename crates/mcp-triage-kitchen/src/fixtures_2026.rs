@@ -12,9 +12,9 @@
 use futures_util::future::BoxFuture;
 use serde_json::{json, Map, Value};
 
-use crate::context::{Asked, ToolCx};
+use crate::plugin::ToolReply;
+use crate::plugin::{Asked, ToolCx};
 use crate::protocol::{self, Era};
-use crate::scenarios::ToolReply;
 
 /// Name of the MRTR prompt (`prompts/get` answers `input_required` first).
 pub const MRTR_PROMPT: &str = "test_input_required_result_prompt";
@@ -146,15 +146,15 @@ pub fn call(name: &str, cx: ToolCx) -> Option<BoxFuture<'static, ToolReply>> {
     let fut: BoxFuture<'static, ToolReply> = match name {
         "test_trigger_tool_change" => Box::pin(async move {
             cx.instance.emit(
-                crate::instance::ChangeKind::ToolsListChanged,
-                crate::instance::ChangeScope::Instance,
+                crate::instance_state::ChangeKind::ToolsListChanged,
+                crate::instance_state::ChangeScope::Instance,
             );
             ToolReply::text("Announced a tools list change.")
         }),
         "test_trigger_prompt_change" => Box::pin(async move {
             cx.instance.emit(
-                crate::instance::ChangeKind::PromptsListChanged,
-                crate::instance::ChangeScope::Instance,
+                crate::instance_state::ChangeKind::PromptsListChanged,
+                crate::instance_state::ChangeScope::Instance,
             );
             ToolReply::text("Announced a prompts list change.")
         }),

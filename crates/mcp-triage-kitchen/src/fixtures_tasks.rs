@@ -23,8 +23,8 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Map, Value};
 
+use crate::plugin::ToolReply;
 use crate::protocol;
-use crate::scenarios::ToolReply;
 use crate::tasks::{Job, Settled, Stopped, TaskCtl};
 
 /// Whether a tool may or must run as a task.

@@ -1,5 +1,5 @@
 //! Idempotency keys on `tools/call`, for scenarios that honour them
-//! ([`crate::scenarios::Scenario::honours_idempotency_keys`]).
+//! ([`crate::plugin::Scenario::honours_idempotency_keys`]).
 //!
 //! Why the kitchen has them at all: a client that resends a call with a key is safe only when
 //! the server deduplicates. `judge` grades a keyed resend by what ran, so the kitchen must be

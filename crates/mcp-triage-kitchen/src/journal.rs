@@ -575,7 +575,7 @@ pub fn retry_fields(params: &Value) -> Option<RetryFields> {
     (r != RetryFields::default()).then_some(r)
 }
 
-/// The MRTR round a [`crate::context::Trace`] recorded, as the journal's [`Issued`]. The trace
+/// The MRTR round a [`crate::trace::Trace`] recorded, as the journal's [`Issued`]. The trace
 /// keeps it as the JSON it builds (`requestState`, `inputRequestKeys`); a shape that does not
 /// read as `Issued` would lose the field, which the tests below guard.
 pub fn issued_of(trace: Option<Value>) -> Option<Issued> {
@@ -749,7 +749,7 @@ mod tests {
     /// The trace's MRTR record (built as JSON in `context.rs`) reads as `Issued`.
     #[test]
     fn the_traced_round_reads_as_issued() {
-        let t = crate::context::Trace::default();
+        let t = crate::trace::Trace::default();
         assert_eq!(issued_of(t.issued()), None);
         t.issue("tok", &json!({"elicitation": {}, "sampling": {}}));
         assert_eq!(

@@ -41,6 +41,23 @@
 //! Instances (`max_instances`) and legacy sessions (`max_sessions`) are bounded with LRU
 //! eviction; bodies by size and read time, headers by read time (see [`KitchenOptions`]).
 //!
+//! ## Layers
+//! From the bottom up, each importing only what stands below it:
+//! - leaves: [`protocol`], [`journal`], [`trace`], [`random`], [`options`], the origin helper,
+//!   [`tasks`], [`idempotency`], [`answer`], the authorization server's state ([`oauth_as`]);
+//! - what a scenario is handed: [`instance_state`], [`session`], and the plug-in API
+//!   [`plugin`] (the [`plugin::Scenario`] trait, [`plugin::WireCx`], [`plugin::ToolCx`]);
+//! - the scenarios (`scenarios::*`), the binding of a scenario to its state ([`instance`]), the
+//!   built-in tools ([`catalogue`], [`fixtures_2026`], [`fixtures_tasks`]) and the SSE writer
+//!   ([`sse`]);
+//! - the registry ([`scenarios::REGISTRY`]) and the shared state ([`state`]), which looks
+//!   scenarios up in it;
+//! - the endpoint ([`mcp`]), the admin API ([`admin`]), the auth endpoints ([`auth_endpoints`]),
+//!   the accept loop ([`server`]) and the replay server ([`replay`]).
+//!
+//! A scenario never sees the shared state or the endpoint, so adding one touches its own module
+//! and one line of the registry.
+//!
 //! ## Both protocol eras on one endpoint
 //! A request is *modern* (2026-07-28) when its `MCP-Protocol-Version` header names a modern
 //! revision or its `_meta` carries `io.modelcontextprotocol/protocolVersion`; `initialize`
@@ -50,17 +67,22 @@
 
 pub mod admin;
 pub mod answer;
+pub mod auth_endpoints;
 pub mod catalogue;
-pub mod context;
 pub mod fixtures_2026;
 pub mod fixtures_tasks;
 mod host_check;
 pub mod idempotency;
 pub mod instance;
+pub mod instance_state;
 pub mod journal;
 pub mod mcp;
 pub mod oauth_as;
+pub mod options;
+mod origin;
+pub mod plugin;
 pub mod protocol;
+pub mod random;
 pub mod replay;
 pub mod scenarios;
 pub mod server;
@@ -72,6 +94,7 @@ pub mod tasks;
 pub mod testing;
 #[cfg(feature = "testing")]
 pub mod testing_oauth;
+pub mod trace;
 
 use std::sync::Arc;
 
@@ -183,20 +206,20 @@ pub fn router(kitchen: Kitchen) -> Router {
         .route("/s/{scenario}/mcp", any(per_url))
         .route(
             "/.well-known/oauth-protected-resource",
-            any(scenarios::auth_oauth_challenge::metadata_root),
+            any(auth_endpoints::metadata_root),
         )
         .route(
             "/.well-known/oauth-protected-resource/{*rest}",
-            any(scenarios::auth_oauth_challenge::metadata_path),
+            any(auth_endpoints::metadata_path),
         )
         .route(
             "/.well-known/oauth-authorization-server/oauth/{fault}",
-            get(oauth_as::metadata),
+            get(auth_endpoints::as_metadata),
         )
-        .route("/oauth/{fault}/register", post(oauth_as::register))
-        .route("/oauth/{fault}/authorize", get(oauth_as::authorize))
-        .route("/oauth/{fault}/token", post(oauth_as::token))
-        .route("/oauth/{fault}/revoke", post(oauth_as::revoke))
+        .route("/oauth/{fault}/register", post(auth_endpoints::register))
+        .route("/oauth/{fault}/authorize", get(auth_endpoints::authorize))
+        .route("/oauth/{fault}/token", post(auth_endpoints::token))
+        .route("/oauth/{fault}/revoke", post(auth_endpoints::revoke))
         .merge(admin::routes())
         .layer(axum::middleware::from_fn_with_state(
             shared.clone(),

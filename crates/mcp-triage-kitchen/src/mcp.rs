@@ -17,15 +17,16 @@ use tokio::sync::mpsc;
 
 use crate::answer::{self, Observed};
 use crate::catalogue;
-use crate::context::{Asked, Emitter, Out, ToolCx, Trace, WireCx};
 use crate::host_check;
 use crate::instance::{self, CatalogClock, ChangeKind, ChangeScope, Instance};
 use crate::journal;
+use crate::origin::{base_url, header_str};
+use crate::plugin::{Asked, Emitter, MethodReply, Out, ToolCx, ToolFault, ToolReply, Wire, WireCx};
 use crate::protocol::{self, Era};
-use crate::scenarios::{MethodReply, ToolFault, ToolReply, Wire};
 use crate::session::Session;
 use crate::sse::{self, SsePlan};
 use crate::state::{ResponseMode, Shared};
+use crate::trace::Trace;
 use mcp_triage_core::RequestKind;
 
 /// Which instance a URL addresses.
@@ -106,76 +107,6 @@ pub use mcp_triage_wire::percent::encode as percent_encode;
 
 /// Form decoding of a query name or value (`+` is a space).
 pub(crate) use mcp_triage_wire::percent::decode_form as percent_decode;
-
-fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    h.get(name).and_then(|v| v.to_str().ok())
-}
-
-/// The origin the client used, for the URLs the kitchen advertises (resource metadata, the
-/// authorization server's issuer and endpoints). Behind a proxy that is the proxy's address, not
-/// the kitchen's: a forwarded host (RFC 7239 `Forwarded`, else `X-Forwarded-Host` with
-/// `X-Forwarded-Proto`) wins over `Host`. The accept loop removes these headers from requests of
-/// peers that are not on loopback ([`crate::server`]), so only a local proxy can name the origin.
-pub(crate) fn base_url(shared: &Shared, headers: &HeaderMap) -> String {
-    if let Some((proto, host)) = forwarded_origin(headers) {
-        return format!("{proto}://{host}");
-    }
-    if let Some(h) = header_str(headers, "host").filter(|h| is_host_port(h)) {
-        return format!("http://{h}");
-    }
-    match *shared.local_addr.lock().expect("addr lock") {
-        Some(a) => format!("http://{a}"),
-        None => "http://127.0.0.1".into(),
-    }
-}
-
-/// The forwarded scheme and host, when a proxy named a well-formed one. The first element of
-/// `Forwarded` (the proxy nearest the client) counts; a host that is not `host[:port]` is
-/// ignored rather than advertised.
-fn forwarded_origin(headers: &HeaderMap) -> Option<(&'static str, String)> {
-    let proto_of = |p: Option<&str>| match p.map(str::trim) {
-        Some(p) if p.eq_ignore_ascii_case("https") => Some("https"),
-        Some(p) if p.eq_ignore_ascii_case("http") => Some("http"),
-        None => Some("http"),
-        Some(_) => None,
-    };
-    if let Some(f) = header_str(headers, "forwarded") {
-        let first = f.split(',').next().unwrap_or("");
-        let mut host = None;
-        let mut proto = None;
-        for pair in first.split(';') {
-            let Some((k, v)) = pair.split_once('=') else {
-                continue;
-            };
-            let v = v.trim().trim_matches('"');
-            match k.trim().to_ascii_lowercase().as_str() {
-                "host" => host = Some(v),
-                "proto" => proto = Some(v),
-                _ => {}
-            }
-        }
-        if let Some(h) = host.filter(|h| is_host_port(h)) {
-            return proto_of(proto).map(|p| (p, h.to_string()));
-        }
-    }
-    let host = header_str(headers, "x-forwarded-host")?;
-    let host = host.split(',').next().unwrap_or("").trim();
-    if !is_host_port(host) {
-        return None;
-    }
-    let proto = header_str(headers, "x-forwarded-proto").map(|p| p.split(',').next().unwrap_or(""));
-    proto_of(proto).map(|p| (p, host.to_string()))
-}
-
-/// `host`, `host:port` or `[v6]:port`: nothing that could turn an advertised URL into another
-/// (no `/`, `@`, `?`, `#`, spaces or quotes).
-fn is_host_port(h: &str) -> bool {
-    !h.is_empty()
-        && h.len() <= 255
-        && h.bytes().all(|b| {
-            b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']' | b'_')
-        })
-}
 
 fn set_header(r: &mut Response<Body>, name: &'static str, value: &str) {
     if let Ok(v) = HeaderValue::from_str(value) {
@@ -347,7 +278,11 @@ async fn handle_inner(
     rec: &mut Record,
 ) -> (Response<Body>, String) {
     let session_header = header_str(headers, "mcp-session-id").map(str::to_owned);
-    let session = session_header.as_deref().and_then(|id| shared.session(id));
+    let (session, session_instance) =
+        match session_header.as_deref().and_then(|id| shared.session(id)) {
+            Some((s, i)) => (Some(s), Some(i)),
+            None => (None, None),
+        };
     // Resolve the instance: URL instance, else the session's pinned one, else the selection.
     let instance = match &target {
         Target::Url { scenario, query } => {
@@ -376,9 +311,8 @@ async fn handle_inner(
                 }
             }
         }
-        Target::Stored => match session
-            .as_ref()
-            .map(|s| s.instance.clone())
+        Target::Stored => match session_instance
+            .clone()
             .map(Ok)
             .unwrap_or_else(|| shared.selected_instance())
         {
@@ -421,7 +355,7 @@ async fn handle_inner(
             _ => format!("/s/{scenario}/mcp"),
         },
     };
-    let base = base_url(shared, headers);
+    let base = base_url(shared.bound_addr(), headers);
     let endpoint_url = format!("{base}{endpoint}");
     let modern_header =
         header_str(headers, "mcp-protocol-version").is_some_and(protocol::is_modern_version);
@@ -432,7 +366,7 @@ async fn handle_inner(
                 get_stream(
                     shared,
                     session_header.as_deref(),
-                    session,
+                    session.zip(session_instance),
                     modern_header,
                     headers,
                 ),
@@ -506,7 +440,7 @@ async fn handle_inner(
         }
         Ok(Ok(b)) => b,
     };
-    let post = instance.bump(instance::HTTP_REQUEST);
+    let post = instance.state.bump(instance::HTTP_REQUEST);
     if let Some(s) = &session {
         s.requests.fetch_add(1, Ordering::SeqCst);
     }
@@ -535,13 +469,13 @@ async fn handle_inner(
     };
     match rpc_method.as_deref() {
         Some("tools/call") => {
-            instance.bump(instance::TOOLS_CALL);
+            instance.state.bump(instance::TOOLS_CALL);
         }
         Some("resources/list") => {
-            instance.bump(instance::RESOURCES_LIST);
+            instance.state.bump(instance::RESOURCES_LIST);
         }
         Some("prompts/list") => {
-            instance.bump(instance::PROMPTS_LIST);
+            instance.state.bump(instance::PROMPTS_LIST);
         }
         _ => {}
     }
@@ -582,7 +516,7 @@ async fn handle_inner(
             params: &params,
             tool: tool.as_deref(),
             headers,
-            instance: &instance,
+            instance: &instance.state,
             post,
             era,
             session: session.as_deref(),
@@ -600,7 +534,7 @@ async fn handle_inner(
         (Era::Legacy, Some(s)) => s.clock(),
         (Era::Legacy, None) => CatalogClock::default(),
         (Era::Modern, _) => {
-            let (clock, started) = instance.modern_clock();
+            let (clock, started) = instance.state.modern_clock();
             if let Some(generation) = started {
                 schedule_modern_timeline(&instance, clock, generation);
             }
@@ -729,7 +663,7 @@ impl Req {
             params: &self.params,
             tool: self.tool.as_deref(),
             headers: &self.headers,
-            instance: &self.instance,
+            instance: &self.instance.state,
             post: self.post,
             era: self.era,
             session: self.session.as_deref(),
@@ -740,7 +674,7 @@ impl Req {
     }
 
     fn response_mode(&self) -> ResponseMode {
-        ResponseMode::parse(self.instance.params.str("responseMode"))
+        ResponseMode::parse(self.instance.state.params.str("responseMode"))
             .filter(|m| *m != ResponseMode::Auto)
             .unwrap_or(self.shared.options.response_mode)
     }
@@ -886,11 +820,8 @@ fn list_changed_notification(kind: &ChangeKind) -> Value {
 /// notifications go on the session's standalone GET stream (dropped when none is open, as
 /// a server without a stream to the client has nowhere to send them). The task holds the
 /// session weakly and ends with it.
-fn schedule_session_timeline(session: &Arc<Session>) {
-    let changes = session
-        .instance
-        .scenario
-        .tool_list_changes(&session.instance.params);
+fn schedule_session_timeline(session: &Arc<Session>, instance: &Instance) {
+    let changes = instance.scenario.tool_list_changes(&instance.state.params);
     if changes.is_empty() {
         return;
     }
@@ -913,7 +844,7 @@ fn schedule_session_timeline(session: &Arc<Session>) {
 /// The 2026 catalogue timeline of an instance, started by its first modern request: changes
 /// go to `subscriptions/listen` streams. Ends when the instance is dropped or reset.
 fn schedule_modern_timeline(instance: &Arc<Instance>, clock: CatalogClock, generation: u64) {
-    let changes = instance.scenario.tool_list_changes(&instance.params);
+    let changes = instance.scenario.tool_list_changes(&instance.state.params);
     let Some(started) = clock.started else { return };
     if changes.is_empty() {
         return;
@@ -924,11 +855,12 @@ fn schedule_modern_timeline(instance: &Arc<Instance>, clock: CatalogClock, gener
         for (after, n) in changes {
             tokio::time::sleep_until(start + after).await;
             let Some(i) = weak.upgrade() else { return };
-            if !i.modern_generation_is(generation) {
+            if !i.state.modern_generation_is(generation) {
                 return;
             }
             for _ in 0..n {
-                i.emit(ChangeKind::ToolsListChanged, ChangeScope::Modern);
+                i.state
+                    .emit(ChangeKind::ToolsListChanged, ChangeScope::Modern);
             }
         }
     });
@@ -1017,7 +949,7 @@ fn listen(req: &Req) -> Response<Body> {
         "params": { "notifications": filter.acknowledged() },
     }));
     req.trace.note("subscriptions/listen stream opened");
-    let mut events = req.instance.listen();
+    let mut events = req.instance.state.listen();
     let body = async_stream_body(move |tx| async move {
         if tx.send(sse::event(None, &ack)).is_err() {
             return;
@@ -1052,7 +984,10 @@ fn with_tasks(mut caps: Value, instance: &Instance, era: Era) -> Value {
         Era::Legacy => {}
         Era::Modern => caps["extensions"] = json!({ crate::tasks::EXTENSION: {} }),
     }
-    if instance.scenario.honours_idempotency_keys(&instance.params) {
+    if instance
+        .scenario
+        .honours_idempotency_keys(&instance.state.params)
+    {
         // SEP-3182's shape (a closed draft): say so, so a client may rely on it.
         caps["tools"]["idempotency"] = json!({});
     }
@@ -1094,13 +1029,12 @@ fn initialize(req: Req) -> Response<Body> {
     let session_id = req.shared.new_session_id();
     let session = Arc::new(Session::new(
         session_id.clone(),
-        req.instance.clone(),
         version.to_string(),
         req.params.get("capabilities").cloned().unwrap_or(json!({})),
         req.params.get("clientInfo").cloned().unwrap_or(Value::Null),
     ));
-    schedule_session_timeline(&session);
-    req.shared.insert_session(session);
+    schedule_session_timeline(&session, &req.instance);
+    req.shared.insert_session(session, req.instance.clone());
     let result = json!({
         "protocolVersion": version,
         "capabilities": with_tasks(server_capabilities(Era::Legacy), &req.instance, Era::Legacy),
@@ -1314,7 +1248,7 @@ async fn dispatch(req: Req) -> Response<Body> {
         }
         "ping" if legacy => Ok(json!({})),
         "tasks/get" | "tasks/update" | "tasks/cancel" if !legacy => {
-            match crate::tasks::handle(&req.instance.ext_tasks, &method, &req.params) {
+            match crate::tasks::handle(&req.instance.state.ext_tasks, &method, &req.params) {
                 Ok(r) => Ok(r),
                 Err((status, code, m, data)) => {
                     return rpc_error(status, Some(&id), code, &m, data)
@@ -1447,7 +1381,7 @@ async fn task_result(req: &Req) -> Result<Value, (u16, i64, String)> {
         )
     };
     let now = crate::journal::now_ms();
-    let t = live_task(&req.instance, &id, now).ok_or_else(unknown)?;
+    let t = live_task(&req.instance.state, &id, now).ok_or_else(unknown)?;
     if t.cancelled {
         return Err((
             200,
@@ -1460,7 +1394,7 @@ async fn task_result(req: &Req) -> Result<Value, (u16, i64, String)> {
             .note("tasks/result waits for the task to complete");
         tokio::time::sleep(std::time::Duration::from_millis(t.ready_at_ms - now)).await;
     }
-    let t = live_task(&req.instance, &id, crate::journal::now_ms()).ok_or_else(unknown)?;
+    let t = live_task(&req.instance.state, &id, crate::journal::now_ms()).ok_or_else(unknown)?;
     if t.cancelled {
         return Err((
             200,
@@ -1563,7 +1497,7 @@ async fn tools_call(req: Req) -> Response<Body> {
     let fault = req
         .instance
         .scenario
-        .tool_fault(&req.instance.params, req.post);
+        .tool_fault(&req.instance.state.params, req.post);
     // A cut after execution is a fault of the SSE stream, and a legacy input round is a
     // server request on it: both need a stream whatever the response mode.
     let mode = if close_after_priming
@@ -1575,10 +1509,11 @@ async fn tools_call(req: Req) -> Response<Body> {
         mode
     };
     let (tx, rx) = mpsc::unbounded_channel();
-    let invocation = req.instance.bump(&name);
+    let invocation = req.instance.state.bump(&name);
     let cx = ToolCx {
-        shared: req.shared.clone(),
-        instance: req.instance.clone(),
+        scenario: req.instance.scenario.info(),
+        instance: req.instance.state.clone(),
+        server_request_timeout: req.shared.options.server_request_timeout,
         session: req.session.clone(),
         era: req.era,
         protocol_version: version.clone(),
@@ -1601,7 +1536,7 @@ async fn tools_call(req: Req) -> Response<Body> {
         trace: req.trace.clone(),
     };
     let ask_cx = (fault == ToolFault::InputRound).then(|| cx.clone());
-    let Some(body) = catalogue::call(&name, cx) else {
+    let Some(body) = catalogue::call(&name, req.instance.scenario, cx) else {
         return rpc_error(
             200,
             Some(&id),
@@ -1700,7 +1635,7 @@ fn task_call(
         Ok(a) => a,
         Err(reply) => return Some(reply_out(req, tool_out(reply, req, &id, binding))),
     };
-    req.instance.bump(name);
+    req.instance.state.bump(name);
     let args = req
         .params
         .get("arguments")
@@ -1714,7 +1649,7 @@ fn task_call(
     let job = crate::fixtures_tasks::job(name, args, answers)?;
     req.trace.mark_executed();
     let mut r = crate::tasks::create(
-        &req.instance.ext_tasks,
+        &req.instance.state.ext_tasks,
         ttl,
         crate::tasks::DEFAULT_POLL_MS,
         job,
@@ -1731,7 +1666,7 @@ fn task_call(
 /// The call's idempotency key and arguments hash, when its scenario honours keys.
 fn honoured_key(req: &Req) -> Option<(String, String)> {
     let scenario = req.instance.scenario;
-    if !scenario.honours_idempotency_keys(&req.instance.params) {
+    if !scenario.honours_idempotency_keys(&req.instance.state.params) {
         return None;
     }
     let key = crate::idempotency::key_of(&req.params, &req.headers)?;
@@ -1745,6 +1680,7 @@ fn repeated_key(req: &Req, id: &Value) -> Option<Response<Body>> {
     let (key, hash) = honoured_key(req)?;
     let seen = req
         .instance
+        .state
         .idempotency
         .lock()
         .expect("idempotency lock")
@@ -1828,8 +1764,7 @@ fn input_round(
     })
 }
 
-/// What a cleanly ended chaos `sse_cut` stream carries before it ends.
-pub const CUT_STREAM_PREFIX: &str = ": keepalive\n\n";
+pub use crate::plugin::reply::CUT_STREAM_PREFIX;
 
 /// Key of the chaos input round in `inputRequests` / `inputResponses`.
 pub const CHAOS_INPUT_KEY: &str = "chaos_confirm";
@@ -1874,7 +1809,12 @@ fn tool_out(reply: ToolReply, req: &Req, id: &Value, binding: &str) -> Out {
             if let Some((key, hash)) = honoured_key(req) {
                 // Stored before it is sent: a cut after execution loses the answer, not the
                 // result a repeat of the key is given.
-                let mut store = req.instance.idempotency.lock().expect("idempotency lock");
+                let mut store = req
+                    .instance
+                    .state
+                    .idempotency
+                    .lock()
+                    .expect("idempotency lock");
                 store.store(&key, &hash, &r);
             }
             Out::Final(200, protocol::result_response(id, r))
@@ -1921,14 +1861,14 @@ fn tool_out(reply: ToolReply, req: &Req, id: &Value, binding: &str) -> Out {
 fn get_stream(
     shared: &Arc<Shared>,
     session_header: Option<&str>,
-    session: Option<Arc<Session>>,
+    session: Option<(Arc<Session>, Arc<Instance>)>,
     modern_header: bool,
     headers: &HeaderMap,
 ) -> Response<Body> {
     if modern_header || session_header.is_none() {
         return method_not_allowed();
     }
-    let Some(session) = session else {
+    let Some((session, session_instance)) = session else {
         return rpc_error(
             404,
             None,
@@ -1977,7 +1917,7 @@ fn get_stream(
             }
             r
         }
-        None => standalone(shared, &session),
+        None => standalone(shared, &session, &session_instance),
     };
     set_header(&mut r, "mcp-session-id", &session.id);
     r
@@ -1986,10 +1926,14 @@ fn get_stream(
 /// The legacy standalone GET stream: the session's own notifications (its
 /// `catalog.mutation` timeline) and the instance's changes (list-change hooks; resource
 /// updates for URIs the session `resources/subscribe`d).
-fn standalone(_shared: &Arc<Shared>, session: &Arc<Session>) -> Response<Body> {
+fn standalone(
+    _shared: &Arc<Shared>,
+    session: &Arc<Session>,
+    instance: &Instance,
+) -> Response<Body> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
     *session.get_stream.lock().expect("get stream lock") = Some(tx);
-    let mut events = session.instance.listen();
+    let mut events = instance.state.listen();
     let weak = Arc::downgrade(session);
     let s = async_stream_body(move |yield_tx| async move {
         let _ = yield_tx.send(Bytes::from_static(b": kitchen standalone stream\n\n"));
@@ -2078,44 +2022,5 @@ mod tests {
         .unwrap();
         assert_eq!(p, json!({ "onInvocation": 2 }));
         assert!(parse_query("baseline", Some("params=[1]")).is_err());
-    }
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (n, v) in pairs {
-            h.insert(*n, HeaderValue::from_str(v).unwrap());
-        }
-        h
-    }
-
-    #[test]
-    fn the_forwarded_origin_wins_over_host_when_well_formed() {
-        let f = |p: &[(&'static str, &str)]| forwarded_origin(&headers(p));
-        assert_eq!(
-            f(&[("x-forwarded-host", "127.0.0.1:9000")]),
-            Some(("http", "127.0.0.1:9000".into()))
-        );
-        assert_eq!(
-            f(&[
-                ("x-forwarded-host", "gw.example:443, inner:80"),
-                ("x-forwarded-proto", "https")
-            ]),
-            Some(("https", "gw.example:443".into()))
-        );
-        assert_eq!(
-            f(&[(
-                "forwarded",
-                "for=1.2.3.4;host=\"[::1]:8080\";proto=http, host=other"
-            )]),
-            Some(("http", "[::1]:8080".into()))
-        );
-        // Nothing that could redirect an advertised URL, and no unknown schemes.
-        assert_eq!(f(&[("x-forwarded-host", "evil.example/path")]), None);
-        assert_eq!(f(&[("x-forwarded-host", "a@b")]), None);
-        assert_eq!(
-            f(&[("x-forwarded-host", "h"), ("x-forwarded-proto", "gopher")]),
-            None
-        );
-        assert_eq!(f(&[("host", "127.0.0.1:1")]), None);
     }
 }

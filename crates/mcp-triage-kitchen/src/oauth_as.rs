@@ -10,20 +10,23 @@
 //! audience, metadata without PKCE, no metadata at all, and a scope step-up (decided by the
 //! resource, which asks for more scope on `tools/call`).
 //!
+//! The HTTP handlers are thin wrappers in [`crate::auth_endpoints`]: this module takes no
+//! shared state, so the `auth.*` scenarios can check tokens without importing the state.
+//!
 //! Tokens are random and live in memory; they are never journaled or logged (the journal only
 //! sees MCP requests, whose `Authorization` header it redacts).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, Response};
+use axum::http::Response;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::random::random_bytes;
 use crate::sse::json_response;
-use crate::state::{random_bytes, Shared};
+use mcp_triage_wire::percent::decode_form as percent_decode;
 
 /// Lifetime announced for access tokens (`expires_in`).
 const ACCESS_SECONDS: u64 = 3600;
@@ -241,8 +244,8 @@ pub(crate) fn form_pairs(body: &str) -> HashMap<String, String> {
     body.split('&')
         .filter(|p| !p.is_empty())
         .map(|p| match p.split_once('=') {
-            Some((k, v)) => (crate::mcp::percent_decode(k), crate::mcp::percent_decode(v)),
-            None => (crate::mcp::percent_decode(p), String::new()),
+            Some((k, v)) => (percent_decode(k), percent_decode(v)),
+            None => (percent_decode(p), String::new()),
         })
         .collect()
 }
@@ -355,22 +358,15 @@ pub fn issuer(base: &str, fault: AsFault) -> String {
     format!("{base}/oauth/{}", fault.name())
 }
 
-fn base_of(s: &Shared, headers: &HeaderMap) -> String {
-    crate::mcp::base_url(s, headers)
-}
-
 /// The answer for a path naming no fault variant.
 fn no_such_server() -> Response<Body> {
     oauth_error(404, "not_found", "no such authorization server")
 }
 
 /// `GET /.well-known/oauth-authorization-server/oauth/{fault}` (RFC 8414 path insertion).
-pub async fn metadata(
-    State(s): State<Arc<Shared>>,
-    Path(fault): Path<String>,
-    headers: HeaderMap,
-) -> Response<Body> {
-    let Some(fault) = AsFault::parse(&fault) else {
+/// `base` is the origin the client used ([`crate::origin::base_url`]).
+pub fn metadata(base: &str, fault: &str) -> Response<Body> {
+    let Some(fault) = AsFault::parse(fault) else {
         return no_such_server();
     };
     if fault == AsFault::Metadata404 {
@@ -380,7 +376,7 @@ pub async fn metadata(
             "this authorization server publishes no metadata",
         );
     }
-    let i = issuer(&base_of(&s, &headers), fault);
+    let i = issuer(base, fault);
     let mut m = json!({
         "issuer": i,
         "authorization_endpoint": format!("{i}/authorize"),
@@ -402,12 +398,8 @@ pub async fn metadata(
 }
 
 /// `POST /oauth/{fault}/register`: every client is a public client.
-pub async fn register(
-    State(s): State<Arc<Shared>>,
-    Path(fault): Path<String>,
-    body: String,
-) -> Response<Body> {
-    if AsFault::parse(&fault).is_none() {
+pub fn register(auth: &AuthServer, fault: &str, body: &str) -> Response<Body> {
+    if AsFault::parse(fault).is_none() {
         return no_such_server();
     }
     if body.len() > MAX_REGISTRATION_BYTES {
@@ -420,7 +412,7 @@ pub async fn register(
             ),
         );
     }
-    let Ok(doc) = serde_json::from_str::<Value>(&body) else {
+    let Ok(doc) = serde_json::from_str::<Value>(body) else {
         return oauth_error(400, "invalid_client_metadata", "the body is not JSON");
     };
     let uris: Vec<String> = doc["redirect_uris"]
@@ -434,7 +426,7 @@ pub async fn register(
         return oauth_error(400, "invalid_redirect_uri", "redirect_uris is required");
     }
     let id = format!("kitchen-client-{}", random_token());
-    let mut d = s.auth.data.lock().expect("as lock");
+    let mut d = auth.data.lock().expect("as lock");
     AuthServer::bump(&mut d, "registrations");
     d.clients.insert(id.clone(), uris.clone());
     json_response(
@@ -445,17 +437,13 @@ pub async fn register(
 
 /// `GET /oauth/{fault}/authorize`: approves at once by redirecting with a code; PKCE S256 and a
 /// registered redirect URI are required.
-pub async fn authorize(
-    State(s): State<Arc<Shared>>,
-    Path(fault): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response<Body> {
-    if AsFault::parse(&fault).is_none() {
+pub fn authorize(auth: &AuthServer, fault: &str, q: &HashMap<String, String>) -> Response<Body> {
+    if AsFault::parse(fault).is_none() {
         return no_such_server();
     }
     let get = |k: &str| q.get(k).cloned().unwrap_or_default();
     let (client_id, redirect) = (get("client_id"), get("redirect_uri"));
-    let mut d = s.auth.data.lock().expect("as lock");
+    let mut d = auth.data.lock().expect("as lock");
     AuthServer::bump(&mut d, "authorizations");
     if !d
         .clients
@@ -466,7 +454,7 @@ pub async fn authorize(
         return oauth_error(400, "invalid_request", "unknown client_id or redirect_uri");
     }
     let sep = if redirect.contains('?') { '&' } else { '?' };
-    let state = crate::mcp::percent_encode(&get("state"));
+    let state = mcp_triage_wire::percent::encode(&get("state"));
     if get("code_challenge").is_empty() || get("code_challenge_method") != "S256" {
         let to = format!("{redirect}{sep}error=invalid_request&error_description=PKCE+S256+required&state={state}");
         return Response::builder()
@@ -497,17 +485,13 @@ pub async fn authorize(
 }
 
 /// `POST /oauth/{fault}/token`: authorization_code (PKCE checked, one use) and refresh_token.
-pub async fn token(
-    State(s): State<Arc<Shared>>,
-    Path(fault): Path<String>,
-    body: String,
-) -> Response<Body> {
-    let Some(fault) = AsFault::parse(&fault) else {
+pub fn token(auth: &AuthServer, fault: &str, body: &str) -> Response<Body> {
+    let Some(fault) = AsFault::parse(fault) else {
         return no_such_server();
     };
-    let f = form_pairs(&body);
+    let f = form_pairs(body);
     let get = |k: &str| f.get(k).cloned().unwrap_or_default();
-    let mut d = s.auth.data.lock().expect("as lock");
+    let mut d = auth.data.lock().expect("as lock");
     let refuse = |d: &mut AsData, error: &str, why: &str| {
         AuthServer::bump(d, "refusedTokenRequests");
         oauth_error(400, error, why)
@@ -562,17 +546,13 @@ pub async fn token(
 }
 
 /// `POST /oauth/{fault}/revoke` (RFC 7009): revokes an access or refresh token; 200 either way.
-pub async fn revoke(
-    State(s): State<Arc<Shared>>,
-    Path(fault): Path<String>,
-    body: String,
-) -> Response<Body> {
-    if AsFault::parse(&fault).is_none() {
+pub fn revoke(auth: &AuthServer, fault: &str, body: &str) -> Response<Body> {
+    if AsFault::parse(fault).is_none() {
         return no_such_server();
     }
-    let f = form_pairs(&body);
+    let f = form_pairs(body);
     let token = f.get("token").cloned().unwrap_or_default();
-    let mut d = s.auth.data.lock().expect("as lock");
+    let mut d = auth.data.lock().expect("as lock");
     AuthServer::bump(&mut d, "revocations");
     if let Some(a) = d.access.get_mut(&token) {
         a.revoked = true;
@@ -609,14 +589,6 @@ mod tests {
         e.insert("gone".into(), 1);
         assert_eq!(e.get("gone"), None);
         assert_eq!(e.remove("gone"), None);
-    }
-
-    #[tokio::test]
-    async fn big_registrations_are_refused() {
-        let s = Arc::new(Shared::new(crate::KitchenOptions::default()).unwrap());
-        let doc = json!({"redirect_uris": ["http://127.0.0.1/cb"], "x": "y".repeat(100 * 1024)});
-        let r = register(State(s), Path("none".into()), doc.to_string()).await;
-        assert_eq!(r.status(), 400);
     }
 
     #[test]

@@ -90,7 +90,7 @@ pub(crate) async fn start_with(
     options: KitchenOptions,
     router: impl FnOnce(Kitchen) -> Router,
 ) -> Result<KitchenHandle, KitchenError> {
-    crate::state::check_admin_token(&options)?;
+    crate::options::check_admin_token(&options)?;
     if !addr.ip().is_loopback() && options.admin_token.is_none() {
         return Err(KitchenError::NonLoopback(addr));
     }

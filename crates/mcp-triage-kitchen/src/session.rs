@@ -1,7 +1,9 @@
 //! Legacy-era sessions (`Mcp-Session-Id`) and their SSE streams.
 //!
 //! A session pins the scenario instance chosen when it started, so a selection change
-//! applies to the next session only (Cakewalk's contract). Each SSE response is written
+//! applies to the next session only (Cakewalk's contract); the shared state's session table
+//! keeps that instance beside the session ([`crate::state::Shared::session`]), so a session,
+//! which scenarios are handed, does not reach the scenario that is served. Each SSE response is written
 //! into a [`StreamLog`], so a client that lost the connection after an event with an id can
 //! resume with `GET` + `Last-Event-ID` (2025-11-25 polling) and read the rest.
 
@@ -13,7 +15,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, Notify};
 
-use crate::instance::Instance;
+use crate::instance_state::CatalogClock;
 
 /// One chunk of an SSE response.
 #[derive(Clone, Debug)]
@@ -132,8 +134,6 @@ impl StreamLog {
 pub struct Session {
     /// The `Mcp-Session-Id`.
     pub id: String,
-    /// The instance the session was started on.
-    pub instance: Arc<Instance>,
     /// Negotiated protocol version.
     pub protocol_version: String,
     /// Capabilities the client declared in `initialize`.
@@ -164,16 +164,9 @@ pub struct Session {
 
 impl Session {
     /// A new session.
-    pub fn new(
-        id: String,
-        instance: Arc<Instance>,
-        protocol_version: String,
-        caps: Value,
-        info: Value,
-    ) -> Session {
+    pub fn new(id: String, protocol_version: String, caps: Value, info: Value) -> Session {
         Session {
             id,
-            instance,
             protocol_version,
             client_capabilities: caps,
             client_info: info,
@@ -226,8 +219,8 @@ impl Session {
     }
 
     /// The session's catalogue clock.
-    pub fn clock(&self) -> crate::instance::CatalogClock {
-        crate::instance::CatalogClock {
+    pub fn clock(&self) -> CatalogClock {
+        CatalogClock {
             started: Some(self.started),
         }
     }

@@ -10,9 +10,9 @@ use futures_util::stream;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::context::Out;
+use crate::options::ResponseMode;
+use crate::plugin::Out;
 use crate::session::{Chunk, Session, StreamLog};
-use crate::state::ResponseMode;
 
 /// Marker in a response's extensions: the server loop drops the connection instead of
 /// writing this response (see [`crate::server`]).

@@ -4,144 +4,22 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use hmac::{Hmac, Mac};
-use serde_json::{json, Value};
+use serde_json::Value;
 use sha2::Sha256;
 
 use crate::instance::{canonical, Instance};
 use crate::journal::Journal;
-use crate::scenarios::{self, Params};
+use crate::plugin::Params;
+use crate::random::random_bytes;
+use crate::scenarios;
 use crate::session::Session;
 
-/// How requests are answered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ResponseMode {
-    /// `application/json`, unless the handler emits a notification or server request before
-    /// its result, in which case the answer becomes an SSE stream.
-    #[default]
-    Auto,
-    /// Always `application/json` (messages before the result are dropped; server→client
-    /// requests are impossible).
-    Json,
-    /// Always `text/event-stream`.
-    Sse,
-}
-
-impl ResponseMode {
-    /// Parse `auto` / `json` / `sse`.
-    pub fn parse(s: &str) -> Option<ResponseMode> {
-        match s {
-            "auto" => Some(ResponseMode::Auto),
-            "json" => Some(ResponseMode::Json),
-            "sse" => Some(ResponseMode::Sse),
-            _ => None,
-        }
-    }
-}
-
-/// Options of a kitchen server.
-#[derive(Clone, Debug)]
-pub struct KitchenOptions {
-    /// Token required on `/kitchen/*` when set (`Authorization: Bearer <token>`). Required
-    /// to listen on a non-loopback address.
-    pub admin_token: Option<String>,
-    /// Scenario served on `/mcp` until `PUT /kitchen/selection` changes it.
-    pub scenario: String,
-    /// Its parameters.
-    pub params: Value,
-    /// Default response mode (a scenario parameter `responseMode` overrides it).
-    pub response_mode: ResponseMode,
-    /// Largest accepted POST body; larger ones get 413 and a JSON-RPC error.
-    pub max_body_bytes: usize,
-    /// Extra allowed `Origin` values (loopback origins are always allowed).
-    pub allowed_origins: Vec<String>,
-    /// Extra allowed `Host` names (loopback names and the listen address are always allowed).
-    pub allowed_hosts: Vec<String>,
-    /// Journal entries kept in memory.
-    pub journal_capacity: usize,
-    /// The journal's bound in bytes of JSON Lines (`--journal-max-bytes`): past it the oldest
-    /// entries are dropped, and counted in `X-Kitchen-Journal-Dropped`.
-    pub journal_max_bytes: usize,
-    /// The longest string (a header value, say) kept in one journal entry
-    /// (`--journal-max-field`); longer ones are cut with a `…[truncated N bytes]` marker.
-    pub journal_max_field_bytes: usize,
-    /// Scenario instances kept at once (per-URL instances and the stored selection's). When a
-    /// new one would exceed it, the least recently used is evicted, preferring instances no
-    /// session or request holds; an evicted instance's counters disappear from
-    /// `/kitchen/counters`, and its URL starts a fresh instance. Holders of an evicted instance
-    /// (a running legacy session) keep using it.
-    pub max_instances: usize,
-    /// Legacy sessions kept at once. When a new `initialize` would exceed it, the least
-    /// recently used session is terminated (its requests then get 404, which tells a client to
-    /// re-initialize), so clients that never send DELETE cannot grow the table without bound.
-    pub max_sessions: usize,
-    /// A client must send its request headers within this time.
-    pub header_read_timeout: Duration,
-    /// A client must send its request body within this time.
-    pub body_read_timeout: Duration,
-    /// How long a tool waits for the client's answer to a server→client request.
-    pub server_request_timeout: Duration,
-    /// `retry:` value (ms) sent before the kitchen closes an SSE stream for polling.
-    pub sse_retry_ms: u64,
-}
-
-impl Default for KitchenOptions {
-    fn default() -> Self {
-        KitchenOptions {
-            admin_token: None,
-            scenario: "baseline".into(),
-            params: json!({}),
-            response_mode: ResponseMode::Auto,
-            max_body_bytes: 1024 * 1024,
-            allowed_origins: Vec::new(),
-            allowed_hosts: Vec::new(),
-            journal_capacity: 10_000,
-            journal_max_bytes: crate::journal::DEFAULT_MAX_BYTES,
-            journal_max_field_bytes: crate::journal::DEFAULT_MAX_FIELD_BYTES,
-            max_instances: 1024,
-            max_sessions: 10_000,
-            header_read_timeout: Duration::from_secs(10),
-            body_read_timeout: Duration::from_secs(10),
-            server_request_timeout: Duration::from_secs(60),
-            sse_retry_ms: 500,
-        }
-    }
-}
-
-/// Errors of configuration and selection.
-#[derive(Debug, thiserror::Error)]
-pub enum KitchenError {
-    /// No scenario with that id.
-    #[error("unknown scenario {0:?}")]
-    UnknownScenario(String),
-    /// Parameters do not fit the scenario's schema.
-    #[error("invalid params: {0}")]
-    InvalidParams(String),
-    /// Refused listen address.
-    #[error("refusing to listen on non-loopback address {0} without an admin token")]
-    NonLoopback(SocketAddr),
-    /// An admin token no request could present: empty, or with white space at either end.
-    #[error("the admin token is empty or begins or ends with white space: no Authorization header could carry it, give a non-empty token")]
-    UnusableAdminToken,
-    /// Socket error.
-    #[error("io: {0}")]
-    Io(#[from] std::io::Error),
-}
-
-/// Refuses an admin token that no request could match. An empty token would otherwise turn
-/// `Bearer ` (or, after header trimming, `Bearer`) into a credential, and a token with white space
-/// at its ends can never arrive intact: HTTP strips that white space from header values.
-pub(crate) fn check_admin_token(options: &KitchenOptions) -> Result<(), KitchenError> {
-    match options.admin_token.as_deref() {
-        Some(t) if t.is_empty() || t.trim() != t => Err(KitchenError::UnusableAdminToken),
-        _ => Ok(()),
-    }
-}
+pub(crate) use crate::options::check_admin_token;
+pub use crate::options::{KitchenError, KitchenOptions, ResponseMode};
 
 /// The stored selection served on `/mcp`.
 #[derive(Clone, Debug)]
@@ -152,6 +30,10 @@ pub struct Selection {
     pub params: Value,
 }
 
+/// A legacy session with the instance it pinned when it started (kept beside the session, not
+/// in it, so the session a scenario is handed does not reach the scenario served).
+type Pinned = (Arc<Session>, Arc<Instance>);
+
 /// State shared by all handlers.
 pub struct Shared {
     /// Options.
@@ -160,7 +42,8 @@ pub struct Shared {
     /// Recency clock for instance LRU.
     tick: std::sync::atomic::AtomicU64,
     selection: Mutex<Selection>,
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// Legacy sessions by id, each with the instance it pinned when it started.
+    sessions: Mutex<HashMap<String, Pinned>>,
     /// Journal.
     pub journal: Journal,
     hmac_key: [u8; 32],
@@ -171,19 +54,6 @@ pub struct Shared {
 }
 
 type HmacSha256 = Hmac<Sha256>;
-
-/// Random bytes from the OS (falls back to time-derived bytes if the OS refuses, which only
-/// weakens session-id unpredictability, never correctness).
-pub fn random_bytes<const N: usize>() -> [u8; N] {
-    let mut b = [0u8; N];
-    if getrandom::fill(&mut b).is_err() {
-        let t = crate::journal::now_ms().to_le_bytes();
-        for (i, x) in b.iter_mut().enumerate() {
-            *x = t[i % 8] ^ (i as u8).wrapping_mul(31);
-        }
-    }
-    b
-}
 
 impl Shared {
     /// New state; fails when the configured default scenario or params are invalid.
@@ -256,6 +126,11 @@ impl Shared {
         Ok(i)
     }
 
+    /// The address actually bound, once [`crate::start`] has set it.
+    pub fn bound_addr(&self) -> Option<SocketAddr> {
+        *self.local_addr.lock().expect("addr lock")
+    }
+
     /// Number of instances currently kept.
     pub fn instance_count(&self) -> usize {
         self.instances.lock().expect("instances lock").len()
@@ -290,23 +165,23 @@ impl Shared {
     /// Reset every instance's counters and state, drop all sessions, clear the journal.
     pub fn reset(&self) {
         for i in self.instances.lock().expect("instances lock").values() {
-            i.reset();
+            i.state.reset();
         }
         self.sessions.lock().expect("sessions lock").clear();
         self.journal.clear();
     }
 
-    /// Register a session.
-    pub fn insert_session(&self, s: Arc<Session>) {
+    /// Register a session and the instance it pins.
+    pub fn insert_session(&self, s: Arc<Session>, instance: Arc<Instance>) {
         let mut map = self.sessions.lock().expect("sessions lock");
-        map.retain(|_, v| !v.is_terminated());
+        map.retain(|_, (v, _)| !v.is_terminated());
         while map.len() >= self.options.max_sessions.max(1) {
             let victim = map
                 .iter()
-                .min_by_key(|(_, v)| v.last_used.load(std::sync::atomic::Ordering::Relaxed))
+                .min_by_key(|(_, (v, _))| v.last_used.load(std::sync::atomic::Ordering::Relaxed))
                 .map(|(k, _)| k.clone());
             let Some(k) = victim else { break };
-            if let Some(old) = map.remove(&k) {
+            if let Some((old, _)) = map.remove(&k) {
                 old.terminated
                     .store(true, std::sync::atomic::Ordering::SeqCst);
             }
@@ -315,28 +190,34 @@ impl Shared {
             self.tick.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             std::sync::atomic::Ordering::Relaxed,
         );
-        map.insert(s.id.clone(), s);
+        map.insert(s.id.clone(), (s, instance));
     }
 
-    /// Live session by id (terminated sessions are reported as absent).
-    pub fn session(&self, id: &str) -> Option<Arc<Session>> {
-        let s = self
+    /// Live session by id, with the instance it pinned (terminated sessions are reported as
+    /// absent).
+    pub fn session(&self, id: &str) -> Option<Pinned> {
+        let (s, instance) = self
             .sessions
             .lock()
             .expect("sessions lock")
             .get(id)
-            .filter(|s| !s.is_terminated())
+            .filter(|(s, _)| !s.is_terminated())
             .cloned()?;
         s.last_used.store(
             self.tick.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             std::sync::atomic::Ordering::Relaxed,
         );
-        Some(s)
+        Some((s, instance))
     }
 
     /// Forget a session.
     pub fn remove_session(&self, id: &str) -> Option<Arc<Session>> {
-        let s = self.sessions.lock().expect("sessions lock").remove(id);
+        let s = self
+            .sessions
+            .lock()
+            .expect("sessions lock")
+            .remove(id)
+            .map(|(s, _)| s);
         if let Some(s) = &s {
             s.terminated
                 .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -388,6 +269,7 @@ pub fn check_selection(scenario: &str, params: &Value) -> Result<(), KitchenErro
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn request_state_round_trips_and_rejects_tampering() {

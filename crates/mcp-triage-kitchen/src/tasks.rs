@@ -413,7 +413,7 @@ pub type Job = Box<dyn FnOnce(TaskCtl) -> BoxFuture<'static, Result<Settled, Sto
 pub fn create(store: &Arc<TaskStore>, ttl_ms: u64, poll_ms: u64, job: Job) -> Value {
     let id = format!(
         "task-{}",
-        mcp_triage_wire::canonical::hex(&crate::state::random_bytes::<16>())
+        mcp_triage_wire::canonical::hex(&crate::random::random_bytes::<16>())
     );
     let now = now_ms();
     let (wake, rx) = watch::channel(0);

@@ -4,9 +4,9 @@ use bytes::Bytes;
 use serde_json::json;
 
 use super::auth_oauth_challenge::metadata_url;
-use super::{Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire};
-use crate::context::WireCx;
-use crate::instance::TOOLS_CALL;
+use crate::instance_state::TOOLS_CALL;
+use crate::plugin::WireCx;
+use crate::plugin::{Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire};
 
 /// `auth.insufficient_scope`.
 pub struct InsufficientScope;

@@ -1,19 +1,13 @@
-//! `auth.oauth_challenge`: 401 with an RFC 9728 `WWW-Authenticate` challenge, plus the
-//! protected-resource metadata document it points to.
+//! `auth.oauth_challenge`: 401 with an RFC 9728 `WWW-Authenticate` challenge. The
+//! protected-resource metadata document it points to is served by
+//! [`crate::auth_endpoints`], which reads this scenario's parameters.
 
-use std::sync::Arc;
-
-use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, Response};
+use axum::http::HeaderMap;
 use bytes::Bytes;
 use serde_json::json;
 
-use super::{Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire};
-use crate::context::WireCx;
-use crate::instance::Instance;
-use crate::sse::json_response;
-use crate::state::Shared;
+use crate::plugin::WireCx;
+use crate::plugin::{Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire};
 
 /// `auth.oauth_challenge`.
 pub struct OauthChallenge;
@@ -69,82 +63,4 @@ impl Scenario for OauthChallenge {
             ),
         }
     }
-}
-
-fn document(base: &str, resource_path: &str, instance: Option<&Instance>) -> Response<Body> {
-    if let Some(i) = instance.filter(|i| i.scenario.info().id == "auth.oauth_flow") {
-        let fault = crate::oauth_as::AsFault::parse(i.params.str("fault"))
-            .unwrap_or(crate::oauth_as::AsFault::None);
-        return json_response(
-            200,
-            &json!({
-                "resource": format!("{base}{resource_path}"),
-                "authorization_servers": [crate::oauth_as::issuer(base, fault)],
-                "scopes_supported": [crate::oauth_as::BASE_SCOPE],
-                "bearer_methods_supported": ["header"],
-                "resource_name": "mcp-triage kitchen (auth.oauth_flow)",
-            }),
-        );
-    }
-    let (scope, issuer) = match instance.filter(|i| {
-        i.scenario.info().id == INFO.id || i.scenario.info().id == "auth.insufficient_scope"
-    }) {
-        Some(i) => (
-            i.params.str("scope").to_string(),
-            i.params
-                .get("authorizationServer")
-                .as_str()
-                .unwrap_or("https://auth.kitchen.invalid")
-                .to_string(),
-        ),
-        None => (
-            "mcp:tools".to_string(),
-            "https://auth.kitchen.invalid".to_string(),
-        ),
-    };
-    json_response(
-        200,
-        &json!({
-            "resource": format!("{base}{resource_path}"),
-            "authorization_servers": [issuer],
-            "scopes_supported": [scope],
-            "bearer_methods_supported": ["header"],
-            "resource_name": "mcp-triage kitchen",
-        }),
-    )
-}
-
-/// The same origin the challenge names (a forwarded host behind a loopback proxy).
-fn base_of(shared: &Shared, headers: &HeaderMap) -> String {
-    crate::mcp::base_url(shared, headers)
-}
-
-/// `GET /.well-known/oauth-protected-resource`: metadata for `/mcp` (the stored selection).
-pub async fn metadata_root(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Response<Body> {
-    let base = base_of(&s, &headers);
-    let inst = s.selected_instance().ok();
-    document(&base, "/mcp", inst.as_deref())
-}
-
-/// `GET /.well-known/oauth-protected-resource/{path}`: metadata for that endpoint path
-/// (`mcp` or `s/{scenario}/mcp`, with the instance's query).
-pub async fn metadata_path(
-    State(s): State<Arc<Shared>>,
-    Path(rest): Path<String>,
-    RawQuery(q): RawQuery,
-    headers: HeaderMap,
-) -> Response<Body> {
-    let base = base_of(&s, &headers);
-    let inst = match rest.strip_prefix("s/").and_then(|r| r.strip_suffix("/mcp")) {
-        Some(scenario) => crate::mcp::parse_query(scenario, q.as_deref())
-            .ok()
-            .and_then(|(p, tag)| s.instance(scenario, &p, tag.as_deref()).ok()),
-        None if rest == "mcp" => s.selected_instance().ok(),
-        None => return json_response(404, &json!({ "error": "no such protected resource" })),
-    };
-    let path = match &q {
-        Some(q) if !q.is_empty() => format!("/{rest}?{q}"),
-        _ => format!("/{rest}"),
-    };
-    document(&base, &path, inst.as_deref())
 }

@@ -7,9 +7,9 @@ use bytes::Bytes;
 use serde_json::json;
 
 use super::auth_oauth_challenge::metadata_url;
-use super::{Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire};
-use crate::context::WireCx;
 use crate::oauth_as::{AsFault, TokenCheck, BASE_SCOPE, WRITE_SCOPE};
+use crate::plugin::WireCx;
+use crate::plugin::{Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire};
 
 /// `auth.oauth_flow`.
 pub struct OauthFlow;

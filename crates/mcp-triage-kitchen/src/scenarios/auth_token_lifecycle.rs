@@ -1,8 +1,8 @@
 //! `auth.token_lifecycle`: 401 for the first POSTs (or all of them).
 
-use super::{Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire};
-use crate::context::WireCx;
-use crate::instance::HTTP_REQUEST;
+use crate::instance_state::HTTP_REQUEST;
+use crate::plugin::WireCx;
+use crate::plugin::{Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire};
 
 /// `auth.token_lifecycle`.
 pub struct TokenLifecycle;

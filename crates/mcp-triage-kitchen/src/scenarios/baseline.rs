@@ -3,8 +3,8 @@
 use futures_util::future::BoxFuture;
 use serde_json::{json, Map};
 
-use super::{Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, ToolReply};
-use crate::context::ToolCx;
+use crate::plugin::ToolCx;
+use crate::plugin::{Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, ToolReply};
 
 /// `baseline`.
 pub struct Baseline;
@@ -29,7 +29,7 @@ impl Scenario for Baseline {
     fn info(&self) -> &'static ScenarioInfo {
         &INFO
     }
-    fn validate(&self, p: &super::Params) -> Result<(), String> {
+    fn validate(&self, p: &crate::plugin::Params) -> Result<(), String> {
         if p.i64("slowReportDelayMs") < 0 {
             return Err("slowReportDelayMs must be >= 0".into());
         }

@@ -1,7 +1,7 @@
 //! `catalog.facet_unavailable`: `*/list` of some facets answers "Method not found".
 
-use super::{MethodReply, Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo};
-use crate::context::WireCx;
+use crate::plugin::WireCx;
+use crate::plugin::{MethodReply, Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo};
 use crate::protocol::METHOD_NOT_FOUND;
 
 /// `catalog.facet_unavailable`.

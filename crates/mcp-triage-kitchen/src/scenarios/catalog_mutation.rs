@@ -25,9 +25,11 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
-use super::{Origin, Outcome, ParamKind, ParamSpec, Params, Scenario, ScenarioInfo, ToolReply};
-use crate::context::ToolCx;
-use crate::instance::{CatalogClock, Instance};
+use crate::instance_state::{CatalogClock, InstanceState};
+use crate::plugin::ToolCx;
+use crate::plugin::{
+    Origin, Outcome, ParamKind, ParamSpec, Params, Scenario, ScenarioInfo, ToolReply,
+};
 
 /// `catalog.mutation`.
 pub struct Mutation;
@@ -187,7 +189,7 @@ fn apply(list: &mut Vec<Value>, e: &Entry) -> bool {
     }
 }
 
-fn initial(instance: &Instance) -> Vec<Value> {
+fn initial(instance: &InstanceState) -> Vec<Value> {
     let mut v = vec![crate::catalogue::run_tool_definition()];
     if instance.params.bool("includeCatalogue") {
         v.extend(crate::catalogue::static_tools().iter().cloned());
@@ -196,7 +198,7 @@ fn initial(instance: &Instance) -> Vec<Value> {
 }
 
 /// The tool list after the mutations due by `elapsed`.
-fn list_at(instance: &Instance, elapsed: Duration) -> Vec<Value> {
+fn list_at(instance: &InstanceState, elapsed: Duration) -> Vec<Value> {
     let mut list = initial(instance);
     for e in parse(&instance.params).unwrap_or_default() {
         if e.after > elapsed {
@@ -214,7 +216,7 @@ impl Scenario for Mutation {
     fn validate(&self, p: &Params) -> Result<(), String> {
         parse(p).map(|_| ())
     }
-    fn tool_list(&self, instance: &Instance, clock: &CatalogClock) -> Option<Vec<Value>> {
+    fn tool_list(&self, instance: &InstanceState, clock: &CatalogClock) -> Option<Vec<Value>> {
         Some(list_at(instance, clock.elapsed()))
     }
     fn tool_list_changes(&self, p: &Params) -> Vec<(Duration, u32)> {

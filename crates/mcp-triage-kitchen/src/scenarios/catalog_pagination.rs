@@ -2,9 +2,11 @@
 
 use serde_json::{json, Value};
 
-use super::{MethodReply, Origin, Outcome, ParamKind, ParamSpec, Params, Scenario, ScenarioInfo};
-use crate::context::WireCx;
-use crate::instance::{PROMPTS_LIST, RESOURCES_LIST};
+use crate::instance_state::{PROMPTS_LIST, RESOURCES_LIST};
+use crate::plugin::WireCx;
+use crate::plugin::{
+    MethodReply, Origin, Outcome, ParamKind, ParamSpec, Params, Scenario, ScenarioInfo,
+};
 
 /// `catalog.pagination`.
 pub struct Pagination;

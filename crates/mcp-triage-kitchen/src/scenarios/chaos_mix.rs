@@ -3,10 +3,10 @@
 use std::time::Duration;
 
 use super::errors_malformed_payload;
-use super::{
+use crate::plugin::WireCx;
+use crate::plugin::{
     Origin, Outcome, ParamKind, ParamSpec, Params, Scenario, ScenarioInfo, ToolFault, Wire,
 };
-use crate::context::WireCx;
 use crate::protocol;
 
 /// `chaos.mix`.
@@ -143,7 +143,7 @@ impl Scenario for ChaosMix {
                 status: 200,
                 content_type: "text/event-stream",
                 headers: Vec::new(),
-                body: bytes::Bytes::from_static(crate::mcp::CUT_STREAM_PREFIX.as_bytes()),
+                body: bytes::Bytes::from_static(crate::plugin::reply::CUT_STREAM_PREFIX.as_bytes()),
             },
             Some("connection_close") => Wire::Close,
             Some("malformed_json") => Wire::Body {

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{Origin, Outcome, Scenario, ScenarioInfo};
+use crate::plugin::{Origin, Outcome, Scenario, ScenarioInfo};
 
 /// `compat.legacy_result`.
 pub struct LegacyResult;

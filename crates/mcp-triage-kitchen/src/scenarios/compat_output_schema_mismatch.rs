@@ -4,8 +4,8 @@
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
-use super::{Origin, Outcome, Scenario, ScenarioInfo, ToolReply};
-use crate::context::ToolCx;
+use crate::plugin::ToolCx;
+use crate::plugin::{Origin, Outcome, Scenario, ScenarioInfo, ToolReply};
 
 /// `compat.output_schema_mismatch`.
 pub struct OutputSchemaMismatch;

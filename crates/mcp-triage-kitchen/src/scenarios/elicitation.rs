@@ -10,8 +10,8 @@
 use futures_util::future::BoxFuture;
 use serde_json::{json, Map, Value};
 
-use super::{Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, ToolReply};
-use crate::context::{Asked, ToolCx};
+use crate::plugin::{Asked, ToolCx};
+use crate::plugin::{Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, ToolReply};
 use crate::protocol::Era;
 
 const STATE: &str = "awaiting-elicitation";

@@ -1,8 +1,10 @@
 //! `errors.accepted_for_request`: 202 (meant for notifications) answering a request.
 
-use super::{on_invocation, Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire};
-use crate::context::WireCx;
-use crate::instance::TOOLS_CALL;
+use crate::instance_state::TOOLS_CALL;
+use crate::plugin::WireCx;
+use crate::plugin::{
+    on_invocation, Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire,
+};
 
 /// `errors.accepted_for_request`.
 pub struct AcceptedForRequest;

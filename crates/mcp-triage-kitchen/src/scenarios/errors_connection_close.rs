@@ -1,8 +1,10 @@
 //! `errors.connection_close`: the connection is dropped with no response.
 
-use super::{on_invocation, Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire};
-use crate::context::WireCx;
-use crate::instance::TOOLS_CALL;
+use crate::instance_state::TOOLS_CALL;
+use crate::plugin::WireCx;
+use crate::plugin::{
+    on_invocation, Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire,
+};
 
 /// Counter key for `initialize` POSTs (Cakewalk counts them on its `http_request` key only
 /// when the method is `initialize`; the kitchen keeps `http_request` for every POST and uses

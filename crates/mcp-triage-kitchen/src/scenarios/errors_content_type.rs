@@ -2,9 +2,11 @@
 
 use bytes::Bytes;
 
-use super::{on_invocation, Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire};
-use crate::context::WireCx;
-use crate::instance::TOOLS_CALL;
+use crate::instance_state::TOOLS_CALL;
+use crate::plugin::WireCx;
+use crate::plugin::{
+    on_invocation, Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire,
+};
 
 /// `errors.content_type`.
 pub struct ContentType;

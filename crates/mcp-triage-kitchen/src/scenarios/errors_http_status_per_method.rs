@@ -1,7 +1,7 @@
 //! `errors.http_status_per_method`: a status per JSON-RPC method.
 
-use super::{Origin, Outcome, ParamKind, ParamSpec, Params, Scenario, ScenarioInfo, Wire};
-use crate::context::WireCx;
+use crate::plugin::WireCx;
+use crate::plugin::{Origin, Outcome, ParamKind, ParamSpec, Params, Scenario, ScenarioInfo, Wire};
 
 /// `errors.http_status_per_method`.
 pub struct HttpStatusPerMethod;

@@ -1,8 +1,8 @@
 //! `errors.http_status_sequence`: HTTP statuses by POST number.
 
-use super::{Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire};
-use crate::context::WireCx;
-use crate::instance::HTTP_REQUEST;
+use crate::instance_state::HTTP_REQUEST;
+use crate::plugin::WireCx;
+use crate::plugin::{Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire};
 
 /// `errors.http_status_sequence`.
 pub struct HttpStatusSequence;
@@ -27,7 +27,7 @@ impl Scenario for HttpStatusSequence {
     fn info(&self) -> &'static ScenarioInfo {
         &INFO
     }
-    fn validate(&self, p: &super::Params) -> Result<(), String> {
+    fn validate(&self, p: &crate::plugin::Params) -> Result<(), String> {
         let ok = p.get("statusCodes").as_array().is_some_and(|a| {
             a.iter()
                 .all(|c| c.as_u64().is_some_and(|c| (100..=599).contains(&c)))

@@ -1,8 +1,10 @@
 //! `errors.jsonrpc_error`: a JSON-RPC error for the configured `tools/call`.
 
-use super::{on_invocation, Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire};
-use crate::context::WireCx;
-use crate::instance::TOOLS_CALL;
+use crate::instance_state::TOOLS_CALL;
+use crate::plugin::WireCx;
+use crate::plugin::{
+    on_invocation, Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire,
+};
 use crate::protocol;
 
 /// `errors.jsonrpc_error`.

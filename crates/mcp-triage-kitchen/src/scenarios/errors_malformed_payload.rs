@@ -4,9 +4,11 @@ use bytes::Bytes;
 use serde_json::json;
 
 use super::errors_connection_close::INITIALIZE;
-use super::{on_invocation, Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire};
-use crate::context::WireCx;
-use crate::instance::{HTTP_REQUEST, TOOLS_CALL};
+use crate::instance_state::{HTTP_REQUEST, TOOLS_CALL};
+use crate::plugin::WireCx;
+use crate::plugin::{
+    on_invocation, Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire,
+};
 
 /// `errors.malformed_payload`.
 pub struct MalformedPayload;

@@ -3,11 +3,11 @@
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::{
+use crate::instance_state::HTTP_REQUEST;
+use crate::plugin::WireCx;
+use crate::plugin::{
     on_invocation, Origin, Outcome, ParamKind, ParamSpec, Params, Scenario, ScenarioInfo, Wire,
 };
-use crate::context::WireCx;
-use crate::instance::HTTP_REQUEST;
 
 /// `errors.non_compliant_envelope`.
 pub struct NonCompliantEnvelope;

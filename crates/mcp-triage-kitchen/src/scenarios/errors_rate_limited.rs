@@ -2,9 +2,9 @@
 
 use bytes::Bytes;
 
-use super::{Origin, Outcome, ParamKind, ParamSpec, Params, Scenario, ScenarioInfo, Wire};
-use crate::context::WireCx;
-use crate::instance::TOOLS_CALL;
+use crate::instance_state::TOOLS_CALL;
+use crate::plugin::WireCx;
+use crate::plugin::{Origin, Outcome, ParamKind, ParamSpec, Params, Scenario, ScenarioInfo, Wire};
 use crate::protocol;
 
 /// `errors.rate_limited`.

@@ -3,10 +3,10 @@
 use futures_util::future::BoxFuture;
 use serde_json::{json, Map};
 
-use super::{
+use crate::plugin::ToolCx;
+use crate::plugin::{
     on_invocation, Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, ToolReply,
 };
-use crate::context::ToolCx;
 
 /// `errors.tool_error`.
 pub struct ToolError;

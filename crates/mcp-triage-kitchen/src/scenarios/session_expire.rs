@@ -4,8 +4,8 @@ use std::sync::atomic::Ordering;
 
 use serde_json::Value;
 
-use super::{Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire};
-use crate::context::WireCx;
+use crate::plugin::WireCx;
+use crate::plugin::{Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, Wire};
 use crate::protocol;
 
 /// `session.expire`.

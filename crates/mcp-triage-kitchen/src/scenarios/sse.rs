@@ -5,8 +5,8 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Map};
 
-use super::{Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, ToolReply};
-use crate::context::{Asked, ToolCx};
+use crate::plugin::{Asked, ToolCx};
+use crate::plugin::{Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo, ToolReply};
 use crate::protocol::Era;
 
 fn notify_step(cx: &ToolCx, i: u64, n: u64) {
@@ -102,7 +102,7 @@ impl Scenario for CutMidEvent {
             // to resume from, and the response stays lost).
             cx.trace
                 .note("connection cut mid-response; a resumption gets the response");
-            cx.out.send(crate::context::Out::Abort);
+            cx.out.send(crate::plugin::Out::Abort);
             ToolReply::json_text(&result, false)
         })
     }

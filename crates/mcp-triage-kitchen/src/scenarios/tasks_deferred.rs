@@ -20,10 +20,10 @@
 use mcp_triage_wire::time::rfc3339;
 use serde_json::{json, Value};
 
-use super::{MethodReply, Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo};
-use crate::context::WireCx;
-use crate::instance::TaskRecord;
+use crate::instance_state::TaskRecord;
 use crate::journal::now_ms;
+use crate::plugin::WireCx;
+use crate::plugin::{MethodReply, Origin, Outcome, ParamKind, ParamSpec, Scenario, ScenarioInfo};
 use crate::protocol::{self, Era};
 
 /// `tasks.deferred`.
@@ -74,7 +74,11 @@ fn legacy_task(id: &str, t: &TaskRecord, now: u64) -> Value {
 }
 
 /// The live (not expired) task `id` of the instance.
-pub fn live_task(cx_tasks: &crate::instance::Instance, id: &str, now: u64) -> Option<TaskRecord> {
+pub fn live_task(
+    cx_tasks: &crate::instance_state::InstanceState,
+    id: &str,
+    now: u64,
+) -> Option<TaskRecord> {
     let tasks = cx_tasks.tasks.lock().expect("tasks lock");
     tasks
         .get(id)
@@ -119,7 +123,7 @@ impl Scenario for Deferred {
     fn info(&self) -> &'static ScenarioInfo {
         &INFO
     }
-    fn validate(&self, p: &super::Params) -> Result<(), String> {
+    fn validate(&self, p: &crate::plugin::Params) -> Result<(), String> {
         for k in ["completeAfterMs", "ttlMs", "pollIntervalMs"] {
             if p.i64(k) < 0 {
                 return Err(format!("{k} must be >= 0"));
@@ -154,7 +158,7 @@ impl Scenario for Deferred {
                 let invocation = cx.instance.bump("run_configured_test_scenario");
                 let id = format!(
                     "task-{}",
-                    mcp_triage_wire::canonical::hex(&crate::state::random_bytes::<8>())
+                    mcp_triage_wire::canonical::hex(&crate::random::random_bytes::<8>())
                 );
                 let p = cx.p();
                 let ttl = cx.params["task"]["ttl"].as_u64().unwrap_or(p.u64("ttlMs"));

@@ -5,11 +5,11 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Map};
 
-use super::{
+use crate::plugin::{
     on_invocation, Origin, Outcome, ParamKind, ParamSpec, Params, Scenario, ScenarioInfo,
     ToolReply, Wire,
 };
-use crate::context::{ToolCx, WireCx};
+use crate::plugin::{ToolCx, WireCx};
 
 fn non_negative(p: &Params, names: &[&str]) -> Result<(), String> {
     for n in names {

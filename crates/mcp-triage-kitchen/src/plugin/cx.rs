@@ -1,7 +1,12 @@
-//! What a scenario sees of a request: [`WireCx`] at the wire, [`ToolCx`] inside a tool.
+//! What a scenario sees of a request: [`WireCx`] at the wire, [`ToolCx`] inside a tool, and
+//! the channel ([`Emitter`], [`Out`]) a tool body's messages go out on.
+//!
+//! Part of the plug-in API ([`crate::plugin`]). The handles name only what a scenario uses:
+//! its instance's state ([`InstanceState`]), its legacy session, the authorization server's
+//! token check, the request's journal notes ([`Trace`]) and the one option a tool reads
+//! (how long to wait for the client's answer), never the kitchen's shared state.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::HeaderMap;
@@ -9,69 +14,13 @@ use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::instance::Instance;
+use crate::instance_state::InstanceState;
+use crate::oauth_as::AuthServer;
+use crate::plugin::reply::ToolReply;
+use crate::plugin::spec::{Params, ScenarioInfo};
 use crate::protocol::{self, Era};
-use crate::scenarios::{Params, ToolReply};
 use crate::session::Session;
-use crate::state::Shared;
-
-/// Notes about what the kitchen injected into one request (for the journal).
-#[derive(Default)]
-pub struct Trace {
-    notes: Mutex<Vec<String>>,
-    issued: Mutex<Option<Value>>,
-    executed: AtomicBool,
-    deduplicated: Mutex<Option<bool>>,
-}
-
-impl Trace {
-    /// Record one injection.
-    pub fn note(&self, s: impl Into<String>) {
-        self.notes.lock().expect("trace lock").push(s.into());
-    }
-    /// Record the MRTR round the kitchen issued (`requestState` and the `inputRequests`
-    /// keys), so the journal can show whether the retry echoed them.
-    pub fn issue(&self, request_state: &str, input_requests: &Value) {
-        let keys: Vec<&String> = input_requests
-            .as_object()
-            .map(|m| m.keys().collect())
-            .unwrap_or_default();
-        *self.issued.lock().expect("trace lock") =
-            Some(json!({ "requestState": request_state, "inputRequestKeys": keys }));
-    }
-    /// The MRTR round issued, if any.
-    pub fn issued(&self) -> Option<Value> {
-        self.issued.lock().expect("trace lock").clone()
-    }
-    /// Record that the tool body of this `tools/call` started (its side effect may have
-    /// happened, whatever the client ends up seeing).
-    pub fn mark_executed(&self) {
-        self.executed.store(true, Ordering::SeqCst);
-    }
-    /// Whether the tool body started.
-    pub fn executed(&self) -> bool {
-        self.executed.load(Ordering::SeqCst)
-    }
-    /// Record what an honoured idempotency key did: `true` when the call repeated a key and
-    /// was answered from the stored result, `false` when it ran (see the journal's
-    /// `deduplicated`).
-    pub fn set_deduplicated(&self, repeated: bool) {
-        *self.deduplicated.lock().expect("trace lock") = Some(repeated);
-    }
-    /// What an honoured idempotency key did, if keys are honoured and the call had one.
-    pub fn deduplicated(&self) -> Option<bool> {
-        *self.deduplicated.lock().expect("trace lock")
-    }
-    /// Everything recorded, joined.
-    pub fn joined(&self) -> Option<String> {
-        let n = self.notes.lock().expect("trace lock");
-        if n.is_empty() {
-            None
-        } else {
-            Some(n.join("; "))
-        }
-    }
-}
+use crate::trace::Trace;
 
 /// The request as the wire hook sees it.
 pub struct WireCx<'a> {
@@ -85,8 +34,8 @@ pub struct WireCx<'a> {
     pub tool: Option<&'a str>,
     /// HTTP request headers.
     pub headers: &'a HeaderMap,
-    /// The instance (counters already incremented for this request).
-    pub instance: &'a Instance,
+    /// The instance's state (counters already incremented for this request).
+    pub instance: &'a InstanceState,
     /// 1-based number of this POST on the instance (its `httpRequest` count when it was
     /// received; unlike [`WireCx::count`] not moved by concurrent requests).
     pub post: u64,
@@ -99,7 +48,7 @@ pub struct WireCx<'a> {
     /// Absolute URL of the server root.
     pub base_url: &'a str,
     /// The kitchen's authorization server (tokens for `auth.oauth_flow`).
-    pub auth: &'a crate::oauth_as::AuthServer,
+    pub auth: &'a AuthServer,
 }
 
 impl WireCx<'_> {
@@ -172,10 +121,12 @@ pub enum Asked {
 /// Everything a tool body needs. Owned, so the body can run on its own task.
 #[derive(Clone)]
 pub struct ToolCx {
-    /// Kitchen state.
-    pub shared: Arc<Shared>,
-    /// Instance.
-    pub instance: Arc<Instance>,
+    /// The scenario being served (its id goes into Cakewalk's result object).
+    pub scenario: &'static ScenarioInfo,
+    /// The instance's state: parameters, counters, side effects.
+    pub instance: Arc<InstanceState>,
+    /// How long [`ToolCx::ask`] waits for a legacy client's answer (the server option).
+    pub server_request_timeout: Duration,
     /// Legacy session.
     pub session: Option<Arc<Session>>,
     /// Era.
@@ -228,7 +179,7 @@ impl ToolCx {
     /// Cakewalk's result object `{scenarioId, invocation, …extra}`.
     pub fn scenario_result(&self, extra: Option<Map<String, Value>>) -> Value {
         let mut m = Map::new();
-        m.insert("scenarioId".into(), json!(self.instance.scenario.info().id));
+        m.insert("scenarioId".into(), json!(self.scenario.id));
         m.insert("invocation".into(), json!(self.invocation));
         if let Some(msg) = self.args.get("message").and_then(Value::as_str) {
             m.insert("message".into(), json!(msg));
@@ -342,7 +293,7 @@ impl ToolCx {
                 self.out.send(Out::Message(json!({
                     "jsonrpc": "2.0", "id": id, "method": method, "params": params
                 })));
-                let timeout = self.shared.options.server_request_timeout;
+                let timeout = self.server_request_timeout;
                 match tokio::time::timeout(timeout, rx).await {
                     Ok(Ok(resp)) => {
                         if let Some(r) = resp.get("result") {
