@@ -1,0 +1,146 @@
+//! The modern era (2026-07-28): stateless requests whose headers must agree with the body.
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Response};
+use serde_json::{json, Value};
+
+use crate::catalogue;
+use crate::origin::header_str;
+use crate::protocol::{self};
+
+use super::dispatch::dispatch;
+use super::request::Req;
+use super::respond::{empty, rpc_error};
+
+pub(super) async fn modern(req: Req, is_response: bool) -> Response<Body> {
+    let id = req.id.as_ref();
+    let bad = |code: i64, m: &str| rpc_error(400, id, code, m, None);
+    let Some(hv) = header_str(&req.headers, "mcp-protocol-version") else {
+        return bad(
+            protocol::HEADER_MISMATCH,
+            "Missing MCP-Protocol-Version header",
+        );
+    };
+    if is_response {
+        return bad(
+            protocol::INVALID_REQUEST,
+            "Clients must not send JSON-RPC responses in 2026-07-28",
+        );
+    }
+    let meta = req.params.get("_meta");
+    let missing: Vec<&str> = [
+        protocol::META_PROTOCOL_VERSION,
+        protocol::META_CLIENT_CAPABILITIES,
+    ]
+    .into_iter()
+    .filter(|k| meta.and_then(|m| m.get(*k)).is_none())
+    .collect();
+    if !missing.is_empty() {
+        return bad(
+            protocol::INVALID_PARAMS,
+            &format!("Invalid params: missing _meta keys: {}", missing.join(", ")),
+        );
+    }
+    let mv = meta
+        .and_then(|m| m.get(protocol::META_PROTOCOL_VERSION))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if mv != hv {
+        return bad(
+            protocol::HEADER_MISMATCH,
+            &format!("Header mismatch: MCP-Protocol-Version header value '{hv}' does not match _meta protocolVersion '{mv}'"),
+        );
+    }
+    if !protocol::MODERN_VERSIONS.contains(&hv) {
+        return rpc_error(
+            400,
+            id,
+            protocol::UNSUPPORTED_VERSION,
+            "Unsupported protocol version",
+            Some(json!({ "supported": protocol::MODERN_VERSIONS, "requested": hv })),
+        );
+    }
+    if req.id.is_none() {
+        return empty(202);
+    }
+    let method = req.method.as_deref().unwrap_or("");
+    match header_str(&req.headers, "mcp-method") {
+        None => return bad(protocol::HEADER_MISMATCH, "Header mismatch: missing Mcp-Method header"),
+        Some(m) if m != method => {
+            return bad(
+                protocol::HEADER_MISMATCH,
+                &format!("Header mismatch: Mcp-Method header value '{m}' does not match body value '{method}'"),
+            )
+        }
+        _ => {}
+    }
+    let name_source = match method {
+        "tools/call" | "prompts/get" => req.params.get("name").and_then(Value::as_str),
+        "resources/read" => req.params.get("uri").and_then(Value::as_str),
+        // SEP-2663 "Routing Headers": Mcp-Name carries the taskId, so intermediaries can
+        // route a task's requests to the server holding it.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => {
+            req.params.get("taskId").and_then(Value::as_str)
+        }
+        _ => None,
+    };
+    if let Some(body_name) = name_source {
+        match header_str(&req.headers, "mcp-name").map(protocol::decode_header_value) {
+            None => return bad(protocol::HEADER_MISMATCH, "Header mismatch: missing Mcp-Name header"),
+            Some(None) => return bad(protocol::HEADER_MISMATCH, "Header mismatch: Mcp-Name header is not valid base64"),
+            Some(Some(h)) if h != body_name => {
+                return bad(
+                    protocol::HEADER_MISMATCH,
+                    &format!("Header mismatch: Mcp-Name header value '{h}' does not match body value '{body_name}'"),
+                )
+            }
+            _ => {}
+        }
+    }
+    if method == "tools/call" {
+        if let Some(def) = req
+            .tool
+            .as_deref()
+            .and_then(|t| catalogue::tool(&req.instance, &req.clock, t))
+        {
+            if let Err(m) = check_param_headers(
+                &def,
+                req.params.get("arguments").unwrap_or(&Value::Null),
+                &req.headers,
+            ) {
+                return bad(protocol::HEADER_MISMATCH, &m);
+            }
+        }
+    }
+    dispatch(req).await
+}
+
+/// `Mcp-Param-{Name}` headers for input properties annotated `x-mcp-header`.
+pub(super) fn check_param_headers(
+    def: &Value,
+    args: &Value,
+    headers: &HeaderMap,
+) -> Result<(), String> {
+    let Some(props) = def["inputSchema"]["properties"].as_object() else {
+        return Ok(());
+    };
+    for (prop, schema) in props {
+        let Some(hname) = schema.get("x-mcp-header").and_then(Value::as_str) else {
+            continue;
+        };
+        let header_name = format!("mcp-param-{}", hname.to_ascii_lowercase());
+        let expected = args.get(prop).and_then(protocol::header_form_of);
+        let got = header_str(headers, &header_name).map(protocol::decode_header_value);
+        match (expected, got) {
+            (None, None) => {}
+            (Some(_), None) => return Err(format!("Header mismatch: missing Mcp-Param-{hname} header")),
+            (None, Some(_)) => return Err(format!("Header mismatch: Mcp-Param-{hname} header present but argument '{prop}' is absent")),
+            (Some(_), Some(None)) => return Err(format!("Header mismatch: Mcp-Param-{hname} header is not valid base64")),
+            (Some(e), Some(Some(g))) if e != g => {
+                return Err(format!("Header mismatch: Mcp-Param-{hname} header value '{g}' does not match body value '{e}'"))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
