@@ -1,0 +1,85 @@
+//! One captured exchange as loaded: its key, the response to send (status, headers, body,
+//! chunk timing) and how the body ended.
+//!
+//! This is the data the rest of the replay passes around: `line` builds it, `capture` keeps
+//! the file's exchanges in `seq` order, `lookup` picks one per request, and `serve` and
+//! `rewrite` turn it back into bytes on the wire. Readers outside the kitchen (the judge's
+//! cases, the exchange-file classifier) read it too, so it holds the line's text as well.
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use super::key::ReplayKey;
+
+/// How a captured response body ended (`end`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// The whole body arrived.
+    Complete,
+    /// The upstream ended it early (a cut stream).
+    UpstreamClosed,
+    /// The client went away first.
+    ClientCancelled,
+    /// The proxy stopped waiting.
+    Timeout,
+    /// No response head came; `status` is the proxy's own 502/504.
+    NoResponse,
+}
+
+impl End {
+    pub(super) fn parse(s: &str) -> Option<End> {
+        Some(match s {
+            "complete" => End::Complete,
+            "upstream_closed" => End::UpstreamClosed,
+            "client_cancelled" => End::ClientCancelled,
+            "timeout" => End::Timeout,
+            "no_response" => End::NoResponse,
+            _ => return None,
+        })
+    }
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            End::Complete => "complete",
+            End::UpstreamClosed => "upstream_closed",
+            End::ClientCancelled => "client_cancelled",
+            End::Timeout => "timeout",
+            End::NoResponse => "no_response",
+        }
+    }
+}
+
+/// One captured exchange.
+#[derive(Clone, Debug)]
+pub struct CapturedExchange {
+    /// 1-based line in the file.
+    pub line: usize,
+    /// `seq` (the line number when absent).
+    pub seq: u64,
+    /// What requests it answers.
+    pub key: ReplayKey,
+    /// The request's JSON body, when captured and JSON.
+    pub request: Option<Value>,
+    /// The request's path without the query (`request.path`), when captured.
+    pub path: Option<String>,
+    /// Response status.
+    pub status: u16,
+    /// Response headers as captured (`contentType` first as `content-type`).
+    pub headers: Vec<(String, String)>,
+    /// Response body bytes as captured.
+    pub body: Bytes,
+    /// The id the response should carry (`expectId`).
+    pub expect_id: Option<Value>,
+    /// Milliseconds from request head to response head.
+    pub head_ms: f64,
+    /// `[atMs, bytes]` per frame.
+    pub chunks: Vec<(f64, usize)>,
+    /// How the body ended.
+    pub end: End,
+    /// The body was cut at the capture's size limit.
+    pub body_truncated: bool,
+    /// The proxy's verdict, if recorded.
+    pub verdict: Option<String>,
+    /// The line's text, so readers (the exchange-file classifier) can use it as it is.
+    pub text: String,
+}

@@ -1,0 +1,453 @@
+//! One capture line: its JSON text parsed, in one pass, into a [`CapturedExchange`].
+//!
+//! A line may be large (a long stream has thousands of `chunks` and a body of megabytes), so
+//! it is not parsed into a JSON tree and then picked apart: `chunks` is decoded straight into
+//! pairs, with its entry limit checked as they come, and the body is moved out of its string.
+//! The error is what is wrong with the line; `capture` adds the line number.
+
+use base64::Engine as _;
+use bytes::Bytes;
+use serde_json::{Map, Value};
+
+use super::exchange::{CapturedExchange, End};
+use super::key::{capture_arguments_hash, path_only, ReplayKey};
+use super::options::CaptureLimits;
+
+/// One capture line as parsed: every member as JSON except `chunks`, which a long stream can
+/// have many of, decoded straight into `(atMs, bytes)` pairs.
+struct RawLine {
+    members: Map<String, Value>,
+    chunks: Option<Result<Vec<(f64, usize)>, String>>,
+}
+
+/// Parses a [`RawLine`] with the chunk limit at hand (a seed, as the limit is not in the text).
+struct LineSeed(usize);
+
+impl<'de> serde::de::DeserializeSeed<'de> for LineSeed {
+    type Value = RawLine;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<RawLine, D::Error> {
+        struct V(usize);
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RawLine;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a capture line (a JSON object)")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<RawLine, A::Error> {
+                let mut raw = RawLine {
+                    members: Map::new(),
+                    chunks: None,
+                };
+                while let Some(k) = m.next_key::<String>()? {
+                    if k == "chunks" {
+                        raw.chunks = Some(m.next_value_seed(ChunksSeed(self.0))?);
+                    } else {
+                        let v: Value = m.next_value()?;
+                        raw.members.insert(k, v);
+                    }
+                }
+                Ok(raw)
+            }
+        }
+        d.deserialize_map(V(self.0))
+    }
+}
+
+/// `chunks`: the pairs, or what is wrong with the first bad entry; more than the limit
+/// (`.0`) is an error as soon as it is seen, so a huge array is never held.
+struct ChunksSeed(usize);
+
+impl<'de> serde::de::DeserializeSeed<'de> for ChunksSeed {
+    type Value = Result<Vec<(f64, usize)>, String>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        struct V(usize);
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Result<Vec<(f64, usize)>, String>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"chunks\" as an array of [atMs, bytes]")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> Result<Self::Value, A::Error> {
+                let max = self.0;
+                let mut out = Vec::with_capacity(s.size_hint().unwrap_or(0).min(max).min(1 << 16));
+                let mut bad = None;
+                let mut i = 0usize;
+                // Each entry is a two-element JSON value, dropped as soon as it is checked.
+                while let Some(pair) = s.next_element::<Value>()? {
+                    if i == max {
+                        return Err(serde::de::Error::custom(format!(
+                            "\"chunks\" has more than {max} entries (raise --replay-max-chunks)"
+                        )));
+                    }
+                    if bad.is_none() {
+                        match chunk_pair(&pair) {
+                            Some(p) => out.push(p),
+                            None => bad = Some(format!("chunks[{i}] is not [atMs, bytes]")),
+                        }
+                    }
+                    i += 1;
+                }
+                Ok(bad.map_or(Ok(out), Err))
+            }
+        }
+        d.deserialize_seq(V(self.0))
+    }
+}
+
+/// One line's text as a [`CapturedExchange`] within `limits`; the error says what is wrong
+/// with the line (the caller names its number).
+pub(super) fn exchange_of(
+    line: usize,
+    s: &str,
+    limits: &CaptureLimits,
+) -> Result<CapturedExchange, String> {
+    let raw = raw_line(s, limits.max_chunks).map_err(|e| match e.classify() {
+        serde_json::error::Category::Data => e.to_string(),
+        _ => format!("not JSON: {e}"),
+    })?;
+    parse_line(line, s, raw, limits)
+}
+
+/// One line's text as a [`RawLine`], `chunks` limited to `max_chunks` entries.
+fn raw_line(s: &str, max_chunks: usize) -> Result<RawLine, serde_json::Error> {
+    use serde::de::DeserializeSeed as _;
+    let mut de = serde_json::Deserializer::from_str(s);
+    let raw = LineSeed(max_chunks).deserialize(&mut de)?;
+    de.end()?;
+    Ok(raw)
+}
+
+/// One `chunks` entry as `(atMs, bytes)`: a finite, non-negative offset and a byte count.
+fn chunk_pair(pair: &Value) -> Option<(f64, usize)> {
+    let p = pair.as_array().filter(|p| p.len() == 2)?;
+    let at = p[0].as_f64().filter(|f| f.is_finite() && *f >= 0.0)?;
+    let n = p[1].as_u64().and_then(|n| usize::try_from(n).ok())?;
+    Some((at, n))
+}
+
+/// A [`RawLine`] as a [`CapturedExchange`]. The members are checked in a fixed order
+/// (status, body, seq, key, headers, delays, end), so a line with several faults is always
+/// refused for the same one.
+fn parse_line(
+    line: usize,
+    text: &str,
+    raw: RawLine,
+    limits: &CaptureLimits,
+) -> Result<CapturedExchange, String> {
+    let RawLine {
+        mut members,
+        chunks,
+    } = raw;
+    let status = status_of(&members)?;
+    let body = take_body(&mut members, limits.max_body_bytes)?;
+    let o = &members;
+    let seq = match o.get("seq") {
+        None => line as u64,
+        Some(s) => s.as_u64().ok_or("\"seq\" is not a non-negative integer")?,
+    };
+    let request = o.get("request").filter(|r| !r.is_null());
+    let request_body = request.and_then(request_body_of);
+    let key = key_of(o, request, request_body.as_ref())?;
+    let headers = headers_of(o)?;
+    let (head_ms, chunks) = delays_of(o, chunks, limits.max_delay_ms)?;
+    let end = end_of(o)?;
+    Ok(CapturedExchange {
+        line,
+        seq,
+        key,
+        request: request_body,
+        path: request
+            .and_then(|r| r.get("path"))
+            .and_then(Value::as_str)
+            .map(path_only),
+        status,
+        headers,
+        body,
+        expect_id: o.get("expectId").cloned(),
+        head_ms,
+        chunks,
+        end,
+        body_truncated: o.get("bodyTruncated").and_then(Value::as_bool) == Some(true),
+        verdict: o.get("verdict").and_then(Value::as_str).map(str::to_owned),
+        text: text.to_string(),
+    })
+}
+
+/// `status`: a final HTTP status (200-999).
+fn status_of(o: &Map<String, Value>) -> Result<u16, String> {
+    let status = o
+        .get("status")
+        .and_then(Value::as_u64)
+        .and_then(|s| u16::try_from(s).ok())
+        .filter(|s| (100..=999).contains(s))
+        .ok_or("\"status\" is not an HTTP status (100-999)")?;
+    if status < 200 {
+        // An informational head is not an answer: served as a final status it was an empty
+        // reply, and hyper cannot send a 101 switch the kitchen does not perform.
+        return Err(format!(
+            "\"status\" {status} is an informational (1xx) response, which replay cannot serve"
+        ));
+    }
+    Ok(status)
+}
+
+/// The captured request's body as JSON (`request.body`, else `request.bodyBase64`); `None`
+/// when it was not captured or is not JSON, which is no fault of the line.
+fn request_body_of(request: &Value) -> Option<Value> {
+    match (request.get("body"), request.get("bodyBase64")) {
+        (Some(Value::String(b)), _) => serde_json::from_str(b).ok(),
+        (_, Some(Value::String(b))) => base64::engine::general_purpose::STANDARD
+            .decode(b)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok()),
+        _ => None,
+    }
+}
+
+/// The line's [`ReplayKey`]: from `method` (and `tool`, `argumentsHash`, the request's path)
+/// for a JSON-RPC line; from the request's HTTP method and path for one without `method`.
+/// A `tools/call` captured without `argumentsHash` gets it from the captured request's
+/// arguments, unless `argumentsHashed` says the line stands for every call of its tool.
+fn key_of(
+    o: &Map<String, Value>,
+    request: Option<&Value>,
+    request_body: Option<&Value>,
+) -> Result<ReplayKey, String> {
+    let key = match o.get("method") {
+        Some(Value::String(method)) => {
+            let tool = o.get("tool").and_then(Value::as_str).map(str::to_owned);
+            // `--capture-hash-arguments`: the line stands for every call of its tool.
+            let by_tool_only = o.get("argumentsHashed") == Some(&Value::Bool(true));
+            let mut arguments_hash = o
+                .get("argumentsHash")
+                .and_then(Value::as_str)
+                .filter(|_| !by_tool_only)
+                .map(str::to_owned);
+            if method == "tools/call" && arguments_hash.is_none() && !by_tool_only {
+                arguments_hash = Some(capture_arguments_hash(
+                    request_body
+                        .and_then(|b| b.get("params"))
+                        .and_then(|p| p.get("arguments")),
+                ));
+            }
+            if method == "tools/call" && tool.is_none() {
+                return Err("a tools/call line has no \"tool\"".into());
+            }
+            ReplayKey::Rpc {
+                method: method.clone(),
+                tool,
+                arguments_hash,
+                path: request
+                    .and_then(|r| r.get("path"))
+                    .and_then(Value::as_str)
+                    .map(path_only),
+            }
+        }
+        Some(_) => return Err("\"method\" is not a string".into()),
+        None => {
+            let r = request.ok_or(
+                "a line without \"method\" needs \"request\" (its key is the HTTP method and path)",
+            )?;
+            ReplayKey::Http {
+                method: r
+                    .get("method")
+                    .and_then(Value::as_str)
+                    .unwrap_or("POST")
+                    .to_ascii_uppercase(),
+                path: path_only(r.get("path").and_then(Value::as_str).unwrap_or("/mcp")),
+            }
+        }
+    };
+    Ok(key)
+}
+
+/// The response headers, lower-cased: `contentType` first as `content-type`, then
+/// `headers` (whose own `content-type` then gives way to it).
+fn headers_of(o: &Map<String, Value>) -> Result<Vec<(String, String)>, String> {
+    let mut headers = Vec::new();
+    if let Some(ct) = o.get("contentType").and_then(Value::as_str) {
+        if !ct.is_empty() {
+            headers.push(("content-type".to_string(), ct.to_string()));
+        }
+    }
+    if let Some(h) = o.get("headers") {
+        let h = h.as_object().ok_or("\"headers\" is not an object")?;
+        for (name, value) in h {
+            let value = value
+                .as_str()
+                .ok_or_else(|| format!("header {name:?} is not a string"))?;
+            if name.eq_ignore_ascii_case("content-type") && !headers.is_empty() {
+                continue;
+            }
+            headers.push((name.to_ascii_lowercase(), value.to_string()));
+        }
+    }
+    Ok(headers)
+}
+
+/// `chunks` as decoded by [`ChunksSeed`]: the pairs, or what is wrong with them.
+type ChunksRead = Option<Result<Vec<(f64, usize)>, String>>;
+
+/// `headMs` and the chunks, each delay within `max` ms (`--replay-max-delay`), so that a
+/// capture cannot hold a connection for a day.
+fn delays_of(
+    o: &Map<String, Value>,
+    chunks: ChunksRead,
+    max: f64,
+) -> Result<(f64, Vec<(f64, usize)>), String> {
+    let head_ms = match o.get("headMs") {
+        None => 0.0,
+        Some(v) => v
+            .as_f64()
+            .filter(|f| f.is_finite() && *f >= 0.0)
+            .ok_or_else(|| "\"headMs\" is not a non-negative number".to_string())?,
+    };
+    let chunks = chunks.transpose()?.unwrap_or_default();
+    let too_long = |what: &str, ms: f64| {
+        format!("{what} is {ms} ms, over the limit of {max} ms (raise --replay-max-delay)")
+    };
+    if head_ms > max {
+        return Err(too_long("\"headMs\"", head_ms));
+    }
+    if let Some((i, (at, _))) = chunks.iter().enumerate().find(|(_, (at, _))| *at > max) {
+        return Err(too_long(&format!("chunks[{i}] atMs"), *at));
+    }
+    Ok((head_ms, chunks))
+}
+
+/// `end`: how the captured body ended ([`End::Complete`] when absent).
+fn end_of(o: &Map<String, Value>) -> Result<End, String> {
+    match o.get("end") {
+        None => Ok(End::Complete),
+        Some(e) => e
+            .as_str()
+            .and_then(End::parse)
+            .ok_or_else(|| format!("\"end\" {e} is not complete, upstream_closed, client_cancelled, timeout or no_response")),
+    }
+}
+
+/// The response body of a line, moved out of its JSON string (not copied).
+fn take_body(o: &mut Map<String, Value>, max: usize) -> Result<Bytes, String> {
+    let too_big = |n: usize| {
+        format!("the response body is {n} bytes, over the limit of {max} (raise --replay-max-body)")
+    };
+    let body = match (o.remove("body"), o.remove("bodyBase64")) {
+        (Some(_), Some(_)) => return Err("a line has \"body\" or \"bodyBase64\", not both".into()),
+        (Some(Value::String(b)), None) => Bytes::from(b.into_bytes()),
+        (Some(_), None) => return Err("\"body\" is not a string".into()),
+        (None, Some(Value::String(b))) => {
+            // Refused before decoding: the decoded size is known from the text's length.
+            let decoded = b.trim_end_matches('=').len() / 4 * 3;
+            if decoded > max {
+                return Err(too_big(decoded));
+            }
+            Bytes::from(
+                base64::engine::general_purpose::STANDARD
+                    .decode(b)
+                    .map_err(|e| format!("\"bodyBase64\" is not base64: {e}"))?,
+            )
+        }
+        (None, Some(_)) => return Err("\"bodyBase64\" is not a string".into()),
+        (None, None) => Bytes::new(),
+    };
+    if body.len() > max {
+        return Err(too_big(body.len()));
+    }
+    Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::capture::Capture;
+    use super::super::options::CaptureLimits;
+
+    /// Each load limit refuses the line over it, naming the line, the limit and its flag.
+    #[test]
+    fn load_limits_name_the_line_and_the_flag() {
+        let ping = |extra: &str| format!("{{\"status\":200,\"method\":\"ping\"{extra}}}\n");
+        let limits = CaptureLimits {
+            max_lines: 2,
+            max_chunks: 3,
+            max_body_bytes: 8,
+            ..CaptureLimits::default()
+        };
+        let cases = [
+            (ping("").repeat(3), "capture line 3: the capture has more than 2 exchanges (raise --replay-max-lines)"),
+            (
+                ping(",\"chunks\":[[0,1],[0,1],[0,1],[0,1]]"),
+                "\"chunks\" has more than 3 entries (raise --replay-max-chunks)",
+            ),
+            (
+                ping(",\"body\":\"123456789\""),
+                "capture line 1: the response body is 9 bytes, over the limit of 8 (raise --replay-max-body)",
+            ),
+            (
+                ping(",\"bodyBase64\":\"MTIzNDU2Nzg5MDEy\""),
+                "the response body is 12 bytes, over the limit of 8 (raise --replay-max-body)",
+            ),
+            (
+                ping(",\"headMs\":86400000"),
+                "capture line 1: \"headMs\" is 86400000 ms, over the limit of 60000 ms (raise --replay-max-delay)",
+            ),
+            (
+                ping(",\"chunks\":[[1,1],[60001,1]]"),
+                "chunks[1] atMs is 60001 ms, over the limit of 60000 ms",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = Capture::parse_with(text.as_bytes(), &limits)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{e} / {want}");
+        }
+        // At the limits, the same lines load.
+        let ok = ping(",\"chunks\":[[0,1],[0,1],[60000,1]],\"body\":\"123\"").repeat(2);
+        let c = Capture::parse_with(ok.as_bytes(), &limits).unwrap();
+        assert_eq!(c.exchanges.len(), 2);
+        assert_eq!(c.exchanges[0].chunks.len(), 3);
+    }
+
+    /// A 101 (or any 1xx) is not an answer replay can give: refused at load, naming the line.
+    #[test]
+    fn informational_status_is_refused_at_load() {
+        let text = b"{\"status\":200,\"method\":\"ping\"}\n{\"status\":101,\"method\":\"ping\"}\n";
+        let e = Capture::parse(text).unwrap_err().to_string();
+        assert!(
+            e.starts_with("capture line 2: \"status\" 101 is an informational"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_lines_name_line_and_member() {
+        let bad = [
+            (
+                &b"{\"status\":200,\"method\":\"ping\"}\nnot json\n"[..],
+                "capture line 2: not JSON",
+            ),
+            (
+                b"{\"status\":20,\"method\":\"ping\"}",
+                "capture line 1: \"status\"",
+            ),
+            (b"{\"status\":200,\"method\":\"tools/call\"}", "no \"tool\""),
+            (
+                b"{\"status\":200,\"method\":\"ping\",\"end\":\"later\"}",
+                "\"end\"",
+            ),
+            (
+                b"{\"status\":200,\"method\":\"ping\",\"chunks\":[[1]]}",
+                "chunks[0]",
+            ),
+            (b"{\"status\":200}", "needs \"request\""),
+            (b"\n\n", "no exchange"),
+        ];
+        for (text, want) in bad {
+            let e = Capture::parse(text).unwrap_err().to_string();
+            assert!(e.contains(want), "{e} / {want}");
+        }
+    }
+}
