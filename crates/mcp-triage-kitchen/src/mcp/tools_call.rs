@@ -24,52 +24,14 @@ pub(super) fn state_binding(instance: &Instance, tool: &str) -> String {
     format!("{}|{tool}", instance.key)
 }
 
+/// Answer a `tools/call`: check the call, answer it from a task or a repeated idempotency
+/// key when either applies, else run the tool body under the scenario's fault and stream
+/// what it says.
 pub(super) async fn tools_call(req: Req) -> Response<Body> {
     let id = req.id.clone().unwrap_or(Value::Null);
-    let Some(name) = req.tool.clone() else {
-        return rpc_error(
-            200,
-            Some(&id),
-            protocol::INVALID_PARAMS,
-            "Invalid params: tools/call needs a tool name",
-            None,
-        );
-    };
-    if catalogue::tool(&req.instance, &req.clock, &name).is_none() {
-        return rpc_error(
-            200,
-            Some(&id),
-            protocol::INVALID_PARAMS,
-            &format!("Unknown tool: {name}"),
-            None,
-        );
-    }
-    let binding = state_binding(&req.instance, &name);
-    let request_state = match req.params.get("requestState") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(tok)) => match req.shared.verify_state(&binding, tok) {
-            Some(v) => Some(v),
-            None => {
-                req.trace
-                    .note("rejected requestState that failed verification");
-                return rpc_error(
-                    200,
-                    Some(&id),
-                    protocol::INVALID_PARAMS,
-                    "Invalid params: requestState failed verification",
-                    None,
-                );
-            }
-        },
-        Some(_) => {
-            return rpc_error(
-                200,
-                Some(&id),
-                protocol::INVALID_PARAMS,
-                "Invalid params: requestState must be a string",
-                None,
-            )
-        }
+    let (name, binding, request_state) = match checked_call(&req, &id) {
+        Ok(call) => call,
+        Err(refused) => return *refused,
     };
     if req.era == Era::Modern {
         if let Some(support) = crate::fixtures_tasks::task_support(&name) {
@@ -81,32 +43,8 @@ pub(super) async fn tools_call(req: Req) -> Response<Body> {
     if let Some(stored) = repeated_key(&req, &id) {
         return stored;
     }
-    let meta = req.params.get("_meta");
-    let (caps, version, log_level) = match (req.era, &req.session) {
-        (Era::Legacy, Some(s)) => (
-            s.client_capabilities.clone(),
-            s.protocol_version.clone(),
-            s.log_level.lock().expect("level lock").clone(),
-        ),
-        _ => (
-            meta.and_then(|m| m.get(protocol::META_CLIENT_CAPABILITIES))
-                .cloned()
-                .unwrap_or(json!({})),
-            protocol::MODERN_VERSION.to_string(),
-            meta.and_then(|m| m.get(protocol::META_LOG_LEVEL))
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-        ),
-    };
-    let mode = if req.instance.scenario.forced_sse() {
-        ResponseMode::Sse
-    } else {
-        req.response_mode()
-    };
-    let close_after_priming = req.era == Era::Legacy
-        && (name == "test_reconnection"
-            || (name == "run_configured_test_scenario"
-                && req.instance.scenario.close_after_priming()));
+    let client = ClientSide::of(&req);
+    let (mode, close_after_priming) = asked_mode(&req, &name);
     let fault = req
         .instance
         .scenario
@@ -122,41 +60,20 @@ pub(super) async fn tools_call(req: Req) -> Response<Body> {
         mode
     };
     let (tx, rx) = mpsc::unbounded_channel();
-    let invocation = req.instance.state.bump(&name);
-    let cx = ToolCx {
-        scenario: req.instance.scenario.info(),
-        instance: req.instance.state.clone(),
-        server_request_timeout: req.shared.options.server_request_timeout,
-        session: req.session.clone(),
-        era: req.era,
-        protocol_version: version.clone(),
-        client_capabilities: caps,
-        tool: name.clone(),
-        args: req
-            .params
-            .get("arguments")
-            .cloned()
-            .filter(|a| !a.is_null())
-            .unwrap_or(json!({})),
-        request_id: id.clone(),
-        progress_token: meta.and_then(|m| m.get("progressToken")).cloned(),
-        log_level,
-        input_responses: req.params.get("inputResponses").cloned(),
-        request_state,
-        headers: req.headers.clone(),
-        out: Emitter::new(tx.clone(), mode != ResponseMode::Json),
-        invocation,
-        trace: req.trace.clone(),
+    let out = Emitter::new(tx.clone(), mode != ResponseMode::Json);
+    let plan = SsePlan {
+        request_id: Some(id.clone()),
+        session: (req.era == Era::Legacy)
+            .then(|| req.session.clone())
+            .flatten(),
+        priming: client.version.as_str() >= "2025-11-25" && req.era == Era::Legacy,
+        close_after_priming,
+        retry_ms: req.shared.options.sse_retry_ms,
     };
+    let cx = tool_cx(&req, &name, &id, client, request_state, out);
     let ask_cx = (fault == ToolFault::InputRound).then(|| cx.clone());
     let Some(body) = catalogue::call(&name, req.instance.scenario, cx) else {
-        return rpc_error(
-            200,
-            Some(&id),
-            protocol::INVALID_PARAMS,
-            &format!("Unknown tool: {name}"),
-            None,
-        );
+        return unknown_tool(&id, &name);
     };
     let fut = match ask_cx {
         Some(acx) => input_round(acx, body),
@@ -169,19 +86,151 @@ pub(super) async fn tools_call(req: Req) -> Response<Body> {
         ToolFault::CutAfterExecution { mid_event } => Some(mid_event),
         _ => None,
     };
-    let era = req.era;
-    let plan_session = if era == Era::Legacy {
-        req.session.clone()
-    } else {
-        None
-    };
-    let retry_ms = req.shared.options.sse_retry_ms;
     let finish_req = Req { msg: None, ..req };
-    // Most tool bodies finish without waiting: poll once here and only give the body a task
-    // of its own when it has to wait (a spawned task per call was a measurable share of a
-    // call's cost). Either way the body runs to completion unless it watches
-    // `Emitter::closed()`, as before.
-    let mut fut = fut;
+    run_body(fut, cut, tx, finish_req, id, binding).await;
+    sse::render(rx, mode, plan).await
+}
+
+/// The call's tool name, its state binding and its verified `requestState` (an MRTR
+/// retry's), or the error answer (boxed: the rare path): no tool name, a tool the catalogue
+/// does not list at this point of its timeline, or a state that is not a string or fails
+/// verification.
+fn checked_call(
+    req: &Req,
+    id: &Value,
+) -> Result<(String, String, Option<Value>), Box<Response<Body>>> {
+    let invalid = |m: &str| Box::new(rpc_error(200, Some(id), protocol::INVALID_PARAMS, m, None));
+    let Some(name) = req.tool.clone() else {
+        return Err(invalid("Invalid params: tools/call needs a tool name"));
+    };
+    if catalogue::tool(&req.instance, &req.clock, &name).is_none() {
+        return Err(Box::new(unknown_tool(id, &name)));
+    }
+    let binding = state_binding(&req.instance, &name);
+    let request_state = match req.params.get("requestState") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(tok)) => match req.shared.verify_state(&binding, tok) {
+            Some(v) => Some(v),
+            None => {
+                req.trace
+                    .note("rejected requestState that failed verification");
+                return Err(invalid("Invalid params: requestState failed verification"));
+            }
+        },
+        Some(_) => return Err(invalid("Invalid params: requestState must be a string")),
+    };
+    Ok((name, binding, request_state))
+}
+
+/// `-32602 Unknown tool`, for a name the catalogue does not (or no longer) list.
+fn unknown_tool(id: &Value, name: &str) -> Response<Body> {
+    rpc_error(
+        200,
+        Some(id),
+        protocol::INVALID_PARAMS,
+        &format!("Unknown tool: {name}"),
+        None,
+    )
+}
+
+/// What the client said about itself for this call: from its legacy session, or from the
+/// modern request's `_meta` (a modern request carries it every time).
+struct ClientSide {
+    capabilities: Value,
+    version: String,
+    log_level: Option<String>,
+}
+
+impl ClientSide {
+    fn of(req: &Req) -> ClientSide {
+        let meta = req.params.get("_meta");
+        match (req.era, &req.session) {
+            (Era::Legacy, Some(s)) => ClientSide {
+                capabilities: s.client_capabilities.clone(),
+                version: s.protocol_version.clone(),
+                log_level: s.log_level.lock().expect("level lock").clone(),
+            },
+            _ => ClientSide {
+                capabilities: meta
+                    .and_then(|m| m.get(protocol::META_CLIENT_CAPABILITIES))
+                    .cloned()
+                    .unwrap_or(json!({})),
+                version: protocol::MODERN_VERSION.to_string(),
+                log_level: meta
+                    .and_then(|m| m.get(protocol::META_LOG_LEVEL))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            },
+        }
+    }
+}
+
+/// The response mode the request and scenario ask for, and whether the legacy stream closes
+/// after its priming event (the reconnection tests), before the tool fault has its say.
+fn asked_mode(req: &Req, name: &str) -> (ResponseMode, bool) {
+    let mode = if req.instance.scenario.forced_sse() {
+        ResponseMode::Sse
+    } else {
+        req.response_mode()
+    };
+    let close_after_priming = req.era == Era::Legacy
+        && (name == "test_reconnection"
+            || (name == "run_configured_test_scenario"
+                && req.instance.scenario.close_after_priming()));
+    (mode, close_after_priming)
+}
+
+/// The tool body's context; counts the invocation of `name` on the instance.
+fn tool_cx(
+    req: &Req,
+    name: &str,
+    id: &Value,
+    client: ClientSide,
+    request_state: Option<Value>,
+    out: Emitter,
+) -> ToolCx {
+    let meta = req.params.get("_meta");
+    let invocation = req.instance.state.bump(name);
+    ToolCx {
+        scenario: req.instance.scenario.info(),
+        instance: req.instance.state.clone(),
+        server_request_timeout: req.shared.options.server_request_timeout,
+        session: req.session.clone(),
+        era: req.era,
+        protocol_version: client.version,
+        client_capabilities: client.capabilities,
+        tool: name.to_string(),
+        args: req
+            .params
+            .get("arguments")
+            .cloned()
+            .filter(|a| !a.is_null())
+            .unwrap_or(json!({})),
+        request_id: id.clone(),
+        progress_token: meta.and_then(|m| m.get("progressToken")).cloned(),
+        log_level: client.log_level,
+        input_responses: req.params.get("inputResponses").cloned(),
+        request_state,
+        headers: req.headers.clone(),
+        out,
+        invocation,
+        trace: req.trace.clone(),
+    }
+}
+
+/// Run the tool body and send its answer on `tx`, lost as [`deliver_cut`] says when `cut`
+/// is set. Most tool bodies finish without waiting: poll once here and only give the body a
+/// task of its own when it has to wait (a spawned task per call was a measurable share of a
+/// call's cost). Either way the body runs to completion unless it watches
+/// `Emitter::closed()`.
+async fn run_body(
+    mut fut: futures_util::future::BoxFuture<'static, ToolReply>,
+    cut: Option<bool>,
+    tx: mpsc::UnboundedSender<Out>,
+    finish_req: Req,
+    id: Value,
+    binding: String,
+) {
     let first = std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await;
     match (first, cut) {
         (std::task::Poll::Ready(reply), None) => {
@@ -192,7 +241,6 @@ pub(super) async fn tools_call(req: Req) -> Response<Body> {
             tokio::spawn(deliver_cut(tx, out, mid_event, finish_req.trace.clone()));
         }
         (std::task::Poll::Pending, cut) => {
-            let id = id.clone();
             tokio::spawn(async move {
                 let reply = fut.await;
                 let out = tool_out(reply, &finish_req, &id, &binding);
@@ -207,15 +255,6 @@ pub(super) async fn tools_call(req: Req) -> Response<Body> {
             });
         }
     }
-    let priming = version.as_str() >= "2025-11-25" && era == Era::Legacy;
-    let plan = SsePlan {
-        request_id: Some(id.clone()),
-        session: plan_session,
-        priming,
-        close_after_priming,
-        retry_ms,
-    };
-    sse::render(rx, mode, plan).await
 }
 
 /// A 2026 `tools/call` of a task fixture tool (`crate::fixtures_tasks`): with the tasks
