@@ -15,21 +15,24 @@ use super::respond::rpc_error;
 use super::streams::listen;
 use super::tools_call::tools_call;
 
-/// Answer a JSON-RPC request.
+/// What a method answers before it is wrapped: a result, or `(HTTP status, code, message)`.
+type Answered = Result<Value, (u16, i64, String)>;
+
+/// Answer a JSON-RPC request: the scenario's own method first, then the kitchen's. Methods
+/// that answer in their own way (`tools/call`, task and resource errors with data, the
+/// `subscriptions/listen` stream, the MRTR prompt) return their response; the rest give a
+/// result or an error that [`reply`] wraps.
 pub(super) async fn dispatch(req: Req) -> Response<Body> {
     let id = req.id.clone().unwrap_or(Value::Null);
     let method = req.method.clone().unwrap_or_default();
     if let Some(reply) = req.instance.scenario.handle_method(&req.wire_cx()) {
         return match reply {
-            MethodReply::Result(r) => {
-                let r = finish_result(&req, &method, r);
-                reply_ok(&req, protocol::result_response(&id, r))
-            }
+            MethodReply::Result(r) => reply_result(&req, &method, &id, r),
             MethodReply::Error(code, m) => rpc_error(200, Some(&id), code, &m, None),
         };
     }
     let legacy = req.era == Era::Legacy;
-    let result: Result<Value, (u16, i64, String)> = match method.as_str() {
+    let result: Answered = match method.as_str() {
         "tools/call" => return tools_call(req).await,
         "tasks/result" if legacy && req.instance.scenario.supports_tasks() => {
             task_result(&req).await
@@ -54,64 +57,18 @@ pub(super) async fn dispatch(req: Req) -> Response<Body> {
         "resources/templates/list" => {
             Ok(json!({ "resourceTemplates": catalogue::resource_templates() }))
         }
-        "resources/read" => {
-            let uri = req.params.get("uri").and_then(Value::as_str).unwrap_or("");
-            match catalogue::read_resource(&req.instance, uri) {
-                Ok(r) => Ok(r),
-                Err((c, m)) => {
-                    return rpc_error(
-                        200,
-                        Some(&id),
-                        c,
-                        &m,
-                        Some(catalogue::resource_not_found_data(uri)),
-                    )
-                }
-            }
-        }
-        "resources/subscribe" | "resources/unsubscribe" if legacy => {
-            let uri = req
-                .params
-                .get("uri")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            if let Some(s) = &req.session {
-                let mut subs = s.subscriptions.lock().expect("subs lock");
-                if method == "resources/subscribe" {
-                    subs.insert(uri);
-                } else {
-                    subs.remove(&uri);
-                }
-            }
-            Ok(json!({}))
-        }
+        "resources/read" => match read_resource(&req, &id) {
+            Ok(r) => Ok(r),
+            Err(refused) => return *refused,
+        },
+        "resources/subscribe" | "resources/unsubscribe" if legacy => Ok(subscribe(&req, &method)),
         "prompts/list" => Ok(json!({ "prompts": catalogue::prompts() })),
         "prompts/get"
             if req.params.get("name").and_then(Value::as_str)
                 == Some(crate::fixtures_2026::MRTR_PROMPT) =>
         {
             if !legacy {
-                return match crate::fixtures_2026::mrtr_prompt(&req.params) {
-                    Ok(r) => {
-                        let r = finish_result(&req, &method, r);
-                        reply_ok(&req, protocol::result_response(&id, r))
-                    }
-                    Err(input_requests) => {
-                        let binding = format!("{}|prompt", req.instance.key);
-                        let token = req.shared.sign_state(
-                            &binding,
-                            &json!({ "prompt": crate::fixtures_2026::MRTR_PROMPT }),
-                        );
-                        req.trace.note("input_required (MRTR, prompts/get)");
-                        let r = finish_result(
-                            &req,
-                            &method,
-                            json!({ "resultType": "input_required", "inputRequests": input_requests, "requestState": token }),
-                        );
-                        reply_ok(&req, protocol::result_response(&id, r))
-                    }
-                };
+                return mrtr_prompt(&req, &method, &id);
             }
             Err((
                 200,
@@ -125,35 +82,105 @@ pub(super) async fn dispatch(req: Req) -> Response<Body> {
                 .map_err(|(c, m)| (200, c, m))
         }
         "completion/complete" => Ok(catalogue::complete(&req.params)),
-        "logging/setLevel" if legacy => {
-            let level = req
-                .params
-                .get("level")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            if let Some(s) = &req.session {
-                *s.log_level.lock().expect("level lock") = level;
-            }
-            Ok(json!({}))
-        }
+        "logging/setLevel" if legacy => Ok(set_log_level(&req)),
         _ => Err((
             not_found_status(req.era),
             protocol::METHOD_NOT_FOUND,
             format!("Method not found: {method}"),
         )),
     };
+    reply(&req, &method, &id, result)
+}
+
+/// Wrap a method's [`Answered`]: a result finished for the era (its `resultType`, cache
+/// hints), an error with its status.
+fn reply(req: &Req, method: &str, id: &Value, result: Answered) -> Response<Body> {
     match result {
-        Ok(r) => {
-            let r = finish_result(&req, &method, r);
-            reply_ok(&req, protocol::result_response(&id, r))
+        Ok(r) => reply_result(req, method, id, r),
+        Err((status, code, m)) => rpc_error(status, Some(id), code, &m, None),
+    }
+}
+
+/// A result finished for the era and sent as a 200 answer.
+fn reply_result(req: &Req, method: &str, id: &Value, r: Value) -> Response<Body> {
+    let r = finish_result(req, method, r);
+    reply_ok(req, protocol::result_response(id, r))
+}
+
+/// `resources/read`: the resource, or the not-found error with the URI in its data.
+/// (The refusal is boxed: it is the rare path.)
+fn read_resource(req: &Req, id: &Value) -> Result<Value, Box<Response<Body>>> {
+    let uri = req.params.get("uri").and_then(Value::as_str).unwrap_or("");
+    catalogue::read_resource(&req.instance, uri).map_err(|(c, m)| {
+        Box::new(rpc_error(
+            200,
+            Some(id),
+            c,
+            &m,
+            Some(catalogue::resource_not_found_data(uri)),
+        ))
+    })
+}
+
+/// Legacy `resources/subscribe` and `resources/unsubscribe`: the session's subscriptions
+/// (a request without a session is answered all the same).
+fn subscribe(req: &Req, method: &str) -> Value {
+    let uri = req
+        .params
+        .get("uri")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if let Some(s) = &req.session {
+        let mut subs = s.subscriptions.lock().expect("subs lock");
+        if method == "resources/subscribe" {
+            subs.insert(uri);
+        } else {
+            subs.remove(&uri);
         }
-        Err((status, code, m)) => rpc_error(status, Some(&id), code, &m, None),
+    }
+    json!({})
+}
+
+/// Legacy `logging/setLevel`: the level the session's tool calls log at.
+fn set_log_level(req: &Req) -> Value {
+    let level = req
+        .params
+        .get("level")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    if let Some(s) = &req.session {
+        *s.log_level.lock().expect("level lock") = level;
+    }
+    json!({})
+}
+
+/// The 2026 MRTR prompt (`crate::fixtures_2026::MRTR_PROMPT`): its messages once the
+/// client's answers come with the request, else an `input_required` round whose signed
+/// `requestState` is bound to this instance's prompt.
+fn mrtr_prompt(req: &Req, method: &str, id: &Value) -> Response<Body> {
+    match crate::fixtures_2026::mrtr_prompt(&req.params) {
+        Ok(r) => reply_result(req, method, id, r),
+        Err(input_requests) => {
+            let binding = format!("{}|prompt", req.instance.key);
+            let token = req.shared.sign_state(
+                &binding,
+                &json!({ "prompt": crate::fixtures_2026::MRTR_PROMPT }),
+            );
+            req.trace.note("input_required (MRTR, prompts/get)");
+            reply_result(
+                req,
+                method,
+                id,
+                json!({ "resultType": "input_required", "inputRequests": input_requests, "requestState": token }),
+            )
+        }
     }
 }
 
 /// 2025-11-25 `tasks/result`: the underlying call's result once the task is terminal; for a
 /// working task the response waits until it completes (bounded by its `ttl`).
-pub(super) async fn task_result(req: &Req) -> Result<Value, (u16, i64, String)> {
+pub(super) async fn task_result(req: &Req) -> Answered {
     use crate::scenarios::tasks_deferred::live_task;
     let id = req
         .params
