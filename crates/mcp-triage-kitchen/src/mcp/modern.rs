@@ -12,21 +12,44 @@ use super::dispatch::dispatch;
 use super::request::Req;
 use super::respond::{empty, rpc_error};
 
+/// Answer a modern request once its headers agree with its body: the protocol version (header
+/// and `_meta`), then, for a request (a notification is accepted here), the routing headers.
 pub(super) async fn modern(req: Req, is_response: bool) -> Response<Body> {
-    let id = req.id.as_ref();
-    let bad = |code: i64, m: &str| rpc_error(400, id, code, m, None);
     let Some(hv) = header_str(&req.headers, "mcp-protocol-version") else {
-        return bad(
+        return header_error(
+            &req,
             protocol::HEADER_MISMATCH,
             "Missing MCP-Protocol-Version header",
         );
     };
     if is_response {
-        return bad(
+        return header_error(
+            &req,
             protocol::INVALID_REQUEST,
             "Clients must not send JSON-RPC responses in 2026-07-28",
         );
     }
+    if let Some(refused) = version_refused(&req, hv) {
+        return refused;
+    }
+    if req.id.is_none() {
+        return empty(202);
+    }
+    if let Some(refused) = routing_refused(&req) {
+        return refused;
+    }
+    dispatch(req).await
+}
+
+/// A 400 JSON-RPC error for a request whose headers and body disagree.
+fn header_error(req: &Req, code: i64, m: &str) -> Response<Body> {
+    rpc_error(400, req.id.as_ref(), code, m, None)
+}
+
+/// The refusal of a request that lacks the `_meta` keys every modern request carries, whose
+/// `_meta` protocol version differs from the `MCP-Protocol-Version` header `hv`, or whose
+/// version the kitchen does not speak; `None` when all is well.
+fn version_refused(req: &Req, hv: &str) -> Option<Response<Body>> {
     let meta = req.params.get("_meta");
     let missing: Vec<&str> = [
         protocol::META_PROTOCOL_VERSION,
@@ -36,33 +59,41 @@ pub(super) async fn modern(req: Req, is_response: bool) -> Response<Body> {
     .filter(|k| meta.and_then(|m| m.get(*k)).is_none())
     .collect();
     if !missing.is_empty() {
-        return bad(
+        return Some(header_error(
+            req,
             protocol::INVALID_PARAMS,
             &format!("Invalid params: missing _meta keys: {}", missing.join(", ")),
-        );
+        ));
     }
     let mv = meta
         .and_then(|m| m.get(protocol::META_PROTOCOL_VERSION))
         .and_then(Value::as_str)
         .unwrap_or("");
     if mv != hv {
-        return bad(
+        return Some(header_error(
+            req,
             protocol::HEADER_MISMATCH,
             &format!("Header mismatch: MCP-Protocol-Version header value '{hv}' does not match _meta protocolVersion '{mv}'"),
-        );
+        ));
     }
     if !protocol::MODERN_VERSIONS.contains(&hv) {
-        return rpc_error(
+        return Some(rpc_error(
             400,
-            id,
+            req.id.as_ref(),
             protocol::UNSUPPORTED_VERSION,
             "Unsupported protocol version",
             Some(json!({ "supported": protocol::MODERN_VERSIONS, "requested": hv })),
-        );
+        ));
     }
-    if req.id.is_none() {
-        return empty(202);
-    }
+    None
+}
+
+/// The refusal of a request whose routing headers (what an intermediary reads instead of
+/// the body: `Mcp-Method`, `Mcp-Name` for the tool, prompt, resource or task it is about,
+/// and a `tools/call`'s `Mcp-Param-*` headers) are missing or differ from the body's values;
+/// `None` when they agree.
+fn routing_refused(req: &Req) -> Option<Response<Body>> {
+    let bad = |code: i64, m: &str| Some(header_error(req, code, m));
     let method = req.method.as_deref().unwrap_or("");
     match header_str(&req.headers, "mcp-method") {
         None => return bad(protocol::HEADER_MISMATCH, "Header mismatch: missing Mcp-Method header"),
@@ -112,7 +143,7 @@ pub(super) async fn modern(req: Req, is_response: bool) -> Response<Body> {
             }
         }
     }
-    dispatch(req).await
+    None
 }
 
 /// `Mcp-Param-{Name}` headers for input properties annotated `x-mcp-header`.

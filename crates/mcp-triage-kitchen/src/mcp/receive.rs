@@ -43,11 +43,7 @@ pub(super) async fn handle_inner(
     rec: &mut Record,
 ) -> (Response<Body>, String) {
     let session_header = header_str(headers, "mcp-session-id").map(str::to_owned);
-    let (session, session_instance) =
-        match session_header.as_deref().and_then(|id| shared.session(id)) {
-            Some((s, i)) => (Some(s), Some(i)),
-            None => (None, None),
-        };
+    let (session, session_instance) = session_of(shared, session_header.as_deref());
     let instance = match resolve_instance(shared, &target, session_instance.clone()) {
         Ok(i) => i,
         Err(refused) => return *refused,
@@ -56,16 +52,8 @@ pub(super) async fn handle_inner(
     rec.scenario = Some(sid.clone());
     rec.instance = Some(instance.key.clone());
     rec.session = session_header.clone();
-    if !host_check::request_allowed(shared, headers) {
-        trace.note("rejected Host/Origin");
-        let r = rpc_error(
-            403,
-            None,
-            protocol::INVALID_REQUEST,
-            host_check::FORBIDDEN,
-            None,
-        );
-        return (r, sid);
+    if let Some(forbidden) = host_refused(shared, headers, trace) {
+        return (forbidden, sid);
     }
     let base = base_url(shared.bound_addr(), headers);
     let endpoint_url = format!("{base}{}", endpoint_path(&target));
@@ -136,6 +124,38 @@ pub(super) async fn handle_inner(
         base_url: base,
     };
     (answer_wire(wire, req).await, sid)
+}
+
+/// The legacy session named by `Mcp-Session-Id`, and the instance it is pinned to; neither
+/// when the header is absent or names no live session.
+fn session_of(
+    shared: &Arc<Shared>,
+    session_header: Option<&str>,
+) -> (Option<Arc<Session>>, Option<Arc<Instance>>) {
+    match session_header.and_then(|id| shared.session(id)) {
+        Some((s, i)) => (Some(s), Some(i)),
+        None => (None, None),
+    }
+}
+
+/// The 403 for a request whose `Host` or `Origin` is not allowed (DNS rebinding), checked
+/// once the instance is known so the refusal is journaled under its scenario.
+fn host_refused(
+    shared: &Arc<Shared>,
+    headers: &HeaderMap,
+    trace: &Trace,
+) -> Option<Response<Body>> {
+    if host_check::request_allowed(shared, headers) {
+        return None;
+    }
+    trace.note("rejected Host/Origin");
+    Some(rpc_error(
+        403,
+        None,
+        protocol::INVALID_REQUEST,
+        host_check::FORBIDDEN,
+        None,
+    ))
 }
 
 /// The instance a request addresses: the URL instance, else the legacy session's pinned
