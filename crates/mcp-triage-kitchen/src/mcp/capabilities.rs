@@ -1,5 +1,9 @@
 //! What the kitchen says about itself: server capabilities, server info and instructions
 //! (per era, with the tasks capability of scenarios that serve tasks).
+//!
+//! Both eras announce the same server, one in `initialize` (`legacy`), the other in
+//! `server/discover` (`dispatch`); keeping the text here means the two cannot drift apart,
+//! and a scenario's tasks capability is added in one place.
 
 use serde_json::{json, Value};
 
@@ -51,10 +55,12 @@ pub(super) fn with_tasks(mut caps: Value, instance: &Instance, era: Era) -> Valu
     caps
 }
 
+/// `serverInfo` of `initialize` (the legacy era).
 pub(super) fn server_info() -> Value {
     json!({ "name": "mcp-triage-kitchen", "title": "mcp-triage kitchen (fault-injection MCP server)", "version": env!("CARGO_PKG_VERSION") })
 }
 
+/// `instructions`: which scenario the client is talking to, and how to exercise it.
 pub(super) fn instructions(instance: &Instance) -> String {
     format!(
         "mcp-triage kitchen, scenario `{}`: {} Call `run_configured_test_scenario` to exercise it.",

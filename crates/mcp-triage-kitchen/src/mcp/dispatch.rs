@@ -1,5 +1,9 @@
 //! Method dispatch shared by both eras: the scenario's own methods first, then the
 //! catalogue, tasks and prompts.
+//!
+//! A request reaches it once its era handler (`legacy` or `modern`) has accepted it, so
+//! nothing here checks sessions or headers: this is the table of what each method answers.
+//! `tools/call`, the one method with a fault around its body, is handed on to `tools_call`.
 
 use axum::body::Body;
 use axum::http::Response;

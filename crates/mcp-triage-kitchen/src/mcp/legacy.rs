@@ -1,5 +1,10 @@
 //! The legacy era (2025-03-26 … 2025-11-25): sessions, `initialize`, client responses to
 //! server requests.
+//!
+//! `receive` hands a request here when it carries no modern protocol header. The legacy era
+//! is the only stateful one, so the session rules (who may call before `initialize`, which
+//! session a request belongs to, a client's answer to an elicitation) live here and not in
+//! `dispatch`, which both eras share.
 
 use std::sync::Arc;
 
@@ -19,6 +24,10 @@ use super::request::Req;
 use super::respond::{empty, rpc_error, set_header};
 use super::streams::schedule_session_timeline;
 
+/// Answer a legacy request: `initialize` opens a session; anything else must name a live
+/// session (and a legacy protocol version, when it sends one). A client's response goes to
+/// the server request waiting for it, a notification is accepted, a request dispatched;
+/// every answer carries the session id.
 pub(super) async fn legacy(req: Req, is_response: bool) -> Response<Body> {
     if req.method.as_deref() == Some("initialize") {
         return initialize(req);
@@ -77,6 +86,9 @@ pub(super) async fn legacy(req: Req, is_response: bool) -> Response<Body> {
     r
 }
 
+/// `initialize`: take the client's version if it is a legacy one (else the first legacy
+/// one), open a session pinned to the instance with its catalogue timeline, and answer with
+/// the session id in `Mcp-Session-Id`.
 pub(super) fn initialize(req: Req) -> Response<Body> {
     let Some(id) = req.id.clone() else {
         return rpc_error(

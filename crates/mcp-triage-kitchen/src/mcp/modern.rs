@@ -1,4 +1,9 @@
 //! The modern era (2026-07-28): stateless requests whose headers must agree with the body.
+//!
+//! `receive` hands a request here when its `MCP-Protocol-Version` header names a modern
+//! version. Every request carries its own context, so instead of a session this checks that
+//! what an intermediary routes by (the version, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`)
+//! says what the body says, before `dispatch` answers it.
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Response};

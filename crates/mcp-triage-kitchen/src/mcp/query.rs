@@ -1,5 +1,8 @@
 //! The query of a URL instance (`/s/{scenario}/mcp?…`): its parameters, typed by the
 //! scenario's schema, and its instance tag.
+//!
+//! `receive` parses it to pick the instance a request addresses; the OAuth endpoints
+//! (`auth_endpoints`) read the same queries, so it is one parser for both.
 
 use mcp_triage_wire::percent::decode_form as percent_decode;
 use serde_json::{Map, Value};

@@ -1,6 +1,11 @@
 //! From HTTP request to the era handlers: resolve the instance, check Host/Origin, read the
 //! body within its limits, count, parse, ask the scenario's wire hook, and act on its
 //! decision.
+//!
+//! This is the first part of the endpoint a request meets, and the only one that sees raw
+//! HTTP. Its order is the contract of the kitchen (see the folder's docs): counting comes
+//! before protocol validation, and the wire hook can answer before any MCP rule runs, so
+//! wire faults hit `initialize` and malformed bodies too. Everything after it gets a [`Req`].
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -275,6 +280,9 @@ struct Message {
 }
 
 impl Message {
+    /// Pick out what the counters, the journal and the wire hook need (method, id, params,
+    /// tool) without refusing anything: a bad body (not JSON, a batch) is refused later, by
+    /// [`proceed`], after the wire hook has had its say.
     fn parse(bytes: &[u8]) -> Message {
         let body: Option<Value> = serde_json::from_slice(bytes).ok();
         let msg = body.as_ref().filter(|v| v.is_object());

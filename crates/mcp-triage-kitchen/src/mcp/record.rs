@@ -1,5 +1,10 @@
 //! The journal entry of one exchange in the making ([`Pending`]), written when the answer
 //! goes out or, when the client leaves first, when the request is dropped.
+//!
+//! `receive` fills in a [`Record`] as facts become known (scenario, instance, session,
+//! method, id, tool, era), and `mcp::handle` turns it, with the trace of what was injected,
+//! into the journal entry. Keeping it apart means no handler writes the journal itself, and a
+//! client that hangs up mid-request still leaves an entry.
 
 use std::sync::Arc;
 

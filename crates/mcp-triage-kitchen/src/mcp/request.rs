@@ -1,5 +1,9 @@
 //! One parsed POST as the endpoint's handlers pass it on ([`Req`]), and how a result is
 //! finished and sent.
+//!
+//! `receive` builds the `Req` once and the era handlers, `dispatch` and `tools_call` pass it
+//! along, so a handler's inputs are one value rather than a dozen arguments. Finishing a result
+//! here (era fields, the scenario's shaping) keeps every method's answer shaped alike.
 
 use std::sync::Arc;
 
@@ -41,6 +45,7 @@ pub(super) struct Req {
 }
 
 impl Req {
+    /// The scenario's view of this request (its `handle_method` hook takes it).
     pub(super) fn wire_cx(&self) -> WireCx<'_> {
         WireCx {
             method: self.method.as_deref(),
@@ -58,6 +63,8 @@ impl Req {
         }
     }
 
+    /// JSON or SSE for this request: the instance's `responseMode` parameter, else the
+    /// kitchen's option.
     pub(super) fn response_mode(&self) -> ResponseMode {
         ResponseMode::parse(self.instance.state.params.str("responseMode"))
             .filter(|m| *m != ResponseMode::Auto)
@@ -93,6 +100,8 @@ pub(super) fn finish_result(req: &Req, method: &str, mut result: Value) -> Value
     result
 }
 
+/// The HTTP status of a `-32601`: 404 in the modern era (a method is a route there), 200 in
+/// the legacy one.
 pub(super) fn not_found_status(era: Era) -> u16 {
     match era {
         Era::Modern => 404,

@@ -1,5 +1,8 @@
 //! Small response builders the endpoint's parts share: empty and JSON-RPC error answers,
 //! headers, a streamed body, and telling an over-long body from a broken one.
+//!
+//! They sit at the bottom of the endpoint: every other part imports them and they import
+//! none, so an error answer is spelled the same wherever a request is refused.
 
 use axum::body::Body;
 use axum::http::{header, HeaderValue, Response, StatusCode};
@@ -10,18 +13,21 @@ use tokio::sync::mpsc;
 use crate::protocol::{self};
 use crate::sse::{self};
 
+/// Set a header, leaving the response as it is when `value` is not a valid header value.
 pub(super) fn set_header(r: &mut Response<Body>, name: &'static str, value: &str) {
     if let Ok(v) = HeaderValue::from_str(value) {
         r.headers_mut().insert(name, v);
     }
 }
 
+/// A response with `status` and no body.
 pub(super) fn empty(status: u16) -> Response<Body> {
     let mut r = Response::new(Body::empty());
     *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     r
 }
 
+/// A JSON-RPC error answer as a JSON body with HTTP `status`.
 pub(super) fn rpc_error(
     status: u16,
     id: Option<&Value>,
@@ -32,6 +38,7 @@ pub(super) fn rpc_error(
     sse::json_response(status, &protocol::error_response(id, code, message, data))
 }
 
+/// 405 with `Allow: POST`.
 pub(super) fn method_not_allowed() -> Response<Body> {
     let mut r = empty(405);
     r.headers_mut()

@@ -1,5 +1,10 @@
 //! Change notifications and the streams that carry them: the legacy standalone GET stream,
 //! 2026 `subscriptions/listen`, and the catalogue timelines that feed them.
+//!
+//! Unlike the other parts, these answers outlive the request that opened them: `receive`
+//! (GET, and the timelines it schedules per session or instance) and `dispatch`
+//! (`subscriptions/listen`) start a stream here, and the catalogue's change events arrive
+//! on it later.
 
 use std::sync::Arc;
 
@@ -20,6 +25,7 @@ use crate::state::Shared;
 use super::request::Req;
 use super::respond::{async_stream_body, method_not_allowed, rpc_error, set_header};
 
+/// The notification a catalogue change event is sent as.
 pub(super) fn list_changed_notification(kind: &ChangeKind) -> Value {
     match kind {
         ChangeKind::ToolsListChanged => {
@@ -96,6 +102,7 @@ pub(super) struct ListenFilter {
 }
 
 impl ListenFilter {
+    /// Whether a change event goes out on this stream.
     fn wants(&self, kind: &ChangeKind) -> bool {
         match kind {
             ChangeKind::ToolsListChanged => self.tools,
@@ -103,6 +110,7 @@ impl ListenFilter {
             ChangeKind::ResourceUpdated(uri) => self.resources.iter().any(|r| r == uri),
         }
     }
+    /// The `notifications` the stream's first message says it honours.
     fn acknowledged(&self) -> Value {
         let mut n = Map::new();
         if self.tools {

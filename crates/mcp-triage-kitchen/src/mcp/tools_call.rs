@@ -1,5 +1,10 @@
 //! `tools/call`: the tool body on its own task, the scenario's fault around it (a cut
 //! stream, an input round), idempotency keys, task-augmented calls and MRTR state.
+//!
+//! `dispatch` hands every `tools/call` here because it is the one method whose answer a
+//! scenario bends after the body has run (a lost response, an extra input round, a repeat
+//! served from the idempotency store), so the body and the faults around it are kept
+//! together, away from the plain method table.
 
 use axum::body::Body;
 use axum::http::Response;
@@ -20,6 +25,8 @@ use crate::trace::Trace;
 use super::request::{finish_result, reply_ok, Req};
 use super::respond::{empty, rpc_error};
 
+/// What a signed `requestState` is bound to: this instance and tool, so a state issued by
+/// one cannot be replayed against another.
 pub(super) fn state_binding(instance: &Instance, tool: &str) -> String {
     format!("{}|{tool}", instance.key)
 }
