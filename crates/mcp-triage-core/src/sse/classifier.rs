@@ -41,11 +41,19 @@ pub enum StreamEvent {
     },
 }
 
-/// The state machine for one `text/event-stream` response body.
+/// The state machine for one `text/event-stream` response body: the event-stream parser and
+/// the judge of what it yields, in separate fields so that the parser can hand events to the
+/// judge while both are borrowed (no moving the parser out and back per chunk).
 #[derive(Debug)]
 pub struct SseClassifier {
-    ctx: CallContext,
     parser: SseParser,
+    judge: StreamJudge,
+}
+
+/// Everything but the parser: what the stream carried so far and the verdict once known.
+#[derive(Debug)]
+struct StreamJudge {
+    ctx: CallContext,
     stats: StreamStats,
     findings: Findings,
     verdict: Option<Verdict>,
@@ -58,76 +66,83 @@ impl SseClassifier {
     pub fn new(ctx: CallContext) -> SseClassifier {
         SseClassifier {
             parser: SseParser::new(ctx.limits.max_event_bytes),
-            ctx,
-            stats: StreamStats::default(),
-            findings: Findings::default(),
-            verdict: None,
-            first_other_id: None,
-            events: VecDeque::new(),
+            judge: StreamJudge {
+                ctx,
+                stats: StreamStats::default(),
+                findings: Findings::default(),
+                verdict: None,
+                first_other_id: None,
+                events: VecDeque::new(),
+            },
         }
     }
 
     /// True once the verdict is known: the caller may stop reading.
     pub fn is_decided(&self) -> bool {
-        self.verdict.is_some()
+        self.judge.verdict.is_some()
     }
 
     /// The counts so far.
     pub fn stats(&self) -> &StreamStats {
-        &self.stats
+        &self.judge.stats
     }
 
     /// The next observed message, if [`CallContext::observe_messages`] is set.
     pub fn poll_event(&mut self) -> Option<StreamEvent> {
-        self.events.pop_front()
+        self.judge.events.pop_front()
     }
 
     /// Feeds the next chunk of the body.
     pub fn feed(&mut self, chunk: &[u8]) {
-        if self.verdict.is_some() {
+        let judge = &mut self.judge;
+        if judge.verdict.is_some() {
             return;
         }
-        let limits = self.ctx.limits;
-        if self.stats.bytes + chunk.len() as u64 > limits.max_stream_bytes {
-            self.limit("maxStreamBytes", limits.max_stream_bytes);
+        let limits = judge.ctx.limits;
+        if judge.stats.bytes + chunk.len() as u64 > limits.max_stream_bytes {
+            judge.limit("maxStreamBytes", limits.max_stream_bytes);
             return;
         }
-        let mut parser = std::mem::replace(&mut self.parser, SseParser::new(0));
-        let before = self.stats.bytes;
-        let result = parser.feed(chunk, &mut |item| self.on_item(item));
-        self.parser = parser;
+        let before = judge.stats.bytes;
+        let result = self.parser.feed(chunk, &mut |item| judge.on_item(item));
         match result {
             Ok(consumed) => {
-                self.stats.bytes = before + consumed as u64;
+                judge.stats.bytes = before + consumed as u64;
                 // A verdict taken inside the chunk recorded the count before it; correct it.
-                if let Some(s) = self.verdict.as_mut().and_then(|v| v.stream.as_mut()) {
-                    s.bytes = self.stats.bytes;
+                if let Some(s) = judge.verdict.as_mut().and_then(|v| v.stream.as_mut()) {
+                    s.bytes = judge.stats.bytes;
                 }
             }
             Err(e) => {
-                self.stats.bytes = before + chunk.len() as u64;
-                self.limit("maxEventBytes", e.max);
+                judge.stats.bytes = before + chunk.len() as u64;
+                judge.limit("maxEventBytes", e.max);
             }
         }
     }
 
     /// The stream ended (EOF). Returns the verdict.
     pub fn finish(mut self) -> Verdict {
-        if let Some(v) = self.verdict.take() {
+        if let Some(v) = self.judge.verdict.take() {
             return v;
         }
         if self.parser.finish() {
-            self.findings.warn(
+            self.judge.findings.warn(
                 "PARTIAL_EVENT_DISCARDED",
                 "the stream ended inside an event (no blank line after it), which SSE discards",
             );
         }
-        self.incomplete("the stream ended")
+        self.judge.incomplete("the stream ended")
     }
 
     /// The stream broke off (connection lost, deadline). `timed_out` selects `TIMEOUT` over
     /// `STREAM_INCOMPLETE`.
-    pub fn interrupted(mut self, timed_out: bool, why: &str) -> Verdict {
+    pub fn interrupted(self, timed_out: bool, why: &str) -> Verdict {
+        self.judge.interrupted(timed_out, why)
+    }
+}
+
+impl StreamJudge {
+    fn interrupted(mut self, timed_out: bool, why: &str) -> Verdict {
         if let Some(v) = self.verdict.take() {
             return v;
         }
