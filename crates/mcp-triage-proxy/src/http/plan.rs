@@ -1,0 +1,434 @@
+//! What a response is observed for, once the request's message(s) are known ([`Plan`]): the
+//! records the request calls for, the classifier, the `tools/list` tap and the batch copy fed
+//! the body, and how it all ends in records ([`Plan::finish`], [`Plan::fail`]).
+
+use bytes::Bytes;
+use http::Method;
+use mcp_triage_core::{
+    classify, CallContext, Interruption, ProtocolVersion, RequestId, RequestKind, RequestSession,
+    ResponseClassifier, ResponseHead, StreamEvent, Verdict,
+};
+use serde_json::Value;
+
+use super::exchange::Exchange;
+use super::request_body::RequestCopy;
+use super::shared::Shared;
+use super::tools_tap::ToolsTap;
+use crate::observe::{parse_messages, Call, Message, Origin};
+use crate::record::{Record, RecordKind};
+
+/// How the response was observed, once the request's message(s) are known.
+pub(super) struct Plan {
+    pub(super) calls: Vec<Call>,
+    /// Notifications and answers: 202 expected, no JSON-RPC response.
+    pub(super) messages: Vec<Record>,
+    /// GET streams, DELETEs, other HTTP: one record without a JSON-RPC request.
+    pub(super) standalone: Option<Record>,
+    /// Fed the body: for a single call, a message-only POST, or a GET stream.
+    pub(super) classifier: Option<ResponseClassifier>,
+    /// `tools` of a `tools/list` result, read as the body passes.
+    pub(super) tools: Option<ToolsTap>,
+    /// A bounded copy of a batch response, classified per request at the end.
+    pub(super) batch_copy: Option<(Vec<u8>, bool)>,
+    /// Why the response is not classified, when it is not (see [`Plan::unclassifiable`]).
+    pub(super) unclassified: Option<String>,
+    /// The record id that server requests seen on this stream point to.
+    pub(super) via: String,
+    pub(super) origin: Origin,
+    pub(super) request_bytes: u64,
+}
+
+pub(super) enum End {
+    Finished,
+    Broken(String),
+    Cancelled,
+}
+
+impl Plan {
+    /// Decides what to record from the request's message(s), for a response with `head`.
+    pub(super) fn new(sh: &Shared, head: &ResponseHead, ex: &Exchange, copy: &RequestCopy) -> Plan {
+        let observer = &sh.observer;
+        let mut plan = Plan {
+            calls: Vec::new(),
+            messages: Vec::new(),
+            standalone: None,
+            classifier: None,
+            tools: None,
+            batch_copy: None,
+            unclassified: None,
+            via: String::new(),
+            origin: ex.origin.clone(),
+            request_bytes: copy.total,
+        };
+        let is_post = ex.http_method == Method::POST;
+        let parsed = if is_post && !copy.overflow {
+            parse_messages(&copy.bytes)
+        } else {
+            None
+        };
+        let post_count = if is_post {
+            observer.count_post(&ex.origin)
+        } else {
+            None
+        };
+        let Some((messages, batch)) = parsed else {
+            let kind = match ex.http_method {
+                Method::GET if is_sse(head) => RecordKind::Stream,
+                Method::DELETE => RecordKind::SessionEnd,
+                _ => RecordKind::Http,
+            };
+            let mut r = observer.new_record(kind);
+            r.session_id = ex
+                .origin
+                .session_id
+                .clone()
+                .filter(|_| observer.may_log_header("mcp-session-id"));
+            r.protocol_version = ex.origin.protocol_version.clone();
+            r.session_post_count = post_count;
+            if copy.overflow {
+                r.classified = false;
+                r.warnings.push(crate::record::ProxyWarning {
+                    code: "REQUEST_NOT_CLASSIFIED".into(),
+                    detail: format!(
+                        "the request body ({} bytes) is larger than maxRequestBytes = {}; it was forwarded whole but not read",
+                        copy.total,
+                        observer.options().max_request_bytes
+                    ),
+                });
+            } else if is_post {
+                r.warnings.push(crate::record::ProxyWarning {
+                    code: "REQUEST_NOT_JSONRPC".into(),
+                    detail: "the POSTed body is not a JSON-RPC message or batch".into(),
+                });
+            }
+            if kind == RecordKind::Stream {
+                plan.classifier = Some(ResponseClassifier::new(
+                    head,
+                    // No request on a GET stream has this id: every message is observed.
+                    call_context(sh, RequestId::String("\u{0}get-stream".into()), None),
+                ));
+            }
+            plan.via = r.record_id.clone();
+            plan.standalone = Some(r);
+            return plan;
+        };
+        for m in &messages {
+            match m {
+                Message::Request { id, method, params } => {
+                    let mut call = observer.start_call(id, method, params, &ex.origin);
+                    call.started = ex.started;
+                    call.record.session_post_count = post_count;
+                    call.record.http_method = Some(ex.http_method.to_string());
+                    call.record.path = Some(ex.path.clone());
+                    if method == "tools/list" && !batch {
+                        plan.tools = Some(ToolsTap::new(is_sse(head), observer.options().limits));
+                    }
+                    plan.calls.push(call);
+                }
+                other => {
+                    let mut r = observer.message_record(other, &ex.origin);
+                    r.session_post_count = post_count;
+                    r.http_method = Some(ex.http_method.to_string());
+                    r.path = Some(ex.path.clone());
+                    plan.messages.push(r);
+                }
+            }
+        }
+        if batch && !plan.calls.is_empty() {
+            plan.batch_copy = Some((Vec::new(), false));
+        } else if let Some(call) = plan.calls.first() {
+            let id =
+                serde_json::from_value::<RequestId>(call.record.id.clone().unwrap_or_default())
+                    .unwrap_or(RequestId::String(String::new()));
+            plan.classifier = Some(ResponseClassifier::new(
+                head,
+                call_context(sh, id, call.record.protocol_version.as_deref())
+                    .with_request_session(RequestSession::from_header(
+                        ex.origin.session_id.as_deref(),
+                    ))
+                    // a tasks/get answer is a task's state, judged by the task rules
+                    .with_request_kind(RequestKind::from_method(
+                        call.record.method.as_deref().unwrap_or(""),
+                    )),
+            ));
+        } else {
+            plan.classifier = Some(ResponseClassifier::new(
+                head,
+                call_context(sh, RequestId::String("\u{0}messages".into()), None),
+            ));
+        }
+        plan.via = plan
+            .calls
+            .first()
+            .map(|c| c.record.record_id.clone())
+            .or_else(|| plan.messages.first().map(|r| r.record_id.clone()))
+            .unwrap_or_default();
+        plan
+    }
+
+    /// The response is forwarded but not judged, for `why`: chunks that arrived before the
+    /// request was read overflowed the wait buffer (the classifier cannot see the start of the
+    /// body), or the body declares a length over the limit (no copy of it is kept at all).
+    pub(super) fn unclassifiable(&mut self, why: String) {
+        self.unclassified = Some(why);
+        self.classifier = None;
+        self.tools = None;
+        self.batch_copy = None;
+        for c in &mut self.calls {
+            c.record.classified = false;
+        }
+    }
+
+    pub(super) fn feed(&mut self, sh: &Shared, chunk: &Bytes, max_copy: u64) {
+        if let Some(c) = self.classifier.as_mut() {
+            if !c.is_decided() {
+                c.feed(chunk);
+                while let Some(ev) = c.poll_event() {
+                    if let StreamEvent::ServerRequest { id, method, .. } = ev {
+                        sh.observer
+                            .server_request(id, method, &self.origin, &self.via);
+                    }
+                }
+            }
+        }
+        if let Some(t) = self.tools.as_mut() {
+            t.feed(chunk);
+        }
+        if let Some((buf, overflow)) = self.batch_copy.as_mut() {
+            if !*overflow {
+                if buf.len() as u64 + chunk.len() as u64 > max_copy {
+                    *overflow = true;
+                    buf.clear();
+                } else {
+                    buf.extend_from_slice(chunk);
+                }
+            }
+        }
+    }
+
+    /// No response at all: every request gets `verdict`. Returns the first record's outcome
+    /// (the exchange's verdict in a capture).
+    pub(super) fn fail(
+        self,
+        sh: &Shared,
+        ex: &Exchange,
+        verdict: Verdict,
+        reached: bool,
+        status: Option<u16>,
+        cancelled: bool,
+    ) -> String {
+        let obs = &sh.observer;
+        let mut first: Option<String> = None;
+        for mut call in self.calls {
+            first.get_or_insert_with(|| {
+                crate::record::outcome_and_layer(Some(call.method()), verdict.outcome).0
+            });
+            call.record.request_bytes = self.request_bytes;
+            call.record.cancelled = cancelled;
+            if let Some(s) = status {
+                call.record.http_statuses.push(s);
+            }
+            obs.finish_call(call, verdict.clone(), reached, None, None);
+        }
+        for mut r in self.messages.into_iter().chain(self.standalone) {
+            r.duration_ms = ex.started.elapsed().as_secs_f64() * 1000.0;
+            r.request_bytes = self.request_bytes;
+            r.cancelled = cancelled;
+            r.http_method
+                .get_or_insert_with(|| ex.http_method.to_string());
+            r.path.get_or_insert_with(|| ex.path.clone());
+            r.http_statuses.extend(status);
+            r.set_verdict(None, verdict.clone());
+            first.get_or_insert_with(|| r.outcome.clone());
+            obs.emit(r);
+        }
+        first.unwrap_or_default()
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn finish(
+        self,
+        sh: &Shared,
+        ex: &Exchange,
+        head: &ResponseHead,
+        end: End,
+        bytes: u64,
+        session: Option<&str>,
+        response_headers: Option<Vec<(String, String)>>,
+    ) -> String {
+        let obs = &sh.observer;
+        // The first record's outcome: the exchange's verdict in a capture.
+        let mut first: Option<String> = None;
+        let cancelled = matches!(end, End::Cancelled);
+        let verdict = self.classifier.map(|c| match &end {
+            End::Finished => c.finish(),
+            End::Broken(why) => c.interrupted(Interruption::ConnectionLost(why.clone())),
+            End::Cancelled => c.interrupted(Interruption::ConnectionLost(
+                "the client closed the connection".into(),
+            )),
+        });
+        let tools = self.tools.and_then(ToolsTap::finish);
+        let mut batch_verdicts = self.batch_copy.map(|(buf, overflow)| {
+            batch_verdicts(head, &buf, overflow, &self.calls, obs.options().limits)
+        });
+        let stamp = |r: &mut Record| {
+            r.request_bytes = self.request_bytes;
+            r.response_bytes = bytes;
+            r.cancelled = cancelled;
+            r.http_statuses = vec![head.status];
+            r.request_headers = ex.request_headers.clone();
+            r.response_headers = response_headers.clone();
+        };
+        for (i, mut call) in self.calls.into_iter().enumerate() {
+            stamp(&mut call.record);
+            let v = match (&verdict, batch_verdicts.as_mut()) {
+                (_, Some(vs)) => vs[i].take(),
+                (Some(v), None) => Some(v.clone()),
+                (None, None) => None,
+            };
+            if let Some(v) = &v {
+                first.get_or_insert_with(|| {
+                    crate::record::outcome_and_layer(Some(call.method()), v.outcome).0
+                });
+            }
+            match v {
+                Some(v) => obs.finish_call(call, v, true, session, tools.as_deref()),
+                None => {
+                    // Not classifiable (see `unclassifiable`): forwarded, not judged.
+                    let why = self.unclassified.clone().unwrap_or_else(|| {
+                        "the response was forwarded but not classified".to_string()
+                    });
+                    let mut v =
+                        Verdict::new(mcp_triage_core::Outcome::LimitExceeded).with_detail(why);
+                    v.limit = Some(mcp_triage_core::LimitHit {
+                        name: "maxBodyBytes".into(),
+                        max: obs.options().limits.max_body_bytes,
+                    });
+                    first.get_or_insert_with(|| v.outcome.as_str().to_string());
+                    obs.finish_call(call, v, true, session, None)
+                }
+            }
+        }
+        let accepted = head.is_success() && !cancelled && matches!(end, End::Finished);
+        for mut r in self.messages {
+            stamp(&mut r);
+            r.duration_ms = ex.started.elapsed().as_secs_f64() * 1000.0;
+            match (&verdict, accepted) {
+                (_, true) => {
+                    r.outcome = "ACCEPTED".into();
+                    r.layer = None;
+                }
+                (Some(v), false) => r.set_verdict(None, v.clone()),
+                (None, false) => r.outcome = "HTTP_ERROR".into(),
+            }
+            first.get_or_insert_with(|| r.outcome.clone());
+            obs.emit(r);
+        }
+        if let Some(mut r) = self.standalone {
+            stamp(&mut r);
+            r.duration_ms = ex.started.elapsed().as_secs_f64() * 1000.0;
+            r.http_method = Some(ex.http_method.to_string());
+            r.path = Some(ex.path.clone());
+            match r.kind {
+                RecordKind::Stream => {
+                    if let Some(v) = verdict {
+                        r.layer = Some("transport".into());
+                        r.outcome = match &end {
+                            End::Finished => "STREAM_CLOSED".into(),
+                            End::Broken(_) => "CONNECTION_ERROR".into(),
+                            End::Cancelled => "STREAM_CLOSED".into(),
+                        };
+                        r.verdict = Some(v);
+                    }
+                }
+                RecordKind::SessionEnd => {
+                    if head.is_success() {
+                        if let Some(sid) = &ex.origin.session_id {
+                            obs.session_ended(sid);
+                        }
+                    }
+                    r.outcome = if head.is_success() {
+                        "ACCEPTED".into()
+                    } else {
+                        "HTTP_ERROR".into()
+                    };
+                }
+                _ => {
+                    r.outcome = if head.is_success() {
+                        "FORWARDED".into()
+                    } else {
+                        "HTTP_ERROR".into()
+                    };
+                }
+            }
+            if let End::Broken(why) = &end {
+                if r.kind != RecordKind::Stream {
+                    r.set_verdict(None, Verdict::connection_error(why.clone()));
+                }
+            }
+            first.get_or_insert_with(|| r.outcome.clone());
+            obs.emit(r);
+        }
+        first.unwrap_or_default()
+    }
+}
+
+/// One verdict per call of a batch, from the batch response's elements.
+fn batch_verdicts(
+    head: &ResponseHead,
+    buf: &[u8],
+    overflow: bool,
+    calls: &[Call],
+    limits: mcp_triage_core::Limits,
+) -> Vec<Option<Verdict>> {
+    let elements: Option<Vec<Value>> = (!overflow && head.is_success())
+        .then(|| serde_json::from_slice::<Value>(buf).ok())
+        .flatten()
+        .and_then(|v| match v {
+            Value::Array(a) => Some(a),
+            _ => None,
+        });
+    calls
+        .iter()
+        .map(|call| {
+            let id_value = call.record.id.clone().unwrap_or_default();
+            let id = serde_json::from_value::<RequestId>(id_value.clone()).ok()?;
+            let ctx = CallContext::new(id).with_limits(limits);
+            if overflow {
+                return None;
+            }
+            let own = elements.as_ref().and_then(|els| {
+                els.iter()
+                    .find(|e| e.get("id") == Some(&id_value))
+                    .map(|e| serde_json::to_vec(e).expect("a value serialises"))
+            });
+            let json_head = ResponseHead::new(head.status).content_type("application/json");
+            Some(match own {
+                Some(bytes) => classify(&json_head, &bytes, &ctx),
+                None => classify(head, buf, &ctx),
+            })
+        })
+        .collect()
+}
+
+/// The classifier's context for the request `id`: the observer's limits, the clock, and every
+/// message observed (server requests on the stream are linked to the call).
+fn call_context(sh: &Shared, id: RequestId, version: Option<&str>) -> CallContext {
+    let mut ctx = CallContext::new(id)
+        .with_limits(sh.observer.options().limits)
+        .with_now(std::time::SystemTime::now());
+    if let Some(v) = version.and_then(ProtocolVersion::parse) {
+        ctx = ctx.with_protocol_version(v);
+    }
+    ctx.observe_messages = true;
+    ctx
+}
+
+/// Whether the response is an SSE stream (`text/event-stream`).
+pub(super) fn is_sse(head: &ResponseHead) -> bool {
+    head.get("content-type").is_some_and(|c| {
+        c.trim_start()
+            .to_ascii_lowercase()
+            .starts_with("text/event-stream")
+    })
+}
