@@ -24,20 +24,32 @@
 
 #![deny(missing_docs)]
 
+mod answers;
+mod call;
+mod call_record;
 mod client;
+mod exchange;
+mod headers;
+mod http_exchange;
 pub mod oauth;
 mod options;
 pub mod precheck;
+mod setup;
 mod sse_legacy;
+mod standalone;
 mod stdio;
+mod stdio_exchange;
 pub mod target;
+mod task_driver;
+mod tools;
 mod wire;
 
-pub use client::{
-    header_value, Client, ConnectError, Interrupt, ToolInfo, UnknownSessionAnswer, IDEMPOTENCY_META,
-};
+pub use client::{Client, ConnectError, UnknownSessionAnswer, IDEMPOTENCY_META};
+pub use headers::header_value;
 pub use mcp_triage_core::{CallRecord, RetryOrigin};
 pub use oauth::{AuthorizeMode, Grant, OAuthOptions};
 pub use options::{Answers, CallOptions, ClientOptions, Prompter, SharedPrompter, VersionChoice};
 pub use stdio::STDIO_EXIT_GRACE;
 pub use target::{Target, TargetError};
+pub use task_driver::Interrupt;
+pub use tools::ToolInfo;

@@ -12,7 +12,7 @@ use std::fmt;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use serde_json::Value;
 
-use crate::client::ToolInfo;
+use crate::tools::ToolInfo;
 
 /// Closest listed names offered for an unlisted one, at most.
 const MAX_CLOSE_NAMES: usize = 3;
@@ -266,7 +266,7 @@ mod tests {
     use serde_json::json;
 
     fn tool(def: Value) -> ToolInfo {
-        crate::client::tool_info(&def)
+        crate::tools::tool_info(&def)
     }
 
     fn mismatch_of(schema: Value, args: Value) -> String {

@@ -66,7 +66,7 @@ fn origin(url: &str) -> Option<String> {
 
 impl SseSession {
     fn request(&self, b: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        crate::client::with_auth(b, &self.headers, self.opts.bearer.as_deref())
+        crate::headers::with_auth(b, &self.headers, self.opts.bearer.as_deref())
     }
 
     /// GETs `url` and waits for the `endpoint` event. `Err` says why the server is not an
@@ -78,7 +78,7 @@ impl SseSession {
         opts: Arc<ClientOptions>,
     ) -> Result<SseSession, String> {
         let mut req = http.get(url).header("Accept", "text/event-stream");
-        req = crate::client::with_auth(req, &headers, opts.bearer.as_deref());
+        req = crate::headers::with_auth(req, &headers, opts.bearer.as_deref());
         let resp = tokio::time::timeout(opts.timeout, req.send())
             .await
             .map_err(|_| "the GET for an HTTP+SSE stream timed out".to_string())?
@@ -88,7 +88,7 @@ impl SseSession {
                     wire::error_chain(&e)
                 )
             })?;
-        if !crate::client::is_event_stream(&resp) {
+        if !crate::headers::is_event_stream(&resp) {
             return Err(format!(
                 "GET answered {} {}: not an HTTP+SSE (2024-11-05) server",
                 resp.status().as_u16(),
@@ -274,10 +274,10 @@ async fn read_stream(
                 continue;
             };
             if let Some(inc) = Incoming::request_in(&v) {
-                let reply = crate::client::answer_or_error(&opts, &inc);
+                let reply = crate::answers::answer_or_error(&opts, &inc);
                 if let Some(p) = &post_url {
                     let mut req = http.post(p).header("Content-Type", "application/json");
-                    req = crate::client::with_auth(req, &headers, opts.bearer.as_deref());
+                    req = crate::headers::with_auth(req, &headers, opts.bearer.as_deref());
                     let req = req.body(serde_json::to_vec(&reply).unwrap_or_default());
                     let _ = tokio::time::timeout(opts.timeout, req.send()).await;
                 }

@@ -23,8 +23,11 @@ use serde_json::{json, Map, Value};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::{finish_from, push_attempt, set_decision, Client, Era, ToolInfo};
+use crate::answers::{answer_from, refusal_result};
+use crate::call_record::{finish_from, push_attempt, set_decision};
+use crate::client::{Client, Era};
 use crate::options::CallOptions;
+use crate::tools::ToolInfo;
 use crate::wire::Sent;
 
 /// First wait of the backoff used when the server suggests no `pollIntervalMs`.
@@ -154,7 +157,7 @@ impl StopReason {
 }
 
 /// What the driver knows about one task while driving it.
-pub(super) struct TaskRun<'a> {
+pub(crate) struct TaskRun<'a> {
     task_id: String,
     era: Era,
     version: ProtocolVersion,
@@ -169,7 +172,7 @@ pub(super) struct TaskRun<'a> {
 }
 
 impl<'a> TaskRun<'a> {
-    pub(super) fn new(
+    pub(crate) fn new(
         task_id: String,
         era: Era,
         version: ProtocolVersion,
@@ -201,7 +204,7 @@ impl Client {
     /// Drives the task the call created (`created`: the `CreateTaskResult`) to a terminal
     /// state; the record's verdict is the task's end, judged as the same answer to
     /// `tools/call` would be.
-    pub(super) async fn drive_task(
+    pub(crate) async fn drive_task(
         &self,
         run: &mut TaskRun<'_>,
         created: &Value,
@@ -459,11 +462,11 @@ impl Client {
         let mut refused = Vec::new();
         for (key, req) in reqs {
             let method = req["method"].as_str().unwrap_or("");
-            if let Some(a) = self.answer_for(Some(key), method, &req["params"]) {
+            if let Some(a) = answer_from(&self.opts, Some(key), method, &req["params"]) {
                 out.insert(key.clone(), a);
                 continue;
             }
-            match super::refusal_result(method) {
+            match refusal_result(method) {
                 Some(r) => {
                     out.insert(key.clone(), r);
                     refused.push(format!("the task asked {key} ({method}) and no answer was given (--answer {key}=JSON or --input FILE); mcp-triage declined it so the task could go on"));

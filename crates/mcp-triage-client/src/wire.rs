@@ -107,7 +107,7 @@ pub(crate) enum Answer {
     /// Answered from what the caller configured; `input_round` when it answered a question
     /// (elicitation, sampling), not a `roots/list` or `ping` answered from configuration.
     Given { input_round: bool },
-    /// Nothing was configured: refused the way the spec defines (`crate::client::refusal`),
+    /// Nothing was configured: refused the way the spec defines (`crate::answers::refusal`),
     /// so the server can finish; its final answer is still to come. The text says what was
     /// asked and how to answer it.
     Refused(String),

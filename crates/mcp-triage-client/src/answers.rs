@@ -1,0 +1,192 @@
+//! Answers to the server's questions: legacy server requests and MRTR `inputRequests`, from the
+//! configured answers, schema defaults, the prompter or the roots; and the refusal the spec
+//! defines when there is none. Pure: shared by the call, the standalone stream and HTTP+SSE.
+
+use serde_json::{json, Map, Value};
+
+use crate::options::ClientOptions;
+use crate::wire::Incoming;
+
+/// The reply to a server request: the answer, or a JSON-RPC error when there is none.
+pub(crate) fn answer_or_error(opts: &ClientOptions, inc: &Incoming) -> Value {
+    build_answer(opts, inc).unwrap_or_else(|_| refusal(inc))
+}
+
+/// The answer to a server request mcp-triage has no answer for: the refusal the spec defines
+/// for that request, so the server's tool stops waiting and sends its final answer.
+///
+/// Why one function: the stdio and HTTP paths used to refuse differently (a JSON-RPC `-32603`
+/// on one, hanging up on the other), so the server ended the call differently depending on the
+/// transport and the client's verdict disagreed with what an observer saw. An elicitation is
+/// declined (`ElicitResult.action` is `accept | decline | cancel`); sampling has no refusing
+/// result, so it gets the error the spec's sampling page shows for a rejected request (`-1`);
+/// anything else is a method this client does not implement (`-32601`).
+pub(crate) fn refusal(inc: &Incoming) -> Value {
+    let Incoming::Request { id, method, .. } = inc;
+    if let Some(result) = refusal_result(method) {
+        return json!({ "jsonrpc": "2.0", "id": id, "result": result });
+    }
+    match method.as_str() {
+        "sampling/createMessage" => json!({ "jsonrpc": "2.0", "id": id, "error": {
+            "code": -1,
+            "message": "User rejected sampling request (no answer configured in mcp-triage)" } }),
+        _ => json!({ "jsonrpc": "2.0", "id": id, "error": {
+            "code": -32601, "message": format!("Method not found: {method}") } }),
+    }
+}
+
+/// The result that refuses an unanswered request of `method`, when the spec gives it one
+/// (elicitation: `decline`). A task's `inputResponses` (tasks/update) carry results only, so
+/// a refusal by error (sampling's -1) has no form there: `None`.
+pub(crate) fn refusal_result(method: &str) -> Option<Value> {
+    (method == "elicitation/create").then(|| json!({ "action": "decline" }))
+}
+
+/// The warning for a refused server request: what was asked, what was sent back, how to answer.
+pub(crate) fn refused_text(inc: &Incoming, why: &str) -> String {
+    let Incoming::Request { method, .. } = inc;
+    let sent = match method.as_str() {
+        "elicitation/create" => "declined it (action \"decline\")",
+        "sampling/createMessage" => "refused it (error -1, rejected)",
+        _ => "refused it (error -32601)",
+    };
+    format!("{why}; mcp-triage {sent} so the server could finish the call")
+}
+
+/// Whether answering this server request is an input round (a question the user answers);
+/// `roots/list` and `ping` are answered from configuration without asking anybody.
+pub(crate) fn is_input_round(inc: &Incoming) -> bool {
+    let Incoming::Request { method, .. } = inc;
+    matches!(
+        method.as_str(),
+        "elicitation/create" | "sampling/createMessage"
+    )
+}
+
+/// The JSON-RPC response to a server request, from the configured answers.
+pub(crate) fn build_answer(opts: &ClientOptions, inc: &Incoming) -> Result<Value, String> {
+    let Incoming::Request { id, method, params } = inc;
+    let result = match method.as_str() {
+        "ping" => Some(json!({})),
+        m => answer_from(opts, None, m, params),
+    };
+    match result {
+        Some(r) => Ok(json!({ "jsonrpc": "2.0", "id": id, "result": r })),
+        None => Err(format!(
+            "the server asked {method} and no answer was given (--answer {method}=JSON or --input FILE)"
+        )),
+    }
+}
+
+/// The configured answer for an input request, or the schema defaults, or the roots.
+pub(crate) fn answer_from(
+    opts: &ClientOptions,
+    key: Option<&str>,
+    method: &str,
+    params: &Value,
+) -> Option<Value> {
+    if let Some(a) = opts.answers.find(key, method) {
+        return Some(a.clone());
+    }
+    if method == "elicitation/create" && opts.accept_defaults {
+        return defaults_answer(params);
+    }
+    if method != "roots/list" {
+        if let Some(p) = &opts.prompter {
+            return p.0.answer(method, params);
+        }
+    }
+    if method == "roots/list" {
+        let roots: Vec<Value> = opts
+            .roots
+            .iter()
+            .map(|r| {
+                let uri = if r.contains("://") {
+                    r.clone()
+                } else {
+                    format!("file://{r}")
+                };
+                json!({ "uri": uri, "name": r })
+            })
+            .collect();
+        return Some(json!({ "roots": roots }));
+    }
+    None
+}
+
+/// An ElicitResult accepting a form with every field's `default` (SEP-1034); `None` when the
+/// request is not a form or a required field has no default.
+fn defaults_answer(params: &Value) -> Option<Value> {
+    if params
+        .get("mode")
+        .and_then(Value::as_str)
+        .is_some_and(|m| m != "form")
+    {
+        return None;
+    }
+    let schema = &params["requestedSchema"];
+    let mut content = Map::new();
+    for (name, prop) in schema["properties"].as_object()? {
+        if let Some(d) = prop.get("default") {
+            content.insert(name.clone(), d.clone());
+        }
+    }
+    let required = schema["required"].as_array().cloned().unwrap_or_default();
+    if required
+        .iter()
+        .filter_map(Value::as_str)
+        .any(|r| !content.contains_key(r))
+    {
+        return None;
+    }
+    Some(json!({ "action": "accept", "content": content }))
+}
+
+/// Builds `inputResponses` for an `input_required` result; `Ok(None)` when the server sent
+/// only `requestState` (resend at once).
+pub(crate) fn input_responses(
+    opts: &ClientOptions,
+    result: &Value,
+) -> Result<Option<Value>, String> {
+    let Some(reqs) = result.get("inputRequests").and_then(Value::as_object) else {
+        return Ok(None);
+    };
+    let mut out = Map::new();
+    let mut missing = Vec::new();
+    for (key, req) in reqs {
+        let method = req["method"].as_str().unwrap_or("");
+        match answer_from(opts, Some(key), method, &req["params"]) {
+            Some(a) => {
+                out.insert(key.clone(), a);
+            }
+            None => missing.push(format!("{key} ({method})")),
+        }
+    }
+    if !missing.is_empty() {
+        return Err(format!(
+            "input required and not answered: {} (use --answer KEY=JSON or --input FILE)",
+            missing.join(", ")
+        ));
+    }
+    Ok(Some(Value::Object(out)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_fill_a_form() {
+        let p = json!({ "message": "m", "requestedSchema": { "type": "object", "properties": {
+            "name": { "type": "string", "default": "John Doe" }, "age": { "type": "integer", "default": 30 },
+            "note": { "type": "string" } }, "required": [] } });
+        assert_eq!(
+            defaults_answer(&p).unwrap(),
+            json!({ "action": "accept", "content": { "name": "John Doe", "age": 30 } })
+        );
+        let mut q = p.clone();
+        q["requestedSchema"]["required"] = json!(["note"]);
+        assert!(defaults_answer(&q).is_none());
+        assert!(defaults_answer(&json!({ "mode": "url", "url": "https://x" })).is_none());
+    }
+}

@@ -1,0 +1,508 @@
+//! A tool call ([`Client::call_tool`]): the call loop that sends, records each attempt, and asks
+//! the core retry policy what next (answer input, resend, resume, re-initialize, re-list, give
+//! up), until one [`CallRecord`] says how the call ended.
+
+use std::time::{Duration, Instant};
+
+use mcp_triage_core::retry::{self, Delivery, RetryAction, RetryInput};
+use mcp_triage_core::{CallRecord, Outcome, ProtocolVersion, Verdict};
+use mcp_triage_wire::canonical::hex;
+use serde_json::{json, Value};
+
+use crate::answers::input_responses;
+use crate::call_record::{finish_from, finish_setup_failure, push_attempt, set_decision};
+use crate::client::{Client, Era, Transport};
+use crate::options::CallOptions;
+use crate::setup::{modern_version_offered, server_info, Probe};
+use crate::task_driver;
+use crate::tools::ToolInfo;
+
+/// Outcomes that carry the server's answer to the request.
+fn has_answer(o: Outcome) -> bool {
+    matches!(
+        o,
+        Outcome::ToolSuccess
+            | Outcome::ToolError
+            | Outcome::JsonrpcError
+            | Outcome::InputRequired
+            | Outcome::TaskCreated
+            | Outcome::InvalidToolResult
+            | Outcome::StreamIncomplete
+    )
+}
+
+fn st_scenario_missing(rec: &CallRecord) -> bool {
+    rec.scenario.is_none()
+}
+
+/// `scheme://host:port` of a URL, lower-cased (for same-origin checks).
+pub(crate) fn origin(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    Some(format!(
+        "{}://{}",
+        scheme.to_ascii_lowercase(),
+        authority.to_ascii_lowercase()
+    ))
+}
+
+/// The strings of a JSON array from the server, each sanitised to one line of at most `max`
+/// characters (they end up in messages a person reads); anything else gives none.
+fn sanitized_strings(v: &Value, max: usize) -> Vec<String> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|s| mcp_triage_core::sanitize_line(s, max))
+        .collect()
+}
+
+/// A random record id (16 hex digits), independent of the jitter seed.
+fn record_id() -> String {
+    let mut b = [0u8; 8];
+    if getrandom::fill(&mut b).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        b = t.to_le_bytes();
+    }
+    hex(&b)
+}
+
+impl Client {
+    /// Calls a tool: every attempt classified, every resend decided by the core policy, one
+    /// record. Never fails: a call that could not even start is a record with its verdict.
+    pub async fn call_tool(&self, name: &str, arguments: Value, co: CallOptions) -> CallRecord {
+        let started = Instant::now();
+        let mut rec = CallRecord::new(
+            format!("{}@{}", self.opts.client_name, self.opts.client_version),
+            self.transport_name(),
+            "tools/call",
+        );
+        rec.record_id = Some(record_id());
+        rec.tool = Some(name.to_string());
+        rec.target = Some(self.target.describe());
+        rec.retry_origin = co.retry_origin;
+        rec.retry_of = co.retry_of.clone();
+        let digest = mcp_triage_wire::canonical::ArgumentsDigest::of(&arguments);
+        rec.arguments_hash = digest.hex;
+        rec.arguments_size = digest.size;
+        if self.opts.log_arguments {
+            rec.arguments = Some(arguments.clone());
+        }
+        self.run_call(name, arguments, &co, &mut rec).await;
+        rec.transport = self.transport_name().to_string();
+        {
+            let st = self.state.lock().await;
+            rec.protocol_version = st.version.as_str().to_string();
+            if st.era.is_none() {
+                rec.protocol_version = "unknown".into();
+            }
+            rec.session_id = st.session_id.clone();
+            rec.scenario = self
+                .opts
+                .scenario
+                .clone()
+                .or(rec.scenario.take())
+                .or(st.scenario.clone());
+            if rec.server_info.is_none() {
+                rec.server_info = st.server_info.clone();
+            }
+            if let Some(f) = &st.list_failure {
+                rec.warn("TOOLS_LIST_FAILED", f.clone());
+            }
+        }
+        if let Transport::Stdio(conn) = &self.transport {
+            if matches!(rec.layer, mcp_triage_core::Layer::Transport) {
+                rec.stderr_tail = conn.lock().await.settled_stderr_tail().await;
+            }
+        }
+        let pending = self
+            .pending_notes
+            .lock()
+            .map(|mut p| std::mem::take(&mut *p))
+            .unwrap_or_default();
+        for (code, detail) in pending {
+            rec.warn(&code, detail);
+        }
+        rec.duration_ms = started.elapsed().as_millis() as u64;
+        rec
+    }
+
+    async fn run_call(&self, name: &str, arguments: Value, co: &CallOptions, rec: &mut CallRecord) {
+        if self.opts.list_tools_first && self.state.lock().await.tools.is_none() {
+            if let Err(f) = self.fetch_tools().await {
+                if f.kind == "initialize"
+                    || f.sent.verdict.outcome == Outcome::ConnectionError
+                        && f.sent.delivery == Delivery::NeverSent
+                {
+                    return finish_setup_failure(rec, f);
+                }
+                self.state.lock().await.list_failure = Some(f.why);
+            }
+        }
+        let tool = self
+            .state
+            .lock()
+            .await
+            .tools
+            .as_ref()
+            .and_then(|t| t.get(name).cloned());
+        let base = json!({ "name": name, "arguments": arguments });
+        let mut params = base.clone();
+        let timeout = co.timeout.unwrap_or(self.opts.timeout);
+        let hints = tool.as_ref().map(|t| t.hints).unwrap_or_default();
+        let mut policy = self.opts.retry.clone();
+        policy.idempotency_key |= co.idempotency_key.is_some();
+        let (mut resends, mut resumes, mut reinitialized, mut relisted, mut fell_back) =
+            (0u32, 0u32, false, false, false);
+        let mut resume: Option<(Value, String)> = None;
+        let mut stream_verdict: Option<Verdict> = None;
+        let mut version_retried = false;
+        let mut last_call_attempt: usize = 0;
+        loop {
+            let (era, version) = match self.ensure_era().await {
+                Ok(x) => x,
+                Err(f) => return finish_setup_failure(rec, f),
+            };
+            let era_now = era.unwrap_or(Era::Modern);
+            let session = self.state.lock().await.session_id.clone();
+            let deadline = tokio::time::Instant::now() + timeout;
+            let schema = tool.as_ref().and_then(|t| t.output_schema.clone());
+            let (sent, id, kind) = if let Some((id, last_event_id)) = resume.take() {
+                let s = self
+                    .resume_stream(
+                        &id,
+                        &last_event_id,
+                        version,
+                        session.as_deref(),
+                        schema,
+                        deadline,
+                    )
+                    .await;
+                (s, id, "resume")
+            } else {
+                let id = self.new_id();
+                let mut send = params.clone();
+                if self.opts.use_tasks && era_now == Era::Legacy {
+                    // 2025-11-25 task augmentation is per request.
+                    send["task"] = json!({ "ttl": 60_000 });
+                }
+                let msg = self.build_message("tools/call", &send, &id, era_now, version, Some(co));
+                let call = self.exchange(
+                    &msg,
+                    &id,
+                    era_now,
+                    version,
+                    session.as_deref(),
+                    schema,
+                    deadline,
+                    tool.as_ref(),
+                );
+                let s = call.await;
+                rec.post_count += 1;
+                let kind = if rec.rounds > 0 {
+                    "input_round"
+                } else {
+                    "call"
+                };
+                (s, id, kind)
+            };
+            if st_scenario_missing(rec) {
+                rec.scenario = sent.scenario.clone();
+            }
+            let idx = rec.attempts.len();
+            push_attempt(
+                rec,
+                &sent,
+                &id,
+                kind,
+                (idx > 0).then_some(last_call_attempt),
+            );
+            if kind != "resume" {
+                last_call_attempt = idx;
+            }
+            rec.rounds += sent.answered;
+            for (code, detail) in &sent.notes {
+                rec.warn(code, detail.clone());
+            }
+            for w in &sent.verdict.warnings {
+                rec.warn(&w.code, w.detail.clone());
+            }
+            finish_from(rec, &sent, &id, self.opts.keep_result);
+            if kind == "resume" && !has_answer(sent.verdict.outcome) {
+                // Resuming found nothing more: the call still ended with the broken stream.
+                if let Some(prev) = stream_verdict.as_ref() {
+                    rec.warn(
+                        "RESUME_FAILED",
+                        format!("resuming the stream gave {}", sent.verdict.to_text_line()),
+                    );
+                    rec.outcome = prev.outcome;
+                    rec.layer = prev.layer;
+                    rec.message = prev.detail.clone();
+                }
+            }
+            if sent.sse && sent.verdict.outcome == Outcome::StreamIncomplete {
+                stream_verdict = Some(sent.verdict.clone());
+            }
+            if let Some(info) = sent
+                .result()
+                .and_then(|r| r["_meta"].get("io.modelcontextprotocol/serverInfo"))
+            {
+                rec.server_info = server_info(info);
+            }
+
+            // Era detection on the first modern attempt.
+            if era.is_none() && !fell_back {
+                if let Probe::FallBack(v) = self.after_modern_probe(&sent).await {
+                    fell_back = true;
+                    set_decision(rec, idx, "reinitialize", None, format!(
+                        "HTTP {} without a 2026-07-28 JSON-RPC error: the server does not speak the modern revision; falling back to initialize ({})",
+                        sent.status.unwrap_or(0), v.as_str()));
+                    let mut st = self.state.lock().await;
+                    if st.era.is_none() {
+                        if let Err(f) = self.initialize_locked(&mut st, v).await {
+                            drop(st);
+                            return finish_setup_failure(rec, f);
+                        }
+                    }
+                    continue;
+                }
+            }
+
+            // Input rounds (MRTR): answer and resend with a new id, same params, exact state.
+            if sent.verdict.outcome == Outcome::InputRequired && sent.result().is_some() {
+                let result = sent.result().cloned().unwrap_or(Value::Null);
+                if rec.rounds >= self.opts.max_rounds {
+                    set_decision(
+                        rec,
+                        idx,
+                        "give_up",
+                        None,
+                        format!(
+                            "input still required after {} round(s) (max-rounds {})",
+                            rec.rounds, self.opts.max_rounds
+                        ),
+                    );
+                    return;
+                }
+                match input_responses(&self.opts, &result) {
+                    Ok(responses) => {
+                        params = base.clone();
+                        if let Some(r) = responses {
+                            params["inputResponses"] = r;
+                        }
+                        if let Some(state) = result.get("requestState") {
+                            params["requestState"] = state.clone();
+                        }
+                        rec.rounds += 1;
+                        set_decision(rec, idx, "answer_input", None, "the server asked for input; resending with a new id, the answers and the exact requestState".to_string());
+                        continue;
+                    }
+                    Err(why) => {
+                        rec.warn("INPUT_UNANSWERED", why.clone());
+                        set_decision(rec, idx, "give_up", None, why);
+                        return;
+                    }
+                }
+            }
+            if sent.verdict.outcome == Outcome::TaskCreated {
+                // the driver sets this attempt's decision: when the first poll comes, and why
+                let task_id = sent.verdict.task_id.clone().unwrap_or_default();
+                let created = sent.result().cloned().unwrap_or(Value::Null);
+                let budget = self
+                    .opts
+                    .task_timeout
+                    .or(co.timeout)
+                    .unwrap_or(self.opts.timeout);
+                let mut run =
+                    task_driver::TaskRun::new(task_id, era_now, version, &tool, budget, co);
+                self.drive_task(&mut run, &created, rec).await;
+                return;
+            }
+
+            // -32022 naming a revision we speak: the request was refused before it ran, so
+            // sending it again with that revision is safe (once).
+            if !version_retried && era_now == Era::Modern && modern_version_offered(&sent) {
+                version_retried = true;
+                set_decision(
+                    rec,
+                    idx,
+                    "resend",
+                    Some(0),
+                    "-32022 UnsupportedProtocolVersion lists 2026-07-28: the request was refused before it ran; resending with that revision".to_string(),
+                );
+                continue;
+            }
+            let legacy_stream = era_now == Era::Legacy && sent.sse;
+            // A resumption the server refused (the kitchen's `410 Stream gone`: the stream
+            // ended without its response) leaves the call where the broken stream left it:
+            // decide as for that stream, minus the resumption (resend if safe, else give up),
+            // not as for an HTTP error of its own.
+            let refused_resume =
+                (kind == "resume" && !sent.sse && !has_answer(sent.verdict.outcome))
+                    .then(|| stream_verdict.clone())
+                    .flatten()
+                    .map(|mut v| {
+                        if let Some(s) = v.stream.as_mut() {
+                            s.last_event_id = None;
+                        }
+                        v
+                    });
+            let input = RetryInput {
+                verdict: refused_resume.as_ref().unwrap_or(&sent.verdict),
+                tool: name,
+                hints,
+                delivery: sent.delivery,
+                resends,
+                resumes,
+                local_server: self.target.is_local(),
+                legacy_session: era_now == Era::Legacy && session.is_some(),
+                legacy_stream,
+                reinitialized,
+                relisted,
+            };
+            let d = retry::decide(&input, &policy, &mut || self.random());
+            rec.attempts[idx].decision = Some(d.to_record());
+            match d.action {
+                RetryAction::Done => return,
+                RetryAction::GiveUp => {
+                    if matches!(sent.verdict.status, Some(401 | 403)) {
+                        self.report_auth(&sent.verdict, rec).await;
+                    }
+                    return;
+                }
+                RetryAction::Resend { delay_ms } => {
+                    resends += 1;
+                    rec.retry_origin = if rec.retry_origin == mcp_triage_core::RetryOrigin::None {
+                        mcp_triage_core::RetryOrigin::Sdk
+                    } else {
+                        rec.retry_origin
+                    };
+                    tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                }
+                RetryAction::Resume {
+                    last_event_id,
+                    delay_ms,
+                } => {
+                    resumes += 1;
+                    tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                    resume = Some((id.clone(), last_event_id));
+                }
+                RetryAction::Reinitialize => {
+                    reinitialized = true;
+                    if let Err(f) = self.reinitialize(session.as_deref()).await {
+                        return finish_setup_failure(rec, f);
+                    }
+                }
+                RetryAction::RelistTools => {
+                    relisted = true;
+                    if let Err(f) = self.fetch_tools().await {
+                        self.state.lock().await.list_failure = Some(f.why);
+                    }
+                }
+            }
+        }
+    }
+
+    /// After a 401/403: the challenge, and the protected-resource metadata it names (fetched
+    /// only from the target's own origin, bounded), as an `AUTH_REQUIRED` warning.
+    async fn report_auth(&self, v: &Verdict, rec: &mut CallRecord) {
+        let Some(c) = &v.auth_challenge else {
+            rec.warn(
+                "AUTH_REQUIRED",
+                format!(
+                    "HTTP {} without a WWW-Authenticate challenge",
+                    v.status.unwrap_or(0)
+                ),
+            );
+            return;
+        };
+        let mut detail = format!("{} challenge", c.scheme);
+        if let Some(e) = &c.error {
+            detail.push_str(&format!(", error {e}"));
+        }
+        if let Some(s) = &c.scope {
+            detail.push_str(&format!(", scope {s:?}"));
+        }
+        if let (Some(meta), Transport::Http { http, url, .. }) =
+            (&c.resource_metadata, &self.transport)
+        {
+            detail.push_str(&format!(", resource metadata {meta}"));
+            if origin(meta).is_some() && origin(meta) == origin(url) {
+                let fetched = tokio::time::timeout(self.opts.timeout, async {
+                    let resp = http
+                        .get(meta)
+                        .header("Accept", "application/json")
+                        .send()
+                        .await
+                        .ok()?;
+                    if !resp.status().is_success() {
+                        return None;
+                    }
+                    let mut resp = resp;
+                    let mut body = Vec::new();
+                    while let Ok(Some(chunk)) = resp.chunk().await {
+                        body.extend_from_slice(&chunk);
+                        if body.len() > 64 * 1024 {
+                            return None;
+                        }
+                    }
+                    serde_json::from_slice::<Value>(&body).ok()
+                })
+                .await
+                .ok()
+                .flatten();
+                match fetched {
+                    Some(doc) => {
+                        let servers = sanitized_strings(&doc["authorization_servers"], 200);
+                        let scopes = sanitized_strings(&doc["scopes_supported"], 100);
+                        detail.push_str(&format!(
+                            ": authorization servers [{}], scopes [{}]",
+                            servers.join(", "),
+                            scopes.join(", ")
+                        ));
+                    }
+                    None => detail.push_str(" (could not be read)"),
+                }
+            } else {
+                detail.push_str(" (on another origin: not fetched)");
+            }
+        }
+        rec.warn(
+            "AUTH_REQUIRED",
+            mcp_triage_core::sanitize_line(&detail, 600),
+        );
+    }
+
+    /// 2025-11-25: the outcome of a terminal task, from `tasks/result` (the call's own answer,
+    /// judged as the `tools/call` answer it stands for).
+    pub(crate) async fn task_result(
+        &self,
+        task_id: &str,
+        era: Era,
+        version: ProtocolVersion,
+        session: Option<&str>,
+        rec: &mut CallRecord,
+        tool: &Option<ToolInfo>,
+    ) {
+        let rid = self.new_id();
+        let msg = self.build_message(
+            "tasks/result",
+            &json!({ "taskId": task_id }),
+            &rid,
+            era,
+            version,
+            None,
+        );
+        let deadline = tokio::time::Instant::now() + self.opts.timeout;
+        let schema = tool.as_ref().and_then(|t| t.output_schema.clone());
+        let s = self
+            .exchange(&msg, &rid, era, version, session, schema, deadline, None)
+            .await;
+        push_attempt(rec, &s, &rid, "task_result", None);
+        finish_from(rec, &s, &rid, self.opts.keep_result);
+    }
+}

@@ -1,0 +1,77 @@
+//! The legacy session's standalone GET stream ([`Standalone`]): opened after `initialize`, read
+//! for the whole session, every server request on it answered by POST.
+
+use std::sync::Arc;
+
+use mcp_triage_core::ProtocolVersion;
+use serde_json::Value;
+
+use crate::answers::answer_or_error;
+use crate::headers::{is_event_stream, with_auth};
+use crate::oauth::BearerCell;
+use crate::options::ClientOptions;
+use crate::wire::{self};
+
+/// Where and how a legacy session's standalone GET stream is read and answered.
+pub(crate) struct Standalone {
+    pub(crate) http: reqwest::Client,
+    pub(crate) url: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) opts: Arc<ClientOptions>,
+    pub(crate) bearer: BearerCell,
+    pub(crate) version: ProtocolVersion,
+    pub(crate) session: String,
+}
+
+impl Standalone {
+    fn request(&self, b: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let mut b = with_auth(b, &self.headers, self.bearer.get().as_deref());
+        if self.version.at_least(ProtocolVersion::V2025_06_18) {
+            b = b.header("MCP-Protocol-Version", self.version.as_str());
+        }
+        b.header("Mcp-Session-Id", self.session.as_str())
+    }
+
+    /// Opens the GET stream (signalling `ready` once its head arrived or it failed), answers
+    /// every server request on it by POST, until the stream ends or the task is aborted.
+    pub(crate) async fn run(self, ready: tokio::sync::oneshot::Sender<()>) {
+        let req = self.request(
+            self.http
+                .get(&self.url)
+                .header("Accept", "text/event-stream"),
+        );
+        let resp = req.send().await;
+        let _ = ready.send(());
+        let Ok(mut resp) = resp else { return };
+        if !is_event_stream(&resp) {
+            return;
+        }
+        let mut capture = wire::Capture::new(Value::Null, true, false, &self.opts.limits);
+        while let Ok(Some(chunk)) = resp.chunk().await {
+            capture.feed(&chunk);
+            for inc in std::mem::take(&mut capture.incoming) {
+                let reply = answer_or_error(&self.opts, &inc);
+                let post = self
+                    .request(self.http.post(&self.url))
+                    .header("Accept", "application/json, text/event-stream")
+                    .header("Content-Type", "application/json")
+                    .body(serde_json::to_vec(&reply).unwrap_or_default());
+                let _ = tokio::time::timeout(self.opts.timeout, async {
+                    if let Ok(r) = post.send().await {
+                        let _ = r.bytes().await;
+                    }
+                })
+                .await;
+            }
+        }
+    }
+}
+
+/// Aborts the task when dropped (a replaced or closed session stops listening).
+pub(crate) struct AbortOnDrop(pub(crate) tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
