@@ -10,14 +10,14 @@ use bytes::Bytes;
 use http::header::{self, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Uri};
 use hyper::body::Incoming;
-use mcp_triage_core::{ResponseHead, Verdict};
+use mcp_triage_core::ResponseHead;
 use tokio::sync::oneshot;
 
 use super::deferred::TapState;
-use super::errors::{error_chain, Cut};
+use super::errors::Cut;
 use super::exchange::Exchange;
 use super::headers::{header_string, strip_hop_by_hop, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
-use super::no_response::{record_without_response, PendingGuard};
+use super::no_response::{answer_failure, PendingGuard};
 use super::request_body::{RequestCopy, RequestTap};
 use super::response_body::{ResponseTap, TapInner};
 use super::response_observer::{ResponseObserver, Stage};
@@ -27,6 +27,9 @@ use crate::guard::{redact_query, Refusal};
 use crate::observe::Origin;
 use crate::record::RecordKind;
 
+/// Serves one request of a client connection: refused when `Host` or `Origin` fails the checks,
+/// else forwarded upstream and answered with the upstream's response, or with the proxy's own
+/// answer (or a closed connection) when none came.
 pub(super) async fn handle(
     sh: Arc<Shared>,
     upstream: Upstream,
@@ -42,11 +45,48 @@ pub(super) async fn handle(
             return Ok(refuse(&sh, &parts, &peer, started, refusal));
         }
     }
+    let (tap, ex) = begin_exchange(&sh, &mut parts, body, &peer, started);
+    let body_stalled = tap.timed_out.clone();
+    let body_malformed = tap.malformed.clone();
+    // If this future is dropped before the response head arrives (the client went away, or the
+    // proxy is shutting down), the guard still writes the exchange's record.
+    let mut guard = PendingGuard {
+        sh: sh.clone(),
+        ex: Some(ex),
+    };
+    let send = upstream.send(&sh, Request::from_parts(parts, tap));
+    let limit = sh.response_timeout;
+    let result = if limit.is_zero() {
+        send.await
+    } else {
+        let ex = guard.ex.as_mut().expect("armed until the response");
+        tokio::select! {
+            sent = send => sent,
+            _ = response_deadline(&mut ex.request, limit) => Sent::TimedOut(limit),
+        }
+    };
+    let ex = guard.ex.take().expect("the guard is disarmed only here");
+    match result {
+        Sent::Response(resp) => Ok(answer_response(&sh, &upstream, ex, resp)),
+        failed => answer_failure(&sh, ex, failed, &body_stalled, &body_malformed),
+    }
+}
+
+/// What is known of the exchange before it is sent (its origin, path, the capture's start), and
+/// the request head made ready for the upstream; the body becomes the [`RequestTap`] that copies
+/// it for the record on its way.
+fn begin_exchange(
+    sh: &Shared,
+    parts: &mut http::request::Parts,
+    body: Incoming,
+    peer: &str,
+    started: Instant,
+) -> (RequestTap, Exchange) {
     let origin = Origin {
         session_id: header_string(&parts.headers, &MCP_SESSION_ID),
         protocol_version: header_string(&parts.headers, &MCP_PROTOCOL_VERSION),
         user_agent: header_string(&parts.headers, &header::USER_AGENT),
-        peer: String::from(&*peer),
+        peer: String::from(peer),
     };
     let observer = &sh.observer;
     let request_headers = observer.options().log_headers.then(|| {
@@ -68,13 +108,6 @@ pub(super) async fn handle(
         sh.body_read_timeout,
         sh.body_deadline,
     );
-    let body_stalled = tap.timed_out.clone();
-    let body_malformed = tap.malformed.clone();
-    // Origin form (RFC 9112 §3.2.1): the upstream is reached directly, `Host` names it.
-    let uri = Uri::builder()
-        .path_and_query(path.as_str())
-        .build()
-        .expect("a request's path-and-query is a URI");
     strip_hop_by_hop(&mut parts.headers);
     let capture = sh.capture.as_ref().map(|c| {
         c.begin(
@@ -88,9 +121,30 @@ pub(super) async fn handle(
             origin.session_id.as_deref(),
         )
     });
+    rewrite_for_upstream(sh, parts, &path);
+    let ex = Exchange {
+        started,
+        origin,
+        http_method: parts.method.clone(),
+        path: redact_query(&path, &sh.redact_query_params).into_owned(),
+        request,
+        request_headers,
+        capture,
+    };
+    (tap, ex)
+}
+
+/// The request head as the upstream gets it: origin-form URI, HTTP/1.1, the upstream's `Host`
+/// (the client's in `X-Forwarded-Host`), `Via`, and no credentials meant for the proxy.
+fn rewrite_for_upstream(sh: &Shared, parts: &mut http::request::Parts, path: &str) {
+    // Origin form (RFC 9112 §3.2.1): the upstream is reached directly, `Host` names it.
+    let uri = Uri::builder()
+        .path_and_query(path)
+        .build()
+        .expect("a request's path-and-query is a URI");
     // Credentials for this proxy, not for the upstream.
     parts.headers.remove(header::PROXY_AUTHORIZATION);
-    // The upstream routes on its own name; the client's (checked above when the proxy checks
+    // The upstream routes on its own name; the client's (checked in `handle` when the proxy checks
     // hosts) goes along, with the scheme the client used (the proxy listens on plain HTTP), so
     // an upstream that advertises its own URLs (OAuth resource metadata, an issuer) can name
     // the proxy's address the client reached instead of one the client cannot use.
@@ -110,176 +164,74 @@ pub(super) async fn handle(
         .append(header::VIA, HeaderValue::from_static("1.1 mcp-triage"));
     parts.uri = uri;
     parts.version = http::Version::HTTP_11;
-    let ex = Exchange {
-        started,
-        origin,
-        http_method: parts.method.clone(),
-        path: redact_query(&path, &sh.redact_query_params).into_owned(),
-        request,
-        request_headers,
-        capture,
+}
+
+/// The upstream's response on its way to the client: hop-by-hop headers removed, the head noted
+/// for the record and the capture, the body wrapped in a [`ResponseTap`] feeding the observer.
+fn answer_response(
+    sh: &Arc<Shared>,
+    upstream: &Upstream,
+    mut ex: Exchange,
+    resp: Response<Incoming>,
+) -> Response<ResponseTap> {
+    let observer = &sh.observer;
+    let (mut parts, body) = resp.into_parts();
+    let head = ResponseHead {
+        status: parts.status.as_u16(),
+        headers: parts
+            .headers
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
     };
-    // If this future is dropped before the response head arrives (the client went away, or the
-    // proxy is shutting down), the guard still writes the exchange's record.
-    let mut guard = PendingGuard {
+    let response_headers = observer.options().log_headers.then(|| {
+        observer.loggable_headers(
+            parts
+                .headers
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_bytes())),
+        )
+    });
+    strip_hop_by_hop(&mut parts.headers);
+    if let (Some(c), Some(capture)) = (ex.capture.as_mut(), sh.capture.as_ref()) {
+        let headers = parts
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_bytes()));
+        c.response_head(parts.status.as_u16(), capture.headers(headers));
+    }
+    let obs = ResponseObserver {
         sh: sh.clone(),
+        session_assigned: header_string(&parts.headers, &MCP_SESSION_ID),
+        head,
+        response_headers,
+        bytes: 0,
+        stage: Stage::Waiting {
+            pending: Vec::new(),
+            pending_bytes: 0,
+            overflow: false,
+        },
         ex: Some(ex),
     };
-    let send = upstream.send(&sh, Request::from_parts(parts, tap));
-    let limit = sh.response_timeout;
-    let result = if limit.is_zero() {
-        send.await
-    } else {
-        let ex = guard.ex.as_mut().expect("armed until the response");
-        tokio::select! {
-            sent = send => sent,
-            _ = response_deadline(&mut ex.request, limit) => Sent::TimedOut(limit),
-        }
-    };
-    let mut ex = guard.ex.take().expect("the guard is disarmed only here");
-    match result {
-        Sent::Response(resp) => {
-            let (mut parts, body) = resp.into_parts();
-            let head = ResponseHead {
-                status: parts.status.as_u16(),
-                headers: parts
-                    .headers
-                    .iter()
-                    .map(|(n, v)| {
-                        (
-                            n.as_str().to_string(),
-                            String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                        )
-                    })
-                    .collect(),
-            };
-            let response_headers = observer.options().log_headers.then(|| {
-                observer.loggable_headers(
-                    parts
-                        .headers
-                        .iter()
-                        .map(|(n, v)| (n.as_str(), v.as_bytes())),
-                )
-            });
-            strip_hop_by_hop(&mut parts.headers);
-            if let (Some(c), Some(capture)) = (ex.capture.as_mut(), sh.capture.as_ref()) {
-                let headers = parts
-                    .headers
-                    .iter()
-                    .map(|(n, v)| (n.as_str(), v.as_bytes()));
-                c.response_head(parts.status.as_u16(), capture.headers(headers));
-            }
-            let obs = ResponseObserver {
-                sh: sh.clone(),
-                session_assigned: header_string(&parts.headers, &MCP_SESSION_ID),
-                head,
-                response_headers,
-                bytes: 0,
-                stage: Stage::Waiting {
-                    pending: Vec::new(),
-                    pending_bytes: 0,
-                    overflow: false,
-                },
-                ex: Some(ex),
-            };
-            Ok(Response::from_parts(
-                parts,
-                ResponseTap {
-                    in_flight: None,
-                    inner: TapInner::Upstream(body),
-                    observed: Some((
-                        Arc::new(Mutex::new(TapState {
-                            obs: Some(Box::new(obs)),
-                            ..TapState::default()
-                        })),
-                        upstream.deferred.clone(),
-                    )),
-                },
-            ))
-        }
-        failed => {
-            // What the client gets: a status and a sentence, or its connection closed as the
-            // upstream closed the proxy's; what the record says; whether the upstream may have
-            // acted on the request.
-            let (status, verdict, reached) = match failed {
-                Sent::ConnectFailed(why) => {
-                    let detail = format!(
-                        "the proxy could not connect to the upstream {}: {why}",
-                        sh.authority
-                    );
-                    (
-                        Some(StatusCode::BAD_GATEWAY),
-                        Verdict::connection_error(detail),
-                        false,
-                    )
-                }
-                Sent::Failed(_) if body_stalled.get().is_some() => {
-                    let stalled = body_stalled.get().expect("checked");
-                    let mut v = Verdict::timeout(
-                        stalled.to_string()
-                            + "; the upstream request was closed before its body ended",
-                    );
-                    v.limit = Some(stalled.limit());
-                    // An incomplete body is not a request the upstream can act on.
-                    (Some(StatusCode::REQUEST_TIMEOUT), v, false)
-                }
-                Sent::Failed(_) if body_malformed.get().is_some() => {
-                    let why = body_malformed.get().expect("checked");
-                    let v = Verdict::connection_error(format!(
-                        "the client's request body could not be read ({why}); the upstream request was closed before its body ended"
-                    ));
-                    // An incomplete body is not a request the upstream can act on.
-                    (Some(StatusCode::BAD_REQUEST), v, false)
-                }
-                Sent::Failed(e) => {
-                    let detail = format!(
-                        "the upstream closed the connection before a response: {}",
-                        error_chain(&e)
-                    );
-                    (None, Verdict::connection_error(detail), true)
-                }
-                Sent::TimedOut(limit) => {
-                    let mut v = Verdict::timeout(format!(
-                        "the upstream sent no response head within {} ms of the request (response timeout); the upstream request was closed",
-                        limit.as_millis()
-                    ));
-                    v.limit = Some(mcp_triage_core::LimitHit {
-                        name: "responseTimeoutMs".into(),
-                        max: limit.as_millis() as u64,
-                    });
-                    (Some(StatusCode::GATEWAY_TIMEOUT), v, true)
-                }
-                Sent::Response(_) => unreachable!("matched above"),
-            };
-            let detail = verdict.detail.clone().unwrap_or_default();
-            // The record waits for the rest of the request body (at most REQUEST_DRAIN), the
-            // client does not: it gets its answer now, and a shutdown that drops this handler
-            // cannot drop the record with it.
-            let code = status.map(|s| s.as_u16());
-            // Nothing answered (the client's connection is closed): 502 in a capture.
-            let answered = code.unwrap_or(502);
-            record_without_response(&sh, ex, answered, move |plan, sh, ex| {
-                plan.fail(sh, ex, verdict, reached, code, false)
-            });
-            match status {
-                Some(status) => {
-                    let body = format!("mcp-triage proxy: {detail}\n");
-                    let mut resp = Response::builder()
-                        .status(status)
-                        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8");
-                    if status == StatusCode::REQUEST_TIMEOUT || status == StatusCode::BAD_REQUEST {
-                        // The rest of the body is unread: the connection cannot carry another
-                        // request.
-                        resp = resp.header(header::CONNECTION, "close");
-                    }
-                    Ok(resp
-                        .body(ResponseTap::fixed(Bytes::from(body)))
-                        .expect("a static response is valid"))
-                }
-                None => Err(Cut),
-            }
-        }
-    }
+    Response::from_parts(
+        parts,
+        ResponseTap {
+            in_flight: None,
+            inner: TapInner::Upstream(body),
+            observed: Some((
+                Arc::new(Mutex::new(TapState {
+                    obs: Some(Box::new(obs)),
+                    ..TapState::default()
+                })),
+                upstream.deferred.clone(),
+            )),
+        },
+    )
 }
 
 /// The proxy's own answer to a request it will not forward (DNS-rebinding protection): a `403`

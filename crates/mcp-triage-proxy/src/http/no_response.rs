@@ -2,15 +2,21 @@
 //! without answering, timed out, the client's body stalled or broke, or the client went away.
 //! The record waits (bounded) for the request body; the client's answer does not.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use bytes::Bytes;
+use http::header;
+use http::{Response, StatusCode};
 use mcp_triage_core::{ResponseHead, Verdict};
 use tokio::sync::oneshot;
 
+use super::errors::{error_chain, Cut};
 use super::exchange::Exchange;
 use super::plan::Plan;
-use super::request_body::{RequestCopy, REQUEST_DRAIN};
+use super::request_body::{BodyStalled, RequestCopy, REQUEST_DRAIN};
+use super::response_body::ResponseTap;
 use super::shared::Shared;
+use super::upstream::Sent;
 use crate::capture::{CaptureEnd, ExchangeCapture};
 
 /// Writes the record of an exchange whose handler was dropped before the response head.
@@ -85,4 +91,104 @@ fn capture_without_response(
 
 fn plan_without_response(sh: &Arc<Shared>, ex: &Exchange, copy: &RequestCopy) -> Plan {
     Plan::new(sh, &ResponseHead::new(502), ex, copy)
+}
+
+/// Answers an exchange that got no response head: the client gets the proxy's answer now (or
+/// its connection closed, as the upstream closed the proxy's), the record follows once the
+/// request body was read.
+pub(super) fn answer_failure(
+    sh: &Arc<Shared>,
+    ex: Exchange,
+    failed: Sent,
+    body_stalled: &OnceLock<BodyStalled>,
+    body_malformed: &OnceLock<String>,
+) -> Result<Response<ResponseTap>, Cut> {
+    let (status, verdict, reached) = failure_verdict(sh, failed, body_stalled, body_malformed);
+    let detail = verdict.detail.clone().unwrap_or_default();
+    // The record waits for the rest of the request body (at most REQUEST_DRAIN), the
+    // client does not: it gets its answer now, and a shutdown that drops this handler
+    // cannot drop the record with it.
+    let code = status.map(|s| s.as_u16());
+    // Nothing answered (the client's connection is closed): 502 in a capture.
+    let answered = code.unwrap_or(502);
+    record_without_response(sh, ex, answered, move |plan, sh, ex| {
+        plan.fail(sh, ex, verdict, reached, code, false)
+    });
+    match status {
+        Some(status) => {
+            let body = format!("mcp-triage proxy: {detail}\n");
+            let mut resp = Response::builder()
+                .status(status)
+                .header(header::CONTENT_TYPE, "text/plain; charset=utf-8");
+            if status == StatusCode::REQUEST_TIMEOUT || status == StatusCode::BAD_REQUEST {
+                // The rest of the body is unread: the connection cannot carry another
+                // request.
+                resp = resp.header(header::CONNECTION, "close");
+            }
+            Ok(resp
+                .body(ResponseTap::fixed(Bytes::from(body)))
+                .expect("a static response is valid"))
+        }
+        None => Err(Cut),
+    }
+}
+
+/// What the client gets: a status and a sentence, or its connection closed as the
+/// upstream closed the proxy's; what the record says; whether the upstream may have
+/// acted on the request.
+fn failure_verdict(
+    sh: &Shared,
+    failed: Sent,
+    body_stalled: &OnceLock<BodyStalled>,
+    body_malformed: &OnceLock<String>,
+) -> (Option<StatusCode>, Verdict, bool) {
+    match failed {
+        Sent::ConnectFailed(why) => {
+            let detail = format!(
+                "the proxy could not connect to the upstream {}: {why}",
+                sh.authority
+            );
+            (
+                Some(StatusCode::BAD_GATEWAY),
+                Verdict::connection_error(detail),
+                false,
+            )
+        }
+        Sent::Failed(_) if body_stalled.get().is_some() => {
+            let stalled = body_stalled.get().expect("checked");
+            let mut v = Verdict::timeout(
+                stalled.to_string() + "; the upstream request was closed before its body ended",
+            );
+            v.limit = Some(stalled.limit());
+            // An incomplete body is not a request the upstream can act on.
+            (Some(StatusCode::REQUEST_TIMEOUT), v, false)
+        }
+        Sent::Failed(_) if body_malformed.get().is_some() => {
+            let why = body_malformed.get().expect("checked");
+            let v = Verdict::connection_error(format!(
+                "the client's request body could not be read ({why}); the upstream request was closed before its body ended"
+            ));
+            // An incomplete body is not a request the upstream can act on.
+            (Some(StatusCode::BAD_REQUEST), v, false)
+        }
+        Sent::Failed(e) => {
+            let detail = format!(
+                "the upstream closed the connection before a response: {}",
+                error_chain(&e)
+            );
+            (None, Verdict::connection_error(detail), true)
+        }
+        Sent::TimedOut(limit) => {
+            let mut v = Verdict::timeout(format!(
+                "the upstream sent no response head within {} ms of the request (response timeout); the upstream request was closed",
+                limit.as_millis()
+            ));
+            v.limit = Some(mcp_triage_core::LimitHit {
+                name: "responseTimeoutMs".into(),
+                max: limit.as_millis() as u64,
+            });
+            (Some(StatusCode::GATEWAY_TIMEOUT), v, true)
+        }
+        Sent::Response(_) => unreachable!("matched above"),
+    }
 }
