@@ -71,48 +71,81 @@ impl Plan {
         } else {
             None
         };
-        let Some((messages, batch)) = parsed else {
-            let kind = match ex.http_method {
-                Method::GET if is_sse(head) => RecordKind::Stream,
-                Method::DELETE => RecordKind::SessionEnd,
-                _ => RecordKind::Http,
-            };
-            let mut r = observer.new_record(kind);
-            r.session_id = ex
-                .origin
-                .session_id
-                .clone()
-                .filter(|_| observer.may_log_header("mcp-session-id"));
-            r.protocol_version = ex.origin.protocol_version.clone();
-            r.session_post_count = post_count;
-            if copy.overflow {
-                r.classified = false;
-                r.warnings.push(crate::record::ProxyWarning {
-                    code: "REQUEST_NOT_CLASSIFIED".into(),
-                    detail: format!(
-                        "the request body ({} bytes) is larger than maxRequestBytes = {}; it was forwarded whole but not read",
-                        copy.total,
-                        observer.options().max_request_bytes
-                    ),
-                });
-            } else if is_post {
-                r.warnings.push(crate::record::ProxyWarning {
-                    code: "REQUEST_NOT_JSONRPC".into(),
-                    detail: "the POSTed body is not a JSON-RPC message or batch".into(),
-                });
+        match parsed {
+            Some((messages, batch)) => {
+                plan.record_messages(sh, head, ex, &messages, batch, post_count)
             }
-            if kind == RecordKind::Stream {
-                plan.classifier = Some(ResponseClassifier::new(
-                    head,
-                    // No request on a GET stream has this id: every message is observed.
-                    call_context(sh, RequestId::String("\u{0}get-stream".into()), None),
-                ));
-            }
-            plan.via = r.record_id.clone();
-            plan.standalone = Some(r);
-            return plan;
+            None => plan.record_standalone(sh, head, ex, copy, post_count),
+        }
+        plan
+    }
+
+    /// A request that carries no JSON-RPC message (a GET stream, a DELETE, other HTTP, or a
+    /// body that was not read): one record of its own, and for a GET stream a classifier that
+    /// observes every message on it.
+    fn record_standalone(
+        &mut self,
+        sh: &Shared,
+        head: &ResponseHead,
+        ex: &Exchange,
+        copy: &RequestCopy,
+        post_count: Option<u64>,
+    ) {
+        let observer = &sh.observer;
+        let is_post = ex.http_method == Method::POST;
+        let kind = match ex.http_method {
+            Method::GET if is_sse(head) => RecordKind::Stream,
+            Method::DELETE => RecordKind::SessionEnd,
+            _ => RecordKind::Http,
         };
-        for m in &messages {
+        let mut r = observer.new_record(kind);
+        r.session_id = ex
+            .origin
+            .session_id
+            .clone()
+            .filter(|_| observer.may_log_header("mcp-session-id"));
+        r.protocol_version = ex.origin.protocol_version.clone();
+        r.session_post_count = post_count;
+        if copy.overflow {
+            r.classified = false;
+            r.warnings.push(crate::record::ProxyWarning {
+                code: "REQUEST_NOT_CLASSIFIED".into(),
+                detail: format!(
+                    "the request body ({} bytes) is larger than maxRequestBytes = {}; it was forwarded whole but not read",
+                    copy.total,
+                    observer.options().max_request_bytes
+                ),
+            });
+        } else if is_post {
+            r.warnings.push(crate::record::ProxyWarning {
+                code: "REQUEST_NOT_JSONRPC".into(),
+                detail: "the POSTed body is not a JSON-RPC message or batch".into(),
+            });
+        }
+        if kind == RecordKind::Stream {
+            self.classifier = Some(ResponseClassifier::new(
+                head,
+                // No request on a GET stream has this id: every message is observed.
+                call_context(sh, RequestId::String("\u{0}get-stream".into()), None),
+            ));
+        }
+        self.via = r.record_id.clone();
+        self.standalone = Some(r);
+    }
+
+    /// The request's message(s): a call per request, a record per notification or answer, and
+    /// the classifier (per call for a batch, at the end).
+    fn record_messages(
+        &mut self,
+        sh: &Shared,
+        head: &ResponseHead,
+        ex: &Exchange,
+        messages: &[Message],
+        batch: bool,
+        post_count: Option<u64>,
+    ) {
+        let observer = &sh.observer;
+        for m in messages {
             match m {
                 Message::Request { id, method, params } => {
                     let mut call = observer.start_call(id, method, params, &ex.origin);
@@ -121,26 +154,26 @@ impl Plan {
                     call.record.http_method = Some(ex.http_method.to_string());
                     call.record.path = Some(ex.path.clone());
                     if method == "tools/list" && !batch {
-                        plan.tools = Some(ToolsTap::new(is_sse(head), observer.options().limits));
+                        self.tools = Some(ToolsTap::new(is_sse(head), observer.options().limits));
                     }
-                    plan.calls.push(call);
+                    self.calls.push(call);
                 }
                 other => {
                     let mut r = observer.message_record(other, &ex.origin);
                     r.session_post_count = post_count;
                     r.http_method = Some(ex.http_method.to_string());
                     r.path = Some(ex.path.clone());
-                    plan.messages.push(r);
+                    self.messages.push(r);
                 }
             }
         }
-        if batch && !plan.calls.is_empty() {
-            plan.batch_copy = Some((Vec::new(), false));
-        } else if let Some(call) = plan.calls.first() {
+        if batch && !self.calls.is_empty() {
+            self.batch_copy = Some((Vec::new(), false));
+        } else if let Some(call) = self.calls.first() {
             let id =
                 serde_json::from_value::<RequestId>(call.record.id.clone().unwrap_or_default())
                     .unwrap_or(RequestId::String(String::new()));
-            plan.classifier = Some(ResponseClassifier::new(
+            self.classifier = Some(ResponseClassifier::new(
                 head,
                 call_context(sh, id, call.record.protocol_version.as_deref())
                     .with_request_session(RequestSession::from_header(
@@ -152,18 +185,17 @@ impl Plan {
                     )),
             ));
         } else {
-            plan.classifier = Some(ResponseClassifier::new(
+            self.classifier = Some(ResponseClassifier::new(
                 head,
                 call_context(sh, RequestId::String("\u{0}messages".into()), None),
             ));
         }
-        plan.via = plan
+        self.via = self
             .calls
             .first()
             .map(|c| c.record.record_id.clone())
-            .or_else(|| plan.messages.first().map(|r| r.record_id.clone()))
+            .or_else(|| self.messages.first().map(|r| r.record_id.clone()))
             .unwrap_or_default();
-        plan
     }
 
     /// The response is forwarded but not judged, for `why`: chunks that arrived before the
@@ -245,22 +277,15 @@ impl Plan {
         first.unwrap_or_default()
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn finish(
-        self,
-        sh: &Shared,
-        ex: &Exchange,
-        head: &ResponseHead,
-        end: End,
-        bytes: u64,
-        session: Option<&str>,
-        response_headers: Option<Vec<(String, String)>>,
-    ) -> String {
+    /// Writes the records once the body ended (or broke, or the client went away). Returns the
+    /// first record's outcome: the exchange's verdict in a capture.
+    pub(super) fn finish(self, sh: &Shared, ex: &Exchange, seen: Observed<'_>) -> String {
         let obs = &sh.observer;
-        // The first record's outcome: the exchange's verdict in a capture.
+        let head = seen.head;
+        let end = &seen.end;
         let mut first: Option<String> = None;
         let cancelled = matches!(end, End::Cancelled);
-        let verdict = self.classifier.map(|c| match &end {
+        let verdict = self.classifier.map(|c| match end {
             End::Finished => c.finish(),
             End::Broken(why) => c.interrupted(Interruption::ConnectionLost(why.clone())),
             End::Cancelled => c.interrupted(Interruption::ConnectionLost(
@@ -273,11 +298,11 @@ impl Plan {
         });
         let stamp = |r: &mut Record| {
             r.request_bytes = self.request_bytes;
-            r.response_bytes = bytes;
+            r.response_bytes = seen.bytes;
             r.cancelled = cancelled;
             r.http_statuses = vec![head.status];
             r.request_headers = ex.request_headers.clone();
-            r.response_headers = response_headers.clone();
+            r.response_headers = seen.response_headers.clone();
         };
         for (i, mut call) in self.calls.into_iter().enumerate() {
             stamp(&mut call.record);
@@ -286,28 +311,16 @@ impl Plan {
                 (Some(v), None) => Some(v.clone()),
                 (None, None) => None,
             };
-            if let Some(v) = &v {
-                first.get_or_insert_with(|| {
-                    crate::record::outcome_and_layer(Some(call.method()), v.outcome).0
-                });
-            }
-            match v {
-                Some(v) => obs.finish_call(call, v, true, session, tools.as_deref()),
-                None => {
-                    // Not classifiable (see `unclassifiable`): forwarded, not judged.
-                    let why = self.unclassified.clone().unwrap_or_else(|| {
-                        "the response was forwarded but not classified".to_string()
-                    });
-                    let mut v =
-                        Verdict::new(mcp_triage_core::Outcome::LimitExceeded).with_detail(why);
-                    v.limit = Some(mcp_triage_core::LimitHit {
-                        name: "maxBodyBytes".into(),
-                        max: obs.options().limits.max_body_bytes,
-                    });
-                    first.get_or_insert_with(|| v.outcome.as_str().to_string());
-                    obs.finish_call(call, v, true, session, None)
-                }
-            }
+            let unclassified = self.unclassified.as_deref();
+            finish_call(
+                sh,
+                call,
+                v,
+                unclassified,
+                &seen,
+                tools.as_deref(),
+                &mut first,
+            );
         }
         let accepted = head.is_success() && !cancelled && matches!(end, End::Finished);
         for mut r in self.messages {
@@ -326,50 +339,114 @@ impl Plan {
         }
         if let Some(mut r) = self.standalone {
             stamp(&mut r);
-            r.duration_ms = ex.started.elapsed().as_secs_f64() * 1000.0;
-            r.http_method = Some(ex.http_method.to_string());
-            r.path = Some(ex.path.clone());
-            match r.kind {
-                RecordKind::Stream => {
-                    if let Some(v) = verdict {
-                        r.layer = Some("transport".into());
-                        r.outcome = match &end {
-                            End::Finished => "STREAM_CLOSED".into(),
-                            End::Broken(_) => "CONNECTION_ERROR".into(),
-                            End::Cancelled => "STREAM_CLOSED".into(),
-                        };
-                        r.verdict = Some(v);
-                    }
-                }
-                RecordKind::SessionEnd => {
-                    if head.is_success() {
-                        if let Some(sid) = &ex.origin.session_id {
-                            obs.session_ended(sid);
-                        }
-                    }
-                    r.outcome = if head.is_success() {
-                        "ACCEPTED".into()
-                    } else {
-                        "HTTP_ERROR".into()
-                    };
-                }
-                _ => {
-                    r.outcome = if head.is_success() {
-                        "FORWARDED".into()
-                    } else {
-                        "HTTP_ERROR".into()
-                    };
-                }
-            }
-            if let End::Broken(why) = &end {
-                if r.kind != RecordKind::Stream {
-                    r.set_verdict(None, Verdict::connection_error(why.clone()));
-                }
-            }
+            finish_standalone(sh, ex, &mut r, verdict, &seen);
             first.get_or_insert_with(|| r.outcome.clone());
             obs.emit(r);
         }
         first.unwrap_or_default()
+    }
+}
+
+/// What the response came to, as [`Plan::finish`] records it.
+pub(super) struct Observed<'a> {
+    pub(super) head: &'a ResponseHead,
+    /// How the body ended.
+    pub(super) end: End,
+    /// Body bytes that passed to the client.
+    pub(super) bytes: u64,
+    /// The session id the response assigned, if any.
+    pub(super) session: Option<&'a str>,
+    /// The response's headers as records may show them (`--log-headers`).
+    pub(super) response_headers: Option<Vec<(String, String)>>,
+}
+
+/// Ends one call with its verdict, or, when the response was not classified (see
+/// [`Plan::unclassifiable`]), with a `LIMIT_EXCEEDED` naming `maxBodyBytes`. Notes the outcome
+/// in `first` when it is the exchange's first.
+fn finish_call(
+    sh: &Shared,
+    call: Call,
+    v: Option<Verdict>,
+    unclassified: Option<&str>,
+    seen: &Observed<'_>,
+    tools: Option<&[Value]>,
+    first: &mut Option<String>,
+) {
+    let obs = &sh.observer;
+    if let Some(v) = &v {
+        first.get_or_insert_with(|| {
+            crate::record::outcome_and_layer(Some(call.method()), v.outcome).0
+        });
+    }
+    match v {
+        Some(v) => obs.finish_call(call, v, true, seen.session, tools),
+        None => {
+            // Not classifiable (see `unclassifiable`): forwarded, not judged.
+            let why = unclassified
+                .map(str::to_string)
+                .unwrap_or_else(|| "the response was forwarded but not classified".to_string());
+            let mut v = Verdict::new(mcp_triage_core::Outcome::LimitExceeded).with_detail(why);
+            v.limit = Some(mcp_triage_core::LimitHit {
+                name: "maxBodyBytes".into(),
+                max: obs.options().limits.max_body_bytes,
+            });
+            first.get_or_insert_with(|| v.outcome.as_str().to_string());
+            obs.finish_call(call, v, true, seen.session, None)
+        }
+    }
+}
+
+/// The outcome of a record without a JSON-RPC request: a GET stream closed or broken, a DELETE
+/// that ended the session or not, other HTTP forwarded or failed.
+fn finish_standalone(
+    sh: &Shared,
+    ex: &Exchange,
+    r: &mut Record,
+    verdict: Option<Verdict>,
+    seen: &Observed<'_>,
+) {
+    let obs = &sh.observer;
+    let head = seen.head;
+    let end = &seen.end;
+    r.duration_ms = ex.started.elapsed().as_secs_f64() * 1000.0;
+    r.http_method = Some(ex.http_method.to_string());
+    r.path = Some(ex.path.clone());
+    match r.kind {
+        RecordKind::Stream => {
+            if let Some(v) = verdict {
+                r.layer = Some("transport".into());
+                r.outcome = match end {
+                    End::Finished => "STREAM_CLOSED".into(),
+                    End::Broken(_) => "CONNECTION_ERROR".into(),
+                    End::Cancelled => "STREAM_CLOSED".into(),
+                };
+                r.verdict = Some(v);
+            }
+        }
+        RecordKind::SessionEnd => {
+            if head.is_success() {
+                if let Some(sid) = &ex.origin.session_id {
+                    obs.session_ended(sid);
+                }
+            }
+            r.outcome = if head.is_success() {
+                "ACCEPTED".into()
+            } else {
+                "HTTP_ERROR".into()
+            };
+        }
+        _ => {
+            r.outcome = if head.is_success() {
+                "FORWARDED".into()
+            } else {
+                "HTTP_ERROR".into()
+            };
+        }
+    }
+    if let End::Broken(why) = end {
+        if r.kind != RecordKind::Stream {
+            r.set_verdict(None, Verdict::connection_error(why.clone()));
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use mcp_triage_core::ResponseHead;
 use tokio::sync::oneshot;
 
 use super::exchange::Exchange;
-use super::plan::{is_sse, End, Plan};
+use super::plan::{is_sse, End, Observed, Plan};
 use super::request_body::{RequestCopy, REQUEST_DRAIN};
 use super::shared::Shared;
 use crate::capture::CaptureEnd;
@@ -171,15 +171,14 @@ impl ResponseObserver {
             End::Broken(_) => CaptureEnd::UpstreamClosed,
             End::Cancelled => CaptureEnd::ClientCancelled,
         };
-        let verdict = plan.finish(
-            &self.sh,
-            &ex,
-            &self.head,
+        let seen = Observed {
+            head: &self.head,
             end,
-            self.bytes,
-            self.session_assigned.as_deref(),
-            self.response_headers,
-        );
+            bytes: self.bytes,
+            session: self.session_assigned.as_deref(),
+            response_headers: self.response_headers,
+        };
+        let verdict = plan.finish(&self.sh, &ex, seen);
         if let (Some(c), Some(to)) = (capture, self.sh.capture.as_ref()) {
             c.finish(to, ended, self.head.status, &verdict);
         }
