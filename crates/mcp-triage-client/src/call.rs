@@ -11,7 +11,8 @@ use serde_json::{json, Value};
 
 use crate::answers::input_responses;
 use crate::call_record::{finish_from, finish_setup_failure, push_attempt, set_decision};
-use crate::client::{Client, Era, Transport};
+use crate::client::{Client, Era, HttpEndpoint, Transport};
+use crate::exchange::Negotiated;
 use crate::options::CallOptions;
 use crate::setup::{modern_version_offered, server_info, Probe};
 use crate::task_driver;
@@ -191,16 +192,12 @@ impl Client {
                     send["task"] = json!({ "ttl": 60_000 });
                 }
                 let msg = self.build_message("tools/call", &send, &id, era_now, version, Some(co));
-                let call = self.exchange(
-                    &msg,
-                    &id,
-                    era_now,
+                let with = Negotiated {
+                    era: era_now,
                     version,
-                    session.as_deref(),
-                    schema,
-                    deadline,
-                    tool.as_ref(),
-                );
+                    session: session.as_deref(),
+                };
+                let call = self.exchange(&msg, &id, with, schema, deadline, tool.as_ref());
                 let s = call.await;
                 rec.post_count += 1;
                 let kind = if rec.rounds > 0 {
@@ -427,7 +424,7 @@ impl Client {
         if let Some(s) = &c.scope {
             detail.push_str(&format!(", scope {s:?}"));
         }
-        if let (Some(meta), Transport::Http { http, url, .. }) =
+        if let (Some(meta), Transport::Http(HttpEndpoint { http, url, .. })) =
             (&c.resource_metadata, &self.transport)
         {
             detail.push_str(&format!(", resource metadata {meta}"));
@@ -500,7 +497,18 @@ impl Client {
         let deadline = tokio::time::Instant::now() + self.opts.timeout;
         let schema = tool.as_ref().and_then(|t| t.output_schema.clone());
         let s = self
-            .exchange(&msg, &rid, era, version, session, schema, deadline, None)
+            .exchange(
+                &msg,
+                &rid,
+                Negotiated {
+                    era,
+                    version,
+                    session,
+                },
+                schema,
+                deadline,
+                None,
+            )
             .await;
         push_attempt(rec, &s, &rid, "task_result", None);
         finish_from(rec, &s, &rid, self.opts.keep_result);

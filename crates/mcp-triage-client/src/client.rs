@@ -22,6 +22,7 @@ use mcp_triage_core::{ProtocolVersion, ServerInfo};
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
 
+use crate::exchange::Negotiated;
 use crate::headers::with_auth;
 use crate::oauth::{BearerCell, OAuth};
 use crate::options::{CallOptions, ClientOptions};
@@ -78,12 +79,16 @@ pub(crate) struct State {
 }
 
 pub(crate) enum Transport {
-    Http {
-        http: reqwest::Client,
-        url: String,
-        headers: Vec<(String, String)>,
-    },
+    Http(HttpEndpoint),
     Stdio(Box<Mutex<StdioConn>>),
+}
+
+/// Where the client's HTTP requests go: the HTTP client, the target's URL and the user's extra
+/// headers (`--header`).
+pub(crate) struct HttpEndpoint {
+    pub(crate) http: reqwest::Client,
+    pub(crate) url: String,
+    pub(crate) headers: Vec<(String, String)>,
 }
 
 /// An MCP client over Streamable HTTP or stdio.
@@ -132,11 +137,11 @@ impl Client {
                     .user_agent(format!("{}/{}", opts.client_name, opts.client_version))
                     .build()
                     .map_err(|e| ConnectError::Http(wire::error_chain(&e)))?;
-                Transport::Http {
+                Transport::Http(HttpEndpoint {
                     http,
                     url: url.clone(),
                     headers: headers.clone(),
-                }
+                })
             }
             Target::Stdio { command, args, env } => {
                 let conn = StdioConn::spawn(
@@ -204,7 +209,7 @@ impl Client {
 
     /// Opens the 2024-11-05 HTTP+SSE session (GET, `endpoint` event).
     pub(crate) async fn open_legacy_sse(&self) -> Result<(), String> {
-        let Transport::Http { http, url, headers } = &self.transport else {
+        let Transport::Http(HttpEndpoint { http, url, headers }) = &self.transport else {
             return Err("HTTP+SSE needs an HTTP target".into());
         };
         let s = SseSession::open(
@@ -223,7 +228,7 @@ impl Client {
             return "http+sse";
         }
         match self.transport {
-            Transport::Http { .. } => "streamable-http",
+            Transport::Http(_) => "streamable-http",
             Transport::Stdio(_) => "stdio",
         }
     }
@@ -339,7 +344,7 @@ impl Client {
     /// Streamable HTTP session the server assigned (it must use sessions at all): otherwise
     /// [`UnknownSessionAnswer::NoSession`]. Nothing runs on the server: `ping` has no effect.
     pub async fn unknown_session_answer(&self) -> UnknownSessionAnswer {
-        let Transport::Http { http, url, headers } = &self.transport else {
+        let Transport::Http(to) = &self.transport else {
             return UnknownSessionAnswer::NoSession;
         };
         let (era, version, real) = {
@@ -354,16 +359,12 @@ impl Client {
             made_up.push('0');
         }
         let msg = json!({ "jsonrpc": "2.0", "id": self.new_id(), "method": "ping" });
-        let req = self.http_request(
-            http,
-            url,
-            headers,
-            &msg,
-            Era::Legacy,
+        let with = Negotiated {
+            era: Era::Legacy,
             version,
-            Some(&made_up),
-            &[],
-        );
+            session: Some(&made_up),
+        };
+        let req = self.http_request(to, &msg, with, &[]);
         match tokio::time::timeout(self.opts.timeout, req.send()).await {
             Ok(Ok(resp)) => UnknownSessionAnswer::Status(resp.status().as_u16()),
             Ok(Err(e)) => {
@@ -382,7 +383,7 @@ impl Client {
         let mut st = self.state.lock().await;
         st.listener = None;
         match &self.transport {
-            Transport::Http { http, url, headers } => {
+            Transport::Http(HttpEndpoint { http, url, headers }) => {
                 if let Some(s) = &st.session_id {
                     let mut req = http.delete(url).header("Mcp-Session-Id", s);
                     req = with_auth(req, headers, self.bearer.get().as_deref());

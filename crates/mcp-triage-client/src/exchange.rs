@@ -1,12 +1,12 @@
 //! One request/response exchange on the client's transport, classified ([`Client::exchange`]):
-//! the message as sent ([`Outgoing`]), the bounds of the attempt ([`Attempt`]), and OAuth's
-//! challenge-and-resend inside one exchange. Also the client's notifications and its replies to
+//! what the message is sent under ([`Negotiated`]), the bounds of the attempt ([`Attempt`]),
+//! and OAuth's challenge-and-resend inside one exchange. Also the client's notifications and its replies to
 //! server requests. [`crate::http_exchange`] and [`crate::stdio_exchange`] do the I/O.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use mcp_triage_core::{OutputSchema, ProtocolVersion};
+use mcp_triage_core::{CallContext, OutputSchema, ProtocolVersion};
 use serde_json::Value;
 
 use crate::answers::{build_answer, is_input_round, refusal, refused_text};
@@ -15,16 +15,34 @@ use crate::oauth::AuthAttempts;
 use crate::tools::ToolInfo;
 use crate::wire::{self, Incoming, Sent};
 
+/// What a message is sent under: the era and revision negotiated with the server, and the
+/// legacy session it belongs to. They decide the HTTP headers (`MCP-Protocol-Version`,
+/// `Mcp-Method`/`Mcp-Name`, `Mcp-Session-Id`); the `_meta` is already in the message.
+#[derive(Clone, Copy)]
+pub(crate) struct Negotiated<'a> {
+    pub(crate) era: Era,
+    pub(crate) version: ProtocolVersion,
+    pub(crate) session: Option<&'a str>,
+}
+
+/// One attempt at an exchange, besides the message and what it is sent under: the id whose
+/// answer is awaited, how that answer is judged, by when it must come, when the attempt
+/// started (its duration), and the tool whose `x-mcp-header` arguments go as headers.
+pub(crate) struct Attempt<'a> {
+    pub(crate) id: &'a Value,
+    pub(crate) ctx: CallContext,
+    pub(crate) deadline: tokio::time::Instant,
+    pub(crate) started: Instant,
+    pub(crate) tool: Option<&'a ToolInfo>,
+}
+
 impl Client {
     /// One request/response exchange on the transport, classified.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn exchange(
         &self,
         msg: &Value,
         id: &Value,
-        era: Era,
-        version: ProtocolVersion,
-        session: Option<&str>,
+        with: Negotiated<'_>,
         schema: Option<Arc<OutputSchema>>,
         deadline: tokio::time::Instant,
         tool: Option<&ToolInfo>,
@@ -34,31 +52,32 @@ impl Client {
         let kind = mcp_triage_core::RequestKind::from_method(msg["method"].as_str().unwrap_or(""));
         let ctx = wire::context(
             id,
-            version,
+            with.version,
             self.opts.limits,
             schema,
-            mcp_triage_core::RequestSession::from_header(session),
+            mcp_triage_core::RequestSession::from_header(with.session),
         )
         .with_request_kind(kind);
+        let mut attempt = Attempt {
+            id,
+            ctx,
+            deadline,
+            started,
+            tool,
+        };
         match &self.transport {
-            Transport::Http { .. } if self.sse().is_some() => {
+            Transport::Http(_) if self.sse().is_some() => {
                 let sse = self.sse().expect("checked");
-                sse.exchange(msg, &ctx, deadline).await
+                sse.exchange(msg, &attempt.ctx, attempt.deadline).await
             }
-            Transport::Http { http, url, headers } => {
+            Transport::Http(to) => {
                 let mut attempts = AuthAttempts::default();
                 let mut auth_notes: Vec<(String, String)> = Vec::new();
-                let mut deadline = deadline;
                 loop {
                     if let Some(o) = &self.oauth {
                         auth_notes.extend(o.prepare().await);
                     }
-                    let mut sent = self
-                        .http_once(
-                            http, url, headers, msg, id, era, version, session, &ctx, deadline,
-                            tool, started,
-                        )
-                        .await;
+                    let mut sent = self.http_once(to, msg, with, &attempt).await;
                     if let (Some(o), Some(status)) = (&self.oauth, sent.status) {
                         let challenge = sent.verdict.auth_challenge.clone();
                         let insufficient = status == 403
@@ -72,7 +91,8 @@ impl Client {
                                 Ok((code, note)) => {
                                     auth_notes.push((code.to_string(), note));
                                     // The person may have taken a while in the browser.
-                                    deadline = deadline
+                                    attempt.deadline = attempt
+                                        .deadline
                                         .max(tokio::time::Instant::now() + self.opts.timeout);
                                     continue;
                                 }
@@ -97,27 +117,20 @@ impl Client {
             }
             Transport::Stdio(conn) => {
                 let mut conn = conn.lock().await;
-                self.stdio_exchange(&mut conn, msg, &ctx, deadline, started)
-                    .await
+                self.stdio_exchange(&mut conn, msg, &attempt).await
             }
         }
     }
 
     /// Sends a notification; failures are ignored (a notification has no answer to judge).
-    pub(crate) async fn notify(
-        &self,
-        msg: &Value,
-        era: Era,
-        version: ProtocolVersion,
-        session: Option<&str>,
-    ) {
+    pub(crate) async fn notify(&self, msg: &Value, with: Negotiated<'_>) {
         if let Some(sse) = self.sse() {
             sse.post(msg).await;
             return;
         }
         match &self.transport {
-            Transport::Http { http, url, headers } => {
-                let req = self.http_request(http, url, headers, msg, era, version, session, &[]);
+            Transport::Http(to) => {
+                let req = self.http_request(to, msg, with, &[]);
                 let _ = tokio::time::timeout(self.opts.timeout, async {
                     if let Ok(r) = req.send().await {
                         let _ = r.bytes().await;
@@ -135,9 +148,7 @@ impl Client {
     pub(crate) async fn answer_incoming(
         &self,
         inc: Incoming,
-        era: Era,
-        version: ProtocolVersion,
-        session: Option<&str>,
+        with: Negotiated<'_>,
     ) -> Result<wire::Answer, String> {
         let (reply, answer) = match build_answer(&self.opts, &inc) {
             Ok(r) => (
@@ -153,23 +164,18 @@ impl Client {
                 wire::Answer::Refused(refused_text(&inc, &why)),
             ),
         };
-        self.post_reply(&reply, era, version, session).await;
+        self.post_reply(&reply, with).await;
         Ok(answer)
     }
 
-    async fn post_reply(
-        &self,
-        reply: &Value,
-        era: Era,
-        version: ProtocolVersion,
-        session: Option<&str>,
-    ) {
+    /// Posts the reply to a server request (over HTTP+SSE, to its message endpoint).
+    async fn post_reply(&self, reply: &Value, with: Negotiated<'_>) {
         if let Some(sse) = self.sse() {
             sse.post(reply).await;
             return;
         }
-        if let Transport::Http { http, url, headers } = &self.transport {
-            let req = self.http_request(http, url, headers, reply, era, version, session, &[]);
+        if let Transport::Http(to) = &self.transport {
+            let req = self.http_request(to, reply, with, &[]);
             let _ = tokio::time::timeout(self.opts.timeout, async {
                 if let Ok(r) = req.send().await {
                     let _ = r.bytes().await;

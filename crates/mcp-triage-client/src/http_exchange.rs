@@ -9,29 +9,33 @@ use mcp_triage_core::retry::Delivery;
 use mcp_triage_core::{Outcome, OutputSchema, ProtocolVersion, Verdict};
 use serde_json::{json, Value};
 
-use crate::client::{Client, Era, Transport};
+use crate::client::{Client, Era, HttpEndpoint, Transport};
+use crate::exchange::{Attempt, Negotiated};
 use crate::headers::{header_value, with_auth};
-use crate::tools::{param_headers, ToolInfo};
+use crate::tools::param_headers;
 use crate::wire::{self, Sent};
 
 impl Client {
-    #[allow(clippy::too_many_arguments)]
+    /// The POST that carries `msg`: the user's headers and bearer token, the protocol headers
+    /// its era and revision call for, the session, and `extra` (`Mcp-Param-*`).
     pub(crate) fn http_request(
         &self,
-        http: &reqwest::Client,
-        url: &str,
-        headers: &[(String, String)],
+        to: &HttpEndpoint,
         msg: &Value,
-        era: Era,
-        version: ProtocolVersion,
-        session: Option<&str>,
+        with: Negotiated<'_>,
         extra: &[(String, String)],
     ) -> reqwest::RequestBuilder {
-        let mut req = http
-            .post(url)
+        let Negotiated {
+            era,
+            version,
+            session,
+        } = with;
+        let mut req = to
+            .http
+            .post(&to.url)
             .header("Accept", "application/json, text/event-stream")
             .header("Content-Type", "application/json");
-        req = with_auth(req, headers, self.bearer.get().as_deref());
+        req = with_auth(req, &to.headers, self.bearer.get().as_deref());
         let is_init = msg["method"] == "initialize";
         if era == Era::Modern || (!is_init && version.at_least(ProtocolVersion::V2025_06_18)) {
             req = req.header("MCP-Protocol-Version", version.as_str());
@@ -65,26 +69,26 @@ impl Client {
     }
 
     /// One HTTP request/response, classified (no authorization handling).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn http_once(
         &self,
-        http: &reqwest::Client,
-        url: &str,
-        headers: &[(String, String)],
+        to: &HttpEndpoint,
         msg: &Value,
-        id: &Value,
-        era: Era,
-        version: ProtocolVersion,
-        session: Option<&str>,
-        ctx: &mcp_triage_core::CallContext,
-        deadline: tokio::time::Instant,
-        tool: Option<&ToolInfo>,
-        started: Instant,
+        with: Negotiated<'_>,
+        attempt: &Attempt<'_>,
     ) -> Sent {
+        let Attempt {
+            id,
+            ctx,
+            deadline,
+            started,
+            tool,
+        } = attempt;
+        let (deadline, started) = (*deadline, *started);
+        let era = with.era;
         let extra = tool
             .map(|t| param_headers(t, &msg["params"]["arguments"]))
             .unwrap_or_default();
-        let req = self.http_request(http, url, headers, msg, era, version, session, &extra);
+        let req = self.http_request(to, msg, with, &extra);
         let mut sent = match tokio::time::timeout_at(deadline, req.send()).await {
             Err(_) => Sent::failed(
                 Verdict::timeout("no response head before the deadline"),
@@ -114,7 +118,7 @@ impl Client {
                             if !answers_ok {
                                 return Err("the server sent a request on a 2026-07-28 stream, which that revision forbids".to_string());
                             }
-                            self.answer_incoming(inc, era, version, session).await
+                            self.answer_incoming(inc, with).await
                         })
                         .await;
                 if matches!(
@@ -134,7 +138,7 @@ impl Client {
         {
             let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
                         "params": { "requestId": id, "reason": "timeout" } });
-            self.notify(&cancel, era, version, session).await;
+            self.notify(&cancel, with).await;
             if let Some(d) = sent.verdict.detail.as_mut() {
                 d.push_str("; notifications/cancelled sent");
             }
@@ -153,7 +157,7 @@ impl Client {
         deadline: tokio::time::Instant,
     ) -> Sent {
         let started = Instant::now();
-        let Transport::Http { http, url, headers } = &self.transport else {
+        let Transport::Http(HttpEndpoint { http, url, headers }) = &self.transport else {
             return Sent::failed(
                 Verdict::connection_error("resumption needs HTTP"),
                 Delivery::Sent,
@@ -196,8 +200,12 @@ impl Client {
             Ok(Ok(r)) => r,
         };
         wire::read_response(resp, ctx, deadline, started, |inc| async move {
-            self.answer_incoming(inc, Era::Legacy, version, session)
-                .await
+            let with = Negotiated {
+                era: Era::Legacy,
+                version,
+                session,
+            };
+            self.answer_incoming(inc, with).await
         })
         .await
     }

@@ -10,7 +10,8 @@ use mcp_triage_core::retry::Delivery;
 use mcp_triage_core::{OutputSchema, ProtocolVersion, ServerInfo, Verdict};
 use serde_json::{json, Value};
 
-use crate::client::{Client, Era, State, Transport};
+use crate::client::{Client, Era, HttpEndpoint, State, Transport};
+use crate::exchange::Negotiated;
 use crate::options::VersionChoice;
 use crate::standalone::{AbortOnDrop, Standalone};
 use crate::tools::{tool_info, ToolInfo};
@@ -99,9 +100,7 @@ impl Client {
                 self.initialize_locked(&mut st, v).await?;
                 Ok((st.era, st.version))
             }
-            (VersionChoice::Auto, Transport::Http { .. }) => {
-                Ok((None, ProtocolVersion::V2026_07_28))
-            }
+            (VersionChoice::Auto, Transport::Http(_)) => Ok((None, ProtocolVersion::V2026_07_28)),
             (VersionChoice::Auto, Transport::Stdio(_)) => {
                 match self.initialize_locked(&mut st, LEGACY_DEFAULT).await {
                     Ok(()) => Ok((st.era, st.version)),
@@ -147,7 +146,7 @@ impl Client {
             }});
             let deadline = tokio::time::Instant::now() + self.opts.timeout;
             let sent = self
-                .exchange(&msg, &id, Era::Legacy, version, None, None, deadline, None)
+                .exchange(&msg, &id, legacy(version, None), None, deadline, None)
                 .await;
             self.keep_stdout_notes(&sent);
             if st.scenario.is_none() {
@@ -177,10 +176,10 @@ impl Client {
                 st.server_info = server_info(&result["serverInfo"]);
                 st.server_capabilities = Some(result["capabilities"].clone());
                 let note = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
-                self.notify(&note, Era::Legacy, v, st.session_id.as_deref())
+                self.notify(&note, legacy(v, st.session_id.as_deref()))
                     .await;
                 st.listener = None;
-                if let (Transport::Http { http, url, headers }, Some(session), true) =
+                if let (Transport::Http(HttpEndpoint { http, url, headers }), Some(session), true) =
                     (&self.transport, &st.session_id, self.opts.listen_standalone)
                 {
                     // Legacy servers may send requests unrelated to a POST (an elicitation
@@ -218,7 +217,7 @@ impl Client {
             if self.opts.protocol == VersionChoice::Auto
                 && matches!(sent.status, Some(400 | 404 | 405))
                 && self.sse().is_none()
-                && matches!(self.transport, Transport::Http { .. })
+                && matches!(self.transport, Transport::Http(_))
                 && self.open_legacy_sse().await.is_ok()
             {
                 version = ProtocolVersion::V2024_11_05;
@@ -362,9 +361,11 @@ impl Client {
             .exchange(
                 &msg,
                 &id,
-                era,
-                version,
-                session.as_deref(),
+                Negotiated {
+                    era,
+                    version,
+                    session: session.as_deref(),
+                },
                 schema,
                 deadline,
                 None,
@@ -411,5 +412,14 @@ impl Client {
         st.tools = Some(out.iter().map(|t| (t.name.clone(), t.clone())).collect());
         st.list_failure = None;
         Ok(out)
+    }
+}
+
+/// What a legacy-era message is sent under: `version`, in `session` (none before `initialize`).
+fn legacy(version: ProtocolVersion, session: Option<&str>) -> Negotiated<'_> {
+    Negotiated {
+        era: Era::Legacy,
+        version,
+        session,
     }
 }

@@ -1,14 +1,13 @@
 //! One stdio exchange: a line to the server's stdin, lines from its stdout until the answer,
 //! answering server requests on the way and noting stdout lines that break the protocol.
 
-use std::time::Instant;
-
 use mcp_triage_core::retry::Delivery;
 use mcp_triage_core::Verdict;
 use serde_json::{json, Value};
 
 use crate::answers::{build_answer, is_input_round, refusal, refused_text};
 use crate::client::Client;
+use crate::exchange::Attempt;
 use crate::stdio::{Line, StdioConn};
 use crate::wire::{self, Incoming, Sent};
 
@@ -19,10 +18,9 @@ impl Client {
         &self,
         conn: &mut StdioConn,
         msg: &Value,
-        ctx: &mcp_triage_core::CallContext,
-        deadline: tokio::time::Instant,
-        started: Instant,
+        attempt: &Attempt<'_>,
     ) -> Sent {
+        let (ctx, deadline, started) = (&attempt.ctx, attempt.deadline, attempt.started);
         if let Some(why) = &conn.closed {
             return Sent::failed(
                 Verdict::connection_error(why.clone()),

@@ -26,6 +26,7 @@ use tokio::time::Instant;
 use crate::answers::{answer_from, refusal_result};
 use crate::call_record::{finish_from, push_attempt, set_decision};
 use crate::client::{Client, Era};
+use crate::exchange::Negotiated;
 use crate::options::CallOptions;
 use crate::tools::ToolInfo;
 use crate::wire::Sent;
@@ -558,9 +559,11 @@ impl Client {
             .exchange(
                 &msg,
                 &id,
-                run.era,
-                run.version,
-                session.as_deref(),
+                Negotiated {
+                    era: run.era,
+                    version: run.version,
+                    session: session.as_deref(),
+                },
                 schema,
                 deadline,
                 None,
