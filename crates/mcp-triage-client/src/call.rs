@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_triage_core::retry::{self, Delivery, RetryAction, RetryInput};
+use mcp_triage_core::retry::{self, Delivery, RetryAction, RetryInput, RetryOptions, ToolHints};
 use mcp_triage_core::{CallRecord, Outcome, ProtocolVersion, Verdict};
 use mcp_triage_wire::canonical::hex;
 use serde_json::{json, Value};
@@ -17,6 +17,7 @@ use crate::options::CallOptions;
 use crate::setup::{modern_version_offered, server_info, Probe};
 use crate::task_driver;
 use crate::tools::ToolInfo;
+use crate::wire::Sent;
 
 /// Outcomes that carry the server's answer to the request.
 fn has_answer(o: Outcome) -> bool {
@@ -30,6 +31,53 @@ fn has_answer(o: Outcome) -> bool {
             | Outcome::InvalidToolResult
             | Outcome::StreamIncomplete
     )
+}
+
+/// A tool call in progress: what the next attempt sends, and what the loop has done so far
+/// (the counts and flags the retry policy reads, a resumption to make, the verdict of the last
+/// broken stream).
+struct CallLoop<'a> {
+    name: &'a str,
+    co: &'a CallOptions,
+    tool: Option<ToolInfo>,
+    /// `{ name, arguments }` as the caller gave them.
+    base: Value,
+    /// What the next `tools/call` sends: `base`, plus the answers of an input round.
+    params: Value,
+    /// Each attempt's time limit.
+    timeout: Duration,
+    hints: ToolHints,
+    policy: RetryOptions,
+    resends: u32,
+    resumes: u32,
+    reinitialized: bool,
+    relisted: bool,
+    /// The modern probe already fell back to `initialize` once.
+    fell_back: bool,
+    /// The id and `Last-Event-ID` of a stream to resume next, instead of sending.
+    resume: Option<(Value, String)>,
+    /// The verdict of the last SSE stream that broke before its answer.
+    stream_verdict: Option<Verdict>,
+    /// Resent once already with the revision a -32022 named.
+    version_retried: bool,
+    /// The last attempt that sent the call (not a resumption): what a new attempt repeats.
+    last_call_attempt: usize,
+}
+
+/// One attempt as it came back, and where it stands in the record.
+struct Tried {
+    sent: Sent,
+    id: Value,
+    /// The attempt's kind in the record (`call`, `input_round`, `resume`).
+    kind: &'static str,
+    /// Its index in the record's attempts.
+    idx: usize,
+}
+
+/// Whether the call loop goes round again.
+enum Flow {
+    Again,
+    Stop,
 }
 
 fn st_scenario_missing(rec: &CallRecord) -> bool {
@@ -132,17 +180,11 @@ impl Client {
         rec
     }
 
+    /// The call loop: an attempt, its record, and what the policy (or the protocol) says to do
+    /// next, until the call is done or given up.
     async fn run_call(&self, name: &str, arguments: Value, co: &CallOptions, rec: &mut CallRecord) {
-        if self.opts.list_tools_first && self.state.lock().await.tools.is_none() {
-            if let Err(f) = self.fetch_tools().await {
-                if f.kind == "initialize"
-                    || f.sent.verdict.outcome == Outcome::ConnectionError
-                        && f.sent.delivery == Delivery::NeverSent
-                {
-                    return finish_setup_failure(rec, f);
-                }
-                self.state.lock().await.list_failure = Some(f.why);
-            }
+        if !self.list_tools_first(rec).await {
+            return;
         }
         let tool = self
             .state
@@ -151,257 +193,359 @@ impl Client {
             .tools
             .as_ref()
             .and_then(|t| t.get(name).cloned());
-        let base = json!({ "name": name, "arguments": arguments });
-        let mut params = base.clone();
-        let timeout = co.timeout.unwrap_or(self.opts.timeout);
-        let hints = tool.as_ref().map(|t| t.hints).unwrap_or_default();
         let mut policy = self.opts.retry.clone();
         policy.idempotency_key |= co.idempotency_key.is_some();
-        let (mut resends, mut resumes, mut reinitialized, mut relisted, mut fell_back) =
-            (0u32, 0u32, false, false, false);
-        let mut resume: Option<(Value, String)> = None;
-        let mut stream_verdict: Option<Verdict> = None;
-        let mut version_retried = false;
-        let mut last_call_attempt: usize = 0;
+        let base = json!({ "name": name, "arguments": arguments });
+        let mut call = CallLoop {
+            name,
+            co,
+            timeout: co.timeout.unwrap_or(self.opts.timeout),
+            hints: tool.as_ref().map(|t| t.hints).unwrap_or_default(),
+            tool,
+            params: base.clone(),
+            base,
+            policy,
+            resends: 0,
+            resumes: 0,
+            reinitialized: false,
+            relisted: false,
+            fell_back: false,
+            resume: None,
+            stream_verdict: None,
+            version_retried: false,
+            last_call_attempt: 0,
+        };
         loop {
             let (era, version) = match self.ensure_era().await {
                 Ok(x) => x,
                 Err(f) => return finish_setup_failure(rec, f),
             };
-            let era_now = era.unwrap_or(Era::Modern);
             let session = self.state.lock().await.session_id.clone();
-            let deadline = tokio::time::Instant::now() + timeout;
-            let schema = tool.as_ref().and_then(|t| t.output_schema.clone());
-            let (sent, id, kind) = if let Some((id, last_event_id)) = resume.take() {
-                let s = self
-                    .resume_stream(
-                        &id,
-                        &last_event_id,
-                        version,
-                        session.as_deref(),
-                        schema,
-                        deadline,
-                    )
-                    .await;
-                (s, id, "resume")
-            } else {
-                let id = self.new_id();
-                let mut send = params.clone();
-                if self.opts.use_tasks && era_now == Era::Legacy {
-                    // 2025-11-25 task augmentation is per request.
-                    send["task"] = json!({ "ttl": 60_000 });
-                }
-                let msg = self.build_message("tools/call", &send, &id, era_now, version, Some(co));
-                let with = Negotiated {
-                    era: era_now,
-                    version,
-                    session: session.as_deref(),
-                };
-                let call = self.exchange(&msg, &id, with, schema, deadline, tool.as_ref());
-                let s = call.await;
-                rec.post_count += 1;
-                let kind = if rec.rounds > 0 {
-                    "input_round"
-                } else {
-                    "call"
-                };
-                (s, id, kind)
+            let with = Negotiated {
+                era: era.unwrap_or(Era::Modern),
+                version,
+                session: session.as_deref(),
             };
-            if st_scenario_missing(rec) {
-                rec.scenario = sent.scenario.clone();
-            }
-            let idx = rec.attempts.len();
-            push_attempt(
-                rec,
-                &sent,
-                &id,
-                kind,
-                (idx > 0).then_some(last_call_attempt),
-            );
-            if kind != "resume" {
-                last_call_attempt = idx;
-            }
-            rec.rounds += sent.answered;
-            for (code, detail) in &sent.notes {
-                rec.warn(code, detail.clone());
-            }
-            for w in &sent.verdict.warnings {
-                rec.warn(&w.code, w.detail.clone());
-            }
-            finish_from(rec, &sent, &id, self.opts.keep_result);
-            if kind == "resume" && !has_answer(sent.verdict.outcome) {
-                // Resuming found nothing more: the call still ended with the broken stream.
-                if let Some(prev) = stream_verdict.as_ref() {
-                    rec.warn(
-                        "RESUME_FAILED",
-                        format!("resuming the stream gave {}", sent.verdict.to_text_line()),
-                    );
-                    rec.outcome = prev.outcome;
-                    rec.layer = prev.layer;
-                    rec.message = prev.detail.clone();
-                }
-            }
-            if sent.sse && sent.verdict.outcome == Outcome::StreamIncomplete {
-                stream_verdict = Some(sent.verdict.clone());
-            }
-            if let Some(info) = sent
-                .result()
-                .and_then(|r| r["_meta"].get("io.modelcontextprotocol/serverInfo"))
-            {
-                rec.server_info = server_info(info);
-            }
-
+            let tried = self.attempt(&mut call, with, rec).await;
             // Era detection on the first modern attempt.
-            if era.is_none() && !fell_back {
-                if let Probe::FallBack(v) = self.after_modern_probe(&sent).await {
-                    fell_back = true;
-                    set_decision(rec, idx, "reinitialize", None, format!(
-                        "HTTP {} without a 2026-07-28 JSON-RPC error: the server does not speak the modern revision; falling back to initialize ({})",
-                        sent.status.unwrap_or(0), v.as_str()));
-                    let mut st = self.state.lock().await;
-                    if st.era.is_none() {
-                        if let Err(f) = self.initialize_locked(&mut st, v).await {
-                            drop(st);
-                            return finish_setup_failure(rec, f);
-                        }
-                    }
-                    continue;
-                }
-            }
-
-            // Input rounds (MRTR): answer and resend with a new id, same params, exact state.
-            if sent.verdict.outcome == Outcome::InputRequired && sent.result().is_some() {
-                let result = sent.result().cloned().unwrap_or(Value::Null);
-                if rec.rounds >= self.opts.max_rounds {
-                    set_decision(
-                        rec,
-                        idx,
-                        "give_up",
-                        None,
-                        format!(
-                            "input still required after {} round(s) (max-rounds {})",
-                            rec.rounds, self.opts.max_rounds
-                        ),
-                    );
-                    return;
-                }
-                match input_responses(&self.opts, &result) {
-                    Ok(responses) => {
-                        params = base.clone();
-                        if let Some(r) = responses {
-                            params["inputResponses"] = r;
-                        }
-                        if let Some(state) = result.get("requestState") {
-                            params["requestState"] = state.clone();
-                        }
-                        rec.rounds += 1;
-                        set_decision(rec, idx, "answer_input", None, "the server asked for input; resending with a new id, the answers and the exact requestState".to_string());
-                        continue;
-                    }
-                    Err(why) => {
-                        rec.warn("INPUT_UNANSWERED", why.clone());
-                        set_decision(rec, idx, "give_up", None, why);
-                        return;
+            if era.is_none() && !call.fell_back {
+                if let Some(flow) = self.after_first_modern(&mut call, &tried, rec).await {
+                    match flow {
+                        Flow::Again => continue,
+                        Flow::Stop => return,
                     }
                 }
             }
-            if sent.verdict.outcome == Outcome::TaskCreated {
-                // the driver sets this attempt's decision: when the first poll comes, and why
-                let task_id = sent.verdict.task_id.clone().unwrap_or_default();
-                let created = sent.result().cloned().unwrap_or(Value::Null);
-                let budget = self
-                    .opts
-                    .task_timeout
-                    .or(co.timeout)
-                    .unwrap_or(self.opts.timeout);
-                let mut run =
-                    task_driver::TaskRun::new(task_id, era_now, version, &tool, budget, co);
-                self.drive_task(&mut run, &created, rec).await;
+            if let Flow::Stop = self.next_step(&mut call, tried, with, rec).await {
                 return;
             }
+        }
+    }
 
-            // -32022 naming a revision we speak: the request was refused before it ran, so
-            // sending it again with that revision is safe (once).
-            if !version_retried && era_now == Era::Modern && modern_version_offered(&sent) {
-                version_retried = true;
-                set_decision(
-                    rec,
-                    idx,
-                    "resend",
-                    Some(0),
-                    "-32022 UnsupportedProtocolVersion lists 2026-07-28: the request was refused before it ran; resending with that revision".to_string(),
-                );
-                continue;
+    /// With `list_tools_first`: lists the tools before the first call. False when the call
+    /// cannot go on (initialize failed, or the server could not be reached at all): the record
+    /// says why.
+    async fn list_tools_first(&self, rec: &mut CallRecord) -> bool {
+        if self.opts.list_tools_first && self.state.lock().await.tools.is_none() {
+            if let Err(f) = self.fetch_tools().await {
+                if f.kind == "initialize"
+                    || f.sent.verdict.outcome == Outcome::ConnectionError
+                        && f.sent.delivery == Delivery::NeverSent
+                {
+                    finish_setup_failure(rec, f);
+                    return false;
+                }
+                self.state.lock().await.list_failure = Some(f.why);
             }
-            let legacy_stream = era_now == Era::Legacy && sent.sse;
-            // A resumption the server refused (the kitchen's `410 Stream gone`: the stream
-            // ended without its response) leaves the call where the broken stream left it:
-            // decide as for that stream, minus the resumption (resend if safe, else give up),
-            // not as for an HTTP error of its own.
-            let refused_resume =
-                (kind == "resume" && !sent.sse && !has_answer(sent.verdict.outcome))
-                    .then(|| stream_verdict.clone())
-                    .flatten()
-                    .map(|mut v| {
-                        if let Some(s) = v.stream.as_mut() {
-                            s.last_event_id = None;
-                        }
-                        v
-                    });
-            let input = RetryInput {
-                verdict: refused_resume.as_ref().unwrap_or(&sent.verdict),
-                tool: name,
-                hints,
-                delivery: sent.delivery,
-                resends,
-                resumes,
-                local_server: self.target.is_local(),
-                legacy_session: era_now == Era::Legacy && session.is_some(),
-                legacy_stream,
-                reinitialized,
-                relisted,
+        }
+        true
+    }
+
+    /// Sends the call (or resumes its stream) once and records the attempt.
+    async fn attempt(
+        &self,
+        c: &mut CallLoop<'_>,
+        with: Negotiated<'_>,
+        rec: &mut CallRecord,
+    ) -> Tried {
+        let (era_now, version, session) = (with.era, with.version, with.session);
+        let deadline = tokio::time::Instant::now() + c.timeout;
+        let schema = c.tool.as_ref().and_then(|t| t.output_schema.clone());
+        let (sent, id, kind) = if let Some((id, last_event_id)) = c.resume.take() {
+            let s = self
+                .resume_stream(&id, &last_event_id, version, session, schema, deadline)
+                .await;
+            (s, id, "resume")
+        } else {
+            let id = self.new_id();
+            let mut send = c.params.clone();
+            if self.opts.use_tasks && era_now == Era::Legacy {
+                // 2025-11-25 task augmentation is per request.
+                send["task"] = json!({ "ttl": 60_000 });
+            }
+            let msg = self.build_message("tools/call", &send, &id, era_now, version, Some(c.co));
+            let call = self.exchange(&msg, &id, with, schema, deadline, c.tool.as_ref());
+            let s = call.await;
+            rec.post_count += 1;
+            let kind = if rec.rounds > 0 {
+                "input_round"
+            } else {
+                "call"
             };
-            let d = retry::decide(&input, &policy, &mut || self.random());
-            rec.attempts[idx].decision = Some(d.to_record());
-            match d.action {
-                RetryAction::Done => return,
-                RetryAction::GiveUp => {
-                    if matches!(sent.verdict.status, Some(401 | 403)) {
-                        self.report_auth(&sent.verdict, rec).await;
-                    }
-                    return;
+            (s, id, kind)
+        };
+        if st_scenario_missing(rec) {
+            rec.scenario = sent.scenario.clone();
+        }
+        let idx = rec.attempts.len();
+        push_attempt(
+            rec,
+            &sent,
+            &id,
+            kind,
+            (idx > 0).then_some(c.last_call_attempt),
+        );
+        if kind != "resume" {
+            c.last_call_attempt = idx;
+        }
+        rec.rounds += sent.answered;
+        for (code, detail) in &sent.notes {
+            rec.warn(code, detail.clone());
+        }
+        for w in &sent.verdict.warnings {
+            rec.warn(&w.code, w.detail.clone());
+        }
+        finish_from(rec, &sent, &id, self.opts.keep_result);
+        if kind == "resume" && !has_answer(sent.verdict.outcome) {
+            // Resuming found nothing more: the call still ended with the broken stream.
+            if let Some(prev) = c.stream_verdict.as_ref() {
+                rec.warn(
+                    "RESUME_FAILED",
+                    format!("resuming the stream gave {}", sent.verdict.to_text_line()),
+                );
+                rec.outcome = prev.outcome;
+                rec.layer = prev.layer;
+                rec.message = prev.detail.clone();
+            }
+        }
+        if sent.sse && sent.verdict.outcome == Outcome::StreamIncomplete {
+            c.stream_verdict = Some(sent.verdict.clone());
+        }
+        if let Some(info) = sent
+            .result()
+            .and_then(|r| r["_meta"].get("io.modelcontextprotocol/serverInfo"))
+        {
+            rec.server_info = server_info(info);
+        }
+        Tried {
+            sent,
+            id,
+            kind,
+            idx,
+        }
+    }
+
+    /// After the first attempt in modern form to a server of unknown era: falls back to
+    /// `initialize` when the answer says the server does not speak it (`None`: it does).
+    async fn after_first_modern(
+        &self,
+        c: &mut CallLoop<'_>,
+        tried: &Tried,
+        rec: &mut CallRecord,
+    ) -> Option<Flow> {
+        let (sent, idx) = (&tried.sent, tried.idx);
+        let Probe::FallBack(v) = self.after_modern_probe(sent).await else {
+            return None;
+        };
+        c.fell_back = true;
+        set_decision(rec, idx, "reinitialize", None, format!(
+            "HTTP {} without a 2026-07-28 JSON-RPC error: the server does not speak the modern revision; falling back to initialize ({})",
+            sent.status.unwrap_or(0), v.as_str()));
+        let mut st = self.state.lock().await;
+        if st.era.is_none() {
+            if let Err(f) = self.initialize_locked(&mut st, v).await {
+                drop(st);
+                finish_setup_failure(rec, f);
+                return Some(Flow::Stop);
+            }
+        }
+        Some(Flow::Again)
+    }
+
+    /// What follows an attempt: an input round, a task to drive, a resend with the revision
+    /// the server named, or what the retry policy decides.
+    async fn next_step(
+        &self,
+        c: &mut CallLoop<'_>,
+        tried: Tried,
+        with: Negotiated<'_>,
+        rec: &mut CallRecord,
+    ) -> Flow {
+        let (sent, idx) = (&tried.sent, tried.idx);
+        // Input rounds (MRTR): answer and resend with a new id, same params, exact state.
+        if sent.verdict.outcome == Outcome::InputRequired && sent.result().is_some() {
+            return self.input_round(c, sent, idx, rec);
+        }
+        if sent.verdict.outcome == Outcome::TaskCreated {
+            // the driver sets this attempt's decision: when the first poll comes, and why
+            let task_id = sent.verdict.task_id.clone().unwrap_or_default();
+            let created = sent.result().cloned().unwrap_or(Value::Null);
+            let budget = self
+                .opts
+                .task_timeout
+                .or(c.co.timeout)
+                .unwrap_or(self.opts.timeout);
+            let mut run =
+                task_driver::TaskRun::new(task_id, with.era, with.version, &c.tool, budget, c.co);
+            self.drive_task(&mut run, &created, rec).await;
+            return Flow::Stop;
+        }
+
+        // -32022 naming a revision we speak: the request was refused before it ran, so
+        // sending it again with that revision is safe (once).
+        if !c.version_retried && with.era == Era::Modern && modern_version_offered(sent) {
+            c.version_retried = true;
+            set_decision(
+                rec,
+                idx,
+                "resend",
+                Some(0),
+                "-32022 UnsupportedProtocolVersion lists 2026-07-28: the request was refused before it ran; resending with that revision".to_string(),
+            );
+            return Flow::Again;
+        }
+        self.decide(c, tried, with, rec).await
+    }
+
+    /// An `input_required` answer: resend with the answers and the exact `requestState`, or
+    /// give up when there are none or the rounds ran out.
+    fn input_round(
+        &self,
+        c: &mut CallLoop<'_>,
+        sent: &Sent,
+        idx: usize,
+        rec: &mut CallRecord,
+    ) -> Flow {
+        let result = sent.result().cloned().unwrap_or(Value::Null);
+        if rec.rounds >= self.opts.max_rounds {
+            set_decision(
+                rec,
+                idx,
+                "give_up",
+                None,
+                format!(
+                    "input still required after {} round(s) (max-rounds {})",
+                    rec.rounds, self.opts.max_rounds
+                ),
+            );
+            return Flow::Stop;
+        }
+        match input_responses(&self.opts, &result) {
+            Ok(responses) => {
+                c.params = c.base.clone();
+                if let Some(r) = responses {
+                    c.params["inputResponses"] = r;
                 }
-                RetryAction::Resend { delay_ms } => {
-                    resends += 1;
-                    rec.retry_origin = if rec.retry_origin == mcp_triage_core::RetryOrigin::None {
-                        mcp_triage_core::RetryOrigin::Sdk
-                    } else {
-                        rec.retry_origin
-                    };
-                    tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                if let Some(state) = result.get("requestState") {
+                    c.params["requestState"] = state.clone();
                 }
-                RetryAction::Resume {
-                    last_event_id,
-                    delay_ms,
-                } => {
-                    resumes += 1;
-                    tokio::time::sleep(Duration::from_millis(delay_ms)).await;
-                    resume = Some((id.clone(), last_event_id));
+                rec.rounds += 1;
+                set_decision(rec, idx, "answer_input", None, "the server asked for input; resending with a new id, the answers and the exact requestState".to_string());
+                Flow::Again
+            }
+            Err(why) => {
+                rec.warn("INPUT_UNANSWERED", why.clone());
+                set_decision(rec, idx, "give_up", None, why);
+                Flow::Stop
+            }
+        }
+    }
+
+    /// Asks the core retry policy what to do after the attempt, records its decision, and does
+    /// it: stop, or wait and resend, resume, re-initialize or re-list before the next attempt.
+    async fn decide(
+        &self,
+        c: &mut CallLoop<'_>,
+        tried: Tried,
+        with: Negotiated<'_>,
+        rec: &mut CallRecord,
+    ) -> Flow {
+        let Tried {
+            sent,
+            id,
+            kind,
+            idx,
+        } = tried;
+        let (era_now, session) = (with.era, with.session);
+        let legacy_stream = era_now == Era::Legacy && sent.sse;
+        // A resumption the server refused (the kitchen's `410 Stream gone`: the stream
+        // ended without its response) leaves the call where the broken stream left it:
+        // decide as for that stream, minus the resumption (resend if safe, else give up),
+        // not as for an HTTP error of its own.
+        let refused_resume = (kind == "resume" && !sent.sse && !has_answer(sent.verdict.outcome))
+            .then(|| c.stream_verdict.clone())
+            .flatten()
+            .map(|mut v| {
+                if let Some(s) = v.stream.as_mut() {
+                    s.last_event_id = None;
                 }
-                RetryAction::Reinitialize => {
-                    reinitialized = true;
-                    if let Err(f) = self.reinitialize(session.as_deref()).await {
-                        return finish_setup_failure(rec, f);
-                    }
+                v
+            });
+        let input = RetryInput {
+            verdict: refused_resume.as_ref().unwrap_or(&sent.verdict),
+            tool: c.name,
+            hints: c.hints,
+            delivery: sent.delivery,
+            resends: c.resends,
+            resumes: c.resumes,
+            local_server: self.target.is_local(),
+            legacy_session: era_now == Era::Legacy && session.is_some(),
+            legacy_stream,
+            reinitialized: c.reinitialized,
+            relisted: c.relisted,
+        };
+        let d = retry::decide(&input, &c.policy, &mut || self.random());
+        rec.attempts[idx].decision = Some(d.to_record());
+        match d.action {
+            RetryAction::Done => return Flow::Stop,
+            RetryAction::GiveUp => {
+                if matches!(sent.verdict.status, Some(401 | 403)) {
+                    self.report_auth(&sent.verdict, rec).await;
                 }
-                RetryAction::RelistTools => {
-                    relisted = true;
-                    if let Err(f) = self.fetch_tools().await {
-                        self.state.lock().await.list_failure = Some(f.why);
-                    }
+                return Flow::Stop;
+            }
+            RetryAction::Resend { delay_ms } => {
+                c.resends += 1;
+                rec.retry_origin = if rec.retry_origin == mcp_triage_core::RetryOrigin::None {
+                    mcp_triage_core::RetryOrigin::Sdk
+                } else {
+                    rec.retry_origin
+                };
+                tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+            }
+            RetryAction::Resume {
+                last_event_id,
+                delay_ms,
+            } => {
+                c.resumes += 1;
+                tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                c.resume = Some((id.clone(), last_event_id));
+            }
+            RetryAction::Reinitialize => {
+                c.reinitialized = true;
+                if let Err(f) = self.reinitialize(session).await {
+                    finish_setup_failure(rec, f);
+                    return Flow::Stop;
+                }
+            }
+            RetryAction::RelistTools => {
+                c.relisted = true;
+                if let Err(f) = self.fetch_tools().await {
+                    self.state.lock().await.list_failure = Some(f.why);
                 }
             }
         }
+        Flow::Again
     }
 
     /// After a 401/403: the challenge, and the protected-resource metadata it names (fetched
