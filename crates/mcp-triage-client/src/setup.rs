@@ -152,56 +152,8 @@ impl Client {
             if st.scenario.is_none() {
                 st.scenario = sent.scenario.clone();
             }
-            if let Some(result) = sent.result() {
-                let got = result["protocolVersion"].as_str().unwrap_or("");
-                let via_sse = self.sse().is_some();
-                let Some(v) = ProtocolVersion::parse(got).filter(|v| {
-                    (v.at_least(ProtocolVersion::V2025_03_26)
-                        || via_sse && *v == ProtocolVersion::V2024_11_05)
-                        && !v.is_modern()
-                }) else {
-                    let why = format!(
-                        "the server answered initialize with protocolVersion {:?}, which this client does not speak",
-                        mcp_triage_core::sanitize_line(got, 40)
-                    );
-                    return Err(SetupFailure {
-                        kind: "initialize",
-                        sent,
-                        why,
-                    });
-                };
-                st.era = Some(Era::Legacy);
-                st.version = v;
-                st.session_id = sent.session_id.clone();
-                st.server_info = server_info(&result["serverInfo"]);
-                st.server_capabilities = Some(result["capabilities"].clone());
-                let note = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
-                self.notify(&note, legacy(v, st.session_id.as_deref()))
-                    .await;
-                st.listener = None;
-                if let (Transport::Http(HttpEndpoint { http, url, headers }), Some(session), true) =
-                    (&self.transport, &st.session_id, self.opts.listen_standalone)
-                {
-                    // Legacy servers may send requests unrelated to a POST (an elicitation
-                    // from a tool) on the standalone GET stream, which clients open after
-                    // initialization: listen for the whole session.
-                    let (tx, rx) = tokio::sync::oneshot::channel();
-                    let task = tokio::spawn(
-                        Standalone {
-                            http: http.clone(),
-                            url: url.clone(),
-                            headers: headers.clone(),
-                            opts: Arc::new(self.opts.clone()),
-                            bearer: self.bearer.clone(),
-                            version: v,
-                            session: session.clone(),
-                        }
-                        .run(tx),
-                    );
-                    let _ = tokio::time::timeout(Duration::from_secs(2), rx).await;
-                    st.listener = Some(AbortOnDrop(task));
-                }
-                return Ok(());
+            if sent.result().is_some() {
+                return self.initialized(st, sent).await;
             }
             // -32602 with data.supported: pick the newest we know and try once more.
             let newest = supported_versions(&sent)
@@ -231,6 +183,68 @@ impl Client {
             });
         }
         unreachable!("the loop returns")
+    }
+
+    /// `initialize` was answered: takes the session (when the revision is one this client
+    /// speaks), sends `notifications/initialized`, and starts listening on the standalone
+    /// stream.
+    async fn initialized(&self, st: &mut State, sent: Sent) -> Result<(), SetupFailure> {
+        let result = sent.result().expect("initialized is called with an answer");
+        let got = result["protocolVersion"].as_str().unwrap_or("");
+        let via_sse = self.sse().is_some();
+        let Some(v) = ProtocolVersion::parse(got).filter(|v| {
+            (v.at_least(ProtocolVersion::V2025_03_26)
+                || via_sse && *v == ProtocolVersion::V2024_11_05)
+                && !v.is_modern()
+        }) else {
+            let why = format!(
+                "the server answered initialize with protocolVersion {:?}, which this client does not speak",
+                mcp_triage_core::sanitize_line(got, 40)
+            );
+            return Err(SetupFailure {
+                kind: "initialize",
+                sent,
+                why,
+            });
+        };
+        st.era = Some(Era::Legacy);
+        st.version = v;
+        st.session_id = sent.session_id.clone();
+        st.server_info = server_info(&result["serverInfo"]);
+        st.server_capabilities = Some(result["capabilities"].clone());
+        let note = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+        self.notify(&note, legacy(v, st.session_id.as_deref()))
+            .await;
+        self.listen_standalone(st, v).await;
+        Ok(())
+    }
+
+    /// Replaces the session's standalone GET listener: a new one over HTTP when the server
+    /// assigned a session and `listen_standalone` is on, none otherwise.
+    async fn listen_standalone(&self, st: &mut State, v: ProtocolVersion) {
+        st.listener = None;
+        if let (Transport::Http(HttpEndpoint { http, url, headers }), Some(session), true) =
+            (&self.transport, &st.session_id, self.opts.listen_standalone)
+        {
+            // Legacy servers may send requests unrelated to a POST (an elicitation
+            // from a tool) on the standalone GET stream, which clients open after
+            // initialization: listen for the whole session.
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let task = tokio::spawn(
+                Standalone {
+                    http: http.clone(),
+                    url: url.clone(),
+                    headers: headers.clone(),
+                    opts: Arc::new(self.opts.clone()),
+                    bearer: self.bearer.clone(),
+                    version: v,
+                    session: session.clone(),
+                }
+                .run(tx),
+            );
+            let _ = tokio::time::timeout(Duration::from_secs(2), rx).await;
+            st.listener = Some(AbortOnDrop(task));
+        }
     }
 
     /// Starts a new legacy session unless another task already did.
