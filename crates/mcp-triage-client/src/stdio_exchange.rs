@@ -72,33 +72,11 @@ impl Client {
                 }
                 Ok(Some(Line::Message(l))) => l,
             };
-            let parsed: Option<Value> = serde_json::from_slice(&line).ok();
-            let Some(v) = parsed.filter(|v| {
-                v.get("jsonrpc").is_some() || v.get("id").is_some() || v.get("method").is_some()
-            }) else {
-                let text = String::from_utf8_lossy(&line[..line.len().min(120)]).to_string();
-                notes.push((
-                    "STDOUT_NOT_JSONRPC".into(),
-                    format!(
-                        "the server wrote a non-JSON-RPC line to stdout (a protocol violation): {}",
-                        mcp_triage_core::sanitize_line(&text, 120)
-                    ),
-                ));
+            let Some(v) = jsonrpc_line(&line, &mut notes) else {
                 continue;
             };
             if let Some(inc) = Incoming::request_in(&v) {
-                match build_answer(&self.opts, &inc) {
-                    Ok(reply) => {
-                        let _ = conn.send(&reply).await;
-                        answered += u32::from(is_input_round(&inc));
-                    }
-                    Err(why) => {
-                        // Refuse as the spec defines and wait for the server's final answer,
-                        // as over HTTP: the verdict is what the server made of the refusal.
-                        let _ = conn.send(&refusal(&inc)).await;
-                        notes.push(("INPUT_UNANSWERED".into(), refused_text(&inc, &why)));
-                    }
-                }
+                answered += self.answer_on_stdio(conn, &inc, &mut notes).await;
                 continue;
             }
             if v.get("id") != Some(expected) {
@@ -127,4 +105,45 @@ impl Client {
             pending.extend(violations.cloned());
         }
     }
+
+    /// Answers a server request on stdin from the configured answers, or refuses it as the spec
+    /// defines and waits for the server's final answer, as over HTTP: the verdict is what the
+    /// server made of the refusal. Returns 1 for an input round answered, else 0.
+    async fn answer_on_stdio(
+        &self,
+        conn: &mut StdioConn,
+        inc: &Incoming,
+        notes: &mut Vec<(String, String)>,
+    ) -> u32 {
+        match build_answer(&self.opts, inc) {
+            Ok(reply) => {
+                let _ = conn.send(&reply).await;
+                u32::from(is_input_round(inc))
+            }
+            Err(why) => {
+                let _ = conn.send(&refusal(inc)).await;
+                notes.push(("INPUT_UNANSWERED".into(), refused_text(inc, &why)));
+                0
+            }
+        }
+    }
+}
+
+/// A stdout line as a JSON-RPC message; a line that is none is a protocol violation, noted.
+fn jsonrpc_line(line: &[u8], notes: &mut Vec<(String, String)>) -> Option<Value> {
+    let parsed: Option<Value> = serde_json::from_slice(line).ok();
+    let Some(v) = parsed.filter(|v| {
+        v.get("jsonrpc").is_some() || v.get("id").is_some() || v.get("method").is_some()
+    }) else {
+        let text = String::from_utf8_lossy(&line[..line.len().min(120)]).to_string();
+        notes.push((
+            "STDOUT_NOT_JSONRPC".into(),
+            format!(
+                "the server wrote a non-JSON-RPC line to stdout (a protocol violation): {}",
+                mcp_triage_core::sanitize_line(&text, 120)
+            ),
+        ));
+        return None;
+    };
+    Some(v)
 }
