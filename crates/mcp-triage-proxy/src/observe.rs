@@ -16,7 +16,9 @@ use mcp_triage_core::{Limits, Outcome, Verdict};
 use serde_json::Value;
 
 use crate::log::RecordSink;
-use crate::record::{now_ms, rfc3339, ClientId, MrtrLink, ProxyWarning, Record, RecordKind};
+use crate::record::{
+    now_ms, rfc3339, ClientId, MrtrLink, ProxyWarning, Record, RecordKind, RecordOutcome,
+};
 use crate::tasks::{Evicted, OpenTask, OpenTasks};
 
 /// Most entries kept in each table; the oldest-looking entry is evicted beyond it.
@@ -703,7 +705,7 @@ impl Observer {
     /// `TASK_UNFINISHED`, so the call is still counted once and its record says why.
     fn unfinished(&self, t: OpenTask, why: Evicted) -> Record {
         let mut r = self.task_end_record(&t);
-        r.outcome = "TASK_UNFINISHED".to_string();
+        r.outcome = RecordOutcome::TaskUnfinished;
         r.layer = Some("interaction".to_string());
         r.classified = false;
         let detail = match why {
@@ -763,7 +765,7 @@ impl Observer {
         let (client, key) = self.client_of(origin, &Value::Null);
         r.client = client;
         r.via_record_id = Some(via.to_string());
-        r.outcome = "OBSERVED".into();
+        r.outcome = RecordOutcome::Observed;
         self.lock()
             .server_requests
             .insert((key, id.to_string()), r.record_id.clone());

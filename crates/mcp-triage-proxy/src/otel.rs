@@ -191,7 +191,7 @@ pub fn attributes(r: &Record, peer: &Peer) -> Vec<KeyValue> {
     if let Some(l) = &r.layer {
         a.push(KeyValue::new("mcp_triage.layer", l.clone()));
     }
-    a.push(KeyValue::new("mcp_triage.outcome", r.outcome.clone()));
+    a.push(KeyValue::new("mcp_triage.outcome", r.outcome.as_str()));
     a
 }
 

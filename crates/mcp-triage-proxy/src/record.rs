@@ -8,7 +8,7 @@
 use mcp_triage_core::{
     AttemptRecord, CallRecord, JsonRpcInfo, Outcome, RetryOrigin, Verdict, Warning,
 };
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 /// What kind of exchange a record describes.
@@ -34,6 +34,128 @@ pub enum RecordKind {
     /// (`TASK_UNFINISHED`); `linksTo` names the creating call, the verdict is the call's final
     /// one. Records are append-only, so the call's end is a record of its own.
     TaskEnd,
+}
+
+/// A record's `outcome`: the core verdict's outcome, or one of the observer's own words for an
+/// exchange the core does not judge (or not as a tool call).
+///
+/// Why a type: these words were strings built in a dozen places (`"ACCEPTED"`, `"REFUSED"`,
+/// ...), so a misspelt one was a new outcome nobody counted. Each is written once here; the
+/// record still serialises to the same string, and compares equal to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum RecordOutcome {
+    /// Not decided yet: the record was just made (serialised as an empty string).
+    #[default]
+    Undecided,
+    /// The core's verdict outcome (`TOOL_SUCCESS`, `HTTP_ERROR`, ...).
+    Verdict(Outcome),
+    /// `RESULT`: a result to a method other than `tools/call` (its result is no tool result).
+    Result,
+    /// `ACCEPTED`: a 2xx to a notification or a response, or a DELETE that ended its session.
+    Accepted,
+    /// `OBSERVED`: a request the server sent on a stream.
+    Observed,
+    /// `FORWARDED`: an exchange without a JSON-RPC request, forwarded with a 2xx.
+    Forwarded,
+    /// `REFUSED`: the proxy answered itself and forwarded nothing (`Host`/`Origin` checks).
+    Refused,
+    /// `STREAM_CLOSED`: a GET stream that ended.
+    StreamClosed,
+    /// `SENT`: a stdio notification written to the server (no answer to judge).
+    Sent,
+    /// `TASK_UNFINISHED`: the proxy stopped waiting for the end of a task.
+    TaskUnfinished,
+}
+
+impl RecordOutcome {
+    /// The record's string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordOutcome::Undecided => "",
+            RecordOutcome::Verdict(o) => o.as_str(),
+            RecordOutcome::Result => "RESULT",
+            RecordOutcome::Accepted => "ACCEPTED",
+            RecordOutcome::Observed => "OBSERVED",
+            RecordOutcome::Forwarded => "FORWARDED",
+            RecordOutcome::Refused => "REFUSED",
+            RecordOutcome::StreamClosed => "STREAM_CLOSED",
+            RecordOutcome::Sent => "SENT",
+            RecordOutcome::TaskUnfinished => "TASK_UNFINISHED",
+        }
+    }
+}
+
+impl From<Outcome> for RecordOutcome {
+    fn from(o: Outcome) -> RecordOutcome {
+        RecordOutcome::Verdict(o)
+    }
+}
+
+impl std::str::FromStr for RecordOutcome {
+    type Err = UnknownOutcome;
+
+    /// Reads a record's `outcome` back (a log line, a test's expectation).
+    fn from_str(s: &str) -> Result<RecordOutcome, UnknownOutcome> {
+        const OWN: [RecordOutcome; 9] = [
+            RecordOutcome::Undecided,
+            RecordOutcome::Result,
+            RecordOutcome::Accepted,
+            RecordOutcome::Observed,
+            RecordOutcome::Forwarded,
+            RecordOutcome::Refused,
+            RecordOutcome::StreamClosed,
+            RecordOutcome::Sent,
+            RecordOutcome::TaskUnfinished,
+        ];
+        Outcome::ALL
+            .into_iter()
+            .map(RecordOutcome::Verdict)
+            .chain(OWN)
+            .find(|o| o.as_str() == s)
+            .ok_or_else(|| UnknownOutcome(s.to_string()))
+    }
+}
+
+/// A string that is no record outcome.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a record outcome")]
+pub struct UnknownOutcome(pub String);
+
+impl std::fmt::Display for RecordOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for RecordOutcome {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for RecordOutcome {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for RecordOutcome {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for RecordOutcome {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<Outcome> for RecordOutcome {
+    fn eq(&self, other: &Outcome) -> bool {
+        *self == RecordOutcome::Verdict(*other)
+    }
 }
 
 /// Who sent the traffic, as far as the observer can tell.
@@ -124,8 +246,8 @@ pub struct Record {
     pub http_statuses: Vec<u16>,
     /// The outcome: a core outcome (`TOOL_SUCCESS`, `HTTP_ERROR`, ...), or `RESULT` for a
     /// result to a method other than `tools/call`, or `ACCEPTED` for a 2xx to a notification or
-    /// response, or `OBSERVED` for a server request seen on a stream.
-    pub outcome: String,
+    /// response, or `OBSERVED` for a server request seen on a stream (see [`RecordOutcome`]).
+    pub outcome: RecordOutcome,
     /// The layer of the outcome (`transport`, `protocol`, `interaction`, `application`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub layer: Option<String>,
@@ -207,7 +329,7 @@ impl Record {
             client: None,
             session_post_count: None,
             http_statuses: Vec::new(),
-            outcome: String::new(),
+            outcome: RecordOutcome::Undecided,
             layer: None,
             classified: true,
             verdict: None,
@@ -330,14 +452,14 @@ pub fn is_task_start(is_request: bool, outcome: &str) -> bool {
 
 /// A record's `outcome` and `layer` for a verdict of a request with `method` (None: a
 /// `tools/call`): `RESULT` for a result to any other method.
-pub fn outcome_and_layer(method: Option<&str>, outcome: Outcome) -> (String, String) {
+pub fn outcome_and_layer(method: Option<&str>, outcome: Outcome) -> (RecordOutcome, String) {
     use Outcome as O;
     let is_tool_call = method.is_none_or(|m| m == "tools/call");
     match outcome {
         O::ToolSuccess | O::ToolError | O::InvalidToolResult if !is_tool_call => {
-            ("RESULT".to_string(), "application".to_string())
+            (RecordOutcome::Result, "application".to_string())
         }
-        o => (o.as_str().to_string(), o.layer().as_str().to_string()),
+        o => (RecordOutcome::Verdict(o), o.layer().as_str().to_string()),
     }
 }
 
@@ -346,6 +468,39 @@ pub use mcp_triage_wire::time::{now_ms, rfc3339};
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The type changed nothing on the wire: each outcome serialises to the string records
+    /// always carried, and reads back as itself.
+    #[test]
+    fn outcomes_serialise_to_their_record_strings() {
+        let cases = [
+            (RecordOutcome::Undecided, ""),
+            (RecordOutcome::Verdict(Outcome::ToolSuccess), "TOOL_SUCCESS"),
+            (
+                RecordOutcome::Verdict(Outcome::ConnectionError),
+                "CONNECTION_ERROR",
+            ),
+            (RecordOutcome::Result, "RESULT"),
+            (RecordOutcome::Accepted, "ACCEPTED"),
+            (RecordOutcome::Observed, "OBSERVED"),
+            (RecordOutcome::Forwarded, "FORWARDED"),
+            (RecordOutcome::Refused, "REFUSED"),
+            (RecordOutcome::StreamClosed, "STREAM_CLOSED"),
+            (RecordOutcome::Sent, "SENT"),
+            (RecordOutcome::TaskUnfinished, "TASK_UNFINISHED"),
+        ];
+        for (o, s) in cases {
+            assert_eq!(serde_json::to_value(o).unwrap(), serde_json::json!(s));
+            assert_eq!(s.parse::<RecordOutcome>(), Ok(o));
+        }
+        for o in Outcome::ALL {
+            assert_eq!(
+                o.as_str().parse::<RecordOutcome>(),
+                Ok(RecordOutcome::Verdict(o))
+            );
+        }
+        assert!("TOOL_SUCESS".parse::<RecordOutcome>().is_err());
+    }
 
     #[test]
     fn other_methods_get_result_not_tool_outcomes() {

@@ -305,7 +305,7 @@ where
         if let (Some(mut x), Some(to)) = (x, capture) {
             x.response_head(200, json_head());
             let name = crate::record::outcome_and_layer(Some(c.method()), v.outcome).0;
-            x.finish(to, CaptureEnd::UpstreamClosed, 200, &name);
+            x.finish(to, CaptureEnd::UpstreamClosed, 200, name.as_str());
         }
         observer.finish_call(c, v, true, None, None);
     }
@@ -397,7 +397,7 @@ mod tests {
         let outcome = |id: i64| {
             recs.iter()
                 .find(|r| r.id == Some(serde_json::json!(id)))
-                .map(|r| r.outcome.clone())
+                .map(|r| r.outcome.as_str().to_string())
         };
         assert_eq!(outcome(1).as_deref(), Some("RESULT"));
         assert_eq!(outcome(2).as_deref(), Some("TOOL_ERROR"));

@@ -405,7 +405,7 @@ async fn a_client_that_stops_reading_is_dropped_without_blocking_records() {
                 let mut r = Record::new(i.to_string(), rfc3339(0), RecordKind::Request, "http");
                 r.method = Some("tools/call".into());
                 r.tool = Some("t".repeat(100));
-                r.outcome = "TOOL_ERROR".into();
+                r.outcome = "TOOL_ERROR".parse().expect("a record outcome");
                 r.layer = Some("application".into());
                 r.verdict = Some(
                     mcp_triage_core::Verdict::new(mcp_triage_core::Outcome::ToolError)

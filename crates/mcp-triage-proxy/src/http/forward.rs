@@ -25,7 +25,7 @@ use super::shared::Shared;
 use super::upstream::{Sent, Upstream};
 use crate::guard::{redact_query, Refusal};
 use crate::observe::Origin;
-use crate::record::RecordKind;
+use crate::record::{RecordKind, RecordOutcome};
 
 /// Serves one request of a client connection: refused when `Host` or `Origin` fails the checks,
 /// else forwarded upstream and answered with the upstream's response, or with the proxy's own
@@ -255,7 +255,7 @@ fn refuse(
         .into_owned(),
     );
     r.http_statuses = vec![403];
-    r.outcome = "REFUSED".into();
+    r.outcome = RecordOutcome::Refused;
     r.layer = Some("transport".into());
     r.classified = false;
     r.client =

@@ -18,6 +18,7 @@ use super::response_body::ResponseTap;
 use super::shared::Shared;
 use super::upstream::Sent;
 use crate::capture::{CaptureEnd, ExchangeCapture};
+use crate::record::RecordOutcome;
 
 /// Writes the record of an exchange whose handler was dropped before the response head.
 pub(super) struct PendingGuard {
@@ -48,13 +49,13 @@ pub(super) fn record_without_response(
     sh: &Arc<Shared>,
     mut ex: Exchange,
     answered: u16,
-    write: impl FnOnce(Plan, &Shared, &Exchange) -> String + Send + 'static,
+    write: impl FnOnce(Plan, &Shared, &Exchange) -> RecordOutcome + Send + 'static,
 ) {
     if let Ok(copy) = ex.request.try_recv() {
         let capture = ex.capture.take();
         let plan = plan_without_response(sh, &ex, &copy);
         let verdict = write(plan, sh, &ex);
-        capture_without_response(sh, capture, copy, answered, &verdict);
+        capture_without_response(sh, capture, copy, answered, verdict);
         return;
     }
     let Ok(rt) = tokio::runtime::Handle::try_current() else {
@@ -71,7 +72,7 @@ pub(super) fn record_without_response(
         let capture = ex.capture.take();
         let plan = plan_without_response(&sh, &ex, &copy);
         let verdict = write(plan, &sh, &ex);
-        capture_without_response(&sh, capture, copy, answered, &verdict);
+        capture_without_response(&sh, capture, copy, answered, verdict);
     });
 }
 
@@ -81,11 +82,11 @@ fn capture_without_response(
     capture: Option<Box<ExchangeCapture>>,
     copy: RequestCopy,
     answered: u16,
-    verdict: &str,
+    verdict: RecordOutcome,
 ) {
     if let (Some(mut c), Some(to)) = (capture, sh.capture.as_ref()) {
         c.request_body(&copy.bytes, copy.overflow);
-        c.finish(to, CaptureEnd::NoResponse, answered, verdict);
+        c.finish(to, CaptureEnd::NoResponse, answered, verdict.as_str());
     }
 }
 

@@ -5,8 +5,8 @@
 use bytes::Bytes;
 use http::Method;
 use mcp_triage_core::{
-    classify, CallContext, Interruption, ProtocolVersion, RequestId, RequestKind, RequestSession,
-    ResponseClassifier, ResponseHead, StreamEvent, Verdict,
+    classify, CallContext, Interruption, Outcome, ProtocolVersion, RequestId, RequestKind,
+    RequestSession, ResponseClassifier, ResponseHead, StreamEvent, Verdict,
 };
 use serde_json::Value;
 
@@ -15,7 +15,7 @@ use super::request_body::RequestCopy;
 use super::shared::Shared;
 use super::tools_tap::ToolsTap;
 use crate::observe::{parse_messages, Call, Message, Origin};
-use crate::record::{Record, RecordKind};
+use crate::record::{Record, RecordKind, RecordOutcome};
 
 /// How the response was observed, once the request's message(s) are known.
 pub(super) struct Plan {
@@ -248,9 +248,9 @@ impl Plan {
         reached: bool,
         status: Option<u16>,
         cancelled: bool,
-    ) -> String {
+    ) -> RecordOutcome {
         let obs = &sh.observer;
-        let mut first: Option<String> = None;
+        let mut first: Option<RecordOutcome> = None;
         for mut call in self.calls {
             first.get_or_insert_with(|| {
                 crate::record::outcome_and_layer(Some(call.method()), verdict.outcome).0
@@ -271,7 +271,7 @@ impl Plan {
             r.path.get_or_insert_with(|| ex.path.clone());
             r.http_statuses.extend(status);
             r.set_verdict(None, verdict.clone());
-            first.get_or_insert_with(|| r.outcome.clone());
+            first.get_or_insert(r.outcome);
             obs.emit(r);
         }
         first.unwrap_or_default()
@@ -279,11 +279,11 @@ impl Plan {
 
     /// Writes the records once the body ended (or broke, or the client went away). Returns the
     /// first record's outcome: the exchange's verdict in a capture.
-    pub(super) fn finish(self, sh: &Shared, ex: &Exchange, seen: Observed<'_>) -> String {
+    pub(super) fn finish(self, sh: &Shared, ex: &Exchange, seen: Observed<'_>) -> RecordOutcome {
         let obs = &sh.observer;
         let head = seen.head;
         let end = &seen.end;
-        let mut first: Option<String> = None;
+        let mut first: Option<RecordOutcome> = None;
         let cancelled = matches!(end, End::Cancelled);
         let verdict = self.classifier.map(|c| match end {
             End::Finished => c.finish(),
@@ -328,19 +328,19 @@ impl Plan {
             r.duration_ms = ex.started.elapsed().as_secs_f64() * 1000.0;
             match (&verdict, accepted) {
                 (_, true) => {
-                    r.outcome = "ACCEPTED".into();
+                    r.outcome = RecordOutcome::Accepted;
                     r.layer = None;
                 }
                 (Some(v), false) => r.set_verdict(None, v.clone()),
-                (None, false) => r.outcome = "HTTP_ERROR".into(),
+                (None, false) => r.outcome = Outcome::HttpError.into(),
             }
-            first.get_or_insert_with(|| r.outcome.clone());
+            first.get_or_insert(r.outcome);
             obs.emit(r);
         }
         if let Some(mut r) = self.standalone {
             stamp(&mut r);
             finish_standalone(sh, ex, &mut r, verdict, &seen);
-            first.get_or_insert_with(|| r.outcome.clone());
+            first.get_or_insert(r.outcome);
             obs.emit(r);
         }
         first.unwrap_or_default()
@@ -370,7 +370,7 @@ fn finish_call(
     unclassified: Option<&str>,
     seen: &Observed<'_>,
     tools: Option<&[Value]>,
-    first: &mut Option<String>,
+    first: &mut Option<RecordOutcome>,
 ) {
     let obs = &sh.observer;
     if let Some(v) = &v {
@@ -390,7 +390,7 @@ fn finish_call(
                 name: "maxBodyBytes".into(),
                 max: obs.options().limits.max_body_bytes,
             });
-            first.get_or_insert_with(|| v.outcome.as_str().to_string());
+            first.get_or_insert(v.outcome.into());
             obs.finish_call(call, v, true, seen.session, None)
         }
     }
@@ -416,9 +416,9 @@ fn finish_standalone(
             if let Some(v) = verdict {
                 r.layer = Some("transport".into());
                 r.outcome = match end {
-                    End::Finished => "STREAM_CLOSED".into(),
-                    End::Broken(_) => "CONNECTION_ERROR".into(),
-                    End::Cancelled => "STREAM_CLOSED".into(),
+                    End::Finished => RecordOutcome::StreamClosed,
+                    End::Broken(_) => Outcome::ConnectionError.into(),
+                    End::Cancelled => RecordOutcome::StreamClosed,
                 };
                 r.verdict = Some(v);
             }
@@ -430,16 +430,16 @@ fn finish_standalone(
                 }
             }
             r.outcome = if head.is_success() {
-                "ACCEPTED".into()
+                RecordOutcome::Accepted
             } else {
-                "HTTP_ERROR".into()
+                Outcome::HttpError.into()
             };
         }
         _ => {
             r.outcome = if head.is_success() {
-                "FORWARDED".into()
+                RecordOutcome::Forwarded
             } else {
-                "HTTP_ERROR".into()
+                Outcome::HttpError.into()
             };
         }
     }

@@ -180,7 +180,7 @@ impl ResponseObserver {
         };
         let verdict = plan.finish(&self.sh, &ex, seen);
         if let (Some(c), Some(to)) = (capture, self.sh.capture.as_ref()) {
-            c.finish(to, ended, self.head.status, &verdict);
+            c.finish(to, ended, self.head.status, verdict.as_str());
         }
     }
 }

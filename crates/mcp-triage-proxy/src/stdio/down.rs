@@ -250,7 +250,7 @@ impl Streamed {
         if let (Some(mut x), Some(to)) = (x, d.capture) {
             x.response_head(200, json_head());
             let name = crate::record::outcome_and_layer(Some(call.method()), v.outcome).0;
-            x.finish(to, CaptureEnd::Complete, 200, &name);
+            x.finish(to, CaptureEnd::Complete, 200, name.as_str());
         }
         d.observer.finish_call(call, v, true, None, None);
     }
@@ -310,7 +310,7 @@ impl Answer {
         call.record.response_bytes = bytes;
         if let (Some(x), Some(to)) = (capture, d.capture) {
             let name = crate::record::outcome_and_layer(Some(call.method()), verdict.outcome).0;
-            x.finish(to, CaptureEnd::Complete, 200, &name);
+            x.finish(to, CaptureEnd::Complete, 200, name.as_str());
         }
         d.observer.finish_call(call, verdict, true, None, None);
     }
@@ -357,7 +357,7 @@ async fn whole_line(line: &[u8], d: &Down<'_>) {
         x.response_head(200, json_head());
         x.chunk(body);
         let name = crate::record::outcome_and_layer(Some(call.method()), verdict.outcome).0;
-        x.finish(to, CaptureEnd::Complete, 200, &name);
+        x.finish(to, CaptureEnd::Complete, 200, name.as_str());
     }
     let session = d.origin.session_id.clone();
     d.observer.finish_call(

@@ -5,12 +5,13 @@
 
 use std::time::Instant;
 
-use mcp_triage_core::Verdict;
+use mcp_triage_core::{Outcome, Verdict};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::{trim_eol, Pending, CHUNK_BYTES};
 use crate::capture::{Capture, CaptureEnd};
 use crate::observe::{parse_messages, Message, Observer, Origin};
+use crate::record::RecordOutcome;
 
 /// One request line as far as it is kept.
 struct Line {
@@ -104,7 +105,7 @@ async fn prepare(
     if line.bytes > max as u64 {
         let mut r = observer.new_record(crate::record::RecordKind::Http);
         r.classified = false;
-        r.outcome = "FORWARDED".into();
+        r.outcome = RecordOutcome::Forwarded;
         r.request_bytes = line.bytes;
         p.messages.push(r);
         return p;
@@ -148,8 +149,12 @@ async fn settle(
     capture: Option<&Capture>,
 ) {
     for mut r in p.messages {
-        if r.outcome != "FORWARDED" {
-            r.outcome = if sent { "SENT" } else { "CONNECTION_ERROR" }.into();
+        if r.outcome != RecordOutcome::Forwarded {
+            r.outcome = if sent {
+                RecordOutcome::Sent
+            } else {
+                Outcome::ConnectionError.into()
+            };
         }
         observer.emit(r);
     }
@@ -163,7 +168,7 @@ async fn settle(
         let v = Verdict::connection_error("the server's stdin is closed");
         if let (Some(x), Some(to)) = (x, capture) {
             let name = crate::record::outcome_and_layer(Some(call.method()), v.outcome).0;
-            x.finish(to, CaptureEnd::NoResponse, 502, &name);
+            x.finish(to, CaptureEnd::NoResponse, 502, name.as_str());
         }
         observer.finish_call(call, v, false, None, None);
     }

@@ -152,7 +152,7 @@ impl Metrics {
         }
         let tool = self.tool_label(record.tool.as_deref());
         let layer = record.layer.clone().unwrap_or_else(|| NO_LAYER.to_string());
-        let outcome = record.outcome.clone();
+        let outcome = record.outcome.as_str().to_string();
         let is_request = record.kind == crate::record::RecordKind::Request;
         if !crate::record::is_task_start(is_request, &outcome) {
             *self
@@ -319,7 +319,7 @@ mod tests {
         let mut r = Record::new("1".into(), rfc3339(0), RecordKind::Request, "http");
         r.method = Some("tools/call".into());
         r.tool = Some(tool.into());
-        r.outcome = outcome.into();
+        r.outcome = outcome.parse().expect("a record outcome");
         r.layer = Some(layer.into());
         r.duration_ms = ms;
         r

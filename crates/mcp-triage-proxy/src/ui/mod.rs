@@ -681,7 +681,7 @@ mod tests {
         let mut r = Record::new(id.into(), rfc3339(0), RecordKind::Request, "http");
         r.method = Some("tools/call".into());
         r.tool = Some(tool.into());
-        r.outcome = outcome.into();
+        r.outcome = outcome.parse().expect("a record outcome");
         r.layer = Some("application".into());
         r
     }
