@@ -158,6 +158,25 @@ impl PartialEq<Outcome> for RecordOutcome {
     }
 }
 
+/// The kind of the one attempt in a proxy's [`CallRecord`]: the words the client writes for
+/// the same exchanges (the core's `AttemptRecord::kind` is a string shared by both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AttemptKind {
+    /// `call`: a `tools/call` as first sent.
+    Call,
+    /// `input_round`: a resend carrying MRTR `inputResponses`.
+    InputRound,
+}
+
+impl AttemptKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            AttemptKind::Call => "call",
+            AttemptKind::InputRound => "input_round",
+        }
+    }
+}
+
 /// Who sent the traffic, as far as the observer can tell.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -399,10 +418,12 @@ impl Record {
         r.attempts = vec![AttemptRecord {
             id: self.id.clone().unwrap_or(Value::Null),
             kind: if self.mrtr.is_some() {
-                "input_round".into()
+                AttemptKind::InputRound
             } else {
-                "call".into()
-            },
+                AttemptKind::Call
+            }
+            .as_str()
+            .into(),
             retry_of: None,
             status: self.http_statuses.first().copied(),
             content_type: None,
