@@ -11,8 +11,7 @@ use serde_json::{json, Value};
 
 use crate::answers::input_responses;
 use crate::call_record::{finish_from, finish_setup_failure, push_attempt, set_decision};
-use crate::client::{Client, Era, HttpEndpoint, Transport};
-use crate::exchange::Negotiated;
+use crate::client::{Client, Era, HttpEndpoint, Negotiated, Transport};
 use crate::options::CallOptions;
 use crate::setup::{modern_version_offered, server_info, Probe};
 use crate::task_driver;

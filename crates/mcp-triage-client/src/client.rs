@@ -22,7 +22,6 @@ use mcp_triage_core::{ProtocolVersion, ServerInfo};
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
 
-use crate::exchange::Negotiated;
 use crate::headers::with_auth;
 use crate::oauth::{BearerCell, OAuth};
 use crate::options::{CallOptions, ClientOptions};
@@ -81,6 +80,16 @@ pub(crate) struct State {
 pub(crate) enum Transport {
     Http(HttpEndpoint),
     Stdio(Box<Mutex<StdioConn>>),
+}
+
+/// What a message is sent under: the era and revision negotiated with the server, and the
+/// legacy session it belongs to. They decide the HTTP headers (`MCP-Protocol-Version`,
+/// `Mcp-Method`/`Mcp-Name`, `Mcp-Session-Id`); the `_meta` is already in the message.
+#[derive(Clone, Copy)]
+pub(crate) struct Negotiated<'a> {
+    pub(crate) era: Era,
+    pub(crate) version: ProtocolVersion,
+    pub(crate) session: Option<&'a str>,
 }
 
 /// Where the client's HTTP requests go: the HTTP client, the target's URL and the user's extra

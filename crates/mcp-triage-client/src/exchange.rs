@@ -6,24 +6,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use mcp_triage_core::{CallContext, OutputSchema, ProtocolVersion};
+use mcp_triage_core::{CallContext, OutputSchema};
 use serde_json::Value;
 
 use crate::answers::{build_answer, is_input_round, refusal, refused_text};
-use crate::client::{Client, Era, Transport};
+use crate::client::{Client, Negotiated, Transport};
 use crate::oauth::AuthAttempts;
 use crate::tools::ToolInfo;
 use crate::wire::{self, Incoming, Sent};
-
-/// What a message is sent under: the era and revision negotiated with the server, and the
-/// legacy session it belongs to. They decide the HTTP headers (`MCP-Protocol-Version`,
-/// `Mcp-Method`/`Mcp-Name`, `Mcp-Session-Id`); the `_meta` is already in the message.
-#[derive(Clone, Copy)]
-pub(crate) struct Negotiated<'a> {
-    pub(crate) era: Era,
-    pub(crate) version: ProtocolVersion,
-    pub(crate) session: Option<&'a str>,
-}
 
 /// One attempt at an exchange, besides the message and what it is sent under: the id whose
 /// answer is awaited, how that answer is judged, by when it must come, when the attempt

@@ -9,8 +9,8 @@ use mcp_triage_core::retry::Delivery;
 use mcp_triage_core::{Outcome, OutputSchema, ProtocolVersion, Verdict};
 use serde_json::{json, Value};
 
-use crate::client::{Client, Era, HttpEndpoint, Transport};
-use crate::exchange::{Attempt, Negotiated};
+use crate::client::{Client, Era, HttpEndpoint, Negotiated, Transport};
+use crate::exchange::Attempt;
 use crate::headers::{header_value, with_auth};
 use crate::tools::param_headers;
 use crate::wire::{self, Sent};

@@ -10,8 +10,7 @@ use mcp_triage_core::retry::Delivery;
 use mcp_triage_core::{OutputSchema, ProtocolVersion, ServerInfo, Verdict};
 use serde_json::{json, Value};
 
-use crate::client::{Client, Era, HttpEndpoint, State, Transport};
-use crate::exchange::Negotiated;
+use crate::client::{Client, Era, HttpEndpoint, Negotiated, State, Transport};
 use crate::options::VersionChoice;
 use crate::standalone::{AbortOnDrop, Standalone};
 use crate::tools::{tool_info, ToolInfo};

@@ -25,8 +25,7 @@ use tokio::time::Instant;
 
 use crate::answers::{answer_from, refusal_result};
 use crate::call_record::{finish_from, push_attempt, set_decision};
-use crate::client::{Client, Era};
-use crate::exchange::Negotiated;
+use crate::client::{Client, Era, Negotiated};
 use crate::options::CallOptions;
 use crate::tools::ToolInfo;
 use crate::wire::Sent;
