@@ -1,7 +1,8 @@
-//! Forwarding one exchange: [`handle`] checks `Host`/`Origin`, rewrites the request head for the
-//! upstream, taps the body, sends it through the connection's [`super::upstream::Upstream`], and
-//! answers the client with the upstream's response (its body tapped for the observer) or with
-//! the proxy's own answer when there is none.
+//! Forwarding one exchange: [`handle`] checks `Host`/`Origin` (or [`refuse`]s), rewrites the
+//! request head for the upstream, taps the body, sends it through the connection's
+//! [`super::upstream::Upstream`], and answers the client with the upstream's response, its body
+//! tapped for the observer. Without a response head, [`super::no_response::answer_failure`]
+//! answers instead.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -1,6 +1,8 @@
-//! Records of exchanges that got no response head: the upstream could not be reached, closed
-//! without answering, timed out, the client's body stalled or broke, or the client went away.
-//! The record waits (bounded) for the request body; the client's answer does not.
+//! Exchanges that got no response head: the upstream could not be reached, closed without
+//! answering, timed out, the client's body stalled or broke, or the client went away. Here is
+//! what the client gets then ([`answer_failure`]: a status and a sentence, or its connection
+//! closed) and the records: they wait (bounded) for the request body; the client's answer does
+//! not.
 
 use std::sync::{Arc, OnceLock};
 
