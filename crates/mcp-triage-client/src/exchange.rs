@@ -1,6 +1,6 @@
-//! One request/response exchange on the client's transport, classified ([`Client::exchange`]):
-//! what the message is sent under ([`Negotiated`]), the bounds of the attempt ([`Attempt`]),
-//! and OAuth's challenge-and-resend inside one exchange. Also the client's notifications and its replies to
+//! One request/response exchange on the client's transport, classified ([`Client::exchange`]): what
+//! the message is sent under ([`Negotiated`]), the bounds of the attempt ([`Attempt`]), and OAuth's
+//! challenge-and-resend inside one exchange. Also the client's notifications and its replies to
 //! server requests. [`crate::http_exchange`] and [`crate::stdio_exchange`] do the I/O.
 
 use std::sync::Arc;

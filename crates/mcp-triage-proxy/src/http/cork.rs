@@ -10,10 +10,11 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
-/// Bytes for the client held until the end of the connection task's poll (see [`Paired`]):
-/// hyper flushes after each step, the cork turns the steps of one poll into one write. At most
-/// [`CORK_LIMIT`] bytes wait; past that a write waits for the socket, as it would without the
-/// cork, so a stream the client reads slowly still holds the proxy back (no unbounded buffer).
+/// Bytes for the client held until the end of the connection task's poll (see
+/// [`Paired`](super::paired::Paired)): hyper flushes after each step, the cork turns the steps of
+/// one poll into one write. At most [`CORK_LIMIT`] bytes wait; past that a write waits for the
+/// socket, as it would without the cork, so a stream the client reads slowly still holds the proxy
+/// back (no unbounded buffer).
 pub(super) struct Cork {
     half: OwnedWriteHalf,
     pub(super) buf: Vec<u8>,

@@ -37,16 +37,16 @@ impl TapState {
     }
 }
 
-/// Observer work of one client connection, run by [`Paired`] in each poll.
+/// Observer work of one client connection, run by [`Paired`](super::paired::Paired) in each poll.
 ///
-/// Why: a response tap sees a chunk *before* hyper writes it to the client (and the end of a
-/// body before the last write is flushed). Classifying the chunk, reading the request, building
-/// records and handing them to the writer there would put all of it between the upstream's bytes
-/// and the client's. So the tap only notes what passed (a reference-counted `Bytes`, no copy) and
-/// queues itself here; [`Paired`] runs the queue once the client's bytes are written (with one
-/// forwarding thread; with several, just before they are written: see
-/// [`Shared::observe_after_write`]), and dropping the queue (the connection's task ends or is
-/// aborted) runs what is left, so no record is lost.
+/// Why: a response tap sees a chunk *before* hyper writes it to the client (and the end of a body
+/// before the last write is flushed). Classifying the chunk, reading the request, building records
+/// and handing them to the writer there would put all of it between the upstream's bytes and the
+/// client's. So the tap only notes what passed (a reference-counted `Bytes`, no copy) and queues
+/// itself here; [`Paired`](super::paired::Paired) runs the queue once the client's bytes are
+/// written (with one forwarding thread; with several, just before they are written: see
+/// [`Shared::observe_after_write`](super::shared::Shared::observe_after_write)), and dropping the
+/// queue (the connection's task ends or is aborted) runs what is left, so no record is lost.
 #[derive(Default)]
 pub(super) struct Deferred {
     queue: Mutex<Vec<Arc<Mutex<TapState>>>>,

@@ -3,9 +3,9 @@
 //! Forwarding comes first: every request goes upstream with its method, path and query, its
 //! end-to-end headers, and its body streamed frame by frame; every response comes back the same
 //! way. The observer only *taps* those frames: the request body is copied (bounded) to read the
-//! JSON-RPC message, the response body is fed to the core's [`ResponseClassifier`] as it passes.
-//! Neither tap can hold a frame back or change it, and a classification limit only stops the
-//! classifier, never the stream.
+//! JSON-RPC message, the response body is fed to the core's
+//! [`ResponseClassifier`](mcp_triage_core::ResponseClassifier) as it passes. Neither tap can hold a
+//! frame back or change it, and a classification limit only stops the classifier, never the stream.
 //!
 //! Upstreams: `http://` or `https://`. An https upstream is reached over TLS (rustls, TLS 1.2
 //! and 1.3, ALPN `http/1.1`), its certificate checked against Mozilla's roots (webpki-roots,
@@ -22,18 +22,18 @@
 //!
 //! The modules, in the order an exchange meets them:
 //!
-//! - [`options`]: [`ProxyOptions`] and its defaults; [`shared`]: what every exchange reads.
-//! - [`serve`]: [`start`], the accept loop and the connection cap ([`activity`]: which
-//!   connections are idle); each connection becomes one [`paired`] task, whose client side is
-//!   corked ([`cork`]) and which may spin after traffic ([`spin`]).
-//! - [`forward`]: one exchange: the request head rewritten ([`headers`]), its body tapped
-//!   ([`request_body`]), sent through the connection's [`upstream`], the response answered.
-//! - [`response_body`]: the response body tapped on its way to the client; [`deferred`]: the
+//! - `options`: [`ProxyOptions`] and its defaults; `shared`: what every exchange reads.
+//! - `serve`: [`start`], the accept loop and the connection cap (`activity`: which
+//!   connections are idle); each connection becomes one `paired` task, whose client side is
+//!   corked (`cork`) and which may spin after traffic (`spin`).
+//! - `forward`: one exchange: the request head rewritten (`headers`), its body tapped
+//!   (`request_body`), sent through the connection's `upstream`, the response answered.
+//! - `response_body`: the response body tapped on its way to the client; `deferred`: the
 //!   observer's work run after the client's bytes are written.
-//! - [`response_observer`]: the observer's side of one response, which builds and feeds the
-//!   [`plan`] (the classifier, the [`tools_tap`], the batch copy) and ends in records.
-//! - [`no_response`]: records of exchanges that got no response head; [`exchange`]: what both
-//!   paths know of an exchange; [`errors`]: [`errors::Cut`] and [`error_chain`].
+//! - `response_observer`: the observer's side of one response, which builds and feeds the
+//!   `plan` (the classifier, the `tools_tap`, the batch copy) and ends in records.
+//! - `no_response`: records of exchanges that got no response head; `exchange`: what both
+//!   paths know of an exchange; `errors`: `Cut` and `error_chain`.
 
 mod activity;
 mod cork;

@@ -26,7 +26,8 @@ pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(300);
 /// and upstream), so 512 stays within the usual soft limit of 1,024 open files.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 
-/// The default ceiling of the adaptive spin (see [`Spin`]): `cpuidle-haltpoll`'s default.
+/// The default ceiling of the adaptive spin (see [`Spin`](super::spin::Spin)): `cpuidle-haltpoll`'s
+/// default.
 pub const DEFAULT_SPIN: Duration = Duration::from_micros(200);
 
 /// Proxy settings.
@@ -48,7 +49,7 @@ pub struct ProxyOptions {
     pub connect_timeout: Duration,
     /// After traffic, how long at most the forwarding thread keeps polling its sockets before it
     /// sleeps (one forwarding thread only; zero: sleep at once). The window adapts below this
-    /// ceiling to how soon traffic usually comes back; see [`Spin`].
+    /// ceiling to how soon traffic usually comes back; see [`Spin`](super::spin::Spin).
     pub spin: Duration,
     /// DNS-rebinding protection (see [`crate::guard`]): whether `Host` and `Origin` are checked.
     pub host_check: HostCheck,

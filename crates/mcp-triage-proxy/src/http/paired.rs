@@ -32,7 +32,7 @@ pub(super) struct Paired {
     pub(super) deferred: Arc<Deferred>,
     pub(super) cork: Arc<Mutex<Cork>>,
     wake: Arc<TaskWake>,
-    /// See [`Shared::observe_after_write`].
+    /// See [`Shared::observe_after_write`](super::shared::Shared::observe_after_write).
     pub(super) observe_after_write: bool,
     pub(super) spin: Option<Arc<Spin>>,
 }

@@ -35,12 +35,14 @@ pub struct RequestTap {
     copy: RequestCopy,
     pub(super) max: u64,
     done: Option<oneshot::Sender<RequestCopy>>,
-    /// See [`ProxyOptions::body_read_timeout`].
+    /// See [`ProxyOptions::body_read_timeout`](super::options::ProxyOptions::body_read_timeout).
     idle_limit: Duration,
     /// Armed at the first wait for the client after a frame (not while the upstream is the one
     /// holding the body back: then the tap is not polled).
     idle: Option<Pin<Box<tokio::time::Sleep>>>,
-    /// The whole-body deadline ([`ProxyOptions::body_deadline`]), armed at the request head.
+    /// The whole-body deadline
+    /// ([`ProxyOptions::body_deadline`](super::options::ProxyOptions::body_deadline)), armed at the
+    /// request head.
     deadline: Option<(Duration, Pin<Box<tokio::time::Sleep>>)>,
     /// Set when a timeout ended the body, with which.
     pub(super) timed_out: Arc<std::sync::OnceLock<BodyStalled>>,
@@ -51,9 +53,11 @@ pub struct RequestTap {
 /// Why the proxy ended a request body the client was still sending.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum BodyStalled {
-    /// No bytes for [`ProxyOptions::body_read_timeout`].
+    /// No bytes for
+    /// [`ProxyOptions::body_read_timeout`](super::options::ProxyOptions::body_read_timeout).
     Gap(Duration),
-    /// The whole body took longer than [`ProxyOptions::body_deadline`].
+    /// The whole body took longer than
+    /// [`ProxyOptions::body_deadline`](super::options::ProxyOptions::body_deadline).
     Deadline(Duration),
 }
 

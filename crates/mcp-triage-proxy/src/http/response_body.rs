@@ -21,7 +21,8 @@ pub struct ResponseTap {
     /// What the observer has yet to see and the connection's queue it waits in; `None` for
     /// the proxy's own responses and once the body ended.
     pub(super) observed: Option<(Arc<Mutex<TapState>>, Arc<Deferred>)>,
-    /// Marks the connection busy until this response is dropped (see [`ConnActivity`]).
+    /// Marks the connection busy until this response is dropped (see
+    /// [`ConnActivity`](super::activity::ConnActivity)).
     pub(super) in_flight: Option<InFlight>,
 }
 

@@ -23,23 +23,25 @@ pub(super) struct Shared {
     pub(super) host: HeaderValue,
     /// For an https upstream: the connector and the name its certificate must carry.
     pub(super) tls: Option<(TlsConnector, ServerName<'static>)>,
-    /// See [`ProxyOptions::connect_timeout`].
+    /// See [`ProxyOptions::connect_timeout`](super::options::ProxyOptions::connect_timeout).
     pub(super) connect_timeout: Duration,
     /// `Host`/`Origin` checks, when on.
     pub(super) host_policy: Option<HostPolicy>,
-    /// See [`ProxyOptions::redact_query_params`].
+    /// See
+    /// [`ProxyOptions::redact_query_params`](super::options::ProxyOptions::redact_query_params).
     pub(super) redact_query_params: Vec<String>,
-    /// See [`ProxyOptions::body_read_timeout`].
+    /// See [`ProxyOptions::body_read_timeout`](super::options::ProxyOptions::body_read_timeout).
     pub(super) body_read_timeout: Duration,
-    /// See [`ProxyOptions::body_deadline`].
+    /// See [`ProxyOptions::body_deadline`](super::options::ProxyOptions::body_deadline).
     pub(super) body_deadline: Duration,
-    /// See [`ProxyOptions::response_timeout`].
+    /// See [`ProxyOptions::response_timeout`](super::options::ProxyOptions::response_timeout).
     pub(super) response_timeout: Duration,
-    /// See [`ProxyOptions::capture`].
+    /// See [`ProxyOptions::capture`](super::options::ProxyOptions::capture).
     pub(super) capture: Option<Arc<Capture>>,
     /// Set when the proxy spins (see [`Spin`]).
     pub(super) spin: Option<Arc<Spin>>,
-    /// Observe a response after its bytes went to the client (see [`Deferred`]), not before.
+    /// Observe a response after its bytes went to the client (see
+    /// [`Deferred`](super::deferred::Deferred)), not before.
     ///
     /// Only on a current-thread runtime: there the connection tasks run one at a time, so
     /// nothing a client does after seeing a response — a resend on another connection, above

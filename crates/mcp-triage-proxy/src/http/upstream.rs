@@ -29,14 +29,14 @@ pub(super) type UpstreamConn = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// opened on the first request and again whenever the upstream closed it.
 ///
 /// Why not a pool: a pooled client runs each upstream connection in a task of its own, so every
-/// exchange crossed tasks (and, on a multi-threaded runtime, usually threads) four times —
-/// request out, response head back, each body chunk, the end. Those wakeups were most of the
-/// proxy's added latency. HTTP/1.1 carries one exchange at a time, so a client connection never
-/// needs more than one upstream connection, and [`Paired`] drives both in the same task.
+/// exchange crossed tasks (and, on a multi-threaded runtime, usually threads) four times — request
+/// out, response head back, each body chunk, the end. Those wakeups were most of the proxy's added
+/// latency. HTTP/1.1 carries one exchange at a time, so a client connection never needs more than
+/// one upstream connection, and [`Paired`](super::paired::Paired) drives both in the same task.
 #[derive(Clone)]
 pub(super) struct Upstream {
     sender: Arc<Mutex<Option<client_http1::SendRequest<RequestTap>>>>,
-    /// New upstream connections for [`Paired`] to drive.
+    /// New upstream connections for [`Paired`](super::paired::Paired) to drive.
     conns: mpsc::UnboundedSender<UpstreamConn>,
     /// Observer work of this connection's responses, run after their bytes were written.
     pub(super) deferred: Arc<Deferred>,
