@@ -131,9 +131,12 @@ impl ResponseClassifier {
                 truncated: false,
             }
         } else {
-            let media = content_type.map(MediaType::parse);
-            match media.as_ref().map(MediaType::kind) {
+            // the kind is read in place; only a value with parameters is parsed (for charset)
+            match content_type.map(MediaTypeKind::of) {
                 Some(MediaTypeKind::Json) => {
+                    let media = content_type
+                        .filter(|c| c.contains(';'))
+                        .map(MediaType::parse);
                     if let Some(cs) = media.as_ref().and_then(|m| m.charset.as_deref()) {
                         if cs != "utf-8" && cs != "utf8" {
                             findings.warn(

@@ -35,10 +35,24 @@ impl MediaType {
 
     /// Which kind of body this media type announces.
     pub fn kind(&self) -> MediaTypeKind {
-        match self.essence.as_str() {
-            "application/json" => MediaTypeKind::Json,
-            "text/event-stream" => MediaTypeKind::EventStream,
-            _ => MediaTypeKind::Other,
+        MediaTypeKind::of_essence(&self.essence)
+    }
+}
+
+impl MediaTypeKind {
+    /// The kind of a `Content-Type` value, read in place (no lower-cased copy): what the
+    /// classifier needs for every response, where [`MediaType::parse`] allocates.
+    pub fn of(value: &str) -> MediaTypeKind {
+        MediaTypeKind::of_essence(value.split(';').next().unwrap_or("").trim())
+    }
+
+    fn of_essence(essence: &str) -> MediaTypeKind {
+        if essence.eq_ignore_ascii_case("application/json") {
+            MediaTypeKind::Json
+        } else if essence.eq_ignore_ascii_case("text/event-stream") {
+            MediaTypeKind::EventStream
+        } else {
+            MediaTypeKind::Other
         }
     }
 }
@@ -56,6 +70,19 @@ mod tests {
             MediaType::parse("text/event-stream").kind(),
             MediaTypeKind::EventStream
         );
+        for value in [
+            "Application/JSON ; Charset=\"UTF-8\"",
+            " text/Event-Stream",
+            "application/json-rpc",
+            "",
+            ";",
+        ] {
+            assert_eq!(
+                MediaTypeKind::of(value),
+                MediaType::parse(value).kind(),
+                "{value:?}"
+            );
+        }
         assert_eq!(
             MediaType::parse("application/json-rpc").kind(),
             MediaTypeKind::Other
