@@ -229,12 +229,14 @@ mcpt_request_headers(ngx_http_request_t *r, mcpt_ctx_t *ctx)
             h = part->elts;
             i = 0;
         }
+        /* nginx keeps each request header's name lower-cased beside it (lowcase_key): a
+         * plain memcmp, not a case-folding loop per byte */
         if (h[i].key.len == 20 && ctx->protocol.data == NULL
-            && ngx_strncasecmp(h[i].key.data, (u_char *) "mcp-protocol-version", 20) == 0)
+            && ngx_memcmp(h[i].lowcase_key, "mcp-protocol-version", 20) == 0)
         {
             ctx->protocol = h[i].value;
         } else if (h[i].key.len == 14 && ctx->session.data == NULL
-                   && ngx_strncasecmp(h[i].key.data, (u_char *) "mcp-session-id", 14) == 0)
+                   && ngx_memcmp(h[i].lowcase_key, "mcp-session-id", 14) == 0)
         {
             ctx->session = h[i].value;
         }
