@@ -10,19 +10,21 @@ use serde_json::{json, Value};
 
 use super::exchange::CapturedExchange;
 use super::key::ReplayKey;
-use super::line::exchange_of;
+use super::line::{exchange_of, LineError};
 use super::options::CaptureLimits;
 
 /// Why a capture file cannot be replayed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CaptureError {
     /// A line is not a capture line; `line` is 1-based.
-    #[error("capture line {line}: {why}")]
+    #[error("capture line {line}: {source}")]
     Line {
         /// 1-based line number.
         line: usize,
         /// What is wrong with it.
-        why: String,
+        #[source]
+        source: LineError,
     },
     /// The file holds no exchange at all.
     #[error("the capture holds no exchange")]
@@ -113,8 +115,8 @@ impl Capture {
             if raw.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let err = |why: String| CaptureError::Line { line, why };
-            let s = std::str::from_utf8(raw).map_err(|_| err("not UTF-8".into()))?;
+            let err = |source: LineError| CaptureError::Line { line, source };
+            let s = std::str::from_utf8(raw).map_err(|_| err(LineError::NotUtf8))?;
             if exchanges.len() == limits.max_lines {
                 return Err(CaptureError::TooManyLines {
                     line,

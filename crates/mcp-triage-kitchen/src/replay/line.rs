@@ -13,11 +13,116 @@ use super::exchange::{CapturedExchange, End};
 use super::key::{capture_arguments_hash, path_only, ReplayKey};
 use super::options::CaptureLimits;
 
+/// What is wrong with one capture line; [`super::CaptureError::Line`] adds its number.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LineError {
+    /// The line is not UTF-8 text.
+    #[error("not UTF-8")]
+    NotUtf8,
+    /// The line is not JSON text.
+    #[error("not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// The line is JSON but not a capture line's shape (not an object, `chunks` not an array,
+    /// or `chunks` over `--replay-max-chunks`, which is refused while it is read).
+    #[error("{0}")]
+    Shape(#[source] serde_json::Error),
+    /// `status` is missing or not a number in 100-999.
+    #[error("\"status\" is not an HTTP status (100-999)")]
+    StatusNotHttp,
+    /// `status` is an informational head, which replay cannot serve.
+    #[error("\"status\" {status} is an informational (1xx) response, which replay cannot serve")]
+    StatusInformational {
+        /// The captured status.
+        status: u16,
+    },
+    /// `body` and `bodyBase64` are both present.
+    #[error("a line has \"body\" or \"bodyBase64\", not both")]
+    BodyTwice,
+    /// `body` is not a string.
+    #[error("\"body\" is not a string")]
+    BodyNotString,
+    /// `bodyBase64` is not a string.
+    #[error("\"bodyBase64\" is not a string")]
+    BodyBase64NotString,
+    /// `bodyBase64` does not decode.
+    #[error("\"bodyBase64\" is not base64: {0}")]
+    BodyBase64(#[source] base64::DecodeError),
+    /// The decoded body is over `--replay-max-body`.
+    #[error(
+        "the response body is {size} bytes, over the limit of {max} (raise --replay-max-body)"
+    )]
+    BodyTooLarge {
+        /// The body's size in bytes (for `bodyBase64`, as known from the text's length).
+        size: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// `seq` is not a non-negative integer.
+    #[error("\"seq\" is not a non-negative integer")]
+    SeqNotInteger,
+    /// A `tools/call` line has no `tool`.
+    #[error("a tools/call line has no \"tool\"")]
+    ToolMissing,
+    /// `method` is present but not a string.
+    #[error("\"method\" is not a string")]
+    MethodNotString,
+    /// Neither `method` nor `request`: the line has no key.
+    #[error("a line without \"method\" needs \"request\" (its key is the HTTP method and path)")]
+    RequestMissing,
+    /// `headers` is not an object.
+    #[error("\"headers\" is not an object")]
+    HeadersNotObject,
+    /// A header's value is not a string.
+    #[error("header {name:?} is not a string")]
+    HeaderNotString {
+        /// The header's name as captured.
+        name: String,
+    },
+    /// `headMs` is not a finite, non-negative number.
+    #[error("\"headMs\" is not a non-negative number")]
+    HeadMsNotNumber,
+    /// A `chunks` entry is not `[atMs, bytes]`.
+    #[error("chunks[{index}] is not [atMs, bytes]")]
+    ChunkNotPair {
+        /// The entry's 0-based index.
+        index: usize,
+    },
+    /// `headMs` is over `--replay-max-delay`.
+    #[error("\"headMs\" is {ms} ms, over the limit of {max} ms (raise --replay-max-delay)")]
+    HeadTooLate {
+        /// The captured delay.
+        ms: f64,
+        /// The limit.
+        max: f64,
+    },
+    /// A chunk's `atMs` is over `--replay-max-delay`.
+    #[error(
+        "chunks[{index}] atMs is {ms} ms, over the limit of {max} ms (raise --replay-max-delay)"
+    )]
+    ChunkTooLate {
+        /// The entry's 0-based index.
+        index: usize,
+        /// The captured offset.
+        ms: f64,
+        /// The limit.
+        max: f64,
+    },
+    /// `end` is not one of the known endings.
+    #[error(
+        "\"end\" {end} is not complete, upstream_closed, client_cancelled, timeout or no_response"
+    )]
+    EndUnknown {
+        /// The captured value, as JSON.
+        end: Value,
+    },
+}
+
 /// One capture line as parsed: every member as JSON except `chunks`, which a long stream can
 /// have many of, decoded straight into `(atMs, bytes)` pairs.
 struct RawLine {
     members: Map<String, Value>,
-    chunks: Option<Result<Vec<(f64, usize)>, String>>,
+    chunks: ChunksRead,
 }
 
 /// Parses a [`RawLine`] with the chunk limit at hand (a seed, as the limit is not in the text).
@@ -60,11 +165,11 @@ impl<'de> serde::de::DeserializeSeed<'de> for LineSeed {
 struct ChunksSeed(usize);
 
 impl<'de> serde::de::DeserializeSeed<'de> for ChunksSeed {
-    type Value = Result<Vec<(f64, usize)>, String>;
+    type Value = Result<Vec<(f64, usize)>, LineError>;
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         struct V(usize);
         impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Result<Vec<(f64, usize)>, String>;
+            type Value = Result<Vec<(f64, usize)>, LineError>;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("\"chunks\" as an array of [atMs, bytes]")
             }
@@ -86,7 +191,7 @@ impl<'de> serde::de::DeserializeSeed<'de> for ChunksSeed {
                     if bad.is_none() {
                         match chunk_pair(&pair) {
                             Some(p) => out.push(p),
-                            None => bad = Some(format!("chunks[{i}] is not [atMs, bytes]")),
+                            None => bad = Some(LineError::ChunkNotPair { index: i }),
                         }
                     }
                     i += 1;
@@ -104,10 +209,10 @@ pub(super) fn exchange_of(
     line: usize,
     s: &str,
     limits: &CaptureLimits,
-) -> Result<CapturedExchange, String> {
+) -> Result<CapturedExchange, LineError> {
     let raw = raw_line(s, limits.max_chunks).map_err(|e| match e.classify() {
-        serde_json::error::Category::Data => e.to_string(),
-        _ => format!("not JSON: {e}"),
+        serde_json::error::Category::Data => LineError::Shape(e),
+        _ => LineError::NotJson(e),
     })?;
     parse_line(line, s, raw, limits)
 }
@@ -137,7 +242,7 @@ fn parse_line(
     text: &str,
     raw: RawLine,
     limits: &CaptureLimits,
-) -> Result<CapturedExchange, String> {
+) -> Result<CapturedExchange, LineError> {
     let RawLine {
         mut members,
         chunks,
@@ -147,7 +252,7 @@ fn parse_line(
     let o = &members;
     let seq = match o.get("seq") {
         None => line as u64,
-        Some(s) => s.as_u64().ok_or("\"seq\" is not a non-negative integer")?,
+        Some(s) => s.as_u64().ok_or(LineError::SeqNotInteger)?,
     };
     let request = o.get("request").filter(|r| !r.is_null());
     let request_body = request.and_then(request_body_of);
@@ -178,19 +283,17 @@ fn parse_line(
 }
 
 /// `status`: a final HTTP status (200-999).
-fn status_of(o: &Map<String, Value>) -> Result<u16, String> {
+fn status_of(o: &Map<String, Value>) -> Result<u16, LineError> {
     let status = o
         .get("status")
         .and_then(Value::as_u64)
         .and_then(|s| u16::try_from(s).ok())
         .filter(|s| (100..=999).contains(s))
-        .ok_or("\"status\" is not an HTTP status (100-999)")?;
+        .ok_or(LineError::StatusNotHttp)?;
     if status < 200 {
         // An informational head is not an answer: served as a final status it was an empty
         // reply, and hyper cannot send a 101 switch the kitchen does not perform.
-        return Err(format!(
-            "\"status\" {status} is an informational (1xx) response, which replay cannot serve"
-        ));
+        return Err(LineError::StatusInformational { status });
     }
     Ok(status)
 }
@@ -216,7 +319,7 @@ fn key_of(
     o: &Map<String, Value>,
     request: Option<&Value>,
     request_body: Option<&Value>,
-) -> Result<ReplayKey, String> {
+) -> Result<ReplayKey, LineError> {
     let key = match o.get("method") {
         Some(Value::String(method)) => {
             let tool = o.get("tool").and_then(Value::as_str).map(str::to_owned);
@@ -235,7 +338,7 @@ fn key_of(
                 ));
             }
             if method == "tools/call" && tool.is_none() {
-                return Err("a tools/call line has no \"tool\"".into());
+                return Err(LineError::ToolMissing);
             }
             ReplayKey::Rpc {
                 method: method.clone(),
@@ -247,11 +350,9 @@ fn key_of(
                     .map(path_only),
             }
         }
-        Some(_) => return Err("\"method\" is not a string".into()),
+        Some(_) => return Err(LineError::MethodNotString),
         None => {
-            let r = request.ok_or(
-                "a line without \"method\" needs \"request\" (its key is the HTTP method and path)",
-            )?;
+            let r = request.ok_or(LineError::RequestMissing)?;
             ReplayKey::Http {
                 method: r
                     .get("method")
@@ -267,7 +368,7 @@ fn key_of(
 
 /// The response headers, lower-cased: `contentType` first as `content-type`, then
 /// `headers` (whose own `content-type` then gives way to it).
-fn headers_of(o: &Map<String, Value>) -> Result<Vec<(String, String)>, String> {
+fn headers_of(o: &Map<String, Value>) -> Result<Vec<(String, String)>, LineError> {
     let mut headers = Vec::new();
     if let Some(ct) = o.get("contentType").and_then(Value::as_str) {
         if !ct.is_empty() {
@@ -275,11 +376,11 @@ fn headers_of(o: &Map<String, Value>) -> Result<Vec<(String, String)>, String> {
         }
     }
     if let Some(h) = o.get("headers") {
-        let h = h.as_object().ok_or("\"headers\" is not an object")?;
+        let h = h.as_object().ok_or(LineError::HeadersNotObject)?;
         for (name, value) in h {
             let value = value
                 .as_str()
-                .ok_or_else(|| format!("header {name:?} is not a string"))?;
+                .ok_or_else(|| LineError::HeaderNotString { name: name.clone() })?;
             if name.eq_ignore_ascii_case("content-type") && !headers.is_empty() {
                 continue;
             }
@@ -290,7 +391,7 @@ fn headers_of(o: &Map<String, Value>) -> Result<Vec<(String, String)>, String> {
 }
 
 /// `chunks` as decoded by [`ChunksSeed`]: the pairs, or what is wrong with them.
-type ChunksRead = Option<Result<Vec<(f64, usize)>, String>>;
+type ChunksRead = Option<Result<Vec<(f64, usize)>, LineError>>;
 
 /// `headMs` and the chunks, each delay within `max` ms (`--replay-max-delay`), so that a
 /// capture cannot hold a connection for a day.
@@ -298,47 +399,46 @@ fn delays_of(
     o: &Map<String, Value>,
     chunks: ChunksRead,
     max: f64,
-) -> Result<(f64, Vec<(f64, usize)>), String> {
+) -> Result<(f64, Vec<(f64, usize)>), LineError> {
     let head_ms = match o.get("headMs") {
         None => 0.0,
         Some(v) => v
             .as_f64()
             .filter(|f| f.is_finite() && *f >= 0.0)
-            .ok_or_else(|| "\"headMs\" is not a non-negative number".to_string())?,
+            .ok_or(LineError::HeadMsNotNumber)?,
     };
     let chunks = chunks.transpose()?.unwrap_or_default();
-    let too_long = |what: &str, ms: f64| {
-        format!("{what} is {ms} ms, over the limit of {max} ms (raise --replay-max-delay)")
-    };
     if head_ms > max {
-        return Err(too_long("\"headMs\"", head_ms));
+        return Err(LineError::HeadTooLate { ms: head_ms, max });
     }
-    if let Some((i, (at, _))) = chunks.iter().enumerate().find(|(_, (at, _))| *at > max) {
-        return Err(too_long(&format!("chunks[{i}] atMs"), *at));
+    if let Some((index, (at, _))) = chunks.iter().enumerate().find(|(_, (at, _))| *at > max) {
+        return Err(LineError::ChunkTooLate {
+            index,
+            ms: *at,
+            max,
+        });
     }
     Ok((head_ms, chunks))
 }
 
 /// `end`: how the captured body ended ([`End::Complete`] when absent).
-fn end_of(o: &Map<String, Value>) -> Result<End, String> {
+fn end_of(o: &Map<String, Value>) -> Result<End, LineError> {
     match o.get("end") {
         None => Ok(End::Complete),
         Some(e) => e
             .as_str()
             .and_then(End::parse)
-            .ok_or_else(|| format!("\"end\" {e} is not complete, upstream_closed, client_cancelled, timeout or no_response")),
+            .ok_or_else(|| LineError::EndUnknown { end: e.clone() }),
     }
 }
 
 /// The response body of a line, moved out of its JSON string (not copied).
-fn take_body(o: &mut Map<String, Value>, max: usize) -> Result<Bytes, String> {
-    let too_big = |n: usize| {
-        format!("the response body is {n} bytes, over the limit of {max} (raise --replay-max-body)")
-    };
+fn take_body(o: &mut Map<String, Value>, max: usize) -> Result<Bytes, LineError> {
+    let too_big = |size: usize| LineError::BodyTooLarge { size, max };
     let body = match (o.remove("body"), o.remove("bodyBase64")) {
-        (Some(_), Some(_)) => return Err("a line has \"body\" or \"bodyBase64\", not both".into()),
+        (Some(_), Some(_)) => return Err(LineError::BodyTwice),
         (Some(Value::String(b)), None) => Bytes::from(b.into_bytes()),
-        (Some(_), None) => return Err("\"body\" is not a string".into()),
+        (Some(_), None) => return Err(LineError::BodyNotString),
         (None, Some(Value::String(b))) => {
             // Refused before decoding: the decoded size is known from the text's length.
             let decoded = b.trim_end_matches('=').len() / 4 * 3;
@@ -348,10 +448,10 @@ fn take_body(o: &mut Map<String, Value>, max: usize) -> Result<Bytes, String> {
             Bytes::from(
                 base64::engine::general_purpose::STANDARD
                     .decode(b)
-                    .map_err(|e| format!("\"bodyBase64\" is not base64: {e}"))?,
+                    .map_err(LineError::BodyBase64)?,
             )
         }
-        (None, Some(_)) => return Err("\"bodyBase64\" is not a string".into()),
+        (None, Some(_)) => return Err(LineError::BodyBase64NotString),
         (None, None) => Bytes::new(),
     };
     if body.len() > max {
@@ -362,8 +462,80 @@ fn take_body(o: &mut Map<String, Value>, max: usize) -> Result<Bytes, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::capture::Capture;
+    use super::super::capture::{Capture, CaptureError};
     use super::super::options::CaptureLimits;
+    use super::LineError;
+
+    /// A bad line is a typed [`CaptureError::Line`]: its number, and what is wrong as a
+    /// [`LineError`] carrying the facts (member, index, limit), with the same text as ever.
+    #[test]
+    fn line_errors_carry_the_line_and_the_fault() {
+        let ok = "{\"status\":200,\"method\":\"ping\"}\n";
+        let text =
+            format!("{ok}\n{ok}{{\"status\":200,\"method\":\"ping\",\"headers\":{{\"x-a\":1}}}}\n");
+        let e = Capture::parse(text.as_bytes()).unwrap_err();
+        assert!(
+            matches!(&e, CaptureError::Line { line: 4, source: LineError::HeaderNotString { name } } if name == "x-a"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "capture line 4: header \"x-a\" is not a string"
+        );
+        assert!(std::error::Error::source(&e).is_some());
+
+        let limits = CaptureLimits {
+            max_delay_ms: 100.0,
+            ..CaptureLimits::default()
+        };
+        let text = b"{\"status\":200,\"method\":\"ping\",\"chunks\":[[1,1],[150.5,1]]}";
+        let e = Capture::parse_with(text, &limits).unwrap_err();
+        assert!(matches!(
+            e,
+            CaptureError::Line {
+                line: 1,
+                source: LineError::ChunkTooLate { index: 1, .. }
+            }
+        ));
+        assert_eq!(
+            e.to_string(),
+            "capture line 1: chunks[1] atMs is 150.5 ms, over the limit of 100 ms (raise --replay-max-delay)"
+        );
+
+        let e = Capture::parse(b"{\"status\":200,\"method\":\"ping\",\"end\":7}").unwrap_err();
+        assert!(matches!(
+            e,
+            CaptureError::Line {
+                source: LineError::EndUnknown { .. },
+                ..
+            }
+        ));
+        assert_eq!(
+            e.to_string(),
+            "capture line 1: \"end\" 7 is not complete, upstream_closed, client_cancelled, timeout or no_response"
+        );
+        let e = Capture::parse(b"\xff\n").unwrap_err();
+        assert!(matches!(
+            e,
+            CaptureError::Line {
+                line: 1,
+                source: LineError::NotUtf8
+            }
+        ));
+        assert_eq!(e.to_string(), "capture line 1: not UTF-8");
+        let e = Capture::parse(b"nope").unwrap_err();
+        assert!(matches!(
+            e,
+            CaptureError::Line {
+                source: LineError::NotJson(_),
+                ..
+            }
+        ));
+        assert!(
+            e.to_string().starts_with("capture line 1: not JSON: "),
+            "{e}"
+        );
+    }
 
     /// Each load limit refuses the line over it, naming the line, the limit and its flag.
     #[test]

@@ -54,9 +54,11 @@ pub use capture::{response_message, Capture, CaptureError};
 pub use endpoint::{router, start_replay};
 pub use exchange::{CapturedExchange, End};
 pub use key::{capture_arguments_hash, rpc_key, ReplayKey};
+pub use line::LineError;
 pub use lookup::Replay;
 pub use options::{
-    parse_max_delay, parse_speed, CaptureLimits, ReplayOptions, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_CAPTURE_BYTES, DEFAULT_MAX_CHUNKS, DEFAULT_MAX_DELAY_MS, DEFAULT_MAX_LINES,
+    parse_max_delay, parse_speed, CaptureLimits, ReplayFlagError, ReplayOptions,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CAPTURE_BYTES, DEFAULT_MAX_CHUNKS, DEFAULT_MAX_DELAY_MS,
+    DEFAULT_MAX_LINES,
 };
 pub use serve::REPLAY_SCENARIO;

@@ -5,11 +5,31 @@
 //! take them from their flags before a file is read; the limits are checked at load so that
 //! an oversized or malformed line is named there, not met as a misbehaving replay later.
 
+/// A replay flag's value that does not parse (clap prints it after the flag's name).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplayFlagError {
+    /// `--replay-speed` is not a positive, finite number.
+    #[error("{given:?} is not a positive number")]
+    Speed {
+        /// The value as given.
+        given: String,
+    },
+    /// `--replay-max-delay` is not a non-negative duration.
+    #[error("{given:?} is not a duration (e.g. 60s, 1500ms, 2m, or seconds)")]
+    MaxDelay {
+        /// The value as given.
+        given: String,
+    },
+}
+
 /// Parses `--replay-speed` (the kitchen's and the judge's): a positive, finite number.
-pub fn parse_speed(s: &str) -> Result<f64, String> {
+pub fn parse_speed(s: &str) -> Result<f64, ReplayFlagError> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("{s:?} is not a positive number")),
+        _ => Err(ReplayFlagError::Speed {
+            given: s.to_string(),
+        }),
     }
 }
 
@@ -31,7 +51,7 @@ pub const DEFAULT_MAX_CHUNKS: usize = 65_536;
 pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 
 /// Parses `--replay-max-delay`: a duration such as `60s`, `1500ms`, `2m` or plain seconds.
-pub fn parse_max_delay(s: &str) -> Result<f64, String> {
+pub fn parse_max_delay(s: &str) -> Result<f64, ReplayFlagError> {
     let t = s.trim();
     let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
         (n, 1.0)
@@ -44,9 +64,9 @@ pub fn parse_max_delay(s: &str) -> Result<f64, String> {
     };
     match num.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v * scale),
-        _ => Err(format!(
-            "{s:?} is not a duration (e.g. 60s, 1500ms, 2m, or seconds)"
-        )),
+        _ => Err(ReplayFlagError::MaxDelay {
+            given: s.to_string(),
+        }),
     }
 }
 
@@ -91,5 +111,25 @@ pub struct ReplayOptions {
 impl Default for ReplayOptions {
     fn default() -> Self {
         ReplayOptions { speed: 1.0 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_flags_say_which_and_what_was_given() {
+        let e = parse_speed("0").unwrap_err();
+        assert!(matches!(&e, ReplayFlagError::Speed { given } if given == "0"));
+        assert_eq!(e.to_string(), "\"0\" is not a positive number");
+        let e = parse_max_delay("soon").unwrap_err();
+        assert!(matches!(&e, ReplayFlagError::MaxDelay { given } if given == "soon"));
+        assert_eq!(
+            e.to_string(),
+            "\"soon\" is not a duration (e.g. 60s, 1500ms, 2m, or seconds)"
+        );
+        assert_eq!(parse_max_delay("1500ms").unwrap(), 1500.0);
+        assert_eq!(parse_speed("2").unwrap(), 2.0);
     }
 }
