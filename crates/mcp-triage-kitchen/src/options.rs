@@ -114,7 +114,7 @@ pub enum KitchenError {
     UnknownScenario(String),
     /// Parameters do not fit the scenario's schema.
     #[error("invalid params: {0}")]
-    InvalidParams(String),
+    InvalidParams(#[source] crate::plugin::ParamsError),
     /// Refused listen address.
     #[error("refusing to listen on non-loopback address {0} without an admin token")]
     NonLoopback(SocketAddr),

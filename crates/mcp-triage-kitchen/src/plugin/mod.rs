@@ -31,7 +31,9 @@ pub mod spec;
 pub use crate::instance_state::{CatalogClock, InstanceState};
 pub use cx::{Asked, Emitter, Out, ToolCx, WireCx};
 pub use reply::{MethodReply, ToolFault, ToolReply, Wire};
-pub use spec::{on_invocation, Origin, Outcome, ParamKind, ParamSpec, Params, ScenarioInfo};
+pub use spec::{
+    on_invocation, Origin, Outcome, ParamKind, ParamSpec, Params, ParamsError, ScenarioInfo,
+};
 
 /// A scenario. Implementations are unit structs listed in [`crate::scenarios::REGISTRY`].
 pub trait Scenario: Send + Sync + 'static {
@@ -39,7 +41,7 @@ pub trait Scenario: Send + Sync + 'static {
     fn info(&self) -> &'static ScenarioInfo;
 
     /// Extra checks beyond the parameter types (e.g. non-negative durations).
-    fn validate(&self, _params: &Params) -> Result<(), String> {
+    fn validate(&self, _params: &Params) -> Result<(), ParamsError> {
         Ok(())
     }
 

@@ -173,11 +173,116 @@ impl Params {
     }
 }
 
+/// Why a scenario's parameters are refused: by the schema ([`validate_params`]) or by the
+/// scenario's own checks ([`crate::plugin::Scenario::validate`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParamsError {
+    /// The parameters are not a JSON object.
+    #[error("params must be a JSON object")]
+    NotObject,
+    /// A key names no parameter of the scenario.
+    #[error("scenario {scenario} has no parameter {name:?}")]
+    Unknown {
+        /// The scenario's id.
+        scenario: &'static str,
+        /// The key as given.
+        name: String,
+    },
+    /// A value is not of the parameter's JSON type.
+    #[error("parameter {name} must be of type {kind:?}")]
+    WrongType {
+        /// The parameter.
+        name: &'static str,
+        /// Its type.
+        kind: ParamKind,
+    },
+    /// A value is not one of the parameter's choices.
+    #[error("parameter {name} must be one of {choices:?}")]
+    NotAChoice {
+        /// The parameter.
+        name: &'static str,
+        /// What it may be.
+        choices: &'static [&'static str],
+    },
+    /// A duration or count is negative.
+    #[error("{name} must be >= 0")]
+    Negative {
+        /// The parameter.
+        name: &'static str,
+    },
+    /// A parameter breaks a rule of its scenario; `rule` completes "`name` must ...".
+    #[error("{name} must {rule}")]
+    Rule {
+        /// The parameter.
+        name: &'static str,
+        /// What it must be, e.g. `be HTTP status codes (100-599)`.
+        rule: &'static str,
+    },
+    /// A string parameter that holds JSON text does not parse.
+    #[error("{name} is not JSON: {source}")]
+    NotJson {
+        /// The parameter.
+        name: &'static str,
+        /// The parse error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// `chaos.mix`: a rate for a fault the scenario does not know.
+    #[error("unknown fault {fault:?}; known: {known:?}")]
+    UnknownFault {
+        /// The fault as given.
+        fault: String,
+        /// The faults there are.
+        known: &'static [&'static str],
+    },
+    /// `chaos.mix`: a rate outside [0, 1].
+    #[error("rate of {fault} must be in [0,1]")]
+    RateOutOfRange {
+        /// The fault.
+        fault: String,
+    },
+    /// `chaos.mix`: the rates add up to more than 1.
+    #[error("rates add up to more than 1")]
+    RatesOverOne,
+    /// `catalog.mutation`: more mutations than the limit.
+    #[error("at most {max} mutations")]
+    TooManyMutations {
+        /// The limit.
+        max: usize,
+    },
+    /// `catalog.mutation`: a member of one mutation breaks its rule; `rule` completes
+    /// "`mutations[index].member` must ...".
+    #[error("mutations[{index}].{member} must {rule}")]
+    Mutation {
+        /// The mutation's 0-based index.
+        index: usize,
+        /// The member, e.g. `toolName`.
+        member: &'static str,
+        /// What it must be.
+        rule: &'static str,
+    },
+    /// `catalog.mutation`: a rename without `newName`.
+    #[error("mutations[{index}]: rename needs newName")]
+    RenameWithoutNewName {
+        /// The mutation's 0-based index.
+        index: usize,
+    },
+    /// `catalog.mutation`: more list-changed notifications than the limit.
+    #[error("mutations[{index}].listChangedNotifications must be at most {max}")]
+    TooManyNotifications {
+        /// The mutation's 0-based index.
+        index: usize,
+        /// The limit.
+        max: u32,
+    },
+}
+
 /// Check `given` against the parameter schema of `info`: it must be an object, and every
 /// key must name a parameter and have the right type (and be one of the listed choices).
-pub fn validate_params(info: &ScenarioInfo, given: &Value) -> Result<(), String> {
+pub fn validate_params(info: &ScenarioInfo, given: &Value) -> Result<(), ParamsError> {
     let Some(obj) = given.as_object() else {
-        return Err("params must be a JSON object".into());
+        return Err(ParamsError::NotObject);
     };
     for (k, v) in obj {
         let Some(spec) = info
@@ -186,19 +291,22 @@ pub fn validate_params(info: &ScenarioInfo, given: &Value) -> Result<(), String>
             .chain(COMMON_PARAMS)
             .find(|s| s.name.eq_ignore_ascii_case(k))
         else {
-            return Err(format!("scenario {} has no parameter {k:?}", info.id));
+            return Err(ParamsError::Unknown {
+                scenario: info.id,
+                name: k.clone(),
+            });
         };
         if !spec.kind.accepts(v) {
-            return Err(format!(
-                "parameter {} must be of type {:?}",
-                spec.name, spec.kind
-            ));
+            return Err(ParamsError::WrongType {
+                name: spec.name,
+                kind: spec.kind,
+            });
         }
         if !spec.choices.is_empty() && !v.as_str().is_some_and(|s| spec.choices.contains(&s)) {
-            return Err(format!(
-                "parameter {} must be one of {:?}",
-                spec.name, spec.choices
-            ));
+            return Err(ParamsError::NotAChoice {
+                name: spec.name,
+                choices: spec.choices,
+            });
         }
     }
     Ok(())
@@ -232,4 +340,40 @@ pub fn info_json(info: &ScenarioInfo) -> Value {
 /// documents it.
 pub fn on_invocation(count: u64, on: u64) -> bool {
     count == on
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The schema's refusals are typed: which parameter, and the fact it broke.
+    #[test]
+    fn schema_refusals_are_typed() {
+        let info = crate::scenarios::find("errors.http_status_sequence")
+            .unwrap()
+            .info();
+        let e = validate_params(info, &json!([1])).unwrap_err();
+        assert!(matches!(e, ParamsError::NotObject));
+        assert_eq!(e.to_string(), "params must be a JSON object");
+        let e = validate_params(info, &json!({ "statusCode": [500] })).unwrap_err();
+        assert!(
+            matches!(&e, ParamsError::Unknown { scenario: "errors.http_status_sequence", name } if name == "statusCode")
+        );
+        assert_eq!(
+            e.to_string(),
+            "scenario errors.http_status_sequence has no parameter \"statusCode\""
+        );
+        let e = validate_params(info, &json!({ "statusCodes": "500" })).unwrap_err();
+        assert!(matches!(
+            e,
+            ParamsError::WrongType {
+                name: "statusCodes",
+                kind: ParamKind::IntegerArray
+            }
+        ));
+        assert_eq!(
+            e.to_string(),
+            "parameter statusCodes must be of type IntegerArray"
+        );
+    }
 }

@@ -29,9 +29,11 @@ impl Scenario for Baseline {
     fn info(&self) -> &'static ScenarioInfo {
         &INFO
     }
-    fn validate(&self, p: &crate::plugin::Params) -> Result<(), String> {
+    fn validate(&self, p: &crate::plugin::Params) -> Result<(), crate::plugin::ParamsError> {
         if p.i64("slowReportDelayMs") < 0 {
-            return Err("slowReportDelayMs must be >= 0".into());
+            return Err(crate::plugin::ParamsError::Negative {
+                name: "slowReportDelayMs",
+            });
         }
         Ok(())
     }

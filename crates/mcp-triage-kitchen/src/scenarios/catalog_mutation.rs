@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 use crate::instance_state::{CatalogClock, InstanceState};
 use crate::plugin::ToolCx;
 use crate::plugin::{
-    Origin, Outcome, ParamKind, ParamSpec, Params, Scenario, ScenarioInfo, ToolReply,
+    Origin, Outcome, ParamKind, ParamSpec, Params, ParamsError, Scenario, ScenarioInfo, ToolReply,
 };
 
 /// `catalog.mutation`.
@@ -77,10 +77,10 @@ enum Action {
     Rename,
 }
 
-fn parse(p: &Params) -> Result<Vec<Entry>, String> {
+fn parse(p: &Params) -> Result<Vec<Entry>, ParamsError> {
     let list = p.get("mutations").as_array().cloned().unwrap_or_default();
     if list.len() > MAX_MUTATIONS {
-        return Err(format!("at most {MAX_MUTATIONS} mutations"));
+        return Err(ParamsError::TooManyMutations { max: MAX_MUTATIONS });
     }
     let mut out = Vec::with_capacity(list.len());
     for (i, m) in list.iter().enumerate() {
@@ -89,40 +89,37 @@ fn parse(p: &Params) -> Result<Vec<Entry>, String> {
                 .and_then(|o| o.iter().find(|(n, _)| n.eq_ignore_ascii_case(k)))
                 .map(|(_, v)| v)
         };
+        let bad = |member: &'static str, rule: &'static str| ParamsError::Mutation {
+            index: i,
+            member,
+            rule,
+        };
         let action = match field("action").map(|v| v.as_str()) {
             None => Action::Add,
             Some(Some("add")) => Action::Add,
             Some(Some("remove")) => Action::Remove,
             Some(Some("rename")) => Action::Rename,
-            Some(_) => {
-                return Err(format!(
-                    "mutations[{i}].action must be \"add\", \"remove\" or \"rename\""
-                ))
-            }
+            Some(_) => return Err(bad("action", "be \"add\", \"remove\" or \"rename\"")),
         };
         let tool = match field("toolName") {
             None => "extra_tool".to_string(),
             Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
-            Some(_) => {
-                return Err(format!(
-                    "mutations[{i}].toolName must be a non-empty string"
-                ))
-            }
+            Some(_) => return Err(bad("toolName", "be a non-empty string")),
         };
         // Cakewalk clamps a negative delay to 0 (`Math.Max(0, afterMs)`).
         let after = match field("afterMs") {
             None => 0,
             Some(v) if v.is_i64() => v.as_i64().unwrap_or(0).max(0) as u64,
             Some(v) if v.is_u64() => v.as_u64().unwrap_or(0),
-            Some(_) => return Err(format!("mutations[{i}].afterMs must be an integer")),
+            Some(_) => return Err(bad("afterMs", "be an integer")),
         };
         let new_name = match field("newName") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
-            Some(_) => return Err(format!("mutations[{i}].newName must be a non-empty string")),
+            Some(_) => return Err(bad("newName", "be a non-empty string")),
         };
         if action == Action::Rename && new_name.is_none() {
-            return Err(format!("mutations[{i}]: rename needs newName"));
+            return Err(ParamsError::RenameWithoutNewName { index: i });
         }
         // Cakewalk sends at least one (`Math.Max(1, n)`).
         let notifications = match field("listChangedNotifications") {
@@ -130,16 +127,13 @@ fn parse(p: &Params) -> Result<Vec<Entry>, String> {
             Some(v) if v.is_i64() || v.is_u64() => {
                 v.as_i64().unwrap_or(1).clamp(1, i64::from(u32::MAX)) as u32
             }
-            Some(_) => {
-                return Err(format!(
-                    "mutations[{i}].listChangedNotifications must be an integer"
-                ))
-            }
+            Some(_) => return Err(bad("listChangedNotifications", "be an integer")),
         };
         if notifications > MAX_NOTIFICATIONS {
-            return Err(format!(
-                "mutations[{i}].listChangedNotifications must be at most {MAX_NOTIFICATIONS}"
-            ));
+            return Err(ParamsError::TooManyNotifications {
+                index: i,
+                max: MAX_NOTIFICATIONS,
+            });
         }
         out.push(Entry {
             action,
@@ -213,7 +207,7 @@ impl Scenario for Mutation {
     fn info(&self) -> &'static ScenarioInfo {
         &INFO
     }
-    fn validate(&self, p: &Params) -> Result<(), String> {
+    fn validate(&self, p: &Params) -> Result<(), ParamsError> {
         parse(p).map(|_| ())
     }
     fn tool_list(&self, instance: &InstanceState, clock: &CatalogClock) -> Option<Vec<Value>> {
@@ -248,6 +242,43 @@ mod tests {
 
     fn params(v: Value) -> Params {
         Params::resolve(&INFO, &v)
+    }
+
+    /// A bad mutation is a typed [`ParamsError`] naming its index and member, with the text
+    /// the admin API has always answered.
+    #[test]
+    fn bad_mutations_are_typed() {
+        let e = parse(&params(
+            json!({ "mutations": [{}, { "action": "explode" }] }),
+        ))
+        .unwrap_err();
+        assert!(matches!(
+            e,
+            ParamsError::Mutation {
+                index: 1,
+                member: "action",
+                ..
+            }
+        ));
+        assert_eq!(
+            e.to_string(),
+            "mutations[1].action must be \"add\", \"remove\" or \"rename\""
+        );
+        let e = parse(&params(json!({ "mutations": [{ "action": "rename" }] }))).unwrap_err();
+        assert!(matches!(e, ParamsError::RenameWithoutNewName { index: 0 }));
+        assert_eq!(e.to_string(), "mutations[0]: rename needs newName");
+        let e = parse(&params(
+            json!({ "mutations": [{ "listChangedNotifications": 101 }] }),
+        ))
+        .unwrap_err();
+        assert!(matches!(
+            e,
+            ParamsError::TooManyNotifications { index: 0, max: 100 }
+        ));
+        assert_eq!(
+            e.to_string(),
+            "mutations[0].listChangedNotifications must be at most 100"
+        );
     }
 
     #[test]

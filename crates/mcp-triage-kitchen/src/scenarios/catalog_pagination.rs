@@ -33,9 +33,12 @@ impl Scenario for Pagination {
     fn info(&self) -> &'static ScenarioInfo {
         &INFO
     }
-    fn validate(&self, p: &Params) -> Result<(), String> {
+    fn validate(&self, p: &Params) -> Result<(), crate::plugin::ParamsError> {
         if p.i64("pageSize") < 1 || p.i64("totalItems") < 0 {
-            return Err("pageSize must be >= 1 and totalItems >= 0".into());
+            return Err(crate::plugin::ParamsError::Rule {
+                name: "pageSize",
+                rule: "be >= 1 and totalItems >= 0",
+            });
         }
         Ok(())
     }

@@ -112,23 +112,29 @@ impl Scenario for ChaosMix {
     fn info(&self) -> &'static ScenarioInfo {
         &INFO
     }
-    fn validate(&self, p: &Params) -> Result<(), String> {
+    fn validate(&self, p: &Params) -> Result<(), crate::plugin::ParamsError> {
         let Some(rates) = p.get("rates").as_object() else {
-            return Err("rates must be an object".into());
+            return Err(crate::plugin::ParamsError::Rule {
+                name: "rates",
+                rule: "be an object",
+            });
         };
         let mut sum = 0.0;
         for (k, v) in rates {
             if !FAULTS.contains(&k.as_str()) {
-                return Err(format!("unknown fault {k:?}; known: {FAULTS:?}"));
+                return Err(crate::plugin::ParamsError::UnknownFault {
+                    fault: k.clone(),
+                    known: FAULTS,
+                });
             }
             let r = v
                 .as_f64()
                 .filter(|r| (0.0..=1.0).contains(r))
-                .ok_or_else(|| format!("rate of {k} must be in [0,1]"))?;
+                .ok_or_else(|| crate::plugin::ParamsError::RateOutOfRange { fault: k.clone() })?;
             sum += r;
         }
         if sum > 1.0 + 1e-9 {
-            return Err("rates add up to more than 1".into());
+            return Err(crate::plugin::ParamsError::RatesOverOne);
         }
         Ok(())
     }
@@ -259,14 +265,14 @@ mod tests {
             &INFO,
             &json!({ "rates": { "sse_cut": 0.6, "input_required": 0.5 } }),
         );
-        assert!(ChaosMix
-            .validate(&over)
-            .unwrap_err()
-            .contains("more than 1"));
+        let e = ChaosMix.validate(&over).unwrap_err();
+        assert!(matches!(e, crate::plugin::ParamsError::RatesOverOne));
+        assert!(e.to_string().contains("more than 1"));
         let typo = Params::resolve(&INFO, &json!({ "rates": { "sse_cutt": 0.1 } }));
-        assert!(ChaosMix
-            .validate(&typo)
-            .unwrap_err()
-            .contains("unknown fault"));
+        let e = ChaosMix.validate(&typo).unwrap_err();
+        assert!(
+            matches!(&e, crate::plugin::ParamsError::UnknownFault { fault, .. } if fault == "sse_cutt")
+        );
+        assert!(e.to_string().contains("unknown fault"));
     }
 }

@@ -25,7 +25,7 @@ impl Scenario for HttpStatusPerMethod {
     fn info(&self) -> &'static ScenarioInfo {
         &INFO
     }
-    fn validate(&self, p: &Params) -> Result<(), String> {
+    fn validate(&self, p: &Params) -> Result<(), crate::plugin::ParamsError> {
         let ok = p.get("rules").as_object().is_some_and(|m| {
             m.values()
                 .all(|v| v.as_u64().is_some_and(|c| (100..=599).contains(&c)))
@@ -33,7 +33,10 @@ impl Scenario for HttpStatusPerMethod {
         if ok {
             Ok(())
         } else {
-            Err("rules must map methods to HTTP status codes".into())
+            Err(crate::plugin::ParamsError::Rule {
+                name: "rules",
+                rule: "map methods to HTTP status codes",
+            })
         }
     }
     fn on_request(&self, cx: &WireCx<'_>) -> Wire {

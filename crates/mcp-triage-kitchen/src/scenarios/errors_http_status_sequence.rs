@@ -27,7 +27,7 @@ impl Scenario for HttpStatusSequence {
     fn info(&self) -> &'static ScenarioInfo {
         &INFO
     }
-    fn validate(&self, p: &crate::plugin::Params) -> Result<(), String> {
+    fn validate(&self, p: &crate::plugin::Params) -> Result<(), crate::plugin::ParamsError> {
         let ok = p.get("statusCodes").as_array().is_some_and(|a| {
             a.iter()
                 .all(|c| c.as_u64().is_some_and(|c| (100..=599).contains(&c)))
@@ -35,7 +35,10 @@ impl Scenario for HttpStatusSequence {
         if ok {
             Ok(())
         } else {
-            Err("statusCodes must be HTTP status codes (100-599)".into())
+            Err(crate::plugin::ParamsError::Rule {
+                name: "statusCodes",
+                rule: "be HTTP status codes (100-599)",
+            })
         }
     }
     fn on_request(&self, cx: &WireCx<'_>) -> Wire {

@@ -35,10 +35,13 @@ impl Scenario for NonCompliantEnvelope {
     fn info(&self) -> &'static ScenarioInfo {
         &INFO
     }
-    fn validate(&self, p: &Params) -> Result<(), String> {
+    fn validate(&self, p: &Params) -> Result<(), crate::plugin::ParamsError> {
         serde_json::from_str::<Value>(p.str("resultPayload"))
             .map(|_| ())
-            .map_err(|e| format!("resultPayload is not JSON: {e}"))
+            .map_err(|source| crate::plugin::ParamsError::NotJson {
+                name: "resultPayload",
+                source,
+            })
     }
     fn on_request(&self, cx: &WireCx<'_>) -> Wire {
         if !on_invocation(cx.count(HTTP_REQUEST), cx.p().u64("onInvocation")) {

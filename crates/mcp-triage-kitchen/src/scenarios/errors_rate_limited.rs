@@ -35,16 +35,22 @@ impl Scenario for RateLimited {
     fn info(&self) -> &'static ScenarioInfo {
         &INFO
     }
-    fn validate(&self, p: &Params) -> Result<(), String> {
+    fn validate(&self, p: &Params) -> Result<(), crate::plugin::ParamsError> {
         let v = p.str("retryAfter");
         let legacy = p.str("form") == "legacy";
         let delta = !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit());
         if !(delta || httpdate::parse_http_date(v).is_ok() || (v.is_empty() && !legacy)) {
-            return Err("retryAfter must be delta-seconds or an HTTP-date".into());
+            return Err(crate::plugin::ParamsError::Rule {
+                name: "retryAfter",
+                rule: "be delta-seconds or an HTTP-date",
+            });
         }
         for name in ["retryAfterMs", "limit", "remaining"] {
             if p.i64(name) < -1 {
-                return Err(format!("{name} must be -1 (left out) or a number >= 0"));
+                return Err(crate::plugin::ParamsError::Rule {
+                    name,
+                    rule: "be -1 (left out) or a number >= 0",
+                });
             }
         }
         Ok(())

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 pub use crate::plugin::spec::{
     info_json, on_invocation, validate_params, Origin, Outcome, ParamKind, ParamSpec, Params,
-    ScenarioInfo, COMMON_PARAMS,
+    ParamsError, ScenarioInfo, COMMON_PARAMS,
 };
 pub use crate::plugin::{MethodReply, Scenario, ToolFault, ToolReply, Wire};
 

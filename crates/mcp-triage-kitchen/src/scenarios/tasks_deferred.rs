@@ -123,10 +123,10 @@ impl Scenario for Deferred {
     fn info(&self) -> &'static ScenarioInfo {
         &INFO
     }
-    fn validate(&self, p: &crate::plugin::Params) -> Result<(), String> {
+    fn validate(&self, p: &crate::plugin::Params) -> Result<(), crate::plugin::ParamsError> {
         for k in ["completeAfterMs", "ttlMs", "pollIntervalMs"] {
             if p.i64(k) < 0 {
-                return Err(format!("{k} must be >= 0"));
+                return Err(crate::plugin::ParamsError::Negative { name: k });
             }
         }
         Ok(())

@@ -6,15 +6,15 @@ use futures_util::future::BoxFuture;
 use serde_json::{json, Map};
 
 use crate::plugin::{
-    on_invocation, Origin, Outcome, ParamKind, ParamSpec, Params, Scenario, ScenarioInfo,
-    ToolReply, Wire,
+    on_invocation, Origin, Outcome, ParamKind, ParamSpec, Params, ParamsError, Scenario,
+    ScenarioInfo, ToolReply, Wire,
 };
 use crate::plugin::{ToolCx, WireCx};
 
-fn non_negative(p: &Params, names: &[&str]) -> Result<(), String> {
+fn non_negative(p: &Params, names: &[&'static str]) -> Result<(), ParamsError> {
     for n in names {
         if p.i64(n) < 0 {
-            return Err(format!("{n} must be >= 0"));
+            return Err(ParamsError::Negative { name: n });
         }
     }
     Ok(())
@@ -45,7 +45,7 @@ impl Scenario for UncooperativeHang {
     fn info(&self) -> &'static ScenarioInfo {
         &HANG
     }
-    fn validate(&self, p: &Params) -> Result<(), String> {
+    fn validate(&self, p: &Params) -> Result<(), ParamsError> {
         non_negative(p, &["hangDurationMs", "hangOnInvocation"])
     }
     fn run_tool(&self, cx: ToolCx) -> BoxFuture<'static, ToolReply> {
@@ -80,7 +80,7 @@ impl Scenario for CooperativeDeadline {
     fn info(&self) -> &'static ScenarioInfo {
         &DEADLINE
     }
-    fn validate(&self, p: &Params) -> Result<(), String> {
+    fn validate(&self, p: &Params) -> Result<(), ParamsError> {
         non_negative(p, &["delayMs"])
     }
     fn run_tool(&self, cx: ToolCx) -> BoxFuture<'static, ToolReply> {
@@ -118,7 +118,7 @@ impl Scenario for LateResponse {
     fn info(&self) -> &'static ScenarioInfo {
         &LATE
     }
-    fn validate(&self, p: &Params) -> Result<(), String> {
+    fn validate(&self, p: &Params) -> Result<(), ParamsError> {
         non_negative(p, &["delayMs"])
     }
     fn run_tool(&self, cx: ToolCx) -> BoxFuture<'static, ToolReply> {
@@ -161,7 +161,7 @@ impl Scenario for InitHang {
     fn info(&self) -> &'static ScenarioInfo {
         &INIT
     }
-    fn validate(&self, p: &Params) -> Result<(), String> {
+    fn validate(&self, p: &Params) -> Result<(), ParamsError> {
         non_negative(p, &["initDelayMs"])
     }
     fn on_request(&self, cx: &WireCx<'_>) -> Wire {
