@@ -144,11 +144,35 @@ fn routing_refused(req: &Req) -> Option<Response<Body>> {
                 req.params.get("arguments").unwrap_or(&Value::Null),
                 &req.headers,
             ) {
-                return bad(protocol::HEADER_MISMATCH, &m);
+                return bad(protocol::HEADER_MISMATCH, &m.to_string());
             }
         }
     }
     None
+}
+
+/// How an `Mcp-Param-{Name}` header disagrees with the argument it mirrors; the text is the
+/// JSON-RPC error's message. `name` is the `x-mcp-header` annotation as written.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ParamHeaderMismatch {
+    /// The argument is there, its header is not.
+    #[error("Header mismatch: missing Mcp-Param-{name} header")]
+    Missing { name: String },
+    /// The header is there, its argument is not.
+    #[error(
+        "Header mismatch: Mcp-Param-{name} header present but argument '{argument}' is absent"
+    )]
+    Unexpected { name: String, argument: String },
+    /// The header's `=?base64?...?=` value does not decode.
+    #[error("Header mismatch: Mcp-Param-{name} header is not valid base64")]
+    NotBase64 { name: String },
+    /// The header and the argument say different things.
+    #[error("Header mismatch: Mcp-Param-{name} header value '{got}' does not match body value '{expected}'")]
+    Differs {
+        name: String,
+        got: String,
+        expected: String,
+    },
 }
 
 /// `Mcp-Param-{Name}` headers for input properties annotated `x-mcp-header`.
@@ -156,7 +180,7 @@ pub(super) fn check_param_headers(
     def: &Value,
     args: &Value,
     headers: &HeaderMap,
-) -> Result<(), String> {
+) -> Result<(), ParamHeaderMismatch> {
     let Some(props) = def["inputSchema"]["properties"].as_object() else {
         return Ok(());
     };
@@ -167,16 +191,62 @@ pub(super) fn check_param_headers(
         let header_name = format!("mcp-param-{}", hname.to_ascii_lowercase());
         let expected = args.get(prop).and_then(protocol::header_form_of);
         let got = header_str(headers, &header_name).map(protocol::decode_header_value);
+        let name = hname.to_string();
         match (expected, got) {
             (None, None) => {}
-            (Some(_), None) => return Err(format!("Header mismatch: missing Mcp-Param-{hname} header")),
-            (None, Some(_)) => return Err(format!("Header mismatch: Mcp-Param-{hname} header present but argument '{prop}' is absent")),
-            (Some(_), Some(None)) => return Err(format!("Header mismatch: Mcp-Param-{hname} header is not valid base64")),
-            (Some(e), Some(Some(g))) if e != g => {
-                return Err(format!("Header mismatch: Mcp-Param-{hname} header value '{g}' does not match body value '{e}'"))
+            (Some(_), None) => return Err(ParamHeaderMismatch::Missing { name }),
+            (None, Some(_)) => {
+                return Err(ParamHeaderMismatch::Unexpected {
+                    name,
+                    argument: prop.clone(),
+                })
+            }
+            (Some(_), Some(None)) => return Err(ParamHeaderMismatch::NotBase64 { name }),
+            (Some(expected), Some(Some(got))) if expected != got => {
+                return Err(ParamHeaderMismatch::Differs {
+                    name,
+                    got,
+                    expected,
+                })
             }
             _ => {}
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each disagreement is its own variant, with the message clients have always been sent.
+    #[test]
+    fn param_header_mismatches_are_typed() {
+        let def = json!({ "inputSchema": { "properties": { "region": { "type": "string", "x-mcp-header": "Region" } } } });
+        let mut h = HeaderMap::new();
+        let e = check_param_headers(&def, &json!({ "region": "eu" }), &h).unwrap_err();
+        assert!(matches!(&e, ParamHeaderMismatch::Missing { name } if name == "Region"));
+        assert_eq!(
+            e.to_string(),
+            "Header mismatch: missing Mcp-Param-Region header"
+        );
+        h.insert("mcp-param-region", "us".parse().unwrap());
+        let e = check_param_headers(&def, &json!({ "region": "eu" }), &h).unwrap_err();
+        assert!(
+            matches!(&e, ParamHeaderMismatch::Differs { got, expected, .. } if got == "us" && expected == "eu")
+        );
+        assert_eq!(
+            e.to_string(),
+            "Header mismatch: Mcp-Param-Region header value 'us' does not match body value 'eu'"
+        );
+        let e = check_param_headers(&def, &json!({}), &h).unwrap_err();
+        assert!(
+            matches!(&e, ParamHeaderMismatch::Unexpected { argument, .. } if argument == "region")
+        );
+        assert_eq!(
+            e.to_string(),
+            "Header mismatch: Mcp-Param-Region header present but argument 'region' is absent"
+        );
+        assert!(check_param_headers(&def, &json!({ "region": "us" }), &h).is_ok());
+    }
 }
