@@ -38,7 +38,7 @@ mod respond;
 mod streams;
 mod tools_call;
 
-pub use query::parse_query;
+pub use query::{parse_query, QueryError};
 pub(crate) use respond::body_over_limit;
 
 /// Which instance a URL addresses.

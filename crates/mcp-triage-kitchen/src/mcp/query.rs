@@ -7,10 +7,22 @@
 use mcp_triage_wire::percent::decode_form as percent_decode;
 use serde_json::{Map, Value};
 
+/// Why a URL instance's query is refused (answered as a 400 naming it).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueryError {
+    /// `params=` is not a JSON object (not JSON, or another JSON value).
+    #[error("`params` must be a JSON object")]
+    ParamsNotObject,
+}
+
 /// Parse the URL-instance query: `params=<json>` and/or one `name=value` per parameter
 /// (values parsed as JSON when they parse, else taken as strings; a string parameter keeps
 /// the raw text). `instance=<tag>` separates otherwise identical instances.
-pub fn parse_query(scenario: &str, query: Option<&str>) -> Result<(Value, Option<String>), String> {
+pub fn parse_query(
+    scenario: &str,
+    query: Option<&str>,
+) -> Result<(Value, Option<String>), QueryError> {
     let mut params = Map::new();
     let mut tag = None;
     let info = crate::scenarios::find(scenario).map(|s| s.info());
@@ -21,7 +33,7 @@ pub fn parse_query(scenario: &str, query: Option<&str>) -> Result<(Value, Option
         match k.as_str() {
             "params" => match serde_json::from_str::<Value>(&v) {
                 Ok(Value::Object(m)) => params.extend(m),
-                _ => return Err("`params` must be a JSON object".into()),
+                _ => return Err(QueryError::ParamsNotObject),
             },
             "instance" => tag = Some(v),
             _ => {
@@ -68,5 +80,14 @@ mod tests {
         .unwrap();
         assert_eq!(p, json!({ "onInvocation": 2 }));
         assert!(parse_query("baseline", Some("params=[1]")).is_err());
+    }
+
+    #[test]
+    fn a_params_member_that_is_not_an_object_is_typed() {
+        for q in ["params=[1]", "params=%7B", "a=1&params=2"] {
+            let e = parse_query("baseline", Some(q)).unwrap_err();
+            assert!(matches!(e, QueryError::ParamsNotObject), "{q}");
+            assert_eq!(e.to_string(), "`params` must be a JSON object");
+        }
     }
 }

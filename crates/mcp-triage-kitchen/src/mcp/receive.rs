@@ -173,6 +173,7 @@ fn resolve_instance(
 ) -> Result<Arc<Instance>, Box<(Response<Body>, String)>> {
     match target {
         Target::Url { scenario, query } => parse_query(scenario, query.as_deref())
+            .map_err(|e| e.to_string())
             .and_then(|(p, tag)| {
                 shared
                     .instance(scenario, &p, tag.as_deref())
