@@ -90,6 +90,27 @@ impl Resp {
     }
 }
 
+/// Why a helper got no HTTP response; the text is the underlying error's (or `timed out`).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The TCP connection could not be made.
+    #[error("{0}")]
+    Connect(#[source] std::io::Error),
+    /// The HTTP/1.1 handshake failed.
+    #[error("{0}")]
+    Handshake(#[source] hyper::Error),
+    /// The request could not be built (a header the test gave is not valid).
+    #[error("{0}")]
+    Request(#[source] hyper::http::Error),
+    /// Sending the request or reading the response head failed.
+    #[error("{0}")]
+    Send(#[source] hyper::Error),
+    /// No response within [`STEP`].
+    #[error("timed out")]
+    TimedOut,
+}
+
 /// Connect, send one request on a fresh HTTP/1.1 connection and return the response head
 /// with its body unread. `Err` = no response head (connect, handshake or send failed).
 async fn request(
@@ -98,13 +119,13 @@ async fn request(
     path: &str,
     headers: &[(&str, &str)],
     body: Option<&str>,
-) -> Result<hyper::Response<hyper::body::Incoming>, String> {
+) -> Result<hyper::Response<hyper::body::Incoming>, SendError> {
     let stream = tokio::net::TcpStream::connect(addr)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(SendError::Connect)?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(SendError::Handshake)?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
@@ -118,8 +139,8 @@ async fn request(
     }
     let req = b
         .body(Full::new(Bytes::from(body.unwrap_or("").to_string())))
-        .map_err(|e| e.to_string())?;
-    sender.send_request(req).await.map_err(|e| e.to_string())
+        .map_err(SendError::Request)?;
+    sender.send_request(req).await.map_err(SendError::Send)
 }
 
 /// Send one request on a fresh connection. `Err` = no HTTP response (connection error).
@@ -129,7 +150,7 @@ pub async fn send(
     path: &str,
     headers: &[(&str, &str)],
     body: Option<&str>,
-) -> Result<Resp, String> {
+) -> Result<Resp, SendError> {
     tokio::time::timeout(STEP, async {
         let resp = request(addr, method, path, headers, body).await?;
         let status = resp.status().as_u16();
@@ -158,7 +179,7 @@ pub async fn send(
         })
     })
     .await
-    .map_err(|_| "timed out".to_string())?
+    .map_err(|_| SendError::TimedOut)?
 }
 
 /// The `Accept` header every MCP POST carries.
@@ -172,7 +193,7 @@ pub async fn post(
     path: &str,
     session: Option<&str>,
     msg: &Value,
-) -> Result<Resp, String> {
+) -> Result<Resp, SendError> {
     let body = msg.to_string();
     let mut h = vec![ACCEPT, CT];
     if let Some(s) = session {
@@ -267,7 +288,7 @@ pub async fn modern(
     id: i64,
     method: &str,
     params: Value,
-) -> Result<Resp, String> {
+) -> Result<Resp, SendError> {
     modern_as(addr, path, id, method, params, default_client()).await
 }
 
@@ -279,7 +300,7 @@ pub async fn modern_as(
     method: &str,
     mut params: Value,
     client: Value,
-) -> Result<Resp, String> {
+) -> Result<Resp, SendError> {
     if params.get("_meta").is_none() {
         params["_meta"] = meta_as(client);
     }
@@ -441,4 +462,22 @@ pub async fn post_broken_chunked_body(addr: SocketAddr) -> String {
     })
     .await;
     String::from_utf8_lossy(&buf).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A refused connection is `Connect`, with the socket error's text.
+    #[tokio::test]
+    async fn no_listener_is_a_connect_error() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        drop(l);
+        let e = send(addr, "GET", "/", &[], None).await.unwrap_err();
+        let SendError::Connect(io) = &e else {
+            panic!("{e:?}");
+        };
+        assert_eq!(e.to_string(), io.to_string());
+    }
 }

@@ -130,7 +130,7 @@ async fn soak_chaos_mix() {
                 seen.push((id, verdict));
                 if round {
                     // Answer the round on both paths, each with its own requestState.
-                    let retry = |r: &Result<Resp, String>| {
+                    let retry = |r: &Result<Resp, SendError>| {
                         let mut q = p.clone();
                         q["requestState"] = json!(request_state(r).expect("requestState"));
                         q["inputResponses"] = json!({"chaos_confirm":
@@ -186,7 +186,7 @@ async fn soak_chaos_mix() {
 }
 
 /// The `requestState` token in a response body (JSON or SSE), if any.
-fn request_state(r: &Result<Resp, String>) -> Option<String> {
+fn request_state(r: &Result<Resp, SendError>) -> Option<String> {
     let text = r.as_ref().ok()?.text();
     let start = text.find(r#""requestState":""#)? + r#""requestState":""#.len();
     let len = text[start..].find('"')?;
@@ -195,7 +195,7 @@ fn request_state(r: &Result<Resp, String>) -> Option<String> {
 
 /// The direct and the proxied answer are the same bytes (an `input_required` body with its
 /// instance-bound `requestState` masked), and both or neither ended with a broken body.
-fn same_bodies(d: &Result<Resp, String>, v: &Result<Resp, String>, id: i64) {
+fn same_bodies(d: &Result<Resp, SendError>, v: &Result<Resp, SendError>, id: i64) {
     match (d, v) {
         (Ok(dr), Ok(vr)) => {
             match (request_state(d), request_state(v)) {

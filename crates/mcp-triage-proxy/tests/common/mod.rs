@@ -11,7 +11,7 @@ use std::time::Duration;
 use mcp_triage_kitchen::testing;
 // Each test binary uses a different part of these (otlp.rs needs no `send`).
 #[allow(unused_imports)]
-pub use mcp_triage_kitchen::testing::{call_msg as call, post, send, Resp, STEP};
+pub use mcp_triage_kitchen::testing::{call_msg as call, post, send, Resp, SendError, STEP};
 use mcp_triage_kitchen::{start, KitchenHandle, KitchenOptions};
 use mcp_triage_proxy::http::{ProxyHandle, ProxyOptions};
 use mcp_triage_proxy::{LogWriter, MemoryConsumer, Record};
@@ -127,7 +127,7 @@ pub async fn modern(
     id: i64,
     method: &str,
     params: Value,
-) -> Result<Resp, String> {
+) -> Result<Resp, SendError> {
     testing::modern_as(addr, path, id, method, params, modern_client()).await
 }
 
@@ -143,7 +143,7 @@ pub async fn legacy_session(addr: SocketAddr, path: &str, caps: Value) -> String
 }
 
 /// What a client concludes from what it received: the core's verdict on the bytes.
-pub fn client_verdict(r: &Result<Resp, String>, id: i64) -> String {
+pub fn client_verdict(r: &Result<Resp, SendError>, id: i64) -> String {
     match r {
         Err(_) => "CONNECTION_ERROR".into(),
         Ok(r) => {
