@@ -120,7 +120,10 @@ impl RecordArgs {
             let pem = std::fs::read(path)
                 .map_err(|e| format!("cannot read --otlp-ca {}: {e}", path.display()))?;
             let source = format!("--otlp-ca {}", path.display());
-            ca.extend(mcp_triage_proxy::tls::certificates_from_pem(&pem, &source)?);
+            ca.extend(
+                mcp_triage_proxy::tls::certificates_from_pem(&pem, &source)
+                    .map_err(|e| e.to_string())?,
+            );
         }
         let c = mcp_triage_proxy::otel::OtlpConsumer::new(
             url,
