@@ -43,7 +43,7 @@ pub(crate) fn refusal_result(method: &str) -> Option<Value> {
 }
 
 /// The warning for a refused server request: what was asked, what was sent back, how to answer.
-pub(crate) fn refused_text(inc: &Incoming, why: &str) -> String {
+pub(crate) fn refused_text(inc: &Incoming, why: &dyn std::fmt::Display) -> String {
     let Incoming::Request { method, .. } = inc;
     let sent = match method.as_str() {
         "elicitation/create" => "declined it (action \"decline\")",
@@ -63,8 +63,26 @@ pub(crate) fn is_input_round(inc: &Incoming) -> bool {
     )
 }
 
+/// A question of the server that nothing configured answers; the text goes into the record's
+/// `INPUT_UNANSWERED` warning.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Unanswered {
+    /// A legacy server request (on a stream or stdio).
+    #[error("the server asked {method} and no answer was given (--answer {method}=JSON or --input FILE)")]
+    Request {
+        /// The request's method.
+        method: String,
+    },
+    /// MRTR `inputRequests` without an answer, as `KEY (METHOD)`.
+    #[error("input required and not answered: {} (use --answer KEY=JSON or --input FILE)", missing.join(", "))]
+    InputRequests {
+        /// `KEY (METHOD)` of each unanswered request.
+        missing: Vec<String>,
+    },
+}
+
 /// The JSON-RPC response to a server request, from the configured answers.
-pub(crate) fn build_answer(opts: &ClientOptions, inc: &Incoming) -> Result<Value, String> {
+pub(crate) fn build_answer(opts: &ClientOptions, inc: &Incoming) -> Result<Value, Unanswered> {
     let Incoming::Request { id, method, params } = inc;
     let result = match method.as_str() {
         "ping" => Some(json!({})),
@@ -72,9 +90,9 @@ pub(crate) fn build_answer(opts: &ClientOptions, inc: &Incoming) -> Result<Value
     };
     match result {
         Some(r) => Ok(json!({ "jsonrpc": "2.0", "id": id, "result": r })),
-        None => Err(format!(
-            "the server asked {method} and no answer was given (--answer {method}=JSON or --input FILE)"
-        )),
+        None => Err(Unanswered::Request {
+            method: method.clone(),
+        }),
     }
 }
 
@@ -147,7 +165,7 @@ fn defaults_answer(params: &Value) -> Option<Value> {
 pub(crate) fn input_responses(
     opts: &ClientOptions,
     result: &Value,
-) -> Result<Option<Value>, String> {
+) -> Result<Option<Value>, Unanswered> {
     let Some(reqs) = result.get("inputRequests").and_then(Value::as_object) else {
         return Ok(None);
     };
@@ -163,10 +181,7 @@ pub(crate) fn input_responses(
         }
     }
     if !missing.is_empty() {
-        return Err(format!(
-            "input required and not answered: {} (use --answer KEY=JSON or --input FILE)",
-            missing.join(", ")
-        ));
+        return Err(Unanswered::InputRequests { missing });
     }
     Ok(Some(Value::Object(out)))
 }
@@ -188,5 +203,32 @@ mod tests {
         q["requestedSchema"]["required"] = json!(["note"]);
         assert!(defaults_answer(&q).is_none());
         assert!(defaults_answer(&json!({ "mode": "url", "url": "https://x" })).is_none());
+    }
+
+    #[test]
+    fn unanswered_is_typed() {
+        let opts = ClientOptions::default();
+        let inc = Incoming::Request {
+            id: json!(1),
+            method: "sampling/createMessage".into(),
+            params: json!({}),
+        };
+        let err = build_answer(&opts, &inc).unwrap_err();
+        assert!(
+            matches!(err, Unanswered::Request { ref method } if method == "sampling/createMessage")
+        );
+        assert_eq!(
+            err.to_string(),
+            "the server asked sampling/createMessage and no answer was given (--answer sampling/createMessage=JSON or --input FILE)"
+        );
+        let result = json!({ "inputRequests": {
+            "a": { "method": "sampling/createMessage", "params": {} },
+            "b": { "method": "elicitation/create", "params": {} } } });
+        let err = input_responses(&opts, &result).unwrap_err();
+        assert!(matches!(err, Unanswered::InputRequests { ref missing } if missing.len() == 2));
+        assert_eq!(
+            err.to_string(),
+            "input required and not answered: a (sampling/createMessage), b (elicitation/create) (use --answer KEY=JSON or --input FILE)"
+        );
     }
 }

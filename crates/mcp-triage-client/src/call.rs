@@ -453,6 +453,7 @@ impl Client {
                 Flow::Again
             }
             Err(why) => {
+                let why = why.to_string();
                 rec.warn("INPUT_UNANSWERED", why.clone());
                 set_decision(rec, idx, "give_up", None, why);
                 Flow::Stop

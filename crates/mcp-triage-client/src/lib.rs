@@ -48,8 +48,11 @@ pub use client::{Client, ConnectError, UnknownSessionAnswer, IDEMPOTENCY_META};
 pub use headers::header_value;
 pub use mcp_triage_core::{CallRecord, RetryOrigin};
 pub use oauth::{AuthorizeMode, Grant, OAuthOptions};
-pub use options::{Answers, CallOptions, ClientOptions, Prompter, SharedPrompter, VersionChoice};
+pub use options::{
+    Answers, AnswersError, CallOptions, ClientOptions, Prompter, SharedPrompter, UnknownVersion,
+    VersionChoice,
+};
 pub use stdio::STDIO_EXIT_GRACE;
-pub use target::{Target, TargetError};
+pub use target::{CommandLineError, ConfigError, Target, TargetError};
 pub use task_driver::Interrupt;
 pub use tools::ToolInfo;

@@ -21,17 +21,49 @@ pub enum VersionChoice {
 
 impl VersionChoice {
     /// Parses `auto` or a known revision.
-    pub fn parse(s: &str) -> Result<VersionChoice, String> {
+    pub fn parse(s: &str) -> Result<VersionChoice, UnknownVersion> {
         if s == "auto" {
             return Ok(VersionChoice::Auto);
         }
         match ProtocolVersion::parse(s) {
-            Some(ProtocolVersion::Unknown) | None => Err(format!(
-                "{s:?} is not auto or a known revision (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28)"
-            )),
+            Some(ProtocolVersion::Unknown) | None => Err(UnknownVersion(s.to_string())),
             Some(v) => Ok(VersionChoice::Fixed(v)),
         }
     }
+}
+
+/// A `--protocol` value that is neither `auto` nor a known revision.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{0:?} is not auto or a known revision (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28)"
+)]
+pub struct UnknownVersion(pub String);
+
+/// An answer that cannot be added to [`Answers`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AnswersError {
+    /// `--answer` without a `=`.
+    #[error("--answer {pair:?} is not KEY=JSON")]
+    NotAPair {
+        /// The argument as given.
+        pair: String,
+    },
+    /// The value after `=` does not parse.
+    #[error("--answer {key}: the value is not JSON: {source}")]
+    NotJson {
+        /// The key before `=`.
+        key: String,
+        /// The parse error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The `--input` document is not an object.
+    #[error("--input must hold a JSON object of KEY: response")]
+    NotAnObject {
+        /// The document's JSON type (`array`, `string`, …).
+        found: &'static str,
+    },
 }
 
 /// Answers for input requests: by the server's `inputRequests` key (MRTR), else by method
@@ -44,20 +76,27 @@ pub struct Answers {
 
 impl Answers {
     /// Parses `KEY=JSON`.
-    pub fn add_pair(&mut self, pair: &str) -> Result<(), String> {
-        let (k, v) = pair
-            .split_once('=')
-            .ok_or_else(|| format!("--answer {pair:?} is not KEY=JSON"))?;
-        let v: Value = serde_json::from_str(v)
-            .map_err(|e| format!("--answer {k}: the value is not JSON: {e}"))?;
+    pub fn add_pair(&mut self, pair: &str) -> Result<(), AnswersError> {
+        let (k, v) = pair.split_once('=').ok_or_else(|| AnswersError::NotAPair {
+            pair: pair.to_string(),
+        })?;
+        let v: Value = serde_json::from_str(v).map_err(|source| AnswersError::NotJson {
+            key: k.to_string(),
+            source,
+        })?;
         self.by_key.insert(k.to_string(), v);
         Ok(())
     }
 
     /// Merges a JSON object file's entries.
-    pub fn add_object(&mut self, doc: Value) -> Result<(), String> {
-        let Value::Object(m) = doc else {
-            return Err("--input must hold a JSON object of KEY: response".into());
+    pub fn add_object(&mut self, doc: Value) -> Result<(), AnswersError> {
+        let m = match doc {
+            Value::Object(m) => m,
+            other => {
+                return Err(AnswersError::NotAnObject {
+                    found: json_type(&other),
+                })
+            }
         };
         self.by_key.extend(m);
         Ok(())
@@ -68,6 +107,17 @@ impl Answers {
         key.and_then(|k| self.by_key.get(k))
             .or_else(|| self.by_key.get(method))
             .or_else(|| self.by_key.get("*"))
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
     }
 }
 
@@ -242,5 +292,30 @@ mod tests {
         a.add_object(json!({"*": {"action": "cancel"}})).unwrap();
         assert_eq!(a.find(None, "x").unwrap()["action"], "cancel");
         assert!(a.add_object(json!([1])).is_err());
+    }
+
+    #[test]
+    fn answer_and_version_errors_are_typed() {
+        let err = VersionChoice::parse("1.0").unwrap_err();
+        assert_eq!(err, UnknownVersion("1.0".into()));
+        assert_eq!(
+            err.to_string(),
+            "\"1.0\" is not auto or a known revision (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28)"
+        );
+        let mut a = Answers::default();
+        let err = a.add_pair("x").unwrap_err();
+        assert!(matches!(err, AnswersError::NotAPair { ref pair } if pair == "x"));
+        assert_eq!(err.to_string(), "--answer \"x\" is not KEY=JSON");
+        let err = a.add_pair("x={").unwrap_err();
+        assert!(matches!(err, AnswersError::NotJson { ref key, .. } if key == "x"));
+        assert!(err
+            .to_string()
+            .starts_with("--answer x: the value is not JSON: EOF while parsing"));
+        let err = a.add_object(json!([1])).unwrap_err();
+        assert!(matches!(err, AnswersError::NotAnObject { found: "array" }));
+        assert_eq!(
+            err.to_string(),
+            "--input must hold a JSON object of KEY: response"
+        );
     }
 }

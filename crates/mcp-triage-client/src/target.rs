@@ -32,21 +32,122 @@ pub enum Target {
 }
 
 /// A target that could not be understood.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TargetError {
     /// The text is not an `http://` or `https://` URL.
     #[error("{0:?} is not an http:// or https:// URL (use --stdio 'CMD ARGS' for a command)")]
     NotAUrl(String),
     /// The command line is empty or has an unclosed quote.
     #[error("bad --stdio command line: {0}")]
-    BadCommand(String),
-    /// The config file could not be read or parsed.
-    #[error("config {path}: {why}")]
+    BadCommand(#[source] CommandLineError),
+    /// The config file could not be read.
+    #[error("config {path}: {source}")]
+    ConfigRead {
+        /// The file.
+        path: String,
+        /// Why it could not be read.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The config file is not JSON.
+    #[error("config {path}: not JSON: {source}")]
+    ConfigNotJson {
+        /// The file.
+        path: String,
+        /// The parse error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The config file was read but the entry is missing or malformed.
+    #[error("config {path}: {source}")]
     Config {
         /// The file.
         path: String,
         /// What was wrong.
-        why: String,
+        #[source]
+        source: ConfigError,
+    },
+}
+
+/// A command line that cannot be split into words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CommandLineError {
+    /// A `'` is never closed.
+    #[error("unclosed single quote")]
+    UnclosedSingleQuote,
+    /// A `"` is never closed.
+    #[error("unclosed double quote")]
+    UnclosedDoubleQuote,
+    /// The line ends in a lone `\`.
+    #[error("trailing backslash")]
+    TrailingBackslash,
+    /// There is no word at all.
+    #[error("the command is empty")]
+    Empty,
+}
+
+/// An `mcp.json` document without a usable entry.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// Neither shape's top-level object is there.
+    #[error("no \"mcpServers\" (Claude Desktop, Cursor) or \"servers\" (VS Code) object")]
+    NoServers,
+    /// No entry has this name.
+    #[error("no server {name:?}; known: {}", known.join(", "))]
+    UnknownServer {
+        /// The name asked for.
+        name: String,
+        /// The names the file has.
+        known: Vec<String>,
+    },
+    /// An array entry holds something other than a string.
+    #[error("{name}.{key} must hold strings")]
+    NotStrings {
+        /// The server entry.
+        name: String,
+        /// The field (`args`).
+        key: String,
+    },
+    /// The field is not an array.
+    #[error("{name}.{key} must be an array of strings")]
+    NotAnArray {
+        /// The server entry.
+        name: String,
+        /// The field (`args`).
+        key: String,
+    },
+    /// A map entry's value is not a string.
+    #[error("{name}.{key}.{entry} must be a string")]
+    NotAString {
+        /// The server entry.
+        name: String,
+        /// The field (`env`, `headers`).
+        key: String,
+        /// The entry of that field.
+        entry: String,
+    },
+    /// The field is not an object.
+    #[error("{name}.{key} must be an object of strings")]
+    NotAnObject {
+        /// The server entry.
+        name: String,
+        /// The field (`env`, `headers`).
+        key: String,
+    },
+    /// The entry's `url` is not an `http://` or `https://` URL.
+    #[error("{url:?} is not an http:// or https:// URL (use --stdio 'CMD ARGS' for a command)")]
+    NotAUrl {
+        /// The entry's `url`.
+        url: String,
+    },
+    /// The entry has neither field.
+    #[error("{name} has neither \"url\" nor \"command\"")]
+    NoUrlOrCommand {
+        /// The server entry.
+        name: String,
     },
 }
 
@@ -67,7 +168,7 @@ impl Target {
     pub fn stdio(command_line: &str) -> Result<Target, TargetError> {
         let mut words = split_command_line(command_line).map_err(TargetError::BadCommand)?;
         if words.is_empty() {
-            return Err(TargetError::BadCommand("the command is empty".into()));
+            return Err(TargetError::BadCommand(CommandLineError::Empty));
         }
         let command = words.remove(0);
         Ok(Target::Stdio {
@@ -79,42 +180,56 @@ impl Target {
 
     /// The entry `name` of an `mcp.json` file (either shape).
     pub fn from_config_file(path: &Path, name: &str) -> Result<Target, TargetError> {
-        let err = |why: String| TargetError::Config {
-            path: path.display().to_string(),
-            why,
-        };
-        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
-        let doc: Value = serde_json::from_str(&text).map_err(|e| err(format!("not JSON: {e}")))?;
-        Target::from_config(&doc, name).map_err(err)
+        let path_s = || path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| TargetError::ConfigRead {
+            path: path_s(),
+            source,
+        })?;
+        let doc: Value =
+            serde_json::from_str(&text).map_err(|source| TargetError::ConfigNotJson {
+                path: path_s(),
+                source,
+            })?;
+        Target::from_config(&doc, name).map_err(|source| TargetError::Config {
+            path: path_s(),
+            source,
+        })
     }
 
     /// The entry `name` of a parsed `mcp.json` document.
-    pub fn from_config(doc: &Value, name: &str) -> Result<Target, String> {
+    pub fn from_config(doc: &Value, name: &str) -> Result<Target, ConfigError> {
         let servers = doc
             .get("mcpServers")
             .or_else(|| doc.get("servers"))
             .and_then(Value::as_object)
-            .ok_or("no \"mcpServers\" (Claude Desktop, Cursor) or \"servers\" (VS Code) object")?;
+            .ok_or(ConfigError::NoServers)?;
         let Some(entry) = servers.get(name) else {
-            let known: Vec<&str> = servers.keys().map(String::as_str).collect();
-            return Err(format!("no server {name:?}; known: {}", known.join(", ")));
+            return Err(ConfigError::UnknownServer {
+                name: name.to_string(),
+                known: servers.keys().cloned().collect(),
+            });
         };
         let kind = entry.get("type").and_then(Value::as_str);
-        let strings = |key: &str| -> Result<Vec<String>, String> {
+        let at = |key: &str| (name.to_string(), key.to_string());
+        let strings = |key: &str| -> Result<Vec<String>, ConfigError> {
             match entry.get(key) {
                 None | Some(Value::Null) => Ok(Vec::new()),
                 Some(Value::Array(a)) => a
                     .iter()
                     .map(|v| {
-                        v.as_str()
-                            .map(str::to_string)
-                            .ok_or(format!("{name}.{key} must hold strings"))
+                        v.as_str().map(str::to_string).ok_or_else(|| {
+                            let (name, key) = at(key);
+                            ConfigError::NotStrings { name, key }
+                        })
                     })
                     .collect(),
-                Some(_) => Err(format!("{name}.{key} must be an array of strings")),
+                Some(_) => {
+                    let (name, key) = at(key);
+                    Err(ConfigError::NotAnArray { name, key })
+                }
             }
         };
-        let map = |key: &str| -> Result<Vec<(String, String)>, String> {
+        let map = |key: &str| -> Result<Vec<(String, String)>, ConfigError> {
             match entry.get(key) {
                 None | Some(Value::Null) => Ok(Vec::new()),
                 Some(Value::Object(o)) => o
@@ -122,17 +237,30 @@ impl Target {
                     .map(|(k, v)| {
                         v.as_str()
                             .map(|s| (k.clone(), s.to_string()))
-                            .ok_or(format!("{name}.{key}.{k} must be a string"))
+                            .ok_or_else(|| {
+                                let (name, key) = at(key);
+                                ConfigError::NotAString {
+                                    name,
+                                    key,
+                                    entry: k.clone(),
+                                }
+                            })
                     })
                     .collect(),
-                Some(_) => Err(format!("{name}.{key} must be an object of strings")),
+                Some(_) => {
+                    let (name, key) = at(key);
+                    Err(ConfigError::NotAnObject { name, key })
+                }
             }
         };
         if let Some(url) = entry.get("url").and_then(Value::as_str) {
             // `type: "sse"` (2024-11-05 HTTP+SSE) needs no flag: `auto` finds it by the spec's
             // fallback probe.
             let _ = kind;
-            let Target::Http { url, .. } = Target::url(url).map_err(|e| e.to_string())? else {
+            let Target::Http { url, .. } = Target::url(url).map_err(|_| ConfigError::NotAUrl {
+                url: url.to_string(),
+            })?
+            else {
                 unreachable!("Target::url returns Http")
             };
             return Ok(Target::Http {
@@ -143,7 +271,9 @@ impl Target {
         let command = entry
             .get("command")
             .and_then(Value::as_str)
-            .ok_or(format!("{name} has neither \"url\" nor \"command\""))?;
+            .ok_or_else(|| ConfigError::NoUrlOrCommand {
+                name: name.to_string(),
+            })?;
         Ok(Target::Stdio {
             command: command.to_string(),
             args: strings("args")?,
@@ -212,7 +342,7 @@ pub fn redact_url(url: &str) -> String {
 
 /// Splits a command line into words: whitespace separates, `'…'` is literal, `"…"` allows
 /// `\"` and `\\`, a backslash outside quotes escapes the next character.
-pub fn split_command_line(s: &str) -> Result<Vec<String>, String> {
+pub fn split_command_line(s: &str) -> Result<Vec<String>, CommandLineError> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
@@ -231,7 +361,7 @@ pub fn split_command_line(s: &str) -> Result<Vec<String>, String> {
                     match chars.next() {
                         Some('\'') => break,
                         Some(c) => cur.push(c),
-                        None => return Err("unclosed single quote".into()),
+                        None => return Err(CommandLineError::UnclosedSingleQuote),
                     }
                 }
             }
@@ -246,10 +376,10 @@ pub fn split_command_line(s: &str) -> Result<Vec<String>, String> {
                                 cur.push('\\');
                                 cur.push(c);
                             }
-                            None => return Err("unclosed double quote".into()),
+                            None => return Err(CommandLineError::UnclosedDoubleQuote),
                         },
                         Some(c) => cur.push(c),
-                        None => return Err("unclosed double quote".into()),
+                        None => return Err(CommandLineError::UnclosedDoubleQuote),
                     }
                 }
             }
@@ -257,7 +387,7 @@ pub fn split_command_line(s: &str) -> Result<Vec<String>, String> {
                 in_word = true;
                 match chars.next() {
                     Some(c) => cur.push(c),
-                    None => return Err("trailing backslash".into()),
+                    None => return Err(CommandLineError::TrailingBackslash),
                 }
             }
             c => {
@@ -321,9 +451,93 @@ mod tests {
         ));
         assert!(Target::from_config(&vscode, "nope")
             .unwrap_err()
+            .to_string()
             .contains("known: old, s"));
         assert!(Target::from_config(&json!({}), "x").is_err());
         assert!(Target::from_config(&json!({"servers": {"a": {"args": 1}}}), "a").is_err());
+    }
+
+    #[test]
+    fn config_errors_are_typed() {
+        let doc = json!({"servers": {"a": {"command": "x", "args": 1}}});
+        let err = Target::from_config(&doc, "a").unwrap_err();
+        assert!(matches!(err, ConfigError::NotAnArray { ref key, .. } if key == "args"));
+        assert_eq!(err.to_string(), "a.args must be an array of strings");
+        let doc = json!({"servers": {"a": {"command": "x", "env": {"K": 1}}}});
+        let err = Target::from_config(&doc, "a").unwrap_err();
+        assert!(matches!(err, ConfigError::NotAString { ref entry, .. } if entry == "K"));
+        assert_eq!(err.to_string(), "a.env.K must be a string");
+        let err = Target::from_config(&json!({}), "x").unwrap_err();
+        assert!(matches!(err, ConfigError::NoServers));
+        assert_eq!(
+            err.to_string(),
+            "no \"mcpServers\" (Claude Desktop, Cursor) or \"servers\" (VS Code) object"
+        );
+        let err =
+            Target::from_config(&json!({"servers": {"a": {"url": "ftp://x"}}}), "a").unwrap_err();
+        assert!(matches!(err, ConfigError::NotAUrl { .. }));
+        assert_eq!(
+            err.to_string(),
+            Target::url("ftp://x").unwrap_err().to_string()
+        );
+        let err = Target::from_config(&json!({"servers": {"a": {}}}), "a").unwrap_err();
+        assert!(matches!(err, ConfigError::NoUrlOrCommand { .. }));
+        assert_eq!(err.to_string(), "a has neither \"url\" nor \"command\"");
+    }
+
+    #[test]
+    fn target_errors_are_typed() {
+        let err = Target::stdio("echo 'open").unwrap_err();
+        assert!(matches!(
+            err,
+            TargetError::BadCommand(CommandLineError::UnclosedSingleQuote)
+        ));
+        assert_eq!(
+            err.to_string(),
+            "bad --stdio command line: unclosed single quote"
+        );
+        let err = Target::stdio("  ").unwrap_err();
+        assert!(matches!(
+            err,
+            TargetError::BadCommand(CommandLineError::Empty)
+        ));
+        assert_eq!(
+            err.to_string(),
+            "bad --stdio command line: the command is empty"
+        );
+        let dir = std::env::temp_dir().join(format!("mcp-triage-target-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let missing = dir.join("missing.json");
+        let err = Target::from_config_file(&missing, "a").unwrap_err();
+        assert!(matches!(err, TargetError::ConfigRead { .. }));
+        assert!(err
+            .to_string()
+            .starts_with(&format!("config {}: ", missing.display())));
+        let bad = dir.join("bad.json");
+        std::fs::write(&bad, "{").unwrap();
+        let err = Target::from_config_file(&bad, "a").unwrap_err();
+        assert!(matches!(err, TargetError::ConfigNotJson { .. }));
+        assert!(err
+            .to_string()
+            .starts_with(&format!("config {}: not JSON: ", bad.display())));
+        let empty = dir.join("empty.json");
+        std::fs::write(&empty, "{}").unwrap();
+        let err = Target::from_config_file(&empty, "a").unwrap_err();
+        assert!(matches!(
+            err,
+            TargetError::Config {
+                source: ConfigError::NoServers,
+                ..
+            }
+        ));
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "config {}: no \"mcpServers\" (Claude Desktop, Cursor) or \"servers\" (VS Code) object",
+                empty.display()
+            )
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -701,7 +701,7 @@ pub fn row_options(
     }
     o.answers = mcp_triage_client::Answers::default();
     for a in row.answers {
-        o.answers.add_pair(a)?;
+        o.answers.add_pair(a).map_err(|e| e.to_string())?;
     }
     Ok(o)
 }

@@ -358,10 +358,10 @@ impl InputArgs {
                 std::fs::read_to_string(f).map_err(|e| format!("--input {}: {e}", f.display()))?;
             let doc = serde_json::from_str(&text)
                 .map_err(|e| format!("--input {}: not JSON: {e}", f.display()))?;
-            answers.add_object(doc)?;
+            answers.add_object(doc).map_err(|e| e.to_string())?;
         }
         for a in &self.answers {
-            answers.add_pair(a)?;
+            answers.add_pair(a).map_err(|e| e.to_string())?;
         }
         o.answers = answers;
         if !self.no_prompt && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
