@@ -178,7 +178,7 @@ impl Client {
                     opts.connect_timeout,
                     format!("{}/{}", opts.client_name, opts.client_version),
                 )
-                .map_err(ConnectError::Auth)?,
+                .map_err(|e| ConnectError::Auth(e.to_string()))?,
             )),
             (Some(_), _) => {
                 return Err(ConnectError::Auth(

@@ -87,6 +87,7 @@ impl Client {
                                     continue;
                                 }
                                 Err(why) => {
+                                    let why = why.to_string();
                                     let detail =
                                         sent.verdict.detail.get_or_insert_with(String::new);
                                     detail.push_str(&format!("; authorization failed: {why}"));

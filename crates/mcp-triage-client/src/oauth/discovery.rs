@@ -101,24 +101,56 @@ pub fn secure_or_loopback(u: &Url) -> bool {
 /// `s` as the URL of an authorization-server `role` (issuer, metadata, authorization, token or
 /// registration endpoint): an http(s) URL, and https unless its host is loopback. The error
 /// names the role and the URL, so a user sees which document pointed where.
-pub fn authorization_server_url(s: &str, role: &str) -> Result<Url, String> {
+pub fn authorization_server_url(s: &str, role: &str) -> Result<Url, AuthorizationServerUrlError> {
     let u = Url::parse(s)
         .ok()
         .filter(|u| matches!(u.scheme(), "http" | "https"))
-        .ok_or_else(|| format!("the {role} {s:?} is not an http(s) URL"))?;
+        .ok_or_else(|| AuthorizationServerUrlError::NotHttp {
+            role: role.to_string(),
+            url: s.to_string(),
+        })?;
     check_authorization_server_url(&u, role)?;
     Ok(u)
 }
 
 /// The https-unless-loopback rule of [`authorization_server_url`] for a parsed URL.
-pub fn check_authorization_server_url(u: &Url, role: &str) -> Result<(), String> {
+pub fn check_authorization_server_url(
+    u: &Url,
+    role: &str,
+) -> Result<(), AuthorizationServerUrlError> {
     if secure_or_loopback(u) {
         return Ok(());
     }
-    Err(format!(
-        "the {role} {u} is plain http on a host that is not loopback: refusing to send OAuth \
+    Err(AuthorizationServerUrlError::PlainHttp {
+        role: role.to_string(),
+        url: u.to_string(),
+    })
+}
+
+/// An authorization-server URL that must not be used; names the role and the URL, so a user
+/// sees which document pointed where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthorizationServerUrlError {
+    /// Not a URL, or not http(s).
+    #[error("the {role} {url:?} is not an http(s) URL")]
+    NotHttp {
+        /// What the URL is for (issuer, token endpoint, …).
+        role: String,
+        /// The text as given.
+        url: String,
+    },
+    /// `http://` on a host that is not loopback.
+    #[error(
+        "the {role} {url} is plain http on a host that is not loopback: refusing to send OAuth \
          codes, verifiers, secrets or tokens in clear (authorization servers must use https)"
-    ))
+    )]
+    PlainHttp {
+        /// What the URL is for (issuer, token endpoint, …).
+        role: String,
+        /// The URL.
+        url: String,
+    },
 }
 
 /// The 2025-03-26 authorization base URL: the server URL with its path discarded.
@@ -318,13 +350,26 @@ mod tests {
             "http://127.0.0.1.nip.io/",
         ] {
             let e = authorization_server_url(bad, "token endpoint").unwrap_err();
+            assert!(matches!(e, AuthorizationServerUrlError::PlainHttp { .. }));
+            let e = e.to_string();
             assert!(
                 e.contains("token endpoint") && e.contains("plain http"),
                 "{bad}: {e}"
             );
         }
         let e = authorization_server_url("ftp://x/", "issuer").unwrap_err();
-        assert!(e.contains("not an http(s) URL"), "{e}");
+        assert!(matches!(e, AuthorizationServerUrlError::NotHttp { .. }));
+        assert_eq!(
+            e.to_string(),
+            "the issuer \"ftp://x/\" is not an http(s) URL"
+        );
+        let e = authorization_server_url("http://as.example.com/t", "issuer").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the issuer http://as.example.com/t is plain http on a host that is not loopback: \
+             refusing to send OAuth codes, verifiers, secrets or tokens in clear \
+             (authorization servers must use https)"
+        );
     }
 
     #[test]

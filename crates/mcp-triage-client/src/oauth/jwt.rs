@@ -12,8 +12,29 @@ pub const ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jw
 /// How long an assertion is valid.
 const LIFETIME_SECS: u64 = 300;
 
+/// A client key that cannot sign an assertion, or a signature that failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientKeyError {
+    /// No `-----BEGIN PRIVATE KEY-----` block.
+    #[error("the client key is not a PEM \"PRIVATE KEY\" (PKCS#8) block")]
+    NotPem,
+    /// The block's body does not decode.
+    #[error("the client key's PEM body is not base64: {0}")]
+    NotBase64(#[source] base64::DecodeError),
+    /// The DER is not a P-256 PKCS#8 key.
+    #[error("the client key is not a P-256 (ES256) PKCS#8 key: {0}")]
+    NotP256(ring::error::KeyRejected),
+    /// No random `jti`.
+    #[error(transparent)]
+    Random(#[from] super::pkce::RandomError),
+    /// ring refused to sign.
+    #[error("signing the client assertion failed")]
+    Sign,
+}
+
 /// The DER bytes of a PEM `PRIVATE KEY` (PKCS#8) block.
-pub fn pkcs8_from_pem(pem: &str) -> Result<Vec<u8>, String> {
+pub fn pkcs8_from_pem(pem: &str) -> Result<Vec<u8>, ClientKeyError> {
     let body: String = pem
         .lines()
         .map(str::trim)
@@ -22,11 +43,9 @@ pub fn pkcs8_from_pem(pem: &str) -> Result<Vec<u8>, String> {
         .take_while(|l| *l != "-----END PRIVATE KEY-----")
         .collect();
     if body.is_empty() {
-        return Err("the client key is not a PEM \"PRIVATE KEY\" (PKCS#8) block".to_string());
+        return Err(ClientKeyError::NotPem);
     }
-    STANDARD
-        .decode(body)
-        .map_err(|e| format!("the client key's PEM body is not base64: {e}"))
+    STANDARD.decode(body).map_err(ClientKeyError::NotBase64)
 }
 
 /// A signed assertion: `iss` and `sub` the client id, `aud` the authorization server's issuer,
@@ -36,11 +55,11 @@ pub fn client_assertion(
     client_id: &str,
     audience: &str,
     now: u64,
-) -> Result<String, String> {
+) -> Result<String, ClientKeyError> {
     let der = pkcs8_from_pem(pem)?;
     let rng = SystemRandom::new();
     let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der, &rng)
-        .map_err(|e| format!("the client key is not a P-256 (ES256) PKCS#8 key: {e}"))?;
+        .map_err(ClientKeyError::NotP256)?;
     let header = json!({ "alg": "ES256", "typ": "JWT" });
     let claims = json!({
         "iss": client_id,
@@ -57,7 +76,7 @@ pub fn client_assertion(
     );
     let sig = key
         .sign(&rng, signing_input.as_bytes())
-        .map_err(|_| "signing the client assertion failed".to_string())?;
+        .map_err(|_| ClientKeyError::Sign)?;
     Ok(format!(
         "{signing_input}.{}",
         URL_SAFE_NO_PAD.encode(sig.as_ref())
@@ -103,6 +122,29 @@ mod tests {
             .unwrap();
         assert!(client_assertion("not a key", "c", "a", 0)
             .unwrap_err()
+            .to_string()
             .contains("PRIVATE KEY"));
+    }
+
+    #[test]
+    fn bad_keys_are_typed() {
+        let err = client_assertion("not a key", "c", "a", 0).unwrap_err();
+        assert!(matches!(err, ClientKeyError::NotPem));
+        assert_eq!(
+            err.to_string(),
+            "the client key is not a PEM \"PRIVATE KEY\" (PKCS#8) block"
+        );
+        let pem = "-----BEGIN PRIVATE KEY-----\n!!!\n-----END PRIVATE KEY-----\n";
+        let err = pkcs8_from_pem(pem).unwrap_err();
+        assert!(matches!(err, ClientKeyError::NotBase64(_)));
+        assert!(err
+            .to_string()
+            .starts_with("the client key's PEM body is not base64: "));
+        let pem = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
+        let err = client_assertion(pem, "c", "a", 0).unwrap_err();
+        assert!(matches!(err, ClientKeyError::NotP256(_)));
+        assert!(err
+            .to_string()
+            .starts_with("the client key is not a P-256 (ES256) PKCS#8 key: "));
     }
 }

@@ -68,14 +68,372 @@ pub enum AuthorizeMode {
 
 impl AuthorizeMode {
     /// Parses `browser`, `print` or `follow`.
-    pub fn parse(s: &str) -> Result<AuthorizeMode, String> {
+    pub fn parse(s: &str) -> Result<AuthorizeMode, UnknownAuthorizeMode> {
         match s {
             "browser" => Ok(AuthorizeMode::Browser),
             "print" => Ok(AuthorizeMode::Print),
             "follow" => Ok(AuthorizeMode::Follow),
-            _ => Err(format!("{s:?} is not browser, print or follow")),
+            _ => Err(UnknownAuthorizeMode(s.to_string())),
         }
     }
+}
+
+/// An `--authorize` value that is not `browser`, `print` or `follow`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not browser, print or follow")]
+pub struct UnknownAuthorizeMode(pub String);
+
+/// The error of parsing a URL (the `url` crate's, through reqwest).
+pub type UrlParseError = <Url as std::str::FromStr>::Err;
+
+/// An HTTP exchange with an authorization server that did not yield a JSON document. `what`
+/// names the request (`GET URL`, `the token endpoint URL`, …); messages carry the OAuth
+/// `error` and `error_description` only, never a body.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FetchError {
+    /// The request could not be sent or got no answer.
+    #[error("{what}: {}", crate::wire::error_chain(.source))]
+    Send {
+        /// The request.
+        what: String,
+        /// The transport error.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The answer's body broke off.
+    #[error("{what}: the response broke off: {}", crate::wire::error_chain(.source))]
+    BrokeOff {
+        /// The request.
+        what: String,
+        /// The transport error.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The answer's body is larger than the limit.
+    #[error("{what}: the response is larger than {limit} bytes")]
+    TooLarge {
+        /// The request.
+        what: String,
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// A non-2xx answer.
+    #[error("{what} refused: {}", oauth_error_text(*.status, .error.as_deref(), .description.as_deref()))]
+    Refused {
+        /// The request.
+        what: String,
+        /// The HTTP status.
+        status: u16,
+        /// The OAuth `error`, sanitized.
+        error: Option<String>,
+        /// The OAuth `error_description`, sanitized.
+        description: Option<String>,
+    },
+    /// A 2xx answer that is not JSON.
+    #[error("{what}: the answer is not JSON ({source})")]
+    NotJson {
+        /// The request.
+        what: String,
+        /// The parse error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// Discovery of the protected resource's and the authorization server's metadata failed, or
+/// what it found must not be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DiscoveryError {
+    /// A metadata document could not be fetched.
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    /// A metadata document is not JSON.
+    #[error("GET {url}: the metadata is not JSON: {source}")]
+    NotJson {
+        /// The document's URL.
+        url: String,
+        /// The parse error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A metadata document is JSON but not an object.
+    #[error("GET {url}: the metadata is not a JSON object")]
+    NotAnObject {
+        /// The document's URL.
+        url: String,
+    },
+    /// The protected-resource metadata has no `resource`.
+    #[error("the protected-resource metadata at {prm_url} has no resource")]
+    NoResource {
+        /// The metadata's URL.
+        prm_url: String,
+    },
+    /// The protected-resource metadata describes another resource.
+    #[error(
+        "the protected-resource metadata at {prm_url} describes {}, not {expected}: refusing to authorize (a token for one resource is never sent to another)",
+        clean(.resource)
+    )]
+    ResourceMismatch {
+        /// The metadata's URL.
+        prm_url: String,
+        /// The resource it names.
+        resource: String,
+        /// The canonical resource of the MCP server.
+        expected: String,
+    },
+    /// The protected-resource metadata names no authorization server.
+    #[error("the protected-resource metadata at {prm_url} names no authorization server")]
+    NoAuthorizationServer {
+        /// The metadata's URL.
+        prm_url: String,
+    },
+    /// The authorization server named by the protected-resource metadata is not usable.
+    #[error("{} (named by {prm_url})", clean(&.source.to_string()))]
+    AuthorizationServerNamed {
+        /// The metadata's URL.
+        prm_url: String,
+        /// What is wrong with the URL.
+        #[source]
+        source: discovery::AuthorizationServerUrlError,
+    },
+    /// The authorization server metadata names another issuer.
+    #[error(
+        "the authorization server metadata at {url} names issuer {:?}, not {:?} (RFC 8414 §3.3): refusing to use it",
+        clean(.found),
+        clean(.expected)
+    )]
+    IssuerMismatch {
+        /// The metadata's URL.
+        url: String,
+        /// The issuer it names.
+        found: String,
+        /// The issuer it was fetched for.
+        expected: String,
+    },
+    /// No metadata URL of the issuer answered.
+    #[error("no authorization server metadata for {} (tried {})", clean(.issuer), .tried.join(", "))]
+    NoMetadata {
+        /// The issuer.
+        issuer: String,
+        /// The URLs tried.
+        tried: Vec<String>,
+    },
+    /// The 2025-03-26 authorization base URL is not usable.
+    #[error(transparent)]
+    BaseUrl(discovery::AuthorizationServerUrlError),
+    /// An endpoint in the metadata is not usable.
+    #[error("the metadata at {url}: {}", clean(&.source.to_string()))]
+    Endpoint {
+        /// The metadata's URL.
+        url: String,
+        /// What is wrong with the endpoint.
+        #[source]
+        source: discovery::AuthorizationServerUrlError,
+    },
+    /// The metadata has no `token_endpoint`.
+    #[error("the metadata at {url} has no token_endpoint")]
+    NoTokenEndpoint {
+        /// The metadata's URL.
+        url: String,
+    },
+    /// The metadata does not list PKCE S256.
+    #[error(
+        "the authorization server metadata at {url} does not list S256 in code_challenge_methods_supported: without PKCE the client refuses to authorize"
+    )]
+    NoS256 {
+        /// The metadata's URL.
+        url: String,
+    },
+}
+
+/// Why the client could not obtain (or keep) a token: the message of an `AUTH_FAILED` note.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OAuthError {
+    /// The MCP server's URL does not parse.
+    #[error("{server:?} is not a URL: {source}")]
+    ServerUrl {
+        /// The URL as given.
+        server: String,
+        /// The parse error.
+        #[source]
+        source: UrlParseError,
+    },
+    /// reqwest could not build the client.
+    #[error("could not build the OAuth HTTP client: {0}")]
+    HttpClient(#[source] reqwest::Error),
+    /// Discovery failed.
+    #[error(transparent)]
+    Discovery(#[from] DiscoveryError),
+    /// A registration or token request failed.
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    /// An authorization-server URL is not usable.
+    #[error(transparent)]
+    AuthorizationServerUrl(#[from] discovery::AuthorizationServerUrlError),
+    /// The loopback redirect failed.
+    #[error(transparent)]
+    Redirect(#[from] redirect::RedirectError),
+    /// The OS random generator failed.
+    #[error(transparent)]
+    Random(#[from] pkce::RandomError),
+    /// The `private_key_jwt` assertion could not be made.
+    #[error(transparent)]
+    ClientKey(#[from] jwt::ClientKeyError),
+    /// The token store could not be written.
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    /// An earlier request to this server gave up.
+    #[error("HTTP {status}: not authorizing again, an earlier request already gave up ({why})")]
+    GaveUpEarlier {
+        /// This answer's status.
+        status: u16,
+        /// Why the earlier request gave up.
+        why: String,
+    },
+    /// A 403 `insufficient_scope` without a `scope`.
+    #[error("HTTP 403 insufficient_scope without a scope parameter: the client cannot tell which scope to ask for")]
+    InsufficientScopeWithoutScope,
+    /// A 403 `insufficient_scope` for a scope the token has.
+    #[error(
+        "HTTP 403 insufficient_scope for scope {:?}, which the token already holds: a permanent authorization failure, not retried",
+        clean(.scope)
+    )]
+    ScopeAlreadyHeld {
+        /// The scope the server asked for.
+        scope: String,
+    },
+    /// `--max-authorizations` reached.
+    #[error(
+        "HTTP {status} again after {count} authorization(s) for this request: giving up (limit --max-authorizations {limit})"
+    )]
+    TooManyAuthorizations {
+        /// This answer's status.
+        status: u16,
+        /// Authorizations made for this request.
+        count: u32,
+        /// The limit.
+        limit: u32,
+    },
+    /// No way to get a client id.
+    #[error(
+        "the authorization server {} offers neither dynamic client registration nor (for this client) client ID metadata documents: pass --client-id (and --client-secret-env)",
+        clean(.issuer)
+    )]
+    NoRegistration {
+        /// The issuer.
+        issuer: String,
+    },
+    /// The registration answer has no `client_id`.
+    #[error("registration at {endpoint}: the answer has no client_id")]
+    NoClientId {
+        /// The registration endpoint.
+        endpoint: String,
+    },
+    /// The metadata has no `authorization_endpoint`.
+    #[error("the authorization server {} has no authorization_endpoint", clean(.issuer))]
+    NoAuthorizationEndpoint {
+        /// The issuer.
+        issuer: String,
+    },
+    /// The redirect listener's task ended abnormally.
+    #[error("the redirect listener stopped: {0}")]
+    ListenerStopped(#[source] tokio::task::JoinError),
+    /// The redirect's `state` is not this login's.
+    #[error("the authorization redirect carries the wrong state: refusing it (possible CSRF)")]
+    WrongState,
+    /// The authorization server refused (an `error` in the redirect).
+    #[error(
+        "the authorization server refused: {}{}",
+        clean(.error),
+        .description.as_deref().map(|d| format!(" ({})", clean(d))).unwrap_or_default()
+    )]
+    Denied {
+        /// The OAuth `error`.
+        error: String,
+        /// Its `error_description`.
+        description: Option<String>,
+    },
+    /// The redirect's `iss` is another issuer (RFC 9207).
+    #[error(
+        "the authorization response names issuer {:?}, not {:?} (RFC 9207): refusing it",
+        clean(.found),
+        clean(.expected)
+    )]
+    IssuerMismatch {
+        /// The `iss` of the response.
+        found: String,
+        /// The issuer.
+        expected: String,
+    },
+    /// The server advertises `iss` but did not send it (RFC 9207).
+    #[error("the authorization server advertises authorization_response_iss_parameter_supported but its response has no iss (RFC 9207): refusing it")]
+    IssuerMissing,
+    /// The redirect has no `code`.
+    #[error("the authorization redirect has no code")]
+    NoCode,
+    /// `--authorize follow`: the redirect URI does not parse.
+    #[error("the redirect URI {uri} is not a URL: {source}")]
+    RedirectUri {
+        /// The redirect URI.
+        uri: String,
+        /// The parse error.
+        #[source]
+        source: UrlParseError,
+    },
+    /// `--authorize follow`: the endpoint answered without redirecting.
+    #[error(
+        "the authorization endpoint answered HTTP {status} instead of redirecting: --authorize follow needs a server that approves without a person (use browser or print)"
+    )]
+    NotRedirected {
+        /// The status.
+        status: u16,
+    },
+    /// `--authorize follow`: a `Location` that does not parse.
+    #[error("the authorization redirect is not a URL: {0}")]
+    BadLocation(#[source] UrlParseError),
+    /// `--authorize follow`: a redirect off the authorization server's origin.
+    #[error(
+        "the authorization endpoint redirected to {}, which is neither the redirect URI nor on the authorization server's origin {origin}: --authorize follow does not go there",
+        clean(.to)
+    )]
+    OffOrigin {
+        /// Where it redirected.
+        to: String,
+        /// The authorization server's origin.
+        origin: String,
+    },
+    /// `--authorize follow`: more than 10 redirects.
+    #[error("the authorization endpoint redirected more than 10 times")]
+    TooManyRedirects,
+    /// The client credentials grant without a client id.
+    #[error("the client credentials grant needs --client-id and a secret (--client-secret-env)")]
+    NoClientCredentials,
+    /// A refresh without a refresh token.
+    #[error("no refresh token")]
+    NoRefreshToken,
+    /// A refresh whose registration is gone.
+    #[error("the registration that obtained the token is not cached")]
+    RegistrationNotCached,
+    /// The token answer has no `access_token`.
+    #[error("the token endpoint {endpoint} answered without an access_token")]
+    NoAccessToken {
+        /// The token endpoint.
+        endpoint: String,
+    },
+    /// The token is not a Bearer token.
+    #[error(
+        "the token endpoint {endpoint} issued a {:?} token; this client sends Bearer tokens only",
+        clean(.token_type)
+    )]
+    NotBearer {
+        /// The token endpoint.
+        endpoint: String,
+        /// Its `token_type`.
+        token_type: String,
+    },
 }
 
 /// OAuth settings of a client.
@@ -238,17 +596,19 @@ fn clean(s: &str) -> String {
     mcp_triage_core::sanitize_line(s, 300)
 }
 
-/// Reads a response body up to [`MAX_DOC_BYTES`].
-async fn read_bounded(mut resp: reqwest::Response) -> Result<Vec<u8>, String> {
+/// Reads a response body up to [`MAX_DOC_BYTES`]; errors name the request `what`.
+async fn read_bounded(mut resp: reqwest::Response, what: &str) -> Result<Vec<u8>, FetchError> {
     let mut body = Vec::new();
-    while let Some(chunk) = resp
-        .chunk()
-        .await
-        .map_err(|e| format!("the response broke off: {}", crate::wire::error_chain(&e)))?
-    {
+    while let Some(chunk) = resp.chunk().await.map_err(|source| FetchError::BrokeOff {
+        what: what.to_string(),
+        source,
+    })? {
         body.extend_from_slice(&chunk);
         if body.len() > MAX_DOC_BYTES {
-            return Err(format!("the response is larger than {MAX_DOC_BYTES} bytes"));
+            return Err(FetchError::TooLarge {
+                what: what.to_string(),
+                limit: MAX_DOC_BYTES,
+            });
         }
     }
     Ok(body)
@@ -256,30 +616,37 @@ async fn read_bounded(mut resp: reqwest::Response) -> Result<Vec<u8>, String> {
 
 /// Sends `req` and reads its JSON answer (bounded); a non-2xx answer is an error naming `what`
 /// with the OAuth `error` and `error_description` only (never the body).
-async fn send_for_json(req: reqwest::RequestBuilder, what: &str) -> Result<Value, String> {
-    let resp = req
-        .send()
-        .await
-        .map_err(|e| format!("{what}: {}", crate::wire::error_chain(&e)))?;
+async fn send_for_json(req: reqwest::RequestBuilder, what: &str) -> Result<Value, FetchError> {
+    let resp = req.send().await.map_err(|source| FetchError::Send {
+        what: what.to_string(),
+        source,
+    })?;
     let status = resp.status().as_u16();
-    let bytes = read_bounded(resp)
-        .await
-        .map_err(|e| format!("{what}: {e}"))?;
+    let bytes = read_bounded(resp, what).await?;
     if !(200..300).contains(&status) {
-        return Err(format!("{what} refused: {}", oauth_error(status, &bytes)));
+        let doc: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        return Err(FetchError::Refused {
+            what: what.to_string(),
+            status,
+            error: doc["error"].as_str().map(clean),
+            description: doc["error_description"].as_str().map(clean),
+        });
     }
-    serde_json::from_slice(&bytes).map_err(|e| format!("{what}: the answer is not JSON ({e})"))
+    serde_json::from_slice(&bytes).map_err(|source| FetchError::NotJson {
+        what: what.to_string(),
+        source,
+    })
 }
 
-/// An OAuth error response's `error` and `error_description`, for messages (never the body).
-fn oauth_error(status: u16, body: &[u8]) -> String {
-    let doc: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+/// An OAuth error response's status, `error` and `error_description`, for messages (never
+/// the body).
+fn oauth_error_text(status: u16, error: Option<&str>, description: Option<&str>) -> String {
     let mut s = format!("HTTP {status}");
-    if let Some(e) = doc["error"].as_str() {
-        s.push_str(&format!(" {}", clean(e)));
+    if let Some(e) = error {
+        s.push_str(&format!(" {e}"));
     }
-    if let Some(d) = doc["error_description"].as_str() {
-        s.push_str(&format!(": {}", clean(d)));
+    if let Some(d) = description {
+        s.push_str(&format!(": {d}"));
     }
     s
 }
@@ -293,8 +660,11 @@ impl OAuth {
         timeout: Duration,
         connect_timeout: Duration,
         user_agent: String,
-    ) -> Result<OAuth, String> {
-        let server = Url::parse(server).map_err(|e| format!("{server:?} is not a URL: {e}"))?;
+    ) -> Result<OAuth, OAuthError> {
+        let server = Url::parse(server).map_err(|source| OAuthError::ServerUrl {
+            server: server.to_string(),
+            source,
+        })?;
         let http = reqwest::Client::builder()
             .connect_timeout(connect_timeout)
             .timeout(timeout)
@@ -302,7 +672,7 @@ impl OAuth {
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(user_agent)
             .build()
-            .map_err(|e| format!("could not build the OAuth HTTP client: {e}"))?;
+            .map_err(OAuthError::HttpClient)?;
         Ok(OAuth {
             resource_key: discovery::canonical_resource(&server),
             server,
@@ -323,7 +693,7 @@ impl OAuth {
             st.loaded = true;
             match self.opts.store.load() {
                 Ok(d) => st.data = d,
-                Err(e) => notes.push(("AUTH_STORE".to_string(), e)),
+                Err(e) => notes.push(("AUTH_STORE".to_string(), e.to_string())),
             }
             let cached = st.data.tokens.get(&self.resource_key).cloned();
             self.bearer.set(cached.map(|t| t.access_token));
@@ -367,7 +737,7 @@ impl OAuth {
 
     /// Keeps the token (and the registration of its issuer) in memory and merges both into the
     /// store, so another process's tokens for other servers survive.
-    fn keep_token(&self, st: &mut AuthState, tok: StoredToken) -> Result<(), String> {
+    fn keep_token(&self, st: &mut AuthState, tok: StoredToken) -> Result<(), OAuthError> {
         self.bearer.set(Some(tok.access_token.clone()));
         let client = st.data.clients.get(&tok.issuer).cloned();
         st.data
@@ -393,12 +763,13 @@ impl OAuth {
         status: u16,
         challenge: Option<&AuthChallenge>,
         attempts: &mut AuthAttempts,
-    ) -> Result<(&'static str, String), String> {
+    ) -> Result<(&'static str, String), OAuthError> {
         let mut st = self.state.lock().await;
         if let Some(why) = &st.gave_up {
-            return Err(format!(
-                "HTTP {status}: not authorizing again, an earlier request already gave up ({why})"
-            ));
+            return Err(OAuthError::GaveUpEarlier {
+                status,
+                why: why.clone(),
+            });
         }
         let current = st.data.tokens.get(&self.resource_key).cloned();
         let required = challenge
@@ -433,27 +804,27 @@ impl OAuth {
         let mut wanted = required.map(str::to_string);
         if insufficient {
             let Some(req) = required else {
-                return Err("HTTP 403 insufficient_scope without a scope parameter: the client cannot tell which scope to ask for".to_string());
+                return Err(OAuthError::InsufficientScopeWithoutScope);
             };
             let held = current
                 .as_ref()
                 .and_then(|t| t.scope.clone())
                 .unwrap_or_default();
             if current.is_some() && discovery::scope_covers(&held, req) {
-                return Err(format!(
-                    "HTTP 403 insufficient_scope for scope {:?}, which the token already holds: a permanent authorization failure, not retried",
-                    clean(req)
-                ));
+                return Err(OAuthError::ScopeAlreadyHeld {
+                    scope: req.to_string(),
+                });
             }
             wanted = Some(discovery::scope_union(&held, req));
         }
         if attempts.authorizations >= self.opts.max_authorizations {
-            let why = format!(
-                "HTTP {status} again after {} authorization(s) for this request: giving up (limit --max-authorizations {})",
-                attempts.authorizations, self.opts.max_authorizations
-            );
-            st.gave_up = Some(why.clone());
-            return Err(why);
+            let err = OAuthError::TooManyAuthorizations {
+                status,
+                count: attempts.authorizations,
+                limit: self.opts.max_authorizations,
+            };
+            st.gave_up = Some(err.to_string());
+            return Err(err);
         }
         attempts.authorizations += 1;
         // A 401 rediscovers: the resource may have moved to another authorization server
@@ -493,7 +864,8 @@ impl OAuth {
     }
 
     /// GETs a JSON document; `Ok(None)` for a non-2xx answer (try the next URL).
-    async fn get_json(&self, url: &Url) -> Result<Option<Value>, String> {
+    async fn get_json(&self, url: &Url) -> Result<Option<Value>, DiscoveryError> {
+        let what = format!("GET {url}");
         let resp = self
             .http
             .get(url.clone())
@@ -501,23 +873,32 @@ impl OAuth {
             .header("MCP-Protocol-Version", "2025-11-25")
             .send()
             .await
-            .map_err(|e| format!("GET {url}: {}", crate::wire::error_chain(&e)))?;
+            .map_err(|source| FetchError::Send {
+                what: what.clone(),
+                source,
+            })?;
         if !resp.status().is_success() {
             return Ok(None);
         }
-        let body = read_bounded(resp)
-            .await
-            .map_err(|e| format!("GET {url}: {e}"))?;
-        let doc: Value = serde_json::from_slice(&body)
-            .map_err(|e| format!("GET {url}: the metadata is not JSON: {e}"))?;
+        let body = read_bounded(resp, &what).await?;
+        let doc: Value =
+            serde_json::from_slice(&body).map_err(|source| DiscoveryError::NotJson {
+                url: url.to_string(),
+                source,
+            })?;
         if !doc.is_object() {
-            return Err(format!("GET {url}: the metadata is not a JSON object"));
+            return Err(DiscoveryError::NotAnObject {
+                url: url.to_string(),
+            });
         }
         Ok(Some(doc))
     }
 
     /// Protected-resource metadata, then the authorization server's metadata.
-    async fn discover(&self, resource_metadata: Option<&str>) -> Result<Discovered, String> {
+    async fn discover(
+        &self,
+        resource_metadata: Option<&str>,
+    ) -> Result<Discovered, DiscoveryError> {
         let mut prm = None;
         for url in discovery::protected_resource_metadata_urls(&self.server, resource_metadata) {
             if let Some(doc) = self.get_json(&url).await? {
@@ -528,27 +909,30 @@ impl OAuth {
         let Some((prm_url, prm)) = prm else {
             return self.discover_legacy().await;
         };
-        let resource = prm["resource"].as_str().ok_or_else(|| {
-            format!("the protected-resource metadata at {prm_url} has no resource")
-        })?;
+        let resource = prm["resource"]
+            .as_str()
+            .ok_or_else(|| DiscoveryError::NoResource {
+                prm_url: prm_url.to_string(),
+            })?;
         if !discovery::resource_matches(resource, &self.server) {
-            return Err(format!(
-                "the protected-resource metadata at {prm_url} describes {}, not {}: refusing to authorize (a token for one resource is never sent to another)",
-                clean(resource),
-                self.resource_key
-            ));
+            return Err(DiscoveryError::ResourceMismatch {
+                prm_url: prm_url.to_string(),
+                resource: resource.to_string(),
+                expected: self.resource_key.clone(),
+            });
         }
         let issuer = prm["authorization_servers"]
             .as_array()
             .and_then(|a| a.iter().find_map(Value::as_str))
-            .ok_or_else(|| {
-                format!(
-                    "the protected-resource metadata at {prm_url} names no authorization server"
-                )
+            .ok_or_else(|| DiscoveryError::NoAuthorizationServer {
+                prm_url: prm_url.to_string(),
             })?
             .to_string();
         let issuer_url = discovery::authorization_server_url(&issuer, "authorization server")
-            .map_err(|e| format!("{} (named by {prm_url})", clean(&e)))?;
+            .map_err(|source| DiscoveryError::AuthorizationServerNamed {
+                prm_url: prm_url.to_string(),
+                source,
+            })?;
         let mut tried = Vec::new();
         for url in discovery::authorization_server_metadata_urls(&issuer_url) {
             tried.push(url.to_string());
@@ -556,29 +940,26 @@ impl OAuth {
                 continue;
             };
             if meta["issuer"].as_str() != Some(issuer.as_str()) {
-                return Err(format!(
-                    "the authorization server metadata at {url} names issuer {:?}, not {:?} (RFC 8414 §3.3): refusing to use it",
-                    clean(meta["issuer"].as_str().unwrap_or("")),
-                    clean(&issuer)
-                ));
+                return Err(DiscoveryError::IssuerMismatch {
+                    url: url.to_string(),
+                    found: meta["issuer"].as_str().unwrap_or("").to_string(),
+                    expected: issuer,
+                });
             }
             let mut d = self.read_metadata(&meta, &url, issuer.clone(), true)?;
             d.resource = resource.to_string();
             d.prm_scopes = strings(&prm["scopes_supported"]);
             return Ok(d);
         }
-        Err(format!(
-            "no authorization server metadata for {} (tried {})",
-            clean(&issuer),
-            tried.join(", ")
-        ))
+        Err(DiscoveryError::NoMetadata { issuer, tried })
     }
 
     /// 2025-03-26: no protected-resource metadata; the server's origin is the authorization
     /// base URL, its metadata optional, and the default endpoints the fallback.
-    async fn discover_legacy(&self) -> Result<Discovered, String> {
+    async fn discover_legacy(&self) -> Result<Discovered, DiscoveryError> {
         let base = discovery::legacy_authorization_base(&self.server);
-        discovery::check_authorization_server_url(&base, "2025-03-26 authorization base URL")?;
+        discovery::check_authorization_server_url(&base, "2025-03-26 authorization base URL")
+            .map_err(DiscoveryError::BaseUrl)?;
         let issuer = base.as_str().trim_end_matches('/').to_string();
         for url in discovery::authorization_server_metadata_urls(&base) {
             if let Some(meta) = self.get_json(&url).await? {
@@ -609,24 +990,29 @@ impl OAuth {
         url: &Url,
         issuer: String,
         issuer_verified: bool,
-    ) -> Result<Discovered, String> {
-        let endpoint = |k: &str| -> Result<Option<String>, String> {
+    ) -> Result<Discovered, DiscoveryError> {
+        let endpoint = |k: &str| -> Result<Option<String>, DiscoveryError> {
             match meta[k].as_str() {
                 None => Ok(None),
                 Some(s) => discovery::authorization_server_url(s, k)
                     .map(|u| Some(u.to_string()))
-                    .map_err(|e| format!("the metadata at {url}: {}", clean(&e))),
+                    .map_err(|source| DiscoveryError::Endpoint {
+                        url: url.to_string(),
+                        source,
+                    }),
             }
         };
-        let token_endpoint = endpoint("token_endpoint")?
-            .ok_or_else(|| format!("the metadata at {url} has no token_endpoint"))?;
+        let token_endpoint =
+            endpoint("token_endpoint")?.ok_or_else(|| DiscoveryError::NoTokenEndpoint {
+                url: url.to_string(),
+            })?;
         let authorization_endpoint = endpoint("authorization_endpoint")?;
         if self.opts.grant == Grant::AuthorizationCode {
             let methods = strings(&meta["code_challenge_methods_supported"]);
             if !methods.iter().any(|m| m == "S256") {
-                return Err(format!(
-                    "the authorization server metadata at {url} does not list S256 in code_challenge_methods_supported: without PKCE the client refuses to authorize"
-                ));
+                return Err(DiscoveryError::NoS256 {
+                    url: url.to_string(),
+                });
             }
         }
         Ok(Discovered {
@@ -652,7 +1038,7 @@ impl OAuth {
         st: &mut AuthState,
         d: &Discovered,
         redirect_uri: &str,
-    ) -> Result<StoredClient, String> {
+    ) -> Result<StoredClient, OAuthError> {
         if let Some(id) = &self.opts.client_id {
             return Ok(StoredClient {
                 client_id: id.clone(),
@@ -675,10 +1061,9 @@ impl OAuth {
             });
         }
         let Some(reg) = &d.registration_endpoint else {
-            return Err(format!(
-                "the authorization server {} offers neither dynamic client registration nor (for this client) client ID metadata documents: pass --client-id (and --client-secret-env)",
-                clean(&d.issuer)
-            ));
+            return Err(OAuthError::NoRegistration {
+                issuer: d.issuer.clone(),
+            });
         };
         let method = discovery::registration_auth_method(&d.auth_methods);
         let body = json!({
@@ -699,7 +1084,9 @@ impl OAuth {
         let client_id = doc["client_id"]
             .as_str()
             .filter(|s| !s.is_empty())
-            .ok_or_else(|| format!("registration at {reg}: the answer has no client_id"))?;
+            .ok_or_else(|| OAuthError::NoClientId {
+                endpoint: reg.clone(),
+            })?;
         let c = StoredClient {
             client_id: client_id.to_string(),
             client_secret: doc["client_secret"].as_str().map(str::to_string),
@@ -731,12 +1118,11 @@ impl OAuth {
         st: &mut AuthState,
         d: &Discovered,
         scope: Option<&str>,
-    ) -> Result<StoredToken, String> {
+    ) -> Result<StoredToken, OAuthError> {
         if d.authorization_endpoint.is_empty() {
-            return Err(format!(
-                "the authorization server {} has no authorization_endpoint",
-                clean(&d.issuer)
-            ));
+            return Err(OAuthError::NoAuthorizationEndpoint {
+                issuer: d.issuer.clone(),
+            });
         }
         let port = self.redirect_port(st);
         let listener = match redirect::bind(port).await {
@@ -784,45 +1170,31 @@ impl OAuth {
                 }
             }
         }
-        let params = waiter
-            .await
-            .map_err(|e| format!("the redirect listener stopped: {e}"))??;
+        let params = waiter.await.map_err(OAuthError::ListenerStopped)??;
         if params.get("state") != Some(&state) {
-            return Err(
-                "the authorization redirect carries the wrong state: refusing it (possible CSRF)"
-                    .to_string(),
-            );
+            return Err(OAuthError::WrongState);
         }
         if let Some(e) = params.get("error") {
-            return Err(format!(
-                "the authorization server refused: {}{}",
-                clean(e),
-                params
-                    .get("error_description")
-                    .map(|d| format!(" ({})", clean(d)))
-                    .unwrap_or_default()
-            ));
+            return Err(OAuthError::Denied {
+                error: e.clone(),
+                description: params.get("error_description").cloned(),
+            });
         }
         // RFC 9207: an iss in the response must be the issuer, exactly; a server that
         // advertises the parameter must send it.
         if d.issuer_verified {
             match params.get("iss") {
                 Some(iss) if iss != &d.issuer => {
-                    return Err(format!(
-                        "the authorization response names issuer {:?}, not {:?} (RFC 9207): refusing it",
-                        clean(iss),
-                        clean(&d.issuer)
-                    ))
+                    return Err(OAuthError::IssuerMismatch {
+                        found: iss.clone(),
+                        expected: d.issuer.clone(),
+                    })
                 }
-                None if d.iss_parameter_supported => {
-                    return Err("the authorization server advertises authorization_response_iss_parameter_supported but its response has no iss (RFC 9207): refusing it".to_string())
-                }
+                None if d.iss_parameter_supported => return Err(OAuthError::IssuerMissing),
                 _ => {}
             }
         }
-        let code = params
-            .get("code")
-            .ok_or("the authorization redirect has no code")?;
+        let code = params.get("code").ok_or(OAuthError::NoCode)?;
         let form = vec![
             ("grant_type", "authorization_code".to_string()),
             ("code", code.clone()),
@@ -839,17 +1211,22 @@ impl OAuth {
     /// Only redirects within the authorization endpoint's origin are followed: an automated
     /// login must not be steered into fetching arbitrary URLs (another host, an internal
     /// address) on the server's say-so.
-    async fn follow(&self, start: &Url, redirect_uri: &str) -> Result<(), String> {
-        let callback = Url::parse(redirect_uri)
-            .map_err(|e| format!("the redirect URI {redirect_uri} is not a URL: {e}"))?;
+    async fn follow(&self, start: &Url, redirect_uri: &str) -> Result<(), OAuthError> {
+        let callback = Url::parse(redirect_uri).map_err(|source| OAuthError::RedirectUri {
+            uri: redirect_uri.to_string(),
+            source,
+        })?;
         let mut url = start.clone();
         for _ in 0..10 {
-            let resp = self.http.get(url.clone()).send().await.map_err(|e| {
-                format!(
-                    "GET the authorization endpoint: {}",
-                    crate::wire::error_chain(&e)
-                )
-            })?;
+            let resp =
+                self.http
+                    .get(url.clone())
+                    .send()
+                    .await
+                    .map_err(|source| FetchError::Send {
+                        what: "GET the authorization endpoint".to_string(),
+                        source,
+                    })?;
             let status = resp.status().as_u16();
             let location = resp
                 .headers()
@@ -857,38 +1234,30 @@ impl OAuth {
                 .and_then(|l| l.to_str().ok())
                 .map(str::to_string);
             let Some(next) = location.filter(|_| (300..400).contains(&status)) else {
-                return Err(format!(
-                    "the authorization endpoint answered HTTP {status} instead of redirecting: --authorize follow needs a server that approves without a person (use browser or print)"
-                ));
+                return Err(OAuthError::NotRedirected { status });
             };
-            url = url
-                .join(&next)
-                .map_err(|e| format!("the authorization redirect is not a URL: {e}"))?;
+            url = url.join(&next).map_err(OAuthError::BadLocation)?;
             if url.origin() == callback.origin() && url.path() == callback.path() {
                 let _ = self.http.get(url).send().await;
                 return Ok(());
             }
             if url.origin() != start.origin() {
-                return Err(format!(
-                    "the authorization endpoint redirected to {}, which is neither the redirect URI nor on the authorization server's origin {}: --authorize follow does not go there",
-                    clean(url.as_str()),
-                    start.origin().ascii_serialization()
-                ));
+                return Err(OAuthError::OffOrigin {
+                    to: url.to_string(),
+                    origin: start.origin().ascii_serialization(),
+                });
             }
         }
-        Err("the authorization endpoint redirected more than 10 times".to_string())
+        Err(OAuthError::TooManyRedirects)
     }
 
     async fn client_credentials(
         &self,
         d: &Discovered,
         scope: Option<&str>,
-    ) -> Result<StoredToken, String> {
+    ) -> Result<StoredToken, OAuthError> {
         let Some(id) = &self.opts.client_id else {
-            return Err(
-                "the client credentials grant needs --client-id and a secret (--client-secret-env)"
-                    .to_string(),
-            );
+            return Err(OAuthError::NoClientCredentials);
         };
         let client = StoredClient {
             client_id: id.clone(),
@@ -908,8 +1277,15 @@ impl OAuth {
 
     /// Refreshes `tok` with its authorization server (RFC 6749 §6), keeping the old refresh
     /// token when the server does not rotate it.
-    async fn refresh_locked(&self, st: &mut AuthState, tok: &StoredToken) -> Result<(), String> {
-        let refresh = tok.refresh_token.clone().ok_or("no refresh token")?;
+    async fn refresh_locked(
+        &self,
+        st: &mut AuthState,
+        tok: &StoredToken,
+    ) -> Result<(), OAuthError> {
+        let refresh = tok
+            .refresh_token
+            .clone()
+            .ok_or(OAuthError::NoRefreshToken)?;
         let client = match &self.opts.client_id {
             Some(id) => StoredClient {
                 client_id: id.clone(),
@@ -921,7 +1297,7 @@ impl OAuth {
                 .clients
                 .get(&tok.issuer)
                 .cloned()
-                .ok_or("the registration that obtained the token is not cached")?,
+                .ok_or(OAuthError::RegistrationNotCached)?,
         };
         let d = Discovered {
             resource: st
@@ -968,7 +1344,7 @@ impl OAuth {
         client: &StoredClient,
         mut form: Vec<(&'static str, String)>,
         requested_scope: Option<&str>,
-    ) -> Result<StoredToken, String> {
+    ) -> Result<StoredToken, OAuthError> {
         let method = discovery::token_auth_method(
             &d.auth_methods,
             client.client_secret.is_some(),
@@ -1016,15 +1392,15 @@ impl OAuth {
         let access = doc["access_token"]
             .as_str()
             .filter(|s| !s.is_empty())
-            .ok_or_else(|| {
-                format!("the token endpoint {endpoint} answered without an access_token")
+            .ok_or_else(|| OAuthError::NoAccessToken {
+                endpoint: endpoint.clone(),
             })?;
         if let Some(t) = doc["token_type"].as_str() {
             if !t.eq_ignore_ascii_case("bearer") {
-                return Err(format!(
-                    "the token endpoint {endpoint} issued a {:?} token; this client sends Bearer tokens only",
-                    clean(t)
-                ));
+                return Err(OAuthError::NotBearer {
+                    endpoint: endpoint.clone(),
+                    token_type: t.to_string(),
+                });
             }
         }
         Ok(StoredToken {
@@ -1090,11 +1466,86 @@ mod tests {
             .follow(&start, "http://127.0.0.1:1/callback")
             .await
             .unwrap_err();
+        assert!(matches!(e, OAuthError::OffOrigin { .. }));
+        let e = e.to_string();
         assert!(
             e.contains("does not go there") && e.contains(&elsewhere),
             "{e}"
         );
         assert_eq!(elsewhere_hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn a_refused_token_request_is_typed_and_names_only_error_and_description() {
+        let body = r#"{"error":"invalid_grant","error_description":"code used","secret":"s3"}"#;
+        let (base, _) = one_answer_server(format!(
+            "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ))
+        .await;
+        let http = reqwest::Client::builder().no_proxy().build().unwrap();
+        let e = send_for_json(http.post(format!("{base}/token")), "the token endpoint X")
+            .await
+            .unwrap_err();
+        assert!(matches!(
+            e,
+            FetchError::Refused { status: 400, ref error, .. } if error.as_deref() == Some("invalid_grant")
+        ));
+        assert_eq!(
+            e.to_string(),
+            "the token endpoint X refused: HTTP 400 invalid_grant: code used"
+        );
+        let e = OAuthError::from(e);
+        assert!(matches!(e, OAuthError::Fetch(FetchError::Refused { .. })));
+        assert_eq!(
+            e.to_string(),
+            "the token endpoint X refused: HTTP 400 invalid_grant: code used"
+        );
+    }
+
+    #[tokio::test]
+    async fn discovery_errors_are_typed() {
+        let (base, _) = one_answer_server(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 3\r\n\r\n[1]"
+                .into(),
+        )
+        .await;
+        let oauth = OAuth::new(
+            &format!("{base}/mcp"),
+            OAuthOptions::default(),
+            BearerCell::default(),
+            Duration::from_secs(5),
+            Duration::from_secs(5),
+            "test".into(),
+        )
+        .unwrap();
+        let e = oauth.discover(None).await.unwrap_err();
+        assert!(matches!(e, DiscoveryError::NotAnObject { .. }));
+        assert!(
+            e.to_string().starts_with(&format!("GET {base}/"))
+                && e.to_string()
+                    .ends_with(": the metadata is not a JSON object"),
+            "{e}"
+        );
+        let e = OAuth::new(
+            "not a url",
+            OAuthOptions::default(),
+            BearerCell::default(),
+            Duration::from_secs(5),
+            Duration::from_secs(5),
+            "test".into(),
+        )
+        .err()
+        .expect("not a URL");
+        assert!(matches!(e, OAuthError::ServerUrl { .. }));
+        assert_eq!(
+            e.to_string(),
+            "\"not a url\" is not a URL: relative URL without a base"
+        );
+        assert_eq!(
+            AuthorizeMode::parse("x").unwrap_err().to_string(),
+            "\"x\" is not browser, print or follow"
+        );
     }
 
     #[test]

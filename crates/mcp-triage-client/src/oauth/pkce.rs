@@ -19,10 +19,16 @@ impl std::fmt::Debug for Pkce {
     }
 }
 
+/// The OS random generator failed. (getrandom's error implements `std::error::Error` only
+/// with its `std` feature, so it is carried but not offered as a `source`.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the OS random generator failed: {0}")]
+pub struct RandomError(pub getrandom::Error);
+
 /// `n` random bytes, base64url without padding. Fails only when the OS generator does.
-pub fn random_token(n: usize) -> Result<String, String> {
+pub fn random_token(n: usize) -> Result<String, RandomError> {
     let mut b = vec![0u8; n];
-    getrandom::fill(&mut b).map_err(|e| format!("the OS random generator failed: {e}"))?;
+    getrandom::fill(&mut b).map_err(RandomError)?;
     Ok(URL_SAFE_NO_PAD.encode(b))
 }
 
@@ -34,7 +40,7 @@ pub fn s256(verifier: &str) -> String {
 impl Pkce {
     /// A fresh pair: 32 random bytes give a 43-character verifier (the RFC's minimum length,
     /// from its unreserved alphabet).
-    pub fn new() -> Result<Pkce, String> {
+    pub fn new() -> Result<Pkce, RandomError> {
         let verifier = random_token(32)?;
         let challenge = s256(&verifier);
         Ok(Pkce {
@@ -69,5 +75,18 @@ mod tests {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
         assert_eq!(a.challenge, s256(&a.verifier));
         assert!(!format!("{a:?}").contains(&a.verifier));
+    }
+
+    #[test]
+    fn a_failing_generator_is_a_typed_error() {
+        let err = RandomError(getrandom::Error::UNSUPPORTED);
+        assert_eq!(err.0, getrandom::Error::UNSUPPORTED);
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "the OS random generator failed: {}",
+                getrandom::Error::UNSUPPORTED
+            )
+        );
     }
 }

@@ -21,15 +21,51 @@ pub struct Listener {
     pub redirect_uri: String,
 }
 
+/// The loopback redirect could not be set up, failed, or never came; or no browser started.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RedirectError {
+    /// The port could not be bound.
+    #[error("could not listen on 127.0.0.1:{port} for the OAuth redirect: {source}")]
+    Bind {
+        /// The port asked for (0: any).
+        port: u16,
+        /// The bind error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The bound socket reports no local address.
+    #[error("the redirect listener has no address: {0}")]
+    NoAddress(#[source] std::io::Error),
+    /// `accept` failed.
+    #[error("the redirect listener failed: {0}")]
+    Accept(#[source] std::io::Error),
+    /// No callback with the right state before the deadline.
+    #[error(
+        "no authorization redirect with this login's state arrived within {} s (raise --authorize-timeout, or check the URL was opened)",
+        .timeout.as_secs()
+    )]
+    TimedOut {
+        /// The wait.
+        timeout: Duration,
+    },
+    /// The platform's opener did not start.
+    #[error("could not start {opener}: {source}")]
+    Browser {
+        /// `open`, `rundll32` or `xdg-open`.
+        opener: &'static str,
+        /// The spawn error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Binds 127.0.0.1 on `port` (0: any free port).
-pub async fn bind(port: u16) -> Result<Listener, String> {
+pub async fn bind(port: u16) -> Result<Listener, RedirectError> {
     let inner = TcpListener::bind(("127.0.0.1", port))
         .await
-        .map_err(|e| format!("could not listen on 127.0.0.1:{port} for the OAuth redirect: {e}"))?;
-    let port = inner
-        .local_addr()
-        .map_err(|e| format!("the redirect listener has no address: {e}"))?
-        .port();
+        .map_err(|source| RedirectError::Bind { port, source })?;
+    let port = inner.local_addr().map_err(RedirectError::NoAddress)?.port();
     Ok(Listener {
         inner,
         redirect_uri: format!("http://127.0.0.1:{port}{CALLBACK_PATH}"),
@@ -60,7 +96,7 @@ impl Listener {
         self,
         state: String,
         timeout: Duration,
-    ) -> Result<HashMap<String, String>, String> {
+    ) -> Result<HashMap<String, String>, RedirectError> {
         let state = std::sync::Arc::new(state);
         let (tx, mut rx) = tokio::sync::mpsc::channel::<HashMap<String, String>>(1);
         let mut conns = tokio::task::JoinSet::new();
@@ -68,8 +104,7 @@ impl Listener {
             loop {
                 tokio::select! {
                     accepted = self.inner.accept() => {
-                        let (sock, _) = accepted
-                            .map_err(|e| format!("the redirect listener failed: {e}"))?;
+                        let (sock, _) = accepted.map_err(RedirectError::Accept)?;
                         let (state, tx) = (state.clone(), tx.clone());
                         conns.spawn(async move {
                             if let Arrival::Redirect(p) = serve(sock, &state).await {
@@ -81,12 +116,9 @@ impl Listener {
                 }
             }
         };
-        let out = tokio::time::timeout(timeout, run).await.map_err(|_| {
-            format!(
-                "no authorization redirect with this login's state arrived within {} s (raise --authorize-timeout, or check the URL was opened)",
-                timeout.as_secs()
-            )
-        })?;
+        let out = tokio::time::timeout(timeout, run)
+            .await
+            .map_err(|_| RedirectError::TimedOut { timeout })?;
         conns.abort_all();
         out
     }
@@ -144,7 +176,7 @@ async fn answer(sock: &mut tokio::net::TcpStream, status: &str, page: &str) {
 }
 
 /// Opens `url` in the user's browser with the platform's opener; `Err` when none started.
-pub fn open_browser(url: &str) -> Result<(), String> {
+pub fn open_browser(url: &str) -> Result<(), RedirectError> {
     let (cmd, args): (&str, Vec<&str>) = if cfg!(target_os = "macos") {
         ("open", vec![url])
     } else if cfg!(windows) {
@@ -162,7 +194,10 @@ pub fn open_browser(url: &str) -> Result<(), String> {
             // Reap the opener when it exits (it returns at once) so no zombie is left.
             std::thread::spawn(move || child.wait());
         })
-        .map_err(|e| format!("could not start {cmd}: {e}"))
+        .map_err(|source| RedirectError::Browser {
+            opener: cmd,
+            source,
+        })
 }
 
 #[cfg(test)]
@@ -239,6 +274,21 @@ mod tests {
             .wait("s".into(), Duration::from_millis(50))
             .await
             .unwrap_err();
-        assert!(e.contains("no authorization redirect"), "{e}");
+        assert!(matches!(e, RedirectError::TimedOut { .. }));
+        assert_eq!(
+            e.to_string(),
+            "no authorization redirect with this login's state arrived within 0 s (raise --authorize-timeout, or check the URL was opened)"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_taken_port_is_a_typed_bind_error() {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = taken.local_addr().unwrap().port();
+        let e = bind(port).await.err().expect("the port is taken");
+        assert!(matches!(e, RedirectError::Bind { port: p, .. } if p == port));
+        assert!(e.to_string().starts_with(&format!(
+            "could not listen on 127.0.0.1:{port} for the OAuth redirect: "
+        )));
     }
 }

@@ -100,6 +100,39 @@ pub fn default_path() -> Option<PathBuf> {
     Some(base.join("mcp-triage").join("oauth-tokens.json"))
 }
 
+/// The token store file could not be read, locked or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Reading, locking or writing the file failed (or it is a link or shared).
+    #[error("the token store {}: {source}", .path.display())]
+    Io {
+        /// The store file.
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a token store's JSON.
+    #[error(
+        "the token store {} is not a token store ({source}); it is kept as {} when a token is next saved",
+        .path.display(),
+        .copy.display()
+    )]
+    Corrupt {
+        /// The store file.
+        path: PathBuf,
+        /// Where it is kept when replaced.
+        copy: PathBuf,
+        /// The parse error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The contents could not be encoded.
+    #[error("{0}")]
+    Encode(#[source] serde_json::Error),
+}
+
 impl TokenStore {
     /// A cache in this file.
     pub fn file(path: PathBuf) -> TokenStore {
@@ -117,18 +150,16 @@ impl TokenStore {
     }
 
     /// Reads the file; a missing file is an empty cache, a malformed one an error naming it.
-    pub fn load(&self) -> Result<StoreData, String> {
+    pub fn load(&self) -> Result<StoreData, StoreError> {
         let Some(p) = &self.path else {
             return Ok(StoreData::default());
         };
         read_data(p)
-            .map_err(|e| format!("the token store {}: {e}", p.display()))?
-            .map_err(|e| {
-                format!(
-                    "the token store {} is not a token store ({e}); it is kept as {} when a token is next saved",
-                    p.display(),
-                    corrupt_copy_name(p).display()
-                )
+            .map_err(io_error(p))?
+            .map_err(|source| StoreError::Corrupt {
+                path: p.clone(),
+                copy: corrupt_copy_name(p),
+                source,
             })
     }
 
@@ -142,13 +173,13 @@ impl TokenStore {
         &self,
         current: &StoreData,
         change: impl FnOnce(&mut StoreData),
-    ) -> Result<StoreData, String> {
+    ) -> Result<StoreData, StoreError> {
         let Some(p) = &self.path else {
             let mut d = current.clone();
             change(&mut d);
             return Ok(d);
         };
-        let fail = |e: std::io::Error| format!("the token store {}: {e}", p.display());
+        let fail = io_error(p);
         if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
             create_private_dir(dir).map_err(fail)?;
         }
@@ -168,23 +199,31 @@ impl TokenStore {
     /// Writes the file readable by its owner only, through a temporary file and a rename so
     /// that a reader never sees half a file. Replaces the whole store: [`TokenStore::update`]
     /// is what merges with other processes' changes.
-    pub fn save(&self, data: &StoreData) -> Result<(), String> {
+    pub fn save(&self, data: &StoreData) -> Result<(), StoreError> {
         let Some(p) = &self.path else {
             return Ok(());
         };
-        let fail = |e: std::io::Error| format!("the token store {}: {e}", p.display());
+        let fail = io_error(p);
         let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
         if let Some(dir) = dir {
             create_private_dir(dir).map_err(fail)?;
         }
         // The file the rename replaces must be one we would read: not a link, not shared.
         check_existing(p).map_err(fail)?;
-        let body = serde_json::to_vec_pretty(data).map_err(|e| e.to_string())?;
+        let body = serde_json::to_vec_pretty(data).map_err(StoreError::Encode)?;
         let tmp = write_temporary(dir.unwrap_or(Path::new(".")), p, &body).map_err(fail)?;
         std::fs::rename(&tmp, p).map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             fail(e)
         })
+    }
+}
+
+/// The [`StoreError::Io`] of the store at `p`.
+fn io_error(p: &Path) -> impl Fn(std::io::Error) -> StoreError + Copy + '_ {
+    move |source| StoreError::Io {
+        path: p.to_path_buf(),
+        source,
     }
 }
 
@@ -417,7 +456,7 @@ mod tests {
         let p = dir.join("tokens.json");
         std::os::unix::fs::symlink(&target, &p).unwrap();
         let s = TokenStore::file(p.clone());
-        let e = s.load().unwrap_err();
+        let e = s.load().unwrap_err().to_string();
         assert!(e.contains("symbolic link"), "{e}");
         let mut d = StoreData::default();
         d.clients.insert(
@@ -427,7 +466,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        let e = s.save(&d).unwrap_err();
+        let e = s.save(&d).unwrap_err().to_string();
         assert!(e.contains("symbolic link"), "{e}");
         assert_eq!(std::fs::read(&target).unwrap(), b"{}");
         assert!(std::fs::symlink_metadata(&p)
@@ -453,6 +492,8 @@ mod tests {
         std::fs::write(&p, b"{}").unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o666)).unwrap();
         let e = TokenStore::file(p.clone()).load().unwrap_err();
+        assert!(matches!(e, StoreError::Io { ref path, .. } if path == &p));
+        let e = e.to_string();
         assert!(e.contains("writable by others"), "{e}");
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(TokenStore::file(p).load().unwrap(), StoreData::default());
@@ -538,7 +579,7 @@ mod tests {
         let p = dir.join("tokens.json");
         std::fs::write(&p, b"{\"tokens\": [oops").unwrap();
         let s = TokenStore::file(p.clone());
-        let e = s.load().unwrap_err();
+        let e = s.load().unwrap_err().to_string();
         assert!(e.contains("tokens.json.corrupt-"), "{e}");
         s.update(&StoreData::default(), |d| {
             d.tokens.insert("http://127.0.0.1:1/a".into(), token("ta"));
@@ -560,6 +601,15 @@ mod tests {
         let p = scratch("bad.json");
         std::fs::write(&p, b"[1,2").unwrap();
         let e = TokenStore::file(p.clone()).load().unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt { ref path, .. } if path == &p));
+        let e = e.to_string();
+        assert!(
+            e.starts_with(&format!(
+                "the token store {} is not a token store (",
+                p.display()
+            )),
+            "{e}"
+        );
         assert!(e.contains("is not a token store"), "{e}");
         std::fs::remove_file(&p).unwrap();
         assert_eq!(TokenStore::memory().load().unwrap(), StoreData::default());
