@@ -25,7 +25,7 @@ use tokio::sync::Mutex;
 use crate::headers::with_auth;
 use crate::oauth::{BearerCell, OAuth};
 use crate::options::{CallOptions, ClientOptions};
-use crate::sse_legacy::SseSession;
+use crate::sse_legacy::{SseOpenError, SseSession};
 use crate::standalone::AbortOnDrop;
 use crate::stdio::{StdioConn, STDIO_EXIT_GRACE};
 use crate::target::Target;
@@ -41,21 +41,26 @@ const META_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// A failure to start talking to the server at all (spawn failed, HTTP client could not be
 /// built). Protocol failures are verdicts in records, not errors.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConnectError {
     /// The stdio server could not be spawned.
-    #[error("could not start {command:?}: {why}")]
+    #[error("could not start {command:?}: {source}")]
     Spawn {
         /// The command.
         command: String,
         /// The OS error.
-        why: String,
+        #[source]
+        source: std::io::Error,
     },
     /// The HTTP client could not be built.
-    #[error("could not build the HTTP client: {0}")]
-    Http(String),
-    /// The OAuth settings cannot work for this target.
+    #[error("could not build the HTTP client: {}", wire::error_chain(.0))]
+    Http(#[source] reqwest::Error),
+    /// The OAuth side could not be set up.
     #[error("OAuth: {0}")]
-    Auth(String),
+    Auth(#[source] crate::oauth::OAuthError),
+    /// OAuth was asked for a stdio target.
+    #[error("OAuth: OAuth applies to HTTP servers only")]
+    AuthNeedsHttp,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,7 +150,7 @@ impl Client {
                     .redirect(reqwest::redirect::Policy::none())
                     .user_agent(format!("{}/{}", opts.client_name, opts.client_version))
                     .build()
-                    .map_err(|e| ConnectError::Http(wire::error_chain(&e)))?;
+                    .map_err(ConnectError::Http)?;
                 Transport::Http(HttpEndpoint {
                     http,
                     url: url.clone(),
@@ -160,9 +165,9 @@ impl Client {
                     opts.limits.max_body_bytes,
                     opts.stderr_lines,
                 )
-                .map_err(|e| ConnectError::Spawn {
+                .map_err(|source| ConnectError::Spawn {
                     command: command.clone(),
-                    why: e.to_string(),
+                    source,
                 })?;
                 Transport::Stdio(Box::new(Mutex::new(conn)))
             }
@@ -178,13 +183,9 @@ impl Client {
                     opts.connect_timeout,
                     format!("{}/{}", opts.client_name, opts.client_version),
                 )
-                .map_err(|e| ConnectError::Auth(e.to_string()))?,
+                .map_err(ConnectError::Auth)?,
             )),
-            (Some(_), _) => {
-                return Err(ConnectError::Auth(
-                    "OAuth applies to HTTP servers only".to_string(),
-                ))
-            }
+            (Some(_), _) => return Err(ConnectError::AuthNeedsHttp),
             (None, _) => None,
         };
         let seed = opts.jitter_seed.unwrap_or_else(|| {
@@ -217,9 +218,9 @@ impl Client {
     }
 
     /// Opens the 2024-11-05 HTTP+SSE session (GET, `endpoint` event).
-    pub(crate) async fn open_legacy_sse(&self) -> Result<(), String> {
+    pub(crate) async fn open_legacy_sse(&self) -> Result<(), SseOpenError> {
         let Transport::Http(HttpEndpoint { http, url, headers }) = &self.transport else {
-            return Err("HTTP+SSE needs an HTTP target".into());
+            return Err(SseOpenError::NotHttp);
         };
         let s = SseSession::open(
             http.clone(),
@@ -404,5 +405,30 @@ impl Client {
                 c.shutdown(STDIO_EXIT_GRACE).await;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn connect_errors_are_typed() {
+        let target = Target::stdio("/nonexistent/mcp-triage-no-such-server").unwrap();
+        let e = Client::connect(target, ClientOptions::default())
+            .await
+            .err()
+            .expect("nothing to spawn");
+        assert!(matches!(e, ConnectError::Spawn { ref source, .. }
+            if source.kind() == std::io::ErrorKind::NotFound));
+        assert!(e
+            .to_string()
+            .starts_with("could not start \"/nonexistent/mcp-triage-no-such-server\": "));
+        let e = ConnectError::AuthNeedsHttp;
+        assert_eq!(e.to_string(), "OAuth: OAuth applies to HTTP servers only");
+        assert_eq!(
+            wire::IncomingError::ModernStream.to_string(),
+            "the server sent a request on a 2026-07-28 stream, which that revision forbids"
+        );
     }
 }

@@ -140,7 +140,7 @@ impl Client {
         &self,
         inc: Incoming,
         with: Negotiated<'_>,
-    ) -> Result<wire::Answer, String> {
+    ) -> Result<wire::Answer, wire::IncomingError> {
         let (reply, answer) = match build_answer(&self.opts, &inc) {
             Ok(r) => (
                 r,

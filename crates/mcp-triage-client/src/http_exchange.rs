@@ -114,13 +114,14 @@ impl Client {
             }
             Ok(Ok(resp)) => {
                 let answers_ok = era == Era::Legacy;
-                let mut sent = wire::read_response(resp, ctx.clone(), deadline, started, |inc| async move {
-                            if !answers_ok {
-                                return Err("the server sent a request on a 2026-07-28 stream, which that revision forbids".to_string());
-                            }
-                            self.answer_incoming(inc, with).await
-                        })
-                        .await;
+                let mut sent =
+                    wire::read_response(resp, ctx.clone(), deadline, started, |inc| async move {
+                        if !answers_ok {
+                            return Err(wire::IncomingError::ModernStream);
+                        }
+                        self.answer_incoming(inc, with).await
+                    })
+                    .await;
                 if matches!(
                     sent.verdict.outcome,
                     Outcome::Timeout | Outcome::ConnectionError

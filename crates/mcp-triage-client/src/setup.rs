@@ -124,6 +124,7 @@ impl Client {
         let mut version = want;
         if want == ProtocolVersion::V2024_11_05 && self.sse().is_none() {
             if let Err(why) = self.open_legacy_sse().await {
+                let why = why.to_string();
                 let sent = Sent::failed(
                     Verdict::connection_error(why.clone()),
                     Delivery::NeverSent,

@@ -64,6 +64,45 @@ fn origin(url: &str) -> Option<String> {
     ))
 }
 
+/// Why a 2024-11-05 HTTP+SSE session could not be opened: the server is not an HTTP+SSE
+/// server, or its stream did not name a usable message endpoint.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SseOpenError {
+    /// The target is not an HTTP URL.
+    #[error("HTTP+SSE needs an HTTP target")]
+    NotHttp,
+    /// No answer to the GET before the timeout.
+    #[error("the GET for an HTTP+SSE stream timed out")]
+    TimedOut,
+    /// The GET failed on the transport.
+    #[error("the GET for an HTTP+SSE stream failed: {}", wire::error_chain(.0))]
+    Get(#[source] reqwest::Error),
+    /// The answer is not an event stream.
+    #[error("GET answered {status} {content_type}: not an HTTP+SSE (2024-11-05) server")]
+    NotAnEventStream {
+        /// The HTTP status.
+        status: u16,
+        /// The `Content-Type` (empty when absent or not text).
+        content_type: String,
+    },
+    /// No `endpoint` event before the timeout.
+    #[error("no endpoint event on the HTTP+SSE stream")]
+    NoEndpoint,
+    /// The stream ended before an `endpoint` event.
+    #[error("the HTTP+SSE stream ended before its endpoint event")]
+    EndedEarly,
+    /// The `endpoint` event does not resolve to a URL.
+    #[error("the endpoint event is not a URL")]
+    BadEndpoint,
+    /// The `endpoint` is on another origin than the stream.
+    #[error("the endpoint {endpoint} is on another origin; refusing it")]
+    OtherOrigin {
+        /// The resolved endpoint URL.
+        endpoint: String,
+    },
+}
+
 impl SseSession {
     fn request(&self, b: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         crate::headers::with_auth(b, &self.headers, self.opts.bearer.as_deref())
@@ -76,27 +115,23 @@ impl SseSession {
         url: &str,
         headers: Vec<(String, String)>,
         opts: Arc<ClientOptions>,
-    ) -> Result<SseSession, String> {
+    ) -> Result<SseSession, SseOpenError> {
         let mut req = http.get(url).header("Accept", "text/event-stream");
         req = crate::headers::with_auth(req, &headers, opts.bearer.as_deref());
         let resp = tokio::time::timeout(opts.timeout, req.send())
             .await
-            .map_err(|_| "the GET for an HTTP+SSE stream timed out".to_string())?
-            .map_err(|e| {
-                format!(
-                    "the GET for an HTTP+SSE stream failed: {}",
-                    wire::error_chain(&e)
-                )
-            })?;
+            .map_err(|_| SseOpenError::TimedOut)?
+            .map_err(SseOpenError::Get)?;
         if !crate::headers::is_event_stream(&resp) {
-            return Err(format!(
-                "GET answered {} {}: not an HTTP+SSE (2024-11-05) server",
-                resp.status().as_u16(),
-                resp.headers()
+            return Err(SseOpenError::NotAnEventStream {
+                status: resp.status().as_u16(),
+                content_type: resp
+                    .headers()
                     .get("content-type")
                     .and_then(|v| v.to_str().ok())
                     .unwrap_or("")
-            ));
+                    .to_string(),
+            });
         }
         let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
         let (endpoint_tx, endpoint_rx) = oneshot::channel::<String>();
@@ -111,14 +146,12 @@ impl SseSession {
         ));
         let endpoint = tokio::time::timeout(opts.timeout, endpoint_rx)
             .await
-            .map_err(|_| "no endpoint event on the HTTP+SSE stream".to_string())?
-            .map_err(|_| "the HTTP+SSE stream ended before its endpoint event".to_string())?;
-        let post_url = resolve(url, &endpoint).ok_or("the endpoint event is not a URL")?;
+            .map_err(|_| SseOpenError::NoEndpoint)?
+            .map_err(|_| SseOpenError::EndedEarly)?;
+        let post_url = resolve(url, &endpoint).ok_or(SseOpenError::BadEndpoint)?;
         if origin(&post_url) != origin(url) {
             reader.abort();
-            return Err(format!(
-                "the endpoint {post_url} is on another origin; refusing it"
-            ));
+            return Err(SseOpenError::OtherOrigin { endpoint: post_url });
         }
         Ok(SseSession {
             http,
@@ -301,6 +334,35 @@ async fn read_stream(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_json_answer_to_the_get_is_not_an_sse_server() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/sse", l.local_addr().unwrap());
+        tokio::spawn(async move {
+            let (mut sock, _) = l.accept().await.unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = sock.read(&mut buf).await;
+            let _ = sock
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+                .await;
+        });
+        let http = reqwest::Client::builder().no_proxy().build().unwrap();
+        let opts = Arc::new(ClientOptions::default());
+        let e = SseSession::open(http, &url, Vec::new(), opts)
+            .await
+            .err()
+            .expect("not an event stream");
+        assert!(matches!(
+            e,
+            SseOpenError::NotAnEventStream { status: 200, ref content_type } if content_type == "application/json"
+        ));
+        assert_eq!(
+            e.to_string(),
+            "GET answered 200 application/json: not an HTTP+SSE (2024-11-05) server"
+        );
+    }
 
     #[test]
     fn endpoints_resolve_against_the_stream_url() {

@@ -156,6 +156,21 @@ impl StopReason {
     }
 }
 
+/// Why a task's `inputRequests` could not be answered: the call then cancels the task and
+/// records the text as an `INPUT_UNANSWERED` warning.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum TaskInputError {
+    /// A request that can be neither answered nor refused (sampling without an answer).
+    #[error("the task asked {key} ({method}) and no answer was given (use --answer {key}=JSON or --input FILE)")]
+    Unanswered { key: String, method: String },
+    /// `--max-rounds` reached.
+    #[error("input still required after {rounds} round(s) (max-rounds {max})")]
+    TooManyRounds { rounds: u32, max: u32 },
+    /// The `tasks/update` carrying the answers did not go out.
+    #[error("{}", .0.text())]
+    Update(StopReason),
+}
+
 /// What the driver knows about one task while driving it.
 pub(crate) struct TaskRun<'a> {
     task_id: String,
@@ -292,7 +307,7 @@ impl Client {
                 "input_required" if self.version_has_task_update(run) => {
                     if let Err(why) = self.answer_task_input(run, &task, rec, idx).await {
                         finish_from(rec, &sent, &id, self.opts.keep_result);
-                        rec.warn("INPUT_UNANSWERED", why);
+                        rec.warn("INPUT_UNANSWERED", why.to_string());
                         return self
                             .cancel_task(run, StopReason::InputUnanswered, rec)
                             .await;
@@ -372,7 +387,7 @@ impl Client {
         task: &Value,
         rec: &mut CallRecord,
         idx: usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), TaskInputError> {
         let Some(reqs) = task.get("inputRequests").and_then(Value::as_object) else {
             set_decision(
                 rec,
@@ -402,10 +417,10 @@ impl Client {
         }
         let (responses, refused) = self.task_input_responses(&fresh)?;
         if rec.rounds >= self.opts.max_rounds {
-            return Err(format!(
-                "input still required after {} round(s) (max-rounds {})",
-                rec.rounds, self.opts.max_rounds
-            ));
+            return Err(TaskInputError::TooManyRounds {
+                rounds: rec.rounds,
+                max: self.opts.max_rounds,
+            });
         }
         let keys: Vec<String> = responses.keys().cloned().collect();
         set_decision(
@@ -424,7 +439,7 @@ impl Client {
         let params = json!({ "taskId": run.task_id, "inputResponses": responses });
         let (sent, id) = match self.task_request(run, "tasks/update", params).await {
             Ok(x) => x,
-            Err(why) => return Err(why.text()),
+            Err(why) => return Err(TaskInputError::Update(why)),
         };
         let uidx = self.push_task_attempt(run, rec, &sent, &id, "update");
         rec.rounds += 1;
@@ -457,7 +472,7 @@ impl Client {
     fn task_input_responses(
         &self,
         reqs: &Map<String, Value>,
-    ) -> Result<(Map<String, Value>, Vec<String>), String> {
+    ) -> Result<(Map<String, Value>, Vec<String>), TaskInputError> {
         let mut out = Map::new();
         let mut refused = Vec::new();
         for (key, req) in reqs {
@@ -472,7 +487,10 @@ impl Client {
                     refused.push(format!("the task asked {key} ({method}) and no answer was given (--answer {key}=JSON or --input FILE); mcp-triage declined it so the task could go on"));
                 }
                 None => {
-                    return Err(format!("the task asked {key} ({method}) and no answer was given (use --answer {key}=JSON or --input FILE)"));
+                    return Err(TaskInputError::Unanswered {
+                        key: key.clone(),
+                        method: method.to_string(),
+                    });
                 }
             }
         }
@@ -769,6 +787,30 @@ fn poll_reason(source: PaceSource, next: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn an_unanswerable_task_question_is_typed() {
+        let target = crate::Target::url("http://127.0.0.1:9/mcp").unwrap();
+        let c = Client::connect(target, crate::ClientOptions::default())
+            .await
+            .unwrap();
+        let reqs: Map<String, Value> = serde_json::from_value(json!({
+            "s": { "method": "sampling/createMessage", "params": {} } }))
+        .unwrap();
+        let e = c.task_input_responses(&reqs).unwrap_err();
+        assert!(matches!(e, TaskInputError::Unanswered { ref key, .. } if key == "s"));
+        assert_eq!(
+            e.to_string(),
+            "the task asked s (sampling/createMessage) and no answer was given (use --answer s=JSON or --input FILE)"
+        );
+        let e = TaskInputError::TooManyRounds { rounds: 8, max: 8 };
+        assert_eq!(
+            e.to_string(),
+            "input still required after 8 round(s) (max-rounds 8)"
+        );
+        let e = TaskInputError::Update(StopReason::Interrupted);
+        assert_eq!(e.to_string(), "the client was interrupted (SIGINT)");
+    }
 
     #[test]
     fn the_servers_interval_wins_and_backoff_doubles_to_its_cap() {

@@ -113,6 +113,14 @@ pub(crate) enum Answer {
     Refused(String),
 }
 
+/// Why reading a response stops at a server request instead of answering it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum IncomingError {
+    /// A server request on a 2026-07-28 stream, which that revision forbids.
+    #[error("the server sent a request on a 2026-07-28 stream, which that revision forbids")]
+    ModernStream,
+}
+
 /// Keeps the response for our id out of a body, bounded, alongside the classifier.
 pub(crate) struct Capture {
     expected: Value,
@@ -244,7 +252,7 @@ pub(crate) async fn read_response<F, Fut>(
 ) -> Sent
 where
     F: FnMut(Incoming) -> Fut,
-    Fut: std::future::Future<Output = Result<Answer, String>>,
+    Fut: std::future::Future<Output = Result<Answer, IncomingError>>,
 {
     let status = resp.status().as_u16();
     let mut head = ResponseHead::new(status);
@@ -308,6 +316,7 @@ where
                     }
                 }
                 if let Some(why) = stop {
+                    let why = why.to_string();
                     notes.push(("INPUT_UNANSWERED".to_string(), why.clone()));
                     let mut v = Verdict::new(Outcome::InputRequired).with_detail(why);
                     v.status = Some(status);
