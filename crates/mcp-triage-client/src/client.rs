@@ -424,6 +424,14 @@ mod tests {
         assert!(e
             .to_string()
             .starts_with("could not start \"/nonexistent/mcp-triage-no-such-server\": "));
+        let target = Target::url("http://127.0.0.1:9/mcp").unwrap();
+        let c = Client::connect(target, ClientOptions::default())
+            .await
+            .unwrap();
+        let e = c.list_tools().await.unwrap_err();
+        assert!(matches!(e, crate::ListToolsError { status: None, .. }));
+        assert!(!e.why.is_empty());
+        assert_eq!(e.to_string(), e.why);
         let e = ConnectError::AuthNeedsHttp;
         assert_eq!(e.to_string(), "OAuth: OAuth applies to HTTP servers only");
         assert_eq!(

@@ -52,6 +52,7 @@ pub use options::{
     Answers, AnswersError, CallOptions, ClientOptions, Prompter, SharedPrompter, UnknownVersion,
     VersionChoice,
 };
+pub use setup::ListToolsError;
 pub use stdio::STDIO_EXIT_GRACE;
 pub use target::{CommandLineError, ConfigError, Target, TargetError};
 pub use task_driver::Interrupt;

@@ -19,6 +19,33 @@ use crate::wire::Sent;
 /// The revision `initialize` offers when the server's era is not known yet.
 const LEGACY_DEFAULT: ProtocolVersion = ProtocolVersion::V2025_11_25;
 
+/// Why [`Client::list_tools`] has no list: the setup step that failed (`initialize` or
+/// `list_tools`), how its exchange was judged, and the message the CLI prints.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{why}")]
+#[non_exhaustive]
+pub struct ListToolsError {
+    /// The step that failed: `initialize` or `list_tools`.
+    pub step: &'static str,
+    /// The verdict of its exchange.
+    pub outcome: mcp_triage_core::Outcome,
+    /// The HTTP status of its answer, if there was one.
+    pub status: Option<u16>,
+    /// What went wrong, in words (the verdict's detail or the JSON-RPC error).
+    pub why: String,
+}
+
+impl From<SetupFailure> for ListToolsError {
+    fn from(f: SetupFailure) -> Self {
+        ListToolsError {
+            step: f.kind,
+            outcome: f.sent.verdict.outcome,
+            status: f.sent.status,
+            why: f.why,
+        }
+    }
+}
+
 /// What a setup step (initialize, tools/list) ended in when it failed.
 pub(crate) struct SetupFailure {
     pub(crate) kind: &'static str,
@@ -389,11 +416,8 @@ impl Client {
     }
 
     /// Lists the server's tools (all pages), establishing the era first.
-    pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, String> {
-        match self.fetch_tools().await {
-            Ok(t) => Ok(t),
-            Err(f) => Err(f.why),
-        }
+    pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, ListToolsError> {
+        Ok(self.fetch_tools().await?)
     }
 
     pub(crate) async fn fetch_tools(&self) -> Result<Vec<ToolInfo>, SetupFailure> {

@@ -130,7 +130,7 @@ fn run_generic(args: &ConformanceArgs) -> Result<ExitCode, String> {
         let client = Client::connect(target, opts)
             .await
             .map_err(|e| e.to_string())?;
-        let tools = client.list_tools().await?;
+        let tools = client.list_tools().await.map_err(|e| e.to_string())?;
         let mut calls: Vec<(String, Value)> = Vec::new();
         if let Some(list) = context["toolCalls"].as_array() {
             for c in list {
@@ -184,7 +184,11 @@ pub fn run(args: ConformanceArgs) -> Result<ExitCode, String> {
             Ok(c) => c,
             Err(e) => return (Err(e.to_string()), Vec::new()),
         };
-        let listed = client.list_tools().await.map(|t| t.len());
+        let listed = client
+            .list_tools()
+            .await
+            .map(|t| t.len())
+            .map_err(|e| e.to_string());
         let mut records = Vec::new();
         for (tool, args) in calls {
             records.push(client.call_tool(tool, args, CallOptions::default()).await);

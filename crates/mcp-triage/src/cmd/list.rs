@@ -49,7 +49,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, String> {
         let client = Client::connect(target, opts)
             .await
             .map_err(|e| e.to_string())?;
-        let tools = client.list_tools().await;
+        let tools = client.list_tools().await.map_err(|e| e.to_string());
         let version = client.protocol_version().await;
         let info = client.server_info().await;
         let stderr = match tools {

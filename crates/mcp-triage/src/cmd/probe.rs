@@ -189,7 +189,7 @@ async fn era_probe(
     let Ok(c) = Client::connect(target, opts).await else {
         return json!({ "supported": false, "detail": "could not connect" });
     };
-    let r = c.list_tools().await;
+    let r = c.list_tools().await.map_err(|e| e.to_string());
     let negotiated = c.protocol_version().await;
     c.close().await;
     match r {
@@ -210,7 +210,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
     let is_http = matches!(target, mcp_triage_client::Target::Http { .. });
     let report = rt.block_on(async {
         let client = Client::connect(target.clone(), opts.clone()).await.map_err(|e| e.to_string())?;
-        let tools = client.list_tools().await;
+        let tools = client.list_tools().await.map_err(|e| e.to_string());
         let mut report = json!({
             "target": target.describe(),
             "protocolVersion": client.protocol_version().await,
