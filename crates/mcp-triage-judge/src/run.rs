@@ -144,8 +144,8 @@ pub enum JudgeError {
     #[error("kitchen journal: {0}")]
     Journal(#[from] JournalError),
     /// A report could not be written.
-    #[error("{0}")]
-    Report(String),
+    #[error(transparent)]
+    Report(#[from] mcp_triage_report::WriteError),
 }
 
 /// What `--client` without `{url}` is told: the command gets the case's URL only from the

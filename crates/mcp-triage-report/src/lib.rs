@@ -63,13 +63,39 @@ impl Format {
     }
 }
 
+/// A `--report` value that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReportTargetError {
+    /// The format is not one of [`Format::ALL`].
+    #[error("unknown report format {0:?} (junit, html, json or tap)")]
+    UnknownFormat(String),
+    /// No `:` between format and file.
+    #[error("{0:?} is not FORMAT:FILE (e.g. junit:report.xml)")]
+    NotFormatFile(String),
+    /// Nothing after the `:`.
+    #[error("{0:?} names no file (use FORMAT:- for stdout)")]
+    NoFile(String),
+}
+
+/// A report that could not be written: the format and the I/O error (which names the file).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write the {format} report: {source}")]
+pub struct WriteError {
+    /// The report's format.
+    pub format: Format,
+    /// What failed.
+    #[source]
+    pub source: io::Error,
+}
+
 impl FromStr for Format {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Format, String> {
+    type Err = ReportTargetError;
+    fn from_str(s: &str) -> Result<Format, ReportTargetError> {
         Format::ALL
             .into_iter()
             .find(|f| f.name().eq_ignore_ascii_case(s))
-            .ok_or_else(|| format!("unknown report format {s:?} (junit, html, json or tap)"))
+            .ok_or_else(|| ReportTargetError::UnknownFormat(s.to_string()))
     }
 }
 
@@ -89,13 +115,13 @@ pub struct ReportTarget {
 }
 
 impl FromStr for ReportTarget {
-    type Err = String;
-    fn from_str(s: &str) -> Result<ReportTarget, String> {
+    type Err = ReportTargetError;
+    fn from_str(s: &str) -> Result<ReportTarget, ReportTargetError> {
         let (f, p) = s
             .split_once(':')
-            .ok_or_else(|| format!("{s:?} is not FORMAT:FILE (e.g. junit:report.xml)"))?;
+            .ok_or_else(|| ReportTargetError::NotFormatFile(s.to_string()))?;
         if p.is_empty() {
-            return Err(format!("{s:?} names no file (use FORMAT:- for stdout)"));
+            return Err(ReportTargetError::NoFile(s.to_string()));
         }
         Ok(ReportTarget {
             format: f.parse()?,
@@ -123,10 +149,12 @@ impl ReportTarget {
 
 /// Write `report` to every target (what a command does with its `--report` flags); the
 /// error names the format and file that failed.
-pub fn write_all(targets: &[ReportTarget], report: &Report) -> Result<(), String> {
+pub fn write_all(targets: &[ReportTarget], report: &Report) -> Result<(), WriteError> {
     for t in targets {
-        t.write(report)
-            .map_err(|e| format!("cannot write the {} report: {e}", t.format))?;
+        t.write(report).map_err(|source| WriteError {
+            format: t.format,
+            source,
+        })?;
     }
     Ok(())
 }

@@ -174,15 +174,54 @@ fn report_target_parses_and_rejects() {
     assert!("xml:r.xml"
         .parse::<ReportTarget>()
         .unwrap_err()
+        .to_string()
         .contains("unknown report format"));
     assert!("junit"
         .parse::<ReportTarget>()
         .unwrap_err()
+        .to_string()
         .contains("FORMAT:FILE"));
     assert!("junit:"
         .parse::<ReportTarget>()
         .unwrap_err()
+        .to_string()
         .contains("names no file"));
+}
+
+#[test]
+fn report_target_errors_are_typed() {
+    let e = "xml:r.xml".parse::<ReportTarget>().unwrap_err();
+    assert!(matches!(e, ReportTargetError::UnknownFormat(ref f) if f == "xml"));
+    assert_eq!(
+        e.to_string(),
+        "unknown report format \"xml\" (junit, html, json or tap)"
+    );
+    let e = "junit".parse::<ReportTarget>().unwrap_err();
+    assert!(matches!(e, ReportTargetError::NotFormatFile(_)));
+    assert_eq!(
+        e.to_string(),
+        "\"junit\" is not FORMAT:FILE (e.g. junit:report.xml)"
+    );
+    let e = "junit:".parse::<ReportTarget>().unwrap_err();
+    assert!(matches!(e, ReportTargetError::NoFile(_)));
+    assert_eq!(
+        e.to_string(),
+        "\"junit:\" names no file (use FORMAT:- for stdout)"
+    );
+    let dir = std::env::temp_dir().join(format!("mcp-triage-report-w-{}", std::process::id()));
+    let t = ReportTarget {
+        format: Format::Tap,
+        path: dir.join("missing-dir").join("r.tap"),
+    };
+    let e = write_all(&[t], &Report::default()).unwrap_err();
+    assert!(matches!(
+        e,
+        WriteError {
+            format: Format::Tap,
+            ..
+        }
+    ));
+    assert!(e.to_string().starts_with("cannot write the tap report: "));
 }
 
 #[test]

@@ -129,7 +129,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
         let mut report = report(&results);
         report.started = Some(started);
         report.suites[0].duration_ms = Some(t0.elapsed().as_millis() as u64);
-        mcp_triage_report::write_all(&args.reports, &report)?;
+        mcp_triage_report::write_all(&args.reports, &report).map_err(|e| e.to_string())?;
     }
     let bad = results.iter().filter(|r| !r.matches).count();
     if bad > 0 {

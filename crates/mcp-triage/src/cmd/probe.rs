@@ -282,7 +282,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
         let mut r = probe_report(&report);
         r.started = Some(started);
         r.suites[0].duration_ms = Some(t0.elapsed().as_millis() as u64);
-        mcp_triage_report::write_all(&args.reports, &r)?;
+        mcp_triage_report::write_all(&args.reports, &r).map_err(|e| e.to_string())?;
     }
     if report.get("toolsError").is_some() {
         return Ok(Exit::Transport.into());

@@ -400,7 +400,7 @@ pub fn run(args: ReportArgs) -> Result<ExitCode, String> {
             path: h.clone(),
         });
     }
-    mcp_triage_report::write_all(&targets, &report)?;
+    mcp_triage_report::write_all(&targets, &report).map_err(|e| e.to_string())?;
     Ok(if report.passed() {
         ExitCode::SUCCESS
     } else {
