@@ -646,6 +646,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_bad_answer_in_a_row_is_a_typed_error() {
+        let mut r = plan().remove(0);
+        r.answers = &["no-equals-sign"];
+        let e = row_options(&r, &mcp_triage_client::ClientOptions::default()).unwrap_err();
+        assert!(matches!(
+            e,
+            mcp_triage_client::AnswersError::NotAPair { ref pair } if pair == "no-equals-sign"
+        ));
+        assert_eq!(e.to_string(), "--answer \"no-equals-sign\" is not KEY=JSON");
+    }
+
+    #[test]
     fn rows_are_well_formed() {
         let p = plan();
         assert!(p.len() > 60);
@@ -686,7 +698,7 @@ pub fn row_url(base: &str, row: &PlanRow, tag: &str) -> String {
 pub fn row_options(
     row: &PlanRow,
     base: &mcp_triage_client::ClientOptions,
-) -> Result<mcp_triage_client::ClientOptions, String> {
+) -> Result<mcp_triage_client::ClientOptions, mcp_triage_client::AnswersError> {
     let mut o = base.clone();
     o.protocol = mcp_triage_client::VersionChoice::Fixed(match row.era {
         PlanEra::Modern => mcp_triage_core::ProtocolVersion::V2026_07_28,
@@ -701,7 +713,7 @@ pub fn row_options(
     }
     o.answers = mcp_triage_client::Answers::default();
     for a in row.answers {
-        o.answers.add_pair(a).map_err(|e| e.to_string())?;
+        o.answers.add_pair(a)?;
     }
     Ok(o)
 }
@@ -718,7 +730,7 @@ pub async fn run_row(
         Err(e) => {
             let mut record =
                 mcp_triage_client::CallRecord::new("mcp-triage", "streamable-http", "tools/call");
-            record.message = Some(e);
+            record.message = Some(e.to_string());
             return RowResult {
                 row: row.clone(),
                 record,

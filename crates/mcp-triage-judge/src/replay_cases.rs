@@ -119,8 +119,11 @@ pub fn cases(capture: &Capture) -> (Vec<CaseDef>, Vec<String>) {
 }
 
 /// The classifier's verdict of one capture line, read as an exchange-file line.
-fn verdict_of(text: &str, now: SystemTime) -> Result<CapturedVerdict, String> {
-    let x = Exchange::parse(text.as_bytes()).map_err(|e| e.to_string())?;
+fn verdict_of(
+    text: &str,
+    now: SystemTime,
+) -> Result<CapturedVerdict, mcp_triage_core::exchange::ExchangeError> {
+    let x = Exchange::parse(text.as_bytes())?;
     let base = CallContext::new(RequestId::Number(1)).with_now(now);
     // As `classify --batch` does: a capture line's `end` decides how a broken-off body is judged.
     let v = x.classify(&x.context(&base));
@@ -194,6 +197,16 @@ fn retry_after(text: &str) -> Option<u64> {
 mod tests {
     use super::*;
     use serde_json::Value;
+
+    #[test]
+    fn a_line_that_is_no_exchange_is_the_cores_typed_error() {
+        let e = verdict_of("not json", SystemTime::UNIX_EPOCH).unwrap_err();
+        let Err(direct) = Exchange::parse(b"not json") else {
+            panic!("\"not json\" parsed as an exchange");
+        };
+        assert!(matches!(e, mcp_triage_core::exchange::ExchangeError(_)));
+        assert_eq!(e.to_string(), direct.to_string());
+    }
 
     fn capture(lines: &[Value]) -> Capture {
         let text: Vec<String> = lines.iter().map(Value::to_string).collect();
