@@ -1,12 +1,61 @@
 use std::fmt::Display;
 
-use crate::json::{escape_pointer, Node, Object};
+use crate::json::{escape_pointer, JsonKind, Node, Object};
 use crate::protocol::{CallContext, ProtocolVersion as V};
 use crate::verdict::{sanitize_line, Outcome, Verdict};
 
 use super::Findings;
 
 const INPUT_METHODS: [&str; 3] = ["elicitation/create", "sampling/createMessage", "roots/list"];
+
+/// What is wrong with one member of a result, task or content block: the detail of an
+/// `INVALID_TOOL_RESULT` verdict. `at` is the member's JSON pointer in the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ShapeError {
+    /// `{at} is empty`.
+    Empty { at: String },
+    /// `{at} is missing`, then `; {need}` when a rule says why it must be there.
+    Missing { at: String, need: Option<String> },
+    /// `{at} is {kind}; {need}`.
+    WrongKind {
+        at: String,
+        kind: JsonKind,
+        need: String,
+    },
+    /// `{at} is {value:?}; {need}`: a string that is none of the values allowed there.
+    WrongValue {
+        at: String,
+        value: String,
+        need: &'static str,
+    },
+}
+
+impl std::fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShapeError::Empty { at } => write!(f, "{at} is empty"),
+            ShapeError::Missing { at, need: None } => write!(f, "{at} is missing"),
+            ShapeError::Missing {
+                at,
+                need: Some(need),
+            } => write!(f, "{at} is missing; {need}"),
+            ShapeError::WrongKind { at, kind, need } => write!(f, "{at} is {kind}; {need}"),
+            ShapeError::WrongValue { at, value, need } => write!(f, "{at} is {value:?}; {need}"),
+        }
+    }
+}
+
+impl std::error::Error for ShapeError {}
+
+impl ShapeError {
+    fn wrong_kind(at: String, n: &Node, need: impl Into<String>) -> ShapeError {
+        ShapeError::WrongKind {
+            at,
+            kind: n.kind(),
+            need: need.into(),
+        }
+    }
+}
 
 /// An `INVALID_TOOL_RESULT` with this detail and the warnings found so far.
 pub(crate) fn invalid(detail: String, findings: Findings) -> Verdict {
@@ -125,7 +174,7 @@ fn classify_task(
     };
     let task_id = match task_id_of(t, at) {
         Ok(id) => id,
-        Err(detail) => return invalid(detail, findings),
+        Err(detail) => return invalid(detail.to_string(), findings),
     };
     let status = match t.get("status") {
         None => None,
@@ -149,53 +198,79 @@ fn classify_task(
 }
 
 /// A task's `taskId`: a non-empty string, or the detail saying what is wrong with it.
-pub(crate) fn task_id_of(t: &Object, at: &str) -> Result<String, String> {
+pub(crate) fn task_id_of(t: &Object, at: &str) -> Result<String, ShapeError> {
+    let at = || format!("{at}/taskId");
     match t.get("taskId") {
         Some(Node::String(s)) if !s.is_empty() => Ok(s.to_string()),
-        Some(Node::String(_)) => Err(format!("{at}/taskId is empty")),
-        Some(n) => Err(format!("{at}/taskId is {}; it must be a string", n.kind())),
-        None => Err(format!("{at}/taskId is missing")),
+        Some(Node::String(_)) => Err(ShapeError::Empty { at: at() }),
+        Some(n) => Err(ShapeError::wrong_kind(at(), n, "it must be a string")),
+        None => Err(ShapeError::Missing {
+            at: at(),
+            need: None,
+        }),
     }
 }
 
 /// The input requests of an `input_required` result or task (`inputRequests`), each checked
 /// (an object, a known method, params where the method needs them), as `key (method)` for the
 /// verdict's detail; `Err` with the detail of the first that is not valid.
-pub(crate) fn asked_inputs(reqs: &Node, base: &str) -> Result<Vec<String>, String> {
+pub(crate) fn asked_inputs(reqs: &Node, base: &str) -> Result<Vec<String>, ShapeError> {
     let mut asked = Vec::new();
     let Some(reqs) = reqs.as_object() else {
-        return Err(format!(
-            "{base}/inputRequests is {}; it must be an object",
-            reqs.kind()
+        return Err(ShapeError::wrong_kind(
+            format!("{base}/inputRequests"),
+            reqs,
+            "it must be an object",
         ));
     };
     for (key, req) in &reqs.members {
         let at = format!("{base}/inputRequests/{}", escape_pointer(key));
         let Some(req) = req.as_object() else {
-            return Err(format!(
-                "{at} is {}; an input request is an object",
-                req.kind()
+            return Err(ShapeError::wrong_kind(
+                at,
+                req,
+                "an input request is an object",
             ));
         };
         let method = match req.get("method") {
             Some(Node::String(m)) if INPUT_METHODS.contains(&m.as_ref()) => m.as_ref(),
-            Some(Node::String(m)) => {
-                return Err(format!(
-                        "{at}/method is {:?}; an input request is elicitation/create, sampling/createMessage or roots/list",
-                        sanitize_line(m, 64)
-                    ))
-            }
+            Some(Node::String(m)) => return Err(ShapeError::WrongValue {
+                at: format!("{at}/method"),
+                value: sanitize_line(m, 64),
+                need:
+                    "an input request is elicitation/create, sampling/createMessage or roots/list",
+            }),
             Some(n) => {
-                return Err(format!("{at}/method is {}; it must be a string", n.kind()))
+                return Err(ShapeError::wrong_kind(
+                    format!("{at}/method"),
+                    n,
+                    "it must be a string",
+                ))
             }
-            None => return Err(format!("{at}/method is missing")),
+            None => {
+                return Err(ShapeError::Missing {
+                    at: format!("{at}/method"),
+                    need: None,
+                })
+            }
         };
         let params_required = method != "roots/list";
         match req.get("params") {
             Some(Node::Object(_)) => {}
             None if !params_required => {}
-            None => return Err(format!("{at}/params is missing; {method} needs params")),
-            Some(n) => return Err(format!("{at}/params is {}; it must be an object", n.kind())),
+            None => {
+                return Err(ShapeError::Missing {
+                    at: format!("{at}/params"),
+                    need: Some(format!("{method} needs params")),
+                })
+            }
+            Some(n) => {
+                return Err(ShapeError::wrong_kind(
+                    format!("{at}/params"),
+                    n,
+                    "it must be an object",
+                ))
+            }
         }
         asked.push(format!("{} ({method})", sanitize_line(key, 64)));
     }
@@ -207,7 +282,7 @@ fn classify_input_required(r: &Object, base: &str, findings: Findings) -> Verdic
     if let Some(reqs) = r.get("inputRequests") {
         match asked_inputs(reqs, base) {
             Ok(a) => asked = a,
-            Err(detail) => return invalid(detail, findings),
+            Err(detail) => return invalid(detail.to_string(), findings),
         }
     }
     let has_state = match r.get("requestState") {
@@ -273,7 +348,7 @@ fn classify_complete(r: &Object, ctx: &CallContext, base: &str, mut findings: Fi
             ctx,
             &mut findings,
         ) {
-            return invalid(detail, findings);
+            return invalid(detail.to_string(), findings);
         }
     }
     let is_error = match r.get("isError") {
@@ -349,16 +424,15 @@ fn classify_complete(r: &Object, ctx: &CallContext, base: &str, mut findings: Fi
     finish(v, findings)
 }
 
-fn require_str(o: &Object, at: &dyn Display, field: &str, what: &str) -> Result<(), String> {
+fn require_str(o: &Object, at: &dyn Display, field: &str, what: &str) -> Result<(), ShapeError> {
+    let need = || format!("{what} needs a string {field}");
     match o.get(field) {
         Some(Node::String(_)) => Ok(()),
-        Some(n) => Err(format!(
-            "{at}/{field} is {}; {what} needs a string {field}",
-            n.kind()
-        )),
-        None => Err(format!(
-            "{at}/{field} is missing; {what} needs a string {field}"
-        )),
+        Some(n) => Err(ShapeError::wrong_kind(format!("{at}/{field}"), n, need())),
+        None => Err(ShapeError::Missing {
+            at: format!("{at}/{field}"),
+            need: Some(need()),
+        }),
     }
 }
 
@@ -367,17 +441,29 @@ fn check_block(
     at: &dyn Display,
     ctx: &CallContext,
     findings: &mut Findings,
-) -> Result<(), String> {
+) -> Result<(), ShapeError> {
     let Some(b) = block.as_object() else {
-        return Err(format!(
-            "{at} is {}; a content block is an object",
-            block.kind()
+        return Err(ShapeError::wrong_kind(
+            at.to_string(),
+            block,
+            "a content block is an object",
         ));
     };
     let ty = match b.get("type") {
         Some(Node::String(t)) => t.as_ref(),
-        Some(n) => return Err(format!("{at}/type is {}; it must be a string", n.kind())),
-        None => return Err(format!("{at}/type is missing")),
+        Some(n) => {
+            return Err(ShapeError::wrong_kind(
+                format!("{at}/type"),
+                n,
+                "it must be a string",
+            ))
+        }
+        None => {
+            return Err(ShapeError::Missing {
+                at: format!("{at}/type"),
+                need: None,
+            })
+        }
     };
     match ty {
         "text" => require_str(b, at, "text", "a text block"),
@@ -405,15 +491,17 @@ fn check_block(
             let res = match b.get("resource") {
                 Some(Node::Object(o)) => o,
                 Some(n) => {
-                    return Err(format!(
-                        "{at}/resource is {}; it must be an object",
-                        n.kind()
+                    return Err(ShapeError::wrong_kind(
+                        format!("{at}/resource"),
+                        n,
+                        "it must be an object",
                     ))
                 }
                 None => {
-                    return Err(format!(
-                        "{at}/resource is missing; an embedded resource block needs it"
-                    ))
+                    return Err(ShapeError::Missing {
+                        at: format!("{at}/resource"),
+                        need: Some("an embedded resource block needs it".to_string()),
+                    })
                 }
             };
             require_str(
@@ -440,5 +528,66 @@ fn check_block(
             );
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_node<T>(text: &str, f: impl FnOnce(&Node) -> T) -> T {
+        let parsed = crate::json::parse(text.as_bytes(), 64).expect("test JSON");
+        f(&parsed.root)
+    }
+
+    #[test]
+    fn shape_errors_are_typed_and_read_as_before() {
+        let e = with_node(r#"{"taskId": 7}"#, |n| {
+            task_id_of(n.as_object().unwrap(), "/result").unwrap_err()
+        });
+        assert!(matches!(
+            e,
+            ShapeError::WrongKind { ref at, kind: JsonKind::Number, .. } if at == "/result/taskId"
+        ));
+        assert_eq!(
+            e.to_string(),
+            "/result/taskId is a number; it must be a string"
+        );
+        let e = with_node(r#"{"taskId": ""}"#, |n| {
+            task_id_of(n.as_object().unwrap(), "/result").unwrap_err()
+        });
+        assert_eq!(
+            e,
+            ShapeError::Empty {
+                at: "/result/taskId".into()
+            }
+        );
+        assert_eq!(e.to_string(), "/result/taskId is empty");
+        let e = with_node(r#"{"a": {"method": "tools/call"}}"#, |n| {
+            asked_inputs(n, "/result").unwrap_err()
+        });
+        assert!(matches!(e, ShapeError::WrongValue { .. }));
+        assert_eq!(
+            e.to_string(),
+            "/result/inputRequests/a/method is \"tools/call\"; an input request is elicitation/create, sampling/createMessage or roots/list"
+        );
+        let e = with_node(r#"{"a": {"method": "elicitation/create"}}"#, |n| {
+            asked_inputs(n, "/result").unwrap_err()
+        });
+        assert!(matches!(e, ShapeError::Missing { need: Some(_), .. }));
+        assert_eq!(
+            e.to_string(),
+            "/result/inputRequests/a/params is missing; elicitation/create needs params"
+        );
+        let e = with_node(r#"{"type": "text"}"#, |n| {
+            let mut findings = Findings::default();
+            let ctx = CallContext::new(crate::RequestId::Number(1));
+            check_block(n, &"/result/content/0", &ctx, &mut findings).unwrap_err()
+        });
+        assert!(matches!(e, ShapeError::Missing { ref at, .. } if at == "/result/content/0/text"));
+        assert_eq!(
+            e.to_string(),
+            "/result/content/0/text is missing; a text block needs a string text"
+        );
     }
 }

@@ -36,7 +36,7 @@ pub(crate) fn classify_task_state(
     check_result_type(r, ctx, base, &mut findings);
     let task_id = match task_id_of(r, base) {
         Ok(id) => id,
-        Err(detail) => return invalid(detail, findings),
+        Err(detail) => return invalid(detail.to_string(), findings),
     };
     let status = match r.get("status") {
         Some(Node::String(s)) => s.to_string(),
@@ -124,7 +124,7 @@ fn needs_input(r: &Object, id: &str, base: &str, findings: Findings) -> Verdict 
             status_message(r)
         ),
         Some(reqs) => match asked_inputs(reqs, base) {
-            Err(detail) => return invalid(detail, findings),
+            Err(detail) => return invalid(detail.to_string(), findings),
             Ok(asked) if asked.is_empty() => {
                 return invalid(
                     format!(
