@@ -32,6 +32,18 @@ impl Layer {
             Layer::Application => "application",
         }
     }
+
+    /// Parses a wire name.
+    pub fn from_wire(name: &str) -> Option<Layer> {
+        [
+            Layer::Transport,
+            Layer::Protocol,
+            Layer::Interaction,
+            Layer::Application,
+        ]
+        .into_iter()
+        .find(|l| l.as_str() == name)
+    }
 }
 
 /// What happened to the call. Each outcome belongs to exactly one [`Layer`] ([`Outcome::layer`]).
@@ -416,6 +428,20 @@ mod tests {
             serde_json::to_string(&Layer::Interaction).unwrap(),
             "\"interaction\""
         );
+    }
+
+    #[test]
+    fn layer_names_round_trip() {
+        for l in [
+            Layer::Transport,
+            Layer::Protocol,
+            Layer::Interaction,
+            Layer::Application,
+        ] {
+            assert_eq!(Layer::from_wire(l.as_str()), Some(l));
+            assert_eq!(serde_json::to_value(l).unwrap(), l.as_str());
+        }
+        assert_eq!(Layer::from_wire("Transport"), None);
     }
 
     #[test]

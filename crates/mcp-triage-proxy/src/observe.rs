@@ -706,7 +706,7 @@ impl Observer {
     fn unfinished(&self, t: OpenTask, why: Evicted) -> Record {
         let mut r = self.task_end_record(&t);
         r.outcome = RecordOutcome::TaskUnfinished;
-        r.layer = Some("interaction".to_string());
+        r.layer = Some(mcp_triage_core::Layer::Interaction);
         r.classified = false;
         let detail = match why {
             Evicted::Expired => format!(

@@ -189,7 +189,7 @@ pub fn attributes(r: &Record, peer: &Peer) -> Vec<KeyValue> {
         a.push(KeyValue::new("server.port", i64::from(p)));
     }
     if let Some(l) = &r.layer {
-        a.push(KeyValue::new("mcp_triage.layer", l.clone()));
+        a.push(KeyValue::new("mcp_triage.layer", l.as_str()));
     }
     a.push(KeyValue::new("mcp_triage.outcome", r.outcome.as_str()));
     a

@@ -6,7 +6,7 @@
 //! do not apply. Arguments appear only as a hash and a size unless the operator asked for them.
 
 use mcp_triage_core::{
-    AttemptRecord, CallRecord, JsonRpcInfo, Outcome, RetryOrigin, Verdict, Warning,
+    AttemptRecord, CallRecord, JsonRpcInfo, Layer, Outcome, RetryOrigin, Verdict, Warning,
 };
 use serde::{Serialize, Serializer};
 use serde_json::Value;
@@ -269,7 +269,7 @@ pub struct Record {
     pub outcome: RecordOutcome,
     /// The layer of the outcome (`transport`, `protocol`, `interaction`, `application`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub layer: Option<String>,
+    pub layer: Option<Layer>,
     /// False when a classification limit stopped the classifier (the bytes were still forwarded).
     pub classified: bool,
     /// The core's verdict, when the response was classified.
@@ -473,14 +473,14 @@ pub fn is_task_start(is_request: bool, outcome: &str) -> bool {
 
 /// A record's `outcome` and `layer` for a verdict of a request with `method` (None: a
 /// `tools/call`): `RESULT` for a result to any other method.
-pub fn outcome_and_layer(method: Option<&str>, outcome: Outcome) -> (RecordOutcome, String) {
+pub fn outcome_and_layer(method: Option<&str>, outcome: Outcome) -> (RecordOutcome, Layer) {
     use Outcome as O;
     let is_tool_call = method.is_none_or(|m| m == "tools/call");
     match outcome {
         O::ToolSuccess | O::ToolError | O::InvalidToolResult if !is_tool_call => {
-            (RecordOutcome::Result, "application".to_string())
+            (RecordOutcome::Result, Layer::Application)
         }
-        o => (RecordOutcome::Verdict(o), o.layer().as_str().to_string()),
+        o => (RecordOutcome::Verdict(o), o.layer()),
     }
 }
 

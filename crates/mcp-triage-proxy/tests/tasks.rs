@@ -92,7 +92,7 @@ async fn task_exchanges_link_to_the_call_and_its_end_carries_the_verdict() {
     let end = ends[0];
     assert_eq!(end.links_to.as_deref(), Some(created.record_id.as_str()));
     assert_eq!(
-        (end.outcome.as_str(), end.layer.as_deref()),
+        (end.outcome.as_str(), end.layer.map(|l| l.as_str())),
         ("TOOL_SUCCESS", Some("application"))
     );
     assert_eq!(end.method.as_deref(), Some("tools/call"));

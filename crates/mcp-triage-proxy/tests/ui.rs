@@ -406,7 +406,7 @@ async fn a_client_that_stops_reading_is_dropped_without_blocking_records() {
                 r.method = Some("tools/call".into());
                 r.tool = Some("t".repeat(100));
                 r.outcome = "TOOL_ERROR".parse().expect("a record outcome");
-                r.layer = Some("application".into());
+                r.layer = Some(mcp_triage_core::Layer::Application);
                 r.verdict = Some(
                     mcp_triage_core::Verdict::new(mcp_triage_core::Outcome::ToolError)
                         .with_detail(detail.clone()),

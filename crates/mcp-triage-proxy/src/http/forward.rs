@@ -257,7 +257,7 @@ fn refuse(
     );
     r.http_statuses = vec![403];
     r.outcome = RecordOutcome::Refused;
-    r.layer = Some("transport".into());
+    r.layer = Some(mcp_triage_core::Layer::Transport);
     r.classified = false;
     r.client =
         header_string(&parts.headers, &header::USER_AGENT).map(|ua| crate::record::ClientId {

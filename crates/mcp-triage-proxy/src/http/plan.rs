@@ -414,7 +414,7 @@ fn finish_standalone(
     match r.kind {
         RecordKind::Stream => {
             if let Some(v) = verdict {
-                r.layer = Some("transport".into());
+                r.layer = Some(mcp_triage_core::Layer::Transport);
                 r.outcome = match end {
                     End::Finished => RecordOutcome::StreamClosed,
                     End::Broken(_) => Outcome::ConnectionError.into(),

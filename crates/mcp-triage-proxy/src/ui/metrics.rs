@@ -9,6 +9,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
+use mcp_triage_core::Layer;
+
 use crate::record::Record;
 
 /// Metric families `GET /metrics` exports, with their Prometheus type. The dashboard test
@@ -151,7 +153,7 @@ impl Metrics {
             return None;
         }
         let tool = self.tool_label(record.tool.as_deref());
-        let layer = record.layer.clone().unwrap_or_else(|| NO_LAYER.to_string());
+        let layer = record.layer.map_or(NO_LAYER, Layer::as_str).to_string();
         let outcome = record.outcome.as_str().to_string();
         let is_request = record.kind == crate::record::RecordKind::Request;
         if !crate::record::is_task_start(is_request, &outcome) {
@@ -320,7 +322,7 @@ mod tests {
         r.method = Some("tools/call".into());
         r.tool = Some(tool.into());
         r.outcome = outcome.parse().expect("a record outcome");
-        r.layer = Some(layer.into());
+        r.layer = Some(Layer::from_wire(layer).expect("a layer"));
         r.duration_ms = ms;
         r
     }

@@ -682,7 +682,7 @@ mod tests {
         r.method = Some("tools/call".into());
         r.tool = Some(tool.into());
         r.outcome = outcome.parse().expect("a record outcome");
-        r.layer = Some("application".into());
+        r.layer = Some(mcp_triage_core::Layer::Application);
         r
     }
 
