@@ -42,6 +42,31 @@ pub fn plain_len(bytes: &[u8]) -> usize {
         .unwrap_or(tail.len())
 }
 
+/// The JSON integer at the start of `bytes` when it is a short one: at most 18 digits (so it
+/// fits an i64), no leading zero, not `-0`, and no fraction or exponent after it. Returns the
+/// value and how many bytes it took; `None` means "not this simple shape" (the caller's serde
+/// path reads it), not "invalid". The token rule of the core's fast reader and the C ABI's
+/// request reader, kept here once.
+pub fn short_integer(bytes: &[u8]) -> Option<(i64, usize)> {
+    let negative = bytes.first() == Some(&b'-');
+    let start = usize::from(negative);
+    let mut end = start;
+    let mut n: i64 = 0;
+    while let Some(d @ b'0'..=b'9') = bytes.get(end) {
+        // wraps only past 18 digits, which give up below
+        n = n.wrapping_mul(10).wrapping_add(i64::from(d - b'0'));
+        end += 1;
+    }
+    let digits = end - start;
+    if digits == 0 || digits > 18 || (digits > 1 && bytes[start] == b'0') {
+        return None;
+    }
+    if matches!(bytes.get(end), Some(b'.' | b'e' | b'E')) || (negative && n == 0) {
+        return None;
+    }
+    Some((if negative { -n } else { n }, end))
+}
+
 /// `bytes` as text: ASCII (what headers, ids and paths almost always are) is checked a word at
 /// a time without the UTF-8 decoder's per-call setup; anything else goes through it.
 pub fn utf8(bytes: &[u8]) -> Result<&str, std::str::Utf8Error> {
@@ -82,6 +107,28 @@ mod tests {
             (b"xxxxxxx\x1f\"", 7),
         ] {
             assert_eq!(plain_len(text), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn short_integers_and_what_is_left_to_serde() {
+        assert_eq!(short_integer(b"0,"), Some((0, 1)));
+        assert_eq!(short_integer(b"-42}"), Some((-42, 3)));
+        assert_eq!(
+            short_integer(b"123456789012345678"),
+            Some((123_456_789_012_345_678, 18))
+        );
+        for other in [
+            &b"1234567890123456789"[..],
+            b"-0",
+            b"01",
+            b"1.5",
+            b"2e3",
+            b"-",
+            b"x",
+            b"",
+        ] {
+            assert_eq!(short_integer(other), None, "{other:?}");
         }
     }
 

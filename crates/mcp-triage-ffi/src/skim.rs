@@ -83,25 +83,9 @@ impl<'a> Scanner<'a> {
 
     /// An integer of at most 18 digits, no leading zero, not `-0`, no fraction or exponent.
     fn integer(&mut self) -> Option<i64> {
-        let bytes = self.text.as_bytes();
-        let negative = self.peek()? == b'-';
-        let start = self.pos + usize::from(negative);
-        let mut end = start;
-        let mut n: i64 = 0;
-        while let Some(d @ b'0'..=b'9') = bytes.get(end) {
-            // wraps only past 19 digits, which give up below
-            n = n.wrapping_mul(10).wrapping_add(i64::from(d - b'0'));
-            end += 1;
-        }
-        let digits = end - start;
-        if digits == 0 || digits > 18 || (digits > 1 && bytes[start] == b'0') {
-            return None;
-        }
-        if matches!(bytes.get(end), Some(b'.' | b'e' | b'E')) || (negative && n == 0) {
-            return None;
-        }
-        self.pos = end;
-        Some(if negative { -n } else { n })
+        let (n, len) = mcp_triage_core::scan::short_integer(self.text.as_bytes().get(self.pos..)?)?;
+        self.pos += len;
+        Some(n)
     }
 
     fn id(&mut self) -> Option<SkimmedId<'a>> {

@@ -1424,6 +1424,18 @@ impl OAuth {
 mod tests {
     use super::*;
 
+    /// An OAuth for the MCP server at `url` with default options and 5 s timeouts.
+    fn oauth_for(url: &str) -> Result<OAuth, OAuthError> {
+        OAuth::new(
+            url,
+            OAuthOptions::default(),
+            BearerCell::default(),
+            Duration::from_secs(5),
+            Duration::from_secs(5),
+            "test".into(),
+        )
+    }
+
     /// A one-shot HTTP server on 127.0.0.1 answering every request with `answer`; counts hits.
     async fn one_answer_server(
         answer: String,
@@ -1452,15 +1464,7 @@ mod tests {
             "HTTP/1.1 302 Found\r\nLocation: {elsewhere}/internal\r\nContent-Length: 0\r\n\r\n"
         );
         let (authorize, _) = one_answer_server(redirect).await;
-        let oauth = OAuth::new(
-            "http://127.0.0.1:9/mcp",
-            OAuthOptions::default(),
-            BearerCell::default(),
-            Duration::from_secs(5),
-            Duration::from_secs(5),
-            "test".into(),
-        )
-        .unwrap();
+        let oauth = oauth_for("http://127.0.0.1:9/mcp").unwrap();
         let start = Url::parse(&format!("{authorize}/authorize")).unwrap();
         let e = oauth
             .follow(&start, "http://127.0.0.1:1/callback")
@@ -1510,15 +1514,7 @@ mod tests {
                 .into(),
         )
         .await;
-        let oauth = OAuth::new(
-            &format!("{base}/mcp"),
-            OAuthOptions::default(),
-            BearerCell::default(),
-            Duration::from_secs(5),
-            Duration::from_secs(5),
-            "test".into(),
-        )
-        .unwrap();
+        let oauth = oauth_for(&format!("{base}/mcp")).unwrap();
         let e = oauth.discover(None).await.unwrap_err();
         assert!(matches!(e, DiscoveryError::NotAnObject { .. }));
         assert!(
@@ -1527,16 +1523,7 @@ mod tests {
                     .ends_with(": the metadata is not a JSON object"),
             "{e}"
         );
-        let e = OAuth::new(
-            "not a url",
-            OAuthOptions::default(),
-            BearerCell::default(),
-            Duration::from_secs(5),
-            Duration::from_secs(5),
-            "test".into(),
-        )
-        .err()
-        .expect("not a URL");
+        let e = oauth_for("not a url").err().expect("not a URL");
         assert!(matches!(e, OAuthError::ServerUrl { .. }));
         assert_eq!(
             e.to_string(),

@@ -93,29 +93,12 @@ impl<'a> Reader<'a> {
     /// An integer as serde_json reads it: `UInt` when not negative, `Int` when negative; a
     /// fraction, an exponent, `-0`, a leading zero or more than 18 digits give up.
     fn integer(&mut self) -> Option<Node<'a>> {
-        let bytes = self.text.as_bytes();
-        let negative = bytes[self.pos] == b'-';
-        let start = self.pos + usize::from(negative);
-        let mut end = start;
-        let mut n: u64 = 0;
-        while let Some(d @ b'0'..=b'9') = bytes.get(end) {
-            // wraps only past 19 digits, which give up below
-            n = n.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
-            end += 1;
-        }
-        let digits = end - start;
-        if digits == 0 || digits > 18 || (digits > 1 && bytes[start] == b'0') {
-            return None;
-        }
-        if matches!(bytes.get(end), Some(b'.' | b'e' | b'E')) || (negative && n == 0) {
-            return None;
-        }
-        self.pos = end;
-        // 18 digits fit an i64
-        Some(if negative {
-            Node::Int(-(n as i64))
+        let (n, len) = crate::scan::short_integer(&self.text.as_bytes()[self.pos..])?;
+        self.pos += len;
+        Some(if n < 0 {
+            Node::Int(n)
         } else {
-            Node::UInt(n)
+            Node::UInt(n.unsigned_abs())
         })
     }
 
