@@ -82,9 +82,12 @@ impl SseClassifier {
         self.judge.verdict.is_some()
     }
 
-    /// The counts so far.
+    /// The counts so far (once decided, those the verdict carries).
     pub fn stats(&self) -> &StreamStats {
-        &self.judge.stats
+        match self.judge.verdict.as_ref().and_then(|v| v.stream.as_ref()) {
+            Some(stats) => stats,
+            None => &self.judge.stats,
+        }
     }
 
     /// The next observed message, if [`CallContext::observe_messages`] is set.
@@ -107,10 +110,12 @@ impl SseClassifier {
         let result = self.parser.feed(chunk, &mut |item| judge.on_item(item));
         match result {
             Ok(consumed) => {
-                judge.stats.bytes = before + consumed as u64;
-                // A verdict taken inside the chunk recorded the count before it; correct it.
+                let bytes = before + consumed as u64;
+                judge.stats.bytes = bytes;
+                // A verdict taken inside the chunk holds the stats as they were before the
+                // chunk's count; correct it.
                 if let Some(s) = judge.verdict.as_mut().and_then(|v| v.stream.as_mut()) {
-                    s.bytes = judge.stats.bytes;
+                    s.bytes = bytes;
                 }
             }
             Err(e) => {
@@ -200,7 +205,8 @@ impl StreamJudge {
             name: name.to_string(),
             max,
         });
-        v.stream = Some(self.stats.clone());
+        // moved, not cloned: once decided the stats live in the verdict (see `stats`)
+        v.stream = Some(std::mem::take(&mut self.stats));
         v.warnings = std::mem::take(&mut self.findings).into_warnings();
         self.verdict = Some(v);
     }
@@ -212,7 +218,7 @@ impl StreamJudge {
         let mut warnings = std::mem::take(&mut self.findings).into_warnings();
         warnings.append(&mut v.warnings);
         v.warnings = warnings;
-        v.stream = Some(self.stats.clone());
+        v.stream = Some(std::mem::take(&mut self.stats));
         self.verdict = Some(v);
         Flow::Stop
     }

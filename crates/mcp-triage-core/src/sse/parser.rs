@@ -50,18 +50,32 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 #[derive(Debug)]
 pub struct SseParser {
     max_event_bytes: usize,
-    /// Bytes at the very start of the stream, held until we know whether they are a BOM.
-    bom_pending: Vec<u8>,
+    /// Bytes at the very start of the stream, held until we know whether they are a BOM (an
+    /// array, not a `Vec`: a stream is usually judged in one chunk, and an allocation for three
+    /// bytes cost as much as parsing a line).
+    bom_pending: [u8; 3],
+    bom_len: usize,
     bom_done: bool,
     /// The current line, when it spans chunks.
     line: Vec<u8>,
     /// The previous chunk ended in CR: a leading LF of the next chunk belongs to that line end.
     after_cr: bool,
+    /// The event's data lines joined with `\n`. WHATWG appends a `\n` after each line and
+    /// removes the last at dispatch; joining instead gives the same text without writing the
+    /// last one, so the usual empty `data:` of a priming event allocates nothing.
     data: Vec<u8>,
+    /// A `data` field was seen in this event (the data may still be empty).
+    data_started: bool,
+    /// The event's data while it is one line of the chunk being parsed: its place there. The
+    /// usual event (one `data:` line, dispatched by a blank line in the same chunk) is handed
+    /// to the sink without being copied; a second line, or the chunk's end, moves it to
+    /// `data`. Some only during [`SseParser::feed_lines`].
+    data_in_chunk: Option<std::ops::Range<usize>>,
     has_fields: bool,
     event_type: Vec<u8>,
-    id_buffer: String,
-    last_event_id: String,
+    /// WHATWG's "last event ID buffer". At dispatch it becomes the "last event ID string" as
+    /// it is, so no second copy is kept: an item carries the buffer while it is dispatched.
+    id_buffer: IdBuffer,
     stopped: bool,
 }
 
@@ -70,22 +84,19 @@ impl SseParser {
     pub fn new(max_event_bytes: u64) -> SseParser {
         SseParser {
             max_event_bytes: usize::try_from(max_event_bytes).unwrap_or(usize::MAX),
-            bom_pending: Vec::new(),
+            bom_pending: [0; 3],
+            bom_len: 0,
             bom_done: false,
             line: Vec::new(),
             after_cr: false,
             data: Vec::new(),
+            data_started: false,
+            data_in_chunk: None,
             has_fields: false,
             event_type: Vec::new(),
-            id_buffer: String::new(),
-            last_event_id: String::new(),
+            id_buffer: IdBuffer::default(),
             stopped: false,
         }
-    }
-
-    /// The last event id (WHATWG "last event ID string") so far.
-    pub fn last_event_id(&self) -> &str {
-        &self.last_event_id
     }
 
     /// True when a consumer returned [`Flow::Stop`].
@@ -105,20 +116,19 @@ impl SseParser {
         let full = chunk.len();
         let mut chunk = chunk;
         if !self.bom_done {
-            let need = BOM.len() - self.bom_pending.len();
-            let take = need.min(chunk.len());
-            self.bom_pending.extend_from_slice(&chunk[..take]);
+            let take = (BOM.len() - self.bom_len).min(chunk.len());
+            self.bom_pending[self.bom_len..self.bom_len + take].copy_from_slice(&chunk[..take]);
+            self.bom_len += take;
             chunk = &chunk[take..];
-            if !BOM.starts_with(&self.bom_pending) {
+            if !BOM.starts_with(&self.bom_pending[..self.bom_len]) {
                 self.bom_done = true;
-                let pending = std::mem::take(&mut self.bom_pending);
-                self.feed_lines(&pending, sink)?;
+                let pending = self.bom_pending;
+                self.feed_lines(&pending[..self.bom_len], sink)?;
                 if self.stopped {
                     return Ok(take);
                 }
-            } else if self.bom_pending.len() == BOM.len() {
+            } else if self.bom_len == BOM.len() {
                 self.bom_done = true;
-                self.bom_pending.clear();
             } else {
                 return Ok(full); // still a BOM prefix; wait for more bytes
             }
@@ -130,20 +140,35 @@ impl SseParser {
     /// Ends the stream. Returns true when an event was pending (fields after the last blank line,
     /// or a line without its end): WHATWG discards it.
     pub fn finish(&mut self) -> bool {
-        let bom_prefix = !self.bom_done && !self.bom_pending.is_empty();
+        let bom_prefix = !self.bom_done && self.bom_len > 0;
         let pending = !self.line.is_empty() || self.has_fields || bom_prefix;
         self.line.clear();
         self.data.clear();
+        self.data_started = false;
         self.has_fields = false;
         pending
     }
 
     /// Returns the bytes of `chunk` consumed.
-    fn feed_lines<F>(&mut self, mut chunk: &[u8], sink: &mut F) -> Result<usize, SseTooLarge>
+    fn feed_lines<F>(&mut self, chunk: &[u8], sink: &mut F) -> Result<usize, SseTooLarge>
     where
         F: FnMut(SseItem<'_>) -> Flow,
     {
-        let full = chunk.len();
+        let consumed = self.parse_lines(chunk, sink);
+        // data still in the chunk must outlive it
+        if let Some(range) = self.data_in_chunk.take() {
+            self.data.extend_from_slice(&chunk[range]);
+        }
+        consumed
+    }
+
+    /// [`SseParser::feed_lines`] but for keeping data borrowed from `whole` past its end.
+    fn parse_lines<F>(&mut self, whole: &[u8], sink: &mut F) -> Result<usize, SseTooLarge>
+    where
+        F: FnMut(SseItem<'_>) -> Flow,
+    {
+        let full = whole.len();
+        let mut chunk = whole;
         if self.after_cr && !chunk.is_empty() {
             self.after_cr = false;
             if chunk[0] == b'\n' {
@@ -163,14 +188,15 @@ impl SseParser {
                 if pos > self.max_event_bytes {
                     return Err(self.too_large());
                 }
-                self.process_line(&chunk[..pos], sink)?
+                let at = full - chunk.len();
+                self.process_line(&chunk[..pos], Some(at), whole, sink)?
             } else {
                 if self.line.len() + pos > self.max_event_bytes {
                     return Err(self.too_large());
                 }
                 let mut line = std::mem::take(&mut self.line);
                 line.extend_from_slice(&chunk[..pos]);
-                let flow = self.process_line(&line, sink);
+                let flow = self.process_line(&line, None, whole, sink);
                 line.clear();
                 self.line = line; // keep the allocation
                 flow?
@@ -202,12 +228,20 @@ impl SseParser {
         }
     }
 
-    fn process_line<F>(&mut self, line: &[u8], sink: &mut F) -> Result<Flow, SseTooLarge>
+    /// One line. `line_at` is where the line starts in `whole` (the chunk being parsed), or
+    /// None when it was joined from several chunks.
+    fn process_line<F>(
+        &mut self,
+        line: &[u8],
+        line_at: Option<usize>,
+        whole: &[u8],
+        sink: &mut F,
+    ) -> Result<Flow, SseTooLarge>
     where
         F: FnMut(SseItem<'_>) -> Flow,
     {
         if line.is_empty() {
-            return Ok(self.dispatch(sink));
+            return Ok(self.dispatch(whole, sink));
         }
         if line[0] == b':' {
             return Ok(sink(SseItem::Comment));
@@ -230,20 +264,40 @@ impl SseParser {
             }
             b"data" => {
                 self.has_fields = true;
-                if self.data.len() + value.len() + 1 > self.max_event_bytes {
+                // the limit counts every line's `\n`, the one not written included
+                let held = match &self.data_in_chunk {
+                    Some(range) => range.len(),
+                    None => self.data.len(),
+                };
+                if held + usize::from(self.data_started) + value.len() + 1 > self.max_event_bytes {
                     return Err(self.too_large());
                 }
-                // room for the line end too: one allocation per event, not a second to grow it
-                self.data.reserve(value.len() + 1);
-                self.data.extend_from_slice(value);
-                self.data.push(b'\n');
+                match line_at {
+                    // the value is the line's end
+                    Some(at) if !self.data_started => {
+                        let start = at + line.len() - value.len();
+                        self.data_in_chunk = Some(start..start + value.len());
+                    }
+                    _ => {
+                        if let Some(range) = self.data_in_chunk.take() {
+                            self.data.extend_from_slice(&whole[range]);
+                        }
+                        if self.data_started {
+                            self.data.reserve(value.len() + 1);
+                            self.data.push(b'\n');
+                        }
+                        self.data.extend_from_slice(value);
+                    }
+                }
+                self.data_started = true;
             }
             b"id" => {
                 self.has_fields = true;
                 if !value.contains(&0) {
-                    // into the same buffer: an id on every event costs no allocation each
-                    self.id_buffer.clear();
-                    self.id_buffer.push_str(&String::from_utf8_lossy(value));
+                    match crate::scan::utf8(value) {
+                        Ok(id) => self.id_buffer.set(id),
+                        Err(_) => self.id_buffer.set(&String::from_utf8_lossy(value)),
+                    }
                 }
             }
             b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
@@ -258,7 +312,7 @@ impl SseParser {
         Ok(Flow::Continue)
     }
 
-    fn dispatch<F>(&mut self, sink: &mut F) -> Flow
+    fn dispatch<F>(&mut self, whole: &[u8], sink: &mut F) -> Flow
     where
         F: FnMut(SseItem<'_>) -> Flow,
     {
@@ -266,13 +320,13 @@ impl SseParser {
             return Flow::Continue; // a blank line with nothing before it
         }
         self.has_fields = false;
-        self.last_event_id.clone_from(&self.id_buffer);
-        if self.data.last() == Some(&b'\n') {
-            self.data.pop();
-        }
-        let flow = if self.data.is_empty() {
+        let data: &[u8] = match self.data_in_chunk.take() {
+            Some(range) => &whole[range],
+            None => &self.data,
+        };
+        let flow = if data.is_empty() {
             sink(SseItem::Priming {
-                last_event_id: &self.last_event_id,
+                last_event_id: self.id_buffer.as_str(),
             })
         } else {
             let event_type: &[u8] = if self.event_type.is_empty() {
@@ -282,13 +336,58 @@ impl SseParser {
             };
             sink(SseItem::Event {
                 event_type,
-                data: &self.data,
-                last_event_id: &self.last_event_id,
+                data,
+                last_event_id: self.id_buffer.as_str(),
             })
         };
         self.data.clear();
+        self.data_started = false;
         self.event_type.clear();
         flow
+    }
+}
+
+/// WHATWG's last event ID buffer, held inline when it is short: an id is usually a counter or
+/// a UUID, and a stream judged per exchange should not allocate for it.
+#[derive(Debug)]
+struct IdBuffer {
+    inline: [u8; IdBuffer::INLINE],
+    len: usize,
+    /// An id longer than `INLINE` bytes.
+    long: Option<String>,
+}
+
+impl Default for IdBuffer {
+    fn default() -> Self {
+        IdBuffer {
+            inline: [0; IdBuffer::INLINE],
+            len: 0,
+            long: None,
+        }
+    }
+}
+
+impl IdBuffer {
+    const INLINE: usize = 48;
+
+    fn set(&mut self, id: &str) {
+        if id.len() <= Self::INLINE {
+            self.inline[..id.len()].copy_from_slice(id.as_bytes());
+            self.len = id.len();
+            self.long = None;
+        } else {
+            let long = self.long.get_or_insert_with(String::new);
+            long.clear();
+            long.push_str(id);
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match &self.long {
+            Some(long) => long,
+            // written from a whole `&str`, so always UTF-8
+            None => crate::scan::utf8(&self.inline[..self.len]).unwrap_or_default(),
+        }
     }
 }
 
@@ -377,6 +476,79 @@ mod tests {
         let (items, _) = run(&[s]);
         // "data" alone appends an empty line: data buffer "\n" -> "" -> priming-like
         assert_eq!(items, vec![Own::Priming("".into()), ev("message", "y", "")]);
+    }
+
+    #[test]
+    fn data_lines_join_as_whatwg_appends_and_trims() {
+        // two empty lines are "\n\n" trimmed to "\n": an event, not a priming block
+        assert_eq!(run(&[b"data:\ndata:\n\n"]).0, vec![ev("message", "\n", "")]);
+        assert_eq!(
+            run(&[b"data: a\ndata:\n\n"]).0,
+            vec![ev("message", "a\n", "")]
+        );
+        // the limit counts each line's "\n", the last one included, as WHATWG's buffer holds it
+        let mut p = SseParser::new(10);
+        let mut got = Vec::new();
+        let r = p.feed(b"data:1234\ndata:1234\n\n", &mut |item| {
+            if let SseItem::Event { data, .. } = item {
+                got.push(data.to_vec());
+            }
+            Flow::Continue
+        });
+        assert_eq!((r, got), (Ok(21), vec![b"1234\n1234".to_vec()]));
+        let mut p = SseParser::new(10);
+        let r = p.feed(b"data:12345\ndata:1234\n\n", &mut |_| Flow::Continue);
+        assert_eq!(r, Err(SseTooLarge { max: 10 }));
+    }
+
+    #[test]
+    fn every_split_of_a_stream_gives_the_same_items() {
+        let long_id = "i".repeat(IdBuffer::INLINE + 5);
+        let streams: Vec<Vec<u8>> = vec![
+            b"id: 1-0\ndata: \n\nid: 1-1\nevent: message\ndata: {\"a\":1}\n\n".to_vec(),
+            b"data: one\r\ndata: two\r\n\r\ndata:x\rdata:y\r\r: c\ndata: z\n".to_vec(),
+            format!("id: {long_id}\ndata: a\n\nid: short\ndata: b\n\nid: {long_id}\ndata: c\n\n")
+                .into_bytes(),
+            b"event: other\ndata: q\n\ndata\ndata\n\nretry: 9\ndata: last\n\n".to_vec(),
+        ];
+        for s in &streams {
+            let whole = run(&[s]);
+            for at in 0..=s.len() {
+                let (a, b) = s.split_at(at);
+                assert_eq!(
+                    run(&[a, b]),
+                    whole,
+                    "split at {at} of {:?}",
+                    String::from_utf8_lossy(s)
+                );
+            }
+            let threes: Vec<&[u8]> = s.chunks(3).collect();
+            assert_eq!(run(&threes), whole);
+        }
+        let (items, _) = run(&[&streams[2]]);
+        assert_eq!(
+            items,
+            vec![
+                ev("message", "a", &long_id),
+                ev("message", "b", "short"),
+                ev("message", "c", &long_id)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_bom_split_across_chunks_or_cut_short() {
+        let s = b"\xEF\xBB\xBFdata: x\n\n";
+        let bytes: Vec<&[u8]> = s.chunks(2).collect();
+        assert_eq!(run(&bytes), (vec![ev("message", "x", "")], false));
+        // two bytes of a BOM and then something else: those bytes start the first line
+        let (items, _) = run(&[b"\xEF\xBB", b"data: y\n\n"]);
+        assert!(
+            items.is_empty(),
+            "the line's field name is not data: {items:?}"
+        );
+        assert_eq!(run(&[b"\xEF\xBB"]), (vec![], true));
+        assert_eq!(run(&[b"\xEF"]).0, vec![]);
     }
 
     #[test]
