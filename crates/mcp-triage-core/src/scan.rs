@@ -36,6 +36,21 @@ pub fn plain_len(bytes: &[u8]) -> usize {
         at += 8;
     }
     let tail = words.remainder();
+    if tail.is_empty() {
+        return at;
+    }
+    if at >= 8 {
+        // The last eight bytes as one word: the ones before the tail were checked above and
+        // hold no mark, so the lowest mark is the tail's first (no byte loop for the rest).
+        let start = bytes.len() - 8;
+        let word = u64::from_le_bytes(bytes[start..].try_into().expect("eight bytes"));
+        let marks = equal(word, b'"') | equal(word, b'\\') | below(word, 0x20);
+        return if marks == 0 {
+            bytes.len()
+        } else {
+            start + (marks.trailing_zeros() / 8) as usize
+        };
+    }
     at + tail
         .iter()
         .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
@@ -144,6 +159,20 @@ mod tests {
         fn plain_len_agrees_with_a_byte_loop(bytes in proptest::collection::vec(
             prop_oneof![Just(b'"'), Just(b'\\'), 0u8..0x21, any::<u8>()], 0..40)) {
             prop_assert_eq!(plain_len(&bytes), slow(&bytes));
+        }
+
+        #[test]
+        fn plain_len_finds_a_mark_after_a_long_plain_run(
+            plain in proptest::collection::vec(0x20u8..=0xff, 0..40),
+            mark in prop_oneof![Just(b'"'), Just(b'\\'), 0u8..0x20],
+            rest in proptest::collection::vec(any::<u8>(), 0..9),
+        ) {
+            let plain: Vec<u8> = plain.into_iter().filter(|&b| b != b'"' && b != b'\\').collect();
+            let mut bytes = plain.clone();
+            prop_assert_eq!(plain_len(&bytes), plain.len());
+            bytes.push(mark);
+            bytes.extend(rest);
+            prop_assert_eq!(plain_len(&bytes), plain.len());
         }
 
         #[test]
