@@ -75,7 +75,7 @@ impl Client {
                                 == Some("insufficient_scope");
                         if status == 401 || insufficient {
                             match o
-                                .on_challenge(status, challenge.as_ref(), &mut attempts)
+                                .on_challenge(status, challenge.as_deref(), &mut attempts)
                                 .await
                             {
                                 Ok((code, note)) => {

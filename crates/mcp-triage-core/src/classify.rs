@@ -77,7 +77,7 @@ pub struct ResponseClassifier {
     body_bytes: u64,
     findings: Findings,
     retry_after_ms: Option<u64>,
-    auth: Option<crate::verdict::AuthChallenge>,
+    auth: Option<Box<crate::verdict::AuthChallenge>>,
 }
 
 impl ResponseClassifier {
@@ -123,7 +123,7 @@ impl ResponseClassifier {
     ) -> ResponseClassifier {
         let mut findings = Findings::default();
         let retry_after_ms = get("Retry-After").and_then(|v| parse_retry_after(v, ctx.now));
-        let auth = parse_www_authenticate(www_authenticate);
+        let auth = parse_www_authenticate(www_authenticate).map(Box::new);
         let content_type = get("Content-Type");
         let state = if !(200..300).contains(&status) {
             State::HttpError {

@@ -848,12 +848,12 @@ mod tests {
     #[test]
     fn auth_challenge_is_reported() {
         let mut v = verdict(Outcome::HttpError, Some(401));
-        v.auth_challenge = Some(AuthChallenge {
+        v.auth_challenge = Some(Box::new(AuthChallenge {
             scheme: "Bearer".into(),
             resource_metadata: Some("http://127.0.0.1/.well-known/oauth-protected-resource".into()),
             error: Some("invalid_token".into()),
             ..AuthChallenge::default()
-        });
+        }));
         let mut i = input(&v);
         i.hints = READ_ONLY;
         let d = decide(&i, &RetryOptions::default(), &mut half());

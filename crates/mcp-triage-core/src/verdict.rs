@@ -258,9 +258,11 @@ pub struct Verdict {
     /// supplied `now`, or a `-32023` error's `data.retryAfterMs` (the draft SEP-3304), which wins.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u64>,
-    /// The parsed `WWW-Authenticate` challenge.
+    /// The parsed `WWW-Authenticate` challenge. Boxed: only a 401 or 403 has one, and
+    /// unboxed its six strings were a third of every verdict's size, copied on every move of
+    /// every verdict (a gateway classifies each exchange; bench/nginx-module-overhead.sh).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub auth_challenge: Option<AuthChallenge>,
+    pub auth_challenge: Option<Box<AuthChallenge>>,
     /// SSE stream counts, for `text/event-stream` responses.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<StreamStats>,
