@@ -110,12 +110,15 @@ pub(crate) unsafe fn c_text<'a>(what: &str, ptr: *const c_char) -> FfiResult<Opt
     }
     // SAFETY: the caller's contract.
     let s = unsafe { CStr::from_ptr(ptr) };
-    s.to_str().map(Some).map_err(|e| {
-        FfiError::invalid(format!(
-            "{what} is not UTF-8 (invalid byte at offset {})",
-            e.valid_up_to()
-        ))
-    })
+    // ASCII (a protocol revision, an id) is checked a word at a time
+    mcp_triage_core::scan::utf8(s.to_bytes())
+        .map(Some)
+        .map_err(|e| {
+            FfiError::invalid(format!(
+                "{what} is not UTF-8 (invalid byte at offset {})",
+                e.valid_up_to()
+            ))
+        })
 }
 
 /// The status and the `count` headers at `headers` as borrowed text, checked: what
@@ -128,7 +131,7 @@ pub(crate) unsafe fn head<'a>(
     status: u16,
     headers: *const McptHeader,
     count: usize,
-) -> FfiResult<Vec<(&'a str, &'a str)>> {
+) -> FfiResult<HeadPairs<'a>> {
     if !(100..=999).contains(&status) {
         return Err(FfiError::invalid(format!(
             "status must be an HTTP status 100-999, got {status}"
@@ -147,13 +150,69 @@ pub(crate) unsafe fn head<'a>(
         // SAFETY: the caller's contract; the size fits (checked above).
         unsafe { std::slice::from_raw_parts(headers, count) }
     };
-    let mut pairs = Vec::with_capacity(count);
+    let mut pairs = HeadPairs::with_capacity(count);
     for (i, h) in list.iter().enumerate() {
         let name = unsafe { text(format_args!("header {i}'s name"), h.name, h.name_len) }?;
         let value = unsafe { text(format_args!("header {i}'s value"), h.value, h.value_len) }?;
         pairs.push((name, value));
     }
     Ok(pairs)
+}
+
+/// The `(name, value)` pairs of one response head, read in place.
+///
+/// Why not a `Vec`: a gateway classifies every response, and a response has a dozen headers or
+/// so; a heap allocation per exchange for a list that lives for one call was a measurable part
+/// of the library's share (bench/nginx-module-overhead.sh). Up to [`HeadPairs::INLINE`] pairs
+/// stay on the stack; a head with more goes to the heap (`Vec::new` itself allocates nothing).
+pub(crate) struct HeadPairs<'a> {
+    inline: [(&'a str, &'a str); HeadPairs::INLINE],
+    /// How many of `inline` are used.
+    len: usize,
+    /// Every pair, once there are more than `INLINE`.
+    heap: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> HeadPairs<'a> {
+    /// Pairs held without allocating.
+    pub(crate) const INLINE: usize = 16;
+
+    fn with_capacity(count: usize) -> HeadPairs<'a> {
+        HeadPairs {
+            inline: [("", ""); Self::INLINE],
+            len: 0,
+            heap: if count > Self::INLINE {
+                Vec::with_capacity(count)
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    fn push(&mut self, pair: (&'a str, &'a str)) {
+        if self.heap.capacity() == 0 && self.len < Self::INLINE {
+            self.inline[self.len] = pair;
+            self.len += 1;
+            return;
+        }
+        if self.len > 0 {
+            self.heap.extend_from_slice(&self.inline[..self.len]);
+            self.len = 0;
+        }
+        self.heap.push(pair);
+    }
+}
+
+impl<'a> std::ops::Deref for HeadPairs<'a> {
+    type Target = [(&'a str, &'a str)];
+
+    fn deref(&self) -> &Self::Target {
+        if self.heap.is_empty() {
+            &self.inline[..self.len]
+        } else {
+            &self.heap
+        }
+    }
 }
 
 /// The call context from the options (NULL: id 1, "unknown", now 0, default limits, no schema).
@@ -217,4 +276,37 @@ pub(crate) unsafe fn context(opts: *const McptCallOptions) -> FfiResult<CallCont
         ctx = ctx.with_output_schema(Arc::new(compiled));
     }
     Ok(ctx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HeadPairs;
+
+    #[test]
+    fn head_pairs_keep_order_on_the_stack_and_past_it() {
+        let names: Vec<String> = (0..60).map(|i| format!("h{i}")).collect();
+        for count in [0, 1, HeadPairs::INLINE, HeadPairs::INLINE + 1, 60] {
+            let mut pairs = HeadPairs::with_capacity(count);
+            for n in &names[..count] {
+                pairs.push((n, "v"));
+            }
+            let got: Vec<&str> = pairs.iter().map(|(n, _)| *n).collect();
+            assert_eq!(
+                got,
+                names[..count]
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+            );
+            assert_eq!(pairs.heap.is_empty(), count <= HeadPairs::INLINE);
+        }
+        // more pushes than announced still keep every pair, in order
+        let mut pairs = HeadPairs::with_capacity(1);
+        for n in &names[..30] {
+            pairs.push((n, "v"));
+        }
+        assert_eq!(pairs.len(), 30);
+        assert_eq!(pairs[0].0, "h0");
+        assert_eq!(pairs[29].0, "h29");
+    }
 }

@@ -114,19 +114,36 @@ impl Sink<'_> {
     }
 
     /// `n` in decimal, at least `width` (<= 20) digits (zero-padded), as `{n:0width$}` writes
-    /// it. Two digits per division: a line has about a dozen numbers.
+    /// it. Two digits per division: a line has about a dozen numbers, most of them the time's
+    /// two-digit fields, which are written as one constant-length copy.
+    #[inline(always)]
     fn uint(&mut self, n: u64, width: usize) {
-        /// "00" "01" … "99".
-        const PAIRS: [u8; 200] = {
-            let mut table = [0u8; 200];
-            let mut k = 0;
-            while k < 100 {
-                table[2 * k] = b'0' + (k / 10) as u8;
-                table[2 * k + 1] = b'0' + (k % 10) as u8;
-                k += 1;
+        if n < 100 && width <= 2 {
+            let pair = n as usize * 2;
+            if n >= 10 || width == 2 {
+                self.put(&Self::PAIRS[pair..pair + 2]);
+            } else {
+                self.put(&Self::PAIRS[pair + 1..pair + 2]);
             }
-            table
-        };
+        } else {
+            self.uint_long(n, width);
+        }
+    }
+
+    /// "00" "01" … "99".
+    const PAIRS: [u8; 200] = {
+        let mut table = [0u8; 200];
+        let mut k = 0;
+        while k < 100 {
+            table[2 * k] = b'0' + (k / 10) as u8;
+            table[2 * k + 1] = b'0' + (k % 10) as u8;
+            k += 1;
+        }
+        table
+    };
+
+    fn uint_long(&mut self, n: u64, width: usize) {
+        const PAIRS: [u8; 200] = Sink::PAIRS;
         let mut digits = [b'0'; 20];
         let mut i = digits.len();
         let mut n = n;
@@ -408,6 +425,12 @@ mod tests {
         for n in [0u64, 7, 10, 99, 200, 12_345, u64::MAX] {
             assert_eq!(written(|w| w.uint(n, 1)), n.to_string());
             assert_eq!(written(|w| w.uint(n, 3)), format!("{n:03}"));
+        }
+        // the short path (below 100, width up to 2) and the long one meet at 99/100
+        for n in 0u64..=120 {
+            for width in 0..=4 {
+                assert_eq!(written(|w| w.uint(n, width)), format!("{n:0width$}"));
+            }
         }
         for n in [0i64, -1, 42, i64::MIN, i64::MAX] {
             assert_eq!(written(|w| w.int(n)), n.to_string());
