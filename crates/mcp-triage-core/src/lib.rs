@@ -29,6 +29,7 @@
 mod classify;
 pub mod exchange;
 pub mod http;
+pub mod inline_text;
 mod json;
 mod limits;
 mod protocol;

@@ -3,6 +3,8 @@
 //! as a push parser: bytes in, [`SseItem`]s out through a callback. Memory is bounded by the
 //! largest single event: only the current partial line and the current event's data are kept.
 
+use crate::inline_text::InlineText;
+
 /// What the parser found. Borrowed slices are valid only during the callback.
 #[derive(Debug, PartialEq, Eq)]
 pub enum SseItem<'a> {
@@ -46,6 +48,9 @@ pub struct SseTooLarge {
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
+/// Event ids up to this many bytes (a counter, a UUID) are held without an allocation.
+const ID_INLINE: usize = 48;
+
 /// The incremental event-stream parser.
 #[derive(Debug)]
 pub struct SseParser {
@@ -75,7 +80,7 @@ pub struct SseParser {
     event_type: Vec<u8>,
     /// WHATWG's "last event ID buffer". At dispatch it becomes the "last event ID string" as
     /// it is, so no second copy is kept: an item carries the buffer while it is dispatched.
-    id_buffer: IdBuffer,
+    id_buffer: InlineText<ID_INLINE>,
     stopped: bool,
 }
 
@@ -94,7 +99,7 @@ impl SseParser {
             data_in_chunk: None,
             has_fields: false,
             event_type: Vec::new(),
-            id_buffer: IdBuffer::default(),
+            id_buffer: InlineText::new(),
             stopped: false,
         }
     }
@@ -347,50 +352,6 @@ impl SseParser {
     }
 }
 
-/// WHATWG's last event ID buffer, held inline when it is short: an id is usually a counter or
-/// a UUID, and a stream judged per exchange should not allocate for it.
-#[derive(Debug)]
-struct IdBuffer {
-    inline: [u8; IdBuffer::INLINE],
-    len: usize,
-    /// An id longer than `INLINE` bytes.
-    long: Option<String>,
-}
-
-impl Default for IdBuffer {
-    fn default() -> Self {
-        IdBuffer {
-            inline: [0; IdBuffer::INLINE],
-            len: 0,
-            long: None,
-        }
-    }
-}
-
-impl IdBuffer {
-    const INLINE: usize = 48;
-
-    fn set(&mut self, id: &str) {
-        if id.len() <= Self::INLINE {
-            self.inline[..id.len()].copy_from_slice(id.as_bytes());
-            self.len = id.len();
-            self.long = None;
-        } else {
-            let long = self.long.get_or_insert_with(String::new);
-            long.clear();
-            long.push_str(id);
-        }
-    }
-
-    fn as_str(&self) -> &str {
-        match &self.long {
-            Some(long) => long,
-            // written from a whole `&str`, so always UTF-8
-            None => crate::scan::utf8(&self.inline[..self.len]).unwrap_or_default(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -503,7 +464,7 @@ mod tests {
 
     #[test]
     fn every_split_of_a_stream_gives_the_same_items() {
-        let long_id = "i".repeat(IdBuffer::INLINE + 5);
+        let long_id = "i".repeat(ID_INLINE + 5);
         let streams: Vec<Vec<u8>> = vec![
             b"id: 1-0\ndata: \n\nid: 1-1\nevent: message\ndata: {\"a\":1}\n\n".to_vec(),
             b"data: one\r\ndata: two\r\n\r\ndata:x\rdata:y\r\r: c\ndata: z\n".to_vec(),
