@@ -279,7 +279,10 @@ impl ResponseClassifier {
                     failure_verdict(f.failure, hint)
                 }
             },
-            State::Sse(s) => s.finish(),
+            State::Sse(mut s) => match s.take_verdict() {
+                Some(v) => v,
+                None => s.finish(),
+            },
             State::Other { snippet, media } => {
                 self.state = State::Other { snippet, media };
                 self.finish_other()
@@ -298,7 +301,10 @@ impl ResponseClassifier {
         let v = match state {
             State::Decided(v) => *v,
             State::HttpError { buf, truncated } => self.http_error(&buf, truncated, Some(text)),
-            State::Sse(s) => s.interrupted(timed_out, text),
+            State::Sse(mut s) => match s.take_verdict() {
+                Some(v) => v,
+                None => s.interrupted(timed_out, text),
+            },
             // The media type was wrong before the body broke off: rule 3 already decided.
             State::Other { snippet, media } if self.body_bytes > 0 => {
                 self.state = State::Other { snippet, media };

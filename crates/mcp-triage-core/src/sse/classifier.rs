@@ -125,6 +125,13 @@ impl SseClassifier {
         }
     }
 
+    /// The verdict, when it is already decided, taken where the classifier lives: a caller
+    /// holding it in a `Box` (the response classifier) gets the usual case without moving the
+    /// whole classifier out first, as [`SseClassifier::finish`]'s `self` would.
+    pub(crate) fn take_verdict(&mut self) -> Option<Verdict> {
+        self.judge.verdict.take()
+    }
+
     /// The stream ended (EOF). Returns the verdict.
     pub fn finish(mut self) -> Verdict {
         if let Some(v) = self.judge.verdict.take() {
