@@ -3,7 +3,10 @@
 //! optional `protocolVersion` (`""`: not given), `outputSchema` and `now` (an HTTP-date) per
 //! line, and reads `end` of a capture line (`proxy --capture`, docs/capture-format.md): a body
 //! that broke off is judged as broken off, as the proxy judged it. Other members (`name`,
-//! `expect`, ...) are ignored.
+//! `expect`, ...) are ignored. The `end` words are the capture format's
+//! ([`mcp_triage_wire::capture::BodyEnd`]); the rest of the line is read here, borrowed from
+//! the text, since `classify --batch` reads millions of lines and needs no capture member but
+//! `end` and `method`.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -40,33 +43,9 @@ pub struct Exchange<'a> {
     pub request_kind: RequestKind,
 }
 
-/// How a captured response body ended (a capture line's `end`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BodyEnd {
-    /// `complete`: the body is whole.
-    Complete,
-    /// `upstream_closed`: the server's connection ended the body early.
-    UpstreamClosed,
-    /// `client_cancelled`: the client went away before the end.
-    ClientCancelled,
-    /// `timeout`: a limit of the recorder ended it.
-    Timeout,
-    /// `no_response`: no response head came; `status` is the recorder's own answer.
-    NoResponse,
-}
-
-impl BodyEnd {
-    fn parse(s: &str) -> Option<BodyEnd> {
-        Some(match s {
-            "complete" => BodyEnd::Complete,
-            "upstream_closed" => BodyEnd::UpstreamClosed,
-            "client_cancelled" => BodyEnd::ClientCancelled,
-            "timeout" => BodyEnd::Timeout,
-            "no_response" => BodyEnd::NoResponse,
-            _ => return None,
-        })
-    }
-}
+/// How a captured response body ended (a capture line's `end`): the capture format's own type,
+/// so the words the proxy writes and the ones read here have one home.
+pub use mcp_triage_wire::capture::BodyEnd;
 
 /// Why a line is not an exchange.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,7 +162,8 @@ impl<'a> Exchange<'a> {
             None => None,
             Some(e) => Some(BodyEnd::parse(e).ok_or_else(|| {
                 ExchangeError(format!(
-                    "\"end\" {e:?} is not one of complete, upstream_closed, client_cancelled, timeout, no_response"
+                    "\"end\" {e:?} is not one of {}",
+                    BodyEnd::listed(", ")
                 ))
             })?),
         };
@@ -301,12 +281,55 @@ mod tests {
         assert_eq!(plain.classify(&ctx).outcome, crate::Outcome::HttpError);
     }
 
+    /// The members this reader shares with a capture line mean what the writer meant: every
+    /// line of the capture format's golden file (written by the proxy) reads here with the
+    /// status, content type, body, id, protocol version, `end` and method that the format's
+    /// own reader finds in it.
+    #[test]
+    fn capture_lines_read_as_the_format_wrote_them() {
+        use mcp_triage_wire::capture::CaptureLine;
+        let golden = include_str!("../../mcp-triage-wire/tests/data/capture-v1.jsonl");
+        for text in golden.lines() {
+            let line = CaptureLine::read(text).unwrap();
+            let x = Exchange::parse(text.as_bytes()).unwrap();
+            assert_eq!(x.head.status, line.status, "{text}");
+            assert_eq!(x.head.get("content-type"), line.content_type.as_deref());
+            let body = match (&line.body, &line.body_base64) {
+                (Some(b), _) => b.as_bytes().to_vec(),
+                (None, Some(b)) => base64::engine::general_purpose::STANDARD.decode(b).unwrap(),
+                (None, None) => Vec::new(),
+            };
+            assert_eq!(&*x.body, &body[..], "{text}");
+            let id = line
+                .expect_id
+                .map_or(RequestId::Number(1), |v| serde_json::from_value(v).unwrap());
+            assert_eq!(x.expected_id, id);
+            let version = line.protocol_version.as_deref().map(ProtocolVersion::parse);
+            assert_eq!(x.protocol_version, version.flatten());
+            assert_eq!(x.end, Some(line.end));
+            let kind = line
+                .method
+                .as_deref()
+                .map_or(RequestKind::ToolCall, RequestKind::from_method);
+            assert_eq!(x.request_kind, kind);
+        }
+    }
+
     #[test]
     fn an_empty_protocol_version_is_not_given() {
         let x = Exchange::parse(br#"{"status":200,"protocolVersion":""}"#).unwrap();
         assert_eq!(x.protocol_version, None);
         let x = Exchange::parse(br#"{"status":200,"protocolVersion":"2025-06-18"}"#).unwrap();
         assert_eq!(x.protocol_version, ProtocolVersion::parse("2025-06-18"));
+    }
+
+    #[test]
+    fn an_unknown_end_names_the_words() {
+        let e = Exchange::parse(br#"{"status":200,"end":"finished"}"#).unwrap_err();
+        assert_eq!(
+            e.0,
+            "\"end\" \"finished\" is not one of complete, upstream_closed, client_cancelled, timeout, no_response"
+        );
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! `--capture FILE.jsonl`: every exchange the proxy (or the stdio wrapper) forwarded, written as
 //! an exchange-file line plus what a replay needs (the request, the response head's delay, the
-//! body's chunk timing, how it ended), in the format fixed in `docs/capture-format.md`.
+//! body's chunk timing, how it ended), in the format fixed in `docs/capture-format.md`. The
+//! line's type is the format's own, `mcp_triage_wire::capture::CaptureLine` (with `BodyEnd`),
+//! which the kitchen's replay reads back with the same crate's reader: this module only fills
+//! it.
 //!
 //! Why a line per exchange and not per record: `classify --batch` reads a capture as it is (each
 //! line is one response with its `expectId`), and `kitchen --replay` serves one line per request.
@@ -24,7 +27,6 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use base64::Engine as _;
-use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
@@ -34,9 +36,7 @@ use crate::observe::{parse_messages, Message};
 use crate::record::{now_ms, rfc3339};
 use crate::WriterStats;
 use mcp_triage_wire::canonical::ArgumentsDigest;
-
-/// The `capture` member: the format's version.
-pub const FORMAT_VERSION: u32 = 1;
+use mcp_triage_wire::capture::{BodyEnd, CaptureLine, CapturedRequest, FORMAT_VERSION};
 
 /// Default of [`CaptureOptions::max_bytes`]: 256 MiB per file.
 pub const DEFAULT_MAX_BYTES: u64 = 256 << 20;
@@ -115,7 +115,7 @@ pub struct Capture {
 /// base64, session names, JSON): the forwarding thread only copies bytes and queues this.
 struct Finished {
     exchange: ExchangeCapture,
-    end: CaptureEnd,
+    end: BodyEnd,
     answered: u16,
     verdict: String,
 }
@@ -313,22 +313,6 @@ impl Capture {
     }
 }
 
-/// How a response body ended (`end`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CaptureEnd {
-    /// The body ended normally.
-    Complete,
-    /// The upstream ended it early (a cut stream, a broken connection).
-    UpstreamClosed,
-    /// The client went away before the end.
-    ClientCancelled,
-    /// A limit of the proxy ended it.
-    Timeout,
-    /// No response head: `status` is what the proxy answered.
-    NoResponse,
-}
-
 /// One exchange being captured: filled as the request and the response pass, written by
 /// [`ExchangeCapture::finish`].
 pub struct ExchangeCapture {
@@ -408,9 +392,9 @@ impl ExchangeCapture {
     }
 
     /// Writes the line: `end` says how the body ended, `answered` is the status the proxy gave
-    /// when no head came (`end` is then [`CaptureEnd::NoResponse`]), `verdict` the proxy's
+    /// when no head came (`end` is then [`BodyEnd::NoResponse`]), `verdict` the proxy's
     /// outcome for the exchange (its record's `outcome`).
-    pub fn finish(self, capture: &Capture, end: CaptureEnd, answered: u16, verdict: &str) {
+    pub fn finish(self, capture: &Capture, end: BodyEnd, answered: u16, verdict: &str) {
         capture.send(Box::new(Finished {
             exchange: self,
             end,
@@ -422,7 +406,7 @@ impl ExchangeCapture {
     fn into_line(
         mut self,
         sessions: &mut SessionNames,
-        end: CaptureEnd,
+        end: BodyEnd,
         answered: u16,
         verdict: String,
         hash_arguments: bool,
@@ -487,7 +471,7 @@ impl ExchangeCapture {
             capture: FORMAT_VERSION,
             seq: self.seq,
             at: self.at,
-            transport: self.transport,
+            transport: self.transport.to_string(),
             status,
             content_type,
             body,
@@ -557,68 +541,6 @@ fn hashed_arguments(body: &[u8]) -> Option<Vec<u8>> {
         }
     }
     serde_json::to_vec(&v).ok()
-}
-
-/// The `request` member.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct CapturedRequest {
-    /// The HTTP method (absent for stdio).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    method: Option<String>,
-    /// Path and query, query secrets redacted (absent for stdio).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    path: Option<String>,
-    headers: BTreeMap<String, String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    body: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    body_base64: Option<String>,
-    body_truncated: bool,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    body_omitted: bool,
-}
-
-/// One line of the capture file (see `docs/capture-format.md`).
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct CaptureLine {
-    capture: u32,
-    seq: u64,
-    at: String,
-    transport: &'static str,
-    status: u16,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    content_type: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    body: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    body_base64: Option<String>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    body_omitted: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    expect_id: Option<Value>,
-    headers: BTreeMap<String, String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    protocol_version: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    method: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    arguments_hash: Option<String>,
-    /// `--capture-hash-arguments`: the request's argument values are hashes.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    arguments_hashed: bool,
-    request: CapturedRequest,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    head_ms: Option<f64>,
-    chunks: Vec<(f64, u64)>,
-    end: CaptureEnd,
-    body_truncated: bool,
-    verdict: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    session_id: Option<String>,
 }
 
 /// Milliseconds from `a` to `b`, to the microsecond.
@@ -731,7 +653,7 @@ impl Rotation {
 
     fn push(&mut self, line: &CaptureLine) {
         self.scratch.clear();
-        serde_json::to_writer(&mut self.scratch, line).expect("a capture line serialises");
+        line.write_to(&mut self.scratch);
         let n = self.scratch.len() as u64 + 1;
         if self.size() > 0 && self.size() + n > self.max_bytes {
             // Write the batch first: only what reaches the file decides (see the type's doc).
@@ -901,7 +823,7 @@ mod tests {
         );
         x.chunk(br#"{"jsonrpc":"2.0","id":1,"#);
         x.chunk(br#""result":{}}"#);
-        x.finish(c, CaptureEnd::Complete, 0, "TOOL_SUCCESS");
+        x.finish(c, BodyEnd::Complete, 0, "TOOL_SUCCESS");
     }
 
     #[test]
@@ -932,6 +854,12 @@ mod tests {
         assert_eq!(v["request"]["bodyTruncated"], true);
         assert_eq!(v["end"], "complete");
         assert_eq!(v["verdict"], "TOOL_SUCCESS");
+        // The format's reader reads the line back as it was written.
+        let line = CaptureLine::read(text.trim()).unwrap();
+        assert_eq!((line.end, line.seq), (BodyEnd::Complete, 1));
+        let mut again = Vec::new();
+        line.write_to(&mut again);
+        assert_eq!(again, text.trim().as_bytes());
     }
 
     #[test]

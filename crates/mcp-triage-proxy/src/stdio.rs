@@ -28,9 +28,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::Command;
 use tokio::sync::{watch, Mutex};
 
-use crate::capture::{Capture, CaptureEnd, ExchangeCapture};
+use crate::capture::{Capture, ExchangeCapture};
 use crate::observe::{Call, ObserveOptions, Observer, Origin};
 use crate::RecordSink;
+use mcp_triage_wire::capture::BodyEnd;
 
 pub use down::{IDLE_AFTER_EXIT, WHOLE_LINE_BYTES};
 
@@ -305,7 +306,7 @@ where
         if let (Some(mut x), Some(to)) = (x, capture) {
             x.response_head(200, json_head());
             let name = crate::record::outcome_and_layer(Some(c.method()), v.outcome).0;
-            x.finish(to, CaptureEnd::UpstreamClosed, 200, name.as_str());
+            x.finish(to, BodyEnd::UpstreamClosed, 200, name.as_str());
         }
         observer.finish_call(c, v, true, None, None);
     }

@@ -9,6 +9,9 @@
 //! proxy record's `argumentsHash` differ from the kitchen journal's for the same call, and
 //! nothing would have said so.
 //!
+//! - [`capture`]: the capture line (`proxy --capture`): [`capture::CaptureLine`], the proxy's
+//!   writer, [`capture::LineRead`], the kitchen's reader, and [`capture::BodyEnd`], the `end`
+//!   words the core's exchange-file reader reads too.
 //! - [`canonical`]: canonical JSON text and [`canonical::ArgumentsDigest`], the `argumentsHash`
 //!   of records, captures and the kitchen's journal.
 //! - [`time`]: RFC 3339 UTC timestamps with milliseconds, the `time` of records and journals.
@@ -18,5 +21,6 @@
 #![warn(missing_docs)]
 
 pub mod canonical;
+pub mod capture;
 pub mod percent;
 pub mod time;

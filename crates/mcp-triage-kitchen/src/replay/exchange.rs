@@ -7,47 +7,10 @@
 //! cases, the exchange-file classifier) read it too, so it holds the line's text as well.
 
 use bytes::Bytes;
+use mcp_triage_wire::capture::BodyEnd;
 use serde_json::Value;
 
 use super::key::ReplayKey;
-
-/// How a captured response body ended (`end`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum End {
-    /// The whole body arrived.
-    Complete,
-    /// The upstream ended it early (a cut stream).
-    UpstreamClosed,
-    /// The client went away first.
-    ClientCancelled,
-    /// The proxy stopped waiting.
-    Timeout,
-    /// No response head came; `status` is the proxy's own 502/504.
-    NoResponse,
-}
-
-impl End {
-    pub(super) fn parse(s: &str) -> Option<End> {
-        Some(match s {
-            "complete" => End::Complete,
-            "upstream_closed" => End::UpstreamClosed,
-            "client_cancelled" => End::ClientCancelled,
-            "timeout" => End::Timeout,
-            "no_response" => End::NoResponse,
-            _ => return None,
-        })
-    }
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            End::Complete => "complete",
-            End::UpstreamClosed => "upstream_closed",
-            End::ClientCancelled => "client_cancelled",
-            End::Timeout => "timeout",
-            End::NoResponse => "no_response",
-        }
-    }
-}
 
 /// One captured exchange.
 #[derive(Clone, Debug)]
@@ -74,8 +37,8 @@ pub struct CapturedExchange {
     pub head_ms: f64,
     /// `[atMs, bytes]` per frame.
     pub chunks: Vec<(f64, usize)>,
-    /// How the body ended.
-    pub end: End,
+    /// How the body ended (the capture format's own words, `mcp_triage_wire::capture`).
+    pub end: BodyEnd,
     /// The body was cut at the capture's size limit.
     pub body_truncated: bool,
     /// The proxy's verdict, if recorded.

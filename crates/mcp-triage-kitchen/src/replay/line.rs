@@ -1,15 +1,18 @@
-//! One capture line: its JSON text parsed, in one pass, into a [`CapturedExchange`].
+//! One capture line: its JSON text read, in one pass, by the format's one reader
+//! (`mcp_triage_wire::capture::LineRead`), then checked into a [`CapturedExchange`].
 //!
 //! A line may be large (a long stream has thousands of `chunks` and a body of megabytes), so
-//! it is not parsed into a JSON tree and then picked apart: `chunks` is decoded straight into
-//! pairs, with its entry limit checked as they come, and the body is moved out of its string.
-//! The error is what is wrong with the line; `capture` adds the line number.
+//! it is not parsed into a JSON tree and then picked apart: the reader decodes `chunks` straight
+//! into pairs, with its entry limit checked as they come, and the body is moved out of its
+//! string. The member names are the reader's fields, so they have one home with the proxy's
+//! writer. The error is what is wrong with the line; `capture` adds the line number.
 
 use base64::Engine as _;
 use bytes::Bytes;
-use serde_json::{Map, Value};
+use mcp_triage_wire::capture::{BodyEnd, CapturedRequest, ChunksRead, LineRead, ReadError};
+use serde_json::Value;
 
-use super::exchange::{CapturedExchange, End};
+use super::exchange::CapturedExchange;
 use super::key::{capture_arguments_hash, path_only, ReplayKey};
 use super::options::CaptureLimits;
 
@@ -23,10 +26,22 @@ pub enum LineError {
     /// The line is not JSON text.
     #[error("not JSON: {0}")]
     NotJson(#[source] serde_json::Error),
-    /// The line is JSON but not a capture line's shape (not an object, `chunks` not an array,
-    /// or `chunks` over `--replay-max-chunks`, which is refused while it is read).
+    /// The line is JSON but not a capture line's shape (not an object, `chunks` not an array).
     #[error("{0}")]
     Shape(#[source] serde_json::Error),
+    /// `chunks` has more entries than `--replay-max-chunks`, refused while it was read (the
+    /// text says where, as the JSON reader's errors do).
+    #[error(
+        "\"chunks\" has more than {max} entries (raise --replay-max-chunks) at line {line} column {column}"
+    )]
+    TooManyChunks {
+        /// The limit.
+        max: usize,
+        /// 1-based line of the text where reading stopped.
+        line: usize,
+        /// 1-based column of the text where reading stopped.
+        column: usize,
+    },
     /// `status` is missing or not a number in 100-999.
     #[error("\"status\" is not an HTTP status (100-999)")]
     StatusNotHttp,
@@ -109,97 +124,24 @@ pub enum LineError {
         max: f64,
     },
     /// `end` is not one of the known endings.
-    #[error(
-        "\"end\" {end} is not complete, upstream_closed, client_cancelled, timeout or no_response"
-    )]
+    #[error("\"end\" {end} is not {words}", words = BodyEnd::listed(" or "))]
     EndUnknown {
         /// The captured value, as JSON.
         end: Value,
     },
 }
 
-/// One capture line as parsed: every member as JSON except `chunks`, which a long stream can
-/// have many of, decoded straight into `(atMs, bytes)` pairs.
-struct RawLine {
-    members: Map<String, Value>,
-    chunks: ChunksRead,
-}
-
-/// Parses a [`RawLine`] with the chunk limit at hand (a seed, as the limit is not in the text).
-struct LineSeed(usize);
-
-impl<'de> serde::de::DeserializeSeed<'de> for LineSeed {
-    type Value = RawLine;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<RawLine, D::Error> {
-        struct V(usize);
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = RawLine;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a capture line (a JSON object)")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut m: A,
-            ) -> Result<RawLine, A::Error> {
-                let mut raw = RawLine {
-                    members: Map::new(),
-                    chunks: None,
-                };
-                while let Some(k) = m.next_key::<String>()? {
-                    if k == "chunks" {
-                        raw.chunks = Some(m.next_value_seed(ChunksSeed(self.0))?);
-                    } else {
-                        let v: Value = m.next_value()?;
-                        raw.members.insert(k, v);
-                    }
-                }
-                Ok(raw)
+impl From<ReadError> for LineError {
+    fn from(e: ReadError) -> LineError {
+        match e {
+            ReadError::Json(e) => match e.classify() {
+                serde_json::error::Category::Data => LineError::Shape(e),
+                _ => LineError::NotJson(e),
+            },
+            ReadError::TooManyChunks { max, line, column } => {
+                LineError::TooManyChunks { max, line, column }
             }
         }
-        d.deserialize_map(V(self.0))
-    }
-}
-
-/// `chunks`: the pairs, or what is wrong with the first bad entry; more than the limit
-/// (`.0`) is an error as soon as it is seen, so a huge array is never held.
-struct ChunksSeed(usize);
-
-impl<'de> serde::de::DeserializeSeed<'de> for ChunksSeed {
-    type Value = Result<Vec<(f64, usize)>, LineError>;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        struct V(usize);
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Result<Vec<(f64, usize)>, LineError>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("\"chunks\" as an array of [atMs, bytes]")
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut s: A,
-            ) -> Result<Self::Value, A::Error> {
-                let max = self.0;
-                let mut out = Vec::with_capacity(s.size_hint().unwrap_or(0).min(max).min(1 << 16));
-                let mut bad = None;
-                let mut i = 0usize;
-                // Each entry is a two-element JSON value, dropped as soon as it is checked.
-                while let Some(pair) = s.next_element::<Value>()? {
-                    if i == max {
-                        return Err(serde::de::Error::custom(format!(
-                            "\"chunks\" has more than {max} entries (raise --replay-max-chunks)"
-                        )));
-                    }
-                    if bad.is_none() {
-                        match chunk_pair(&pair) {
-                            Some(p) => out.push(p),
-                            None => bad = Some(LineError::ChunkNotPair { index: i }),
-                        }
-                    }
-                    i += 1;
-                }
-                Ok(bad.map_or(Ok(out), Err))
-            }
-        }
-        d.deserialize_seq(V(self.0))
     }
 }
 
@@ -210,82 +152,58 @@ pub(super) fn exchange_of(
     s: &str,
     limits: &CaptureLimits,
 ) -> Result<CapturedExchange, LineError> {
-    let raw = raw_line(s, limits.max_chunks).map_err(|e| match e.classify() {
-        serde_json::error::Category::Data => LineError::Shape(e),
-        _ => LineError::NotJson(e),
-    })?;
+    let raw = LineRead::parse(s, limits.max_chunks)?;
     parse_line(line, s, raw, limits)
 }
 
-/// One line's text as a [`RawLine`], `chunks` limited to `max_chunks` entries.
-fn raw_line(s: &str, max_chunks: usize) -> Result<RawLine, serde_json::Error> {
-    use serde::de::DeserializeSeed as _;
-    let mut de = serde_json::Deserializer::from_str(s);
-    let raw = LineSeed(max_chunks).deserialize(&mut de)?;
-    de.end()?;
-    Ok(raw)
-}
-
-/// One `chunks` entry as `(atMs, bytes)`: a finite, non-negative offset and a byte count.
-fn chunk_pair(pair: &Value) -> Option<(f64, usize)> {
-    let p = pair.as_array().filter(|p| p.len() == 2)?;
-    let at = p[0].as_f64().filter(|f| f.is_finite() && *f >= 0.0)?;
-    let n = p[1].as_u64().and_then(|n| usize::try_from(n).ok())?;
-    Some((at, n))
-}
-
-/// A [`RawLine`] as a [`CapturedExchange`]. The members are checked in a fixed order
+/// A [`LineRead`] as a [`CapturedExchange`]. The members are checked in a fixed order
 /// (status, body, seq, key, headers, delays, end), so a line with several faults is always
 /// refused for the same one.
 fn parse_line(
     line: usize,
     text: &str,
-    raw: RawLine,
+    mut raw: LineRead,
     limits: &CaptureLimits,
 ) -> Result<CapturedExchange, LineError> {
-    let RawLine {
-        mut members,
-        chunks,
-    } = raw;
-    let status = status_of(&members)?;
-    let body = take_body(&mut members, limits.max_body_bytes)?;
-    let o = &members;
-    let seq = match o.get("seq") {
+    let status = status_of(raw.status.as_ref())?;
+    let body = take_body(&mut raw, limits.max_body_bytes)?;
+    let chunks = raw.chunks.take();
+    let seq = match &raw.seq {
         None => line as u64,
         Some(s) => s.as_u64().ok_or(LineError::SeqNotInteger)?,
     };
-    let request = o.get("request").filter(|r| !r.is_null());
+    let request = raw.request.as_ref().filter(|r| !r.is_null());
     let request_body = request.and_then(request_body_of);
-    let key = key_of(o, request, request_body.as_ref())?;
-    let headers = headers_of(o)?;
-    let (head_ms, chunks) = delays_of(o, chunks, limits.max_delay_ms)?;
-    let end = end_of(o)?;
+    let key = key_of(&raw, request, request_body.as_ref())?;
+    let headers = headers_of(&raw)?;
+    let (head_ms, chunks) = delays_of(raw.head_ms.as_ref(), chunks, limits.max_delay_ms)?;
+    let end = end_of(&raw)?;
     Ok(CapturedExchange {
         line,
         seq,
         key,
         request: request_body,
-        path: request
-            .and_then(|r| r.get("path"))
-            .and_then(Value::as_str)
-            .map(path_only),
+        path: request.and_then(CapturedRequest::path_of).map(path_only),
         status,
         headers,
         body,
-        expect_id: o.get("expectId").cloned(),
+        expect_id: raw.expect_id.clone(),
         head_ms,
         chunks,
         end,
-        body_truncated: o.get("bodyTruncated").and_then(Value::as_bool) == Some(true),
-        verdict: o.get("verdict").and_then(Value::as_str).map(str::to_owned),
+        body_truncated: raw.body_truncated.as_ref().and_then(Value::as_bool) == Some(true),
+        verdict: raw
+            .verdict
+            .as_ref()
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         text: text.to_string(),
     })
 }
 
 /// `status`: a final HTTP status (200-999).
-fn status_of(o: &Map<String, Value>) -> Result<u16, LineError> {
-    let status = o
-        .get("status")
+fn status_of(status: Option<&Value>) -> Result<u16, LineError> {
+    let status = status
         .and_then(Value::as_u64)
         .and_then(|s| u16::try_from(s).ok())
         .filter(|s| (100..=999).contains(s))
@@ -301,7 +219,7 @@ fn status_of(o: &Map<String, Value>) -> Result<u16, LineError> {
 /// The captured request's body as JSON (`request.body`, else `request.bodyBase64`); `None`
 /// when it was not captured or is not JSON, which is no fault of the line.
 fn request_body_of(request: &Value) -> Option<Value> {
-    match (request.get("body"), request.get("bodyBase64")) {
+    match CapturedRequest::bodies_of(request) {
         (Some(Value::String(b)), _) => serde_json::from_str(b).ok(),
         (_, Some(Value::String(b))) => base64::engine::general_purpose::STANDARD
             .decode(b)
@@ -316,17 +234,18 @@ fn request_body_of(request: &Value) -> Option<Value> {
 /// A `tools/call` captured without `argumentsHash` gets it from the captured request's
 /// arguments, unless `argumentsHashed` says the line stands for every call of its tool.
 fn key_of(
-    o: &Map<String, Value>,
+    o: &LineRead,
     request: Option<&Value>,
     request_body: Option<&Value>,
 ) -> Result<ReplayKey, LineError> {
-    let key = match o.get("method") {
+    let key = match &o.method {
         Some(Value::String(method)) => {
-            let tool = o.get("tool").and_then(Value::as_str).map(str::to_owned);
+            let tool = o.tool.as_ref().and_then(Value::as_str).map(str::to_owned);
             // `--capture-hash-arguments`: the line stands for every call of its tool.
-            let by_tool_only = o.get("argumentsHashed") == Some(&Value::Bool(true));
+            let by_tool_only = o.arguments_hashed == Some(Value::Bool(true));
             let mut arguments_hash = o
-                .get("argumentsHash")
+                .arguments_hash
+                .as_ref()
                 .and_then(Value::as_str)
                 .filter(|_| !by_tool_only)
                 .map(str::to_owned);
@@ -344,22 +263,17 @@ fn key_of(
                 method: method.clone(),
                 tool,
                 arguments_hash,
-                path: request
-                    .and_then(|r| r.get("path"))
-                    .and_then(Value::as_str)
-                    .map(path_only),
+                path: request.and_then(CapturedRequest::path_of).map(path_only),
             }
         }
         Some(_) => return Err(LineError::MethodNotString),
         None => {
             let r = request.ok_or(LineError::RequestMissing)?;
             ReplayKey::Http {
-                method: r
-                    .get("method")
-                    .and_then(Value::as_str)
+                method: CapturedRequest::method_of(r)
                     .unwrap_or("POST")
                     .to_ascii_uppercase(),
-                path: path_only(r.get("path").and_then(Value::as_str).unwrap_or("/mcp")),
+                path: path_only(CapturedRequest::path_of(r).unwrap_or("/mcp")),
             }
         }
     };
@@ -368,14 +282,14 @@ fn key_of(
 
 /// The response headers, lower-cased: `contentType` first as `content-type`, then
 /// `headers` (whose own `content-type` then gives way to it).
-fn headers_of(o: &Map<String, Value>) -> Result<Vec<(String, String)>, LineError> {
+fn headers_of(o: &LineRead) -> Result<Vec<(String, String)>, LineError> {
     let mut headers = Vec::new();
-    if let Some(ct) = o.get("contentType").and_then(Value::as_str) {
+    if let Some(ct) = o.content_type.as_ref().and_then(Value::as_str) {
         if !ct.is_empty() {
             headers.push(("content-type".to_string(), ct.to_string()));
         }
     }
-    if let Some(h) = o.get("headers") {
+    if let Some(h) = &o.headers {
         let h = h.as_object().ok_or(LineError::HeadersNotObject)?;
         for (name, value) in h {
             let value = value
@@ -390,24 +304,33 @@ fn headers_of(o: &Map<String, Value>) -> Result<Vec<(String, String)>, LineError
     Ok(headers)
 }
 
-/// `chunks` as decoded by [`ChunksSeed`]: the pairs, or what is wrong with them.
-type ChunksRead = Option<Result<Vec<(f64, usize)>, LineError>>;
-
 /// `headMs` and the chunks, each delay within `max` ms (`--replay-max-delay`), so that a
-/// capture cannot hold a connection for a day.
+/// capture cannot hold a connection for a day. A byte count past `usize` (on a 32-bit host)
+/// is an entry the kitchen cannot serve, refused as not a pair.
 fn delays_of(
-    o: &Map<String, Value>,
-    chunks: ChunksRead,
+    head_ms: Option<&Value>,
+    chunks: Option<ChunksRead>,
     max: f64,
 ) -> Result<(f64, Vec<(f64, usize)>), LineError> {
-    let head_ms = match o.get("headMs") {
+    let head_ms = match head_ms {
         None => 0.0,
         Some(v) => v
             .as_f64()
             .filter(|f| f.is_finite() && *f >= 0.0)
             .ok_or(LineError::HeadMsNotNumber)?,
     };
-    let chunks = chunks.transpose()?.unwrap_or_default();
+    let chunks = chunks
+        .transpose()
+        .map_err(|e| LineError::ChunkNotPair { index: e.index })?
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(index, (at, n))| {
+            usize::try_from(n)
+                .map(|n| (at, n))
+                .map_err(|_| LineError::ChunkNotPair { index })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     if head_ms > max {
         return Err(LineError::HeadTooLate { ms: head_ms, max });
     }
@@ -421,21 +344,18 @@ fn delays_of(
     Ok((head_ms, chunks))
 }
 
-/// `end`: how the captured body ended ([`End::Complete`] when absent).
-fn end_of(o: &Map<String, Value>) -> Result<End, LineError> {
-    match o.get("end") {
-        None => Ok(End::Complete),
-        Some(e) => e
-            .as_str()
-            .and_then(End::parse)
-            .ok_or_else(|| LineError::EndUnknown { end: e.clone() }),
+/// `end`: how the captured body ended ([`BodyEnd::Complete`] when absent).
+fn end_of(o: &LineRead) -> Result<BodyEnd, LineError> {
+    match o.end() {
+        None => Ok(BodyEnd::Complete),
+        Some(e) => e.map_err(|e| LineError::EndUnknown { end: e.clone() }),
     }
 }
 
 /// The response body of a line, moved out of its JSON string (not copied).
-fn take_body(o: &mut Map<String, Value>, max: usize) -> Result<Bytes, LineError> {
+fn take_body(o: &mut LineRead, max: usize) -> Result<Bytes, LineError> {
     let too_big = |size: usize| LineError::BodyTooLarge { size, max };
-    let body = match (o.remove("body"), o.remove("bodyBase64")) {
+    let body = match (o.body.take(), o.body_base64.take()) {
         (Some(_), Some(_)) => return Err(LineError::BodyTwice),
         (Some(Value::String(b)), None) => Bytes::from(b.into_bytes()),
         (Some(_), None) => return Err(LineError::BodyNotString),
@@ -535,6 +455,55 @@ mod tests {
             e.to_string().starts_with("capture line 1: not JSON: "),
             "{e}"
         );
+    }
+
+    /// A `chunks` over `--replay-max-chunks` is refused while it is read, with the place the
+    /// reader stopped, as the JSON reader's own errors say it.
+    #[test]
+    fn too_many_chunks_says_where_reading_stopped() {
+        let limits = CaptureLimits {
+            max_chunks: 3,
+            ..CaptureLimits::default()
+        };
+        let text = b"{\"status\":200,\"method\":\"ping\",\"chunks\":[[0,1],[0,1],[0,1],[0,1]]}";
+        let e = Capture::parse_with(text, &limits).unwrap_err();
+        assert!(matches!(
+            e,
+            CaptureError::Line {
+                line: 1,
+                source: LineError::TooManyChunks {
+                    max: 3,
+                    line: 1,
+                    column: 64
+                }
+            }
+        ));
+        assert_eq!(
+            e.to_string(),
+            "capture line 1: \"chunks\" has more than 3 entries (raise --replay-max-chunks) at line 1 column 64"
+        );
+    }
+
+    /// Lines the proxy wrote (the capture format's golden file) load as the format reads them.
+    #[test]
+    fn lines_the_proxy_wrote_load() {
+        use mcp_triage_wire::capture::CaptureLine;
+        let text = include_str!("../../../mcp-triage-wire/tests/data/capture-v1.jsonl");
+        let c = Capture::parse(text.as_bytes()).unwrap();
+        assert_eq!(c.exchanges.len(), text.lines().count());
+        for x in &c.exchanges {
+            let line = CaptureLine::read(&x.text).unwrap();
+            assert_eq!((x.seq, x.status, x.end), (line.seq, line.status, line.end));
+            let chunks: Vec<(f64, u64)> = x.chunks.iter().map(|&(at, n)| (at, n as u64)).collect();
+            assert_eq!(chunks, line.chunks);
+            assert_eq!(x.head_ms, line.head_ms.unwrap_or(0.0));
+            assert_eq!(x.body_truncated, line.body_truncated);
+            assert_eq!(x.verdict.as_deref(), Some(line.verdict.as_str()));
+            assert_eq!(x.expect_id, line.expect_id);
+            if let Some(b) = &line.body {
+                assert_eq!(&x.body[..], b.as_bytes());
+            }
+        }
     }
 
     /// Each load limit refuses the line over it, naming the line, the limit and its flag.

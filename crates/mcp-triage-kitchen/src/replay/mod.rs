@@ -22,8 +22,9 @@
 //!   gives up; `no_response` with status 502 (the upstream answered nothing) drops the
 //!   connection without a response, with 504 or 408 sends that status (the proxy's answer).
 //!
-//! The kitchen depends on no other crate of this workspace, so the `argumentsHash` of a request
-//! is computed here with the journal's canonical JSON (object keys sorted, no white space).
+//! The line is read with the capture format's one reader (`mcp_triage_wire::capture::LineRead`,
+//! the proxy writes `CaptureLine` from the same module), so its member names and `end` words
+//! (`BodyEnd`) have one home; the `argumentsHash` of a request is the wire crate's too.
 //!
 //! Every request is journaled as `/mcp` requests are, as a [`crate::journal::JournalEntry`]
 //! (the fields `judge` grades: `httpMethod`, `method`, `id`, `tool`, `era`, `session`, `status`,
@@ -52,7 +53,7 @@ mod serve;
 
 pub use capture::{response_message, Capture, CaptureError};
 pub use endpoint::{router, start_replay};
-pub use exchange::{CapturedExchange, End};
+pub use exchange::CapturedExchange;
 pub use key::{capture_arguments_hash, rpc_key, ReplayKey};
 pub use line::LineError;
 pub use lookup::Replay;

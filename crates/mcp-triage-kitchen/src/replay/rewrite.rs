@@ -236,10 +236,10 @@ fn skip_value(text: &[u8], mut i: usize) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::exchange::End;
     use super::super::line::exchange_of;
     use super::super::options::CaptureLimits;
     use super::*;
+    use mcp_triage_wire::capture::BodyEnd;
     use serde_json::json;
 
     fn line(v: Value) -> CapturedExchange {
@@ -290,7 +290,7 @@ mod tests {
         );
         let (b, _) = rewrite_ids(&x, Some(&json!(9)));
         assert!(String::from_utf8_lossy(&b).contains("\"id\":9,"));
-        assert_eq!(x.end, End::UpstreamClosed);
+        assert_eq!(x.end, BodyEnd::UpstreamClosed);
     }
 
     #[test]

@@ -13,7 +13,9 @@ use axum::http::{header, HeaderName, HeaderValue, Response, StatusCode};
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::exchange::{CapturedExchange, End};
+use mcp_triage_wire::capture::BodyEnd;
+
+use super::exchange::CapturedExchange;
 use super::rewrite::rewrite_ids;
 
 /// Name shown in `X-Kitchen-Scenario` and the journal's `scenario` for replayed answers.
@@ -36,7 +38,7 @@ pub(super) fn serve(
     request_id: Option<&Value>,
     speed: f64,
 ) -> Response<Body> {
-    if x.end == End::NoResponse && x.status == 502 {
+    if x.end == BodyEnd::NoResponse && x.status == 502 {
         // The upstream answered nothing (it closed, or the client did first): the proxy closed
         // the client's connection too, so the replay drops it without a response.
         return crate::sse::abort_response();
@@ -63,8 +65,9 @@ pub(super) fn serve(
             HeaderValue::from_static(REPLAY_SCENARIO),
         );
     }
-    let cut = matches!(x.end, End::UpstreamClosed | End::ClientCancelled) || x.body_truncated;
-    let hold = x.end == End::Timeout;
+    let cut =
+        matches!(x.end, BodyEnd::UpstreamClosed | BodyEnd::ClientCancelled) || x.body_truncated;
+    let hold = x.end == BodyEnd::Timeout;
     if had_length && !cut && !hold {
         r.headers_mut()
             .insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));

@@ -19,8 +19,9 @@ use super::request_body::{BodyStalled, RequestCopy, REQUEST_DRAIN};
 use super::response_body::ResponseTap;
 use super::shared::Shared;
 use super::upstream::Sent;
-use crate::capture::{CaptureEnd, ExchangeCapture};
+use crate::capture::ExchangeCapture;
 use crate::record::RecordOutcome;
+use mcp_triage_wire::capture::BodyEnd;
 
 /// Writes the record of an exchange whose handler was dropped before the response head.
 pub(super) struct PendingGuard {
@@ -88,7 +89,7 @@ fn capture_without_response(
 ) {
     if let (Some(mut c), Some(to)) = (capture, sh.capture.as_ref()) {
         c.request_body(&copy.bytes, copy.overflow);
-        c.finish(to, CaptureEnd::NoResponse, answered, verdict.as_str());
+        c.finish(to, BodyEnd::NoResponse, answered, verdict.as_str());
     }
 }
 

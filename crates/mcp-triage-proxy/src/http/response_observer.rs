@@ -12,7 +12,7 @@ use super::exchange::Exchange;
 use super::plan::{is_sse, End, Observed, Plan};
 use super::request_body::{RequestCopy, REQUEST_DRAIN};
 use super::shared::Shared;
-use crate::capture::CaptureEnd;
+use mcp_triage_wire::capture::BodyEnd;
 
 pub(super) enum Stage {
     /// The request body has not been read to its end yet: keep response chunks (bounded) until
@@ -167,9 +167,9 @@ impl ResponseObserver {
         let Some(mut ex) = self.ex else { return };
         let capture = ex.capture.take();
         let ended = match &end {
-            End::Finished => CaptureEnd::Complete,
-            End::Broken(_) => CaptureEnd::UpstreamClosed,
-            End::Cancelled => CaptureEnd::ClientCancelled,
+            End::Finished => BodyEnd::Complete,
+            End::Broken(_) => BodyEnd::UpstreamClosed,
+            End::Cancelled => BodyEnd::ClientCancelled,
         };
         let seen = Observed {
             head: &self.head,

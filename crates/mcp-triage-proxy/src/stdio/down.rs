@@ -20,8 +20,9 @@ use tokio::sync::watch;
 
 use super::scan::TopLevel;
 use super::{json_head, trim_eol, Pending, RelayReport, CHUNK_BYTES};
-use crate::capture::{Capture, CaptureEnd, ExchangeCapture};
+use crate::capture::{Capture, ExchangeCapture};
 use crate::observe::{Call, Observer, Origin};
+use mcp_triage_wire::capture::BodyEnd;
 
 /// Lines up to this many bytes are kept whole and parsed as they are (every ordinary message);
 /// past it a line is streamed (see the module doc). Why 1 MiB: it is where the core stops
@@ -250,7 +251,7 @@ impl Streamed {
         if let (Some(mut x), Some(to)) = (x, d.capture) {
             x.response_head(200, json_head());
             let name = crate::record::outcome_and_layer(Some(call.method()), v.outcome).0;
-            x.finish(to, CaptureEnd::Complete, 200, name.as_str());
+            x.finish(to, BodyEnd::Complete, 200, name.as_str());
         }
         d.observer.finish_call(call, v, true, None, None);
     }
@@ -310,7 +311,7 @@ impl Answer {
         call.record.response_bytes = bytes;
         if let (Some(x), Some(to)) = (capture, d.capture) {
             let name = crate::record::outcome_and_layer(Some(call.method()), verdict.outcome).0;
-            x.finish(to, CaptureEnd::Complete, 200, name.as_str());
+            x.finish(to, BodyEnd::Complete, 200, name.as_str());
         }
         d.observer.finish_call(call, verdict, true, None, None);
     }
@@ -357,7 +358,7 @@ async fn whole_line(line: &[u8], d: &Down<'_>) {
         x.response_head(200, json_head());
         x.chunk(body);
         let name = crate::record::outcome_and_layer(Some(call.method()), verdict.outcome).0;
-        x.finish(to, CaptureEnd::Complete, 200, name.as_str());
+        x.finish(to, BodyEnd::Complete, 200, name.as_str());
     }
     let session = d.origin.session_id.clone();
     d.observer.finish_call(

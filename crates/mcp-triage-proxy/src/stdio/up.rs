@@ -9,9 +9,10 @@ use mcp_triage_core::{Outcome, Verdict};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::{trim_eol, Pending, CHUNK_BYTES};
-use crate::capture::{Capture, CaptureEnd};
+use crate::capture::Capture;
 use crate::observe::{parse_messages, Message, Observer, Origin};
 use crate::record::RecordOutcome;
+use mcp_triage_wire::capture::BodyEnd;
 
 /// One request line as far as it is kept.
 struct Line {
@@ -168,7 +169,7 @@ async fn settle(
         let v = Verdict::connection_error("the server's stdin is closed");
         if let (Some(x), Some(to)) = (x, capture) {
             let name = crate::record::outcome_and_layer(Some(call.method()), v.outcome).0;
-            x.finish(to, CaptureEnd::NoResponse, 502, name.as_str());
+            x.finish(to, BodyEnd::NoResponse, 502, name.as_str());
         }
         observer.finish_call(call, v, false, None, None);
     }
