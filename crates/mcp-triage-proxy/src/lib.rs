@@ -13,6 +13,8 @@
 //! - [`log`]: the record writer (drained on shutdown: no record is lost).
 //! - [`capture`]: `--capture`, every exchange as an exchange-file line for `classify --batch`
 //!   and `kitchen --replay` (off by default).
+//! - [`batch`]: `classify --batch`, an exchange file classified offline on worker threads, and
+//!   its outcome summary.
 //! - `otel` (feature `otlp`, default): spans and the `mcp.client.operation.duration` histogram
 //!   over OTLP/HTTP (http or https collectors).
 //! - [`ui`]: the live page, its SSE feed and Prometheus `/metrics` (`--ui ADDR`).
@@ -22,6 +24,7 @@
 
 #![deny(missing_docs)]
 
+pub mod batch;
 pub mod capture;
 pub mod guard;
 pub mod http;

@@ -21,7 +21,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use mcp_triage_core::exchange::Exchange;
 use mcp_triage_core::{CallContext, RequestId};
 
-use super::classify::{classify_exchange, parse_now, LimitArgs};
+use super::classify::{parse_now, LimitArgs};
+use mcp_triage_proxy::batch::classify_exchange;
 use rows::{Row, RowReader};
 
 pub const EXAMPLES: &str = "\
