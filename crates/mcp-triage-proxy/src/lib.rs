@@ -15,6 +15,8 @@
 //!   and `kitchen --replay` (off by default).
 //! - [`batch`]: `classify --batch`, an exchange file classified offline on worker threads, and
 //!   its outcome summary.
+//! - [`record_log`]: `report`, a log of records (the proxy's or `call --log`'s) read back and
+//!   summarised into the report model of `mcp-triage-report`.
 //! - `otel` (feature `otlp`, default): spans and the `mcp.client.operation.duration` histogram
 //!   over OTLP/HTTP (http or https collectors).
 //! - [`ui`]: the live page, its SSE feed and Prometheus `/metrics` (`--ui ADDR`).
@@ -34,6 +36,7 @@ pub mod observe;
 #[cfg(feature = "otlp")]
 pub mod otel;
 pub mod record;
+pub mod record_log;
 pub mod stdio;
 pub mod tasks;
 pub mod tls;
