@@ -40,9 +40,14 @@ pub struct UiArgs {
     ui_token: Option<String>,
 }
 
-fn non_empty_token(s: &str) -> Result<String, String> {
+/// `--ui-token` given empty.
+#[derive(Debug, thiserror::Error)]
+#[error("the token must not be empty")]
+pub struct EmptyToken;
+
+fn non_empty_token(s: &str) -> Result<String, EmptyToken> {
     if s.is_empty() {
-        return Err("the token must not be empty".into());
+        return Err(EmptyToken);
     }
     Ok(s.to_string())
 }

@@ -59,14 +59,40 @@ enum RowFormat {
     JsonEachRow,
 }
 
-fn parse_format(s: &str) -> Result<RowFormat, String> {
+/// A `--format` that is none of the supported ones.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a supported format (TabSeparated or JSONEachRow)")]
+pub struct UnknownFormat(String);
+
+fn parse_format(s: &str) -> Result<RowFormat, UnknownFormat> {
     match s.to_ascii_lowercase().as_str() {
         "tabseparated" | "tsv" => Ok(RowFormat::TabSeparated),
         "jsoneachrow" | "ndjson" | "jsonlines" => Ok(RowFormat::JsonEachRow),
-        _ => Err(format!(
-            "{s:?} is not a supported format (TabSeparated or JSONEachRow)"
-        )),
+        _ => Err(UnknownFormat(s.to_string())),
     }
+}
+
+/// Why the stream broke: results could no longer be matched to rows.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UdfError {
+    /// Reading rows or writing results failed.
+    #[error("udf clickhouse: {0}")]
+    Io(#[source] io::Error),
+    /// A chunk header that is not a row count.
+    #[error("chunk header {0:?} is not a row count (is send_chunk_header set without --chunk-header, or the reverse?)")]
+    ChunkHeader(String),
+    /// A chunk header longer than a row may be.
+    #[error("a chunk header longer than --max-row-bytes {0}")]
+    ChunkHeaderTooLong(usize),
+    /// The input ended inside a block.
+    #[error("the input ended after {done} of a block's {rows} rows")]
+    EndedInBlock {
+        /// Rows of the block answered.
+        done: u64,
+        /// Rows its chunk header announced.
+        rows: u64,
+    },
 }
 
 /// Which arguments the function declares.
@@ -134,7 +160,7 @@ pub struct ClickhouseArgs {
     limits: LimitArgs,
 }
 
-pub fn run(args: UdfArgs) -> Result<ExitCode, String> {
+pub fn run(args: UdfArgs) -> Result<ExitCode, UdfError> {
     match args.engine {
         Engine::Clickhouse(a) => run_clickhouse(&a),
     }
@@ -206,21 +232,19 @@ impl Answerer<'_> {
 }
 
 /// A chunk header: the block's row count, alone on its line.
-fn chunk_rows(row: Row<'_>) -> Result<u64, String> {
+fn chunk_rows(row: Row<'_>) -> Result<u64, UdfError> {
     match row {
         Row::Line(l) => {
             let text = String::from_utf8_lossy(l);
             text.trim()
                 .parse::<u64>()
-                .map_err(|_| format!("chunk header {text:?} is not a row count (is send_chunk_header set without --chunk-header, or the reverse?)"))
+                .map_err(|_| UdfError::ChunkHeader(text.into_owned()))
         }
-        Row::TooLong { limit } => Err(format!(
-            "a chunk header longer than --max-row-bytes {limit}"
-        )),
+        Row::TooLong { limit } => Err(UdfError::ChunkHeaderTooLong(limit)),
     }
 }
 
-fn run_clickhouse(args: &ClickhouseArgs) -> Result<ExitCode, String> {
+fn run_clickhouse(args: &ClickhouseArgs) -> Result<ExitCode, UdfError> {
     let mut answerer = Answerer {
         args,
         base: CallContext::new(RequestId::Number(1))
@@ -234,7 +258,7 @@ fn run_clickhouse(args: &ClickhouseArgs) -> Result<ExitCode, String> {
     let stdout = io::stdout();
     let mut rows = RowReader::new(stdin.lock(), args.max_row_bytes);
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-    let io_err = |e: io::Error| format!("udf clickhouse: {e}");
+    let io_err = UdfError::Io;
     loop {
         let block = if args.chunk_header {
             match rows.next_row(&mut out).map_err(io_err)? {
@@ -254,11 +278,7 @@ fn run_clickhouse(args: &ClickhouseArgs) -> Result<ExitCode, String> {
                 Some(row) => answerer.answer(row, &mut out).map_err(io_err)?,
                 None => match block {
                     None => break,
-                    Some(n) => {
-                        return Err(format!(
-                            "the input ended after {done} of a block's {n} rows"
-                        ))
-                    }
+                    Some(rows) => return Err(UdfError::EndedInBlock { done, rows }),
                 },
             }
             done += 1;
