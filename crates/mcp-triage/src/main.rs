@@ -1,6 +1,8 @@
 //! `mcp-triage`: the command line. It parses arguments and wires the workspace's crates
 //! together; what a command does lives in the crate it calls (the classifier in
-//! `mcp-triage-core`, the fault-injection server in `mcp-triage-kitchen`, the client in `mcp-triage-client`). See `mcp-triage --help`.
+//! `mcp-triage-core`, the fault-injection server in `mcp-triage-kitchen`, the client in
+//! `mcp-triage-client`, the `classify --batch` engine and `report`'s summary in
+//! `mcp-triage-proxy`'s `batch` and `record_log`). See `mcp-triage --help`.
 
 mod allocator;
 mod cmd;
