@@ -10,7 +10,7 @@ use mcp_triage_client::Client;
 use serde_json::{json, Value};
 
 use super::call::Format;
-use super::client_args::{runtime, stderr_block, ConnArgs, LimitArgs, OAuthArgs};
+use super::client_args::{runtime, stderr_block, ArgsError, ConnArgs, LimitArgs, OAuthArgs};
 use super::signature::signature;
 
 pub const EXAMPLES: &str = "\
@@ -41,7 +41,7 @@ pub struct ListArgs {
     pub limits: LimitArgs,
 }
 
-pub fn run(args: ListArgs) -> Result<ExitCode, String> {
+pub fn run(args: ListArgs) -> Result<ExitCode, ArgsError> {
     let target = args.conn.target(args.url.as_deref())?;
     let opts = args.conn.options(&args.oauth, &args.limits)?;
     let rt = runtime()?;

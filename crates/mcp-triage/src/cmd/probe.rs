@@ -10,13 +10,17 @@ use std::collections::HashSet;
 use std::process::ExitCode;
 
 use clap::Args;
-use mcp_triage_client::{CallOptions, Client, ClientOptions, ToolInfo, VersionChoice};
+use mcp_triage_client::{
+    CallOptions, Client, ClientOptions, ConnectError, ToolInfo, VersionChoice,
+};
 use mcp_triage_core::{Outcome, ProtocolVersion};
-use mcp_triage_report::{Case, Check, Report, ReportTarget, Status, Suite};
+use mcp_triage_report::{Case, Check, Report, ReportTarget, Status, Suite, WriteError};
 use serde_json::{json, Value};
 
 use super::call::Format;
-use super::client_args::{runtime, ConnArgs, InputArgs, LimitArgs, OAuthArgs, RetryArgs};
+use super::client_args::{
+    runtime, ArgsError, ConnArgs, InputArgs, LimitArgs, OAuthArgs, RetryArgs,
+};
 use super::probe_checks::{self, Finding};
 
 pub const EXAMPLES: &str = "\
@@ -198,7 +202,22 @@ async fn era_probe(
     }
 }
 
-pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
+/// Why `probe` did not probe (what it finds is its output and exit status, not this).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProbeError {
+    /// The connection, client or input options cannot be used.
+    #[error(transparent)]
+    Args(#[from] ArgsError),
+    /// The server could not be reached or set up.
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    /// A `--report` file could not be written.
+    #[error(transparent)]
+    Report(#[from] WriteError),
+}
+
+pub fn run(args: ProbeArgs) -> Result<ExitCode, ProbeError> {
     let target = args.conn.target(args.url.as_deref())?;
     let mut opts = args.conn.options(&args.oauth, &args.limits)?;
     args.input.apply(&mut opts)?;
@@ -209,7 +228,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
     let t0 = std::time::Instant::now();
     let is_http = matches!(target, mcp_triage_client::Target::Http { .. });
     let report = rt.block_on(async {
-        let client = Client::connect(target.clone(), opts.clone()).await.map_err(|e| e.to_string())?;
+        let client = Client::connect(target.clone(), opts.clone()).await?;
         let tools = client.list_tools().await.map_err(|e| e.to_string());
         let mut report = json!({
             "target": target.describe(),
@@ -232,7 +251,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
                 }
                 client.close().await;
                 report["toolsError"] = json!(e);
-                return Ok::<_, String>(report);
+                return Ok::<_, ProbeError>(report);
             }
         };
         let mut names = HashSet::new();
@@ -282,7 +301,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
         let mut r = probe_report(&report);
         r.started = Some(started);
         r.suites[0].duration_ms = Some(t0.elapsed().as_millis() as u64);
-        mcp_triage_report::write_all(&args.reports, &r).map_err(|e| e.to_string())?;
+        mcp_triage_report::write_all(&args.reports, &r)?;
     }
     if report.get("toolsError").is_some() {
         return Ok(Exit::Transport.into());
