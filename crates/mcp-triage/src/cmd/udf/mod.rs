@@ -24,6 +24,7 @@ use mcp_triage_core::{CallContext, RequestId};
 use super::classify::{parse_now, LimitArgs};
 use mcp_triage_proxy::batch::classify_exchange;
 use rows::{Row, RowReader};
+use tsv::RowError;
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -180,17 +181,17 @@ struct Answerer<'a> {
 }
 
 impl Answerer<'_> {
-    fn exchange<'r>(&self, line: &'r [u8]) -> Result<Exchange<'r>, String> {
+    fn exchange<'r>(&self, line: &'r [u8]) -> Result<Exchange<'r>, RowError> {
         match self.args.format {
             RowFormat::TabSeparated => tsv::parse_row(line, self.args.form),
             RowFormat::JsonEachRow => {
-                let mut x = Exchange::parse(line).map_err(|e| e.to_string())?;
+                let mut x = Exchange::parse(line)?;
                 // The argument is an Int64; ClickHouse quotes 64-bit integers in JSON unless
                 // output_format_json_quote_64bit_integers = 0, so a digit string is that Int64.
                 if let RequestId::String(s) = &x.expected_id {
                     let n = s
                         .parse::<i64>()
-                        .map_err(|_| format!("\"expectId\" {s:?} is not an Int64"))?;
+                        .map_err(|_| RowError::JsonExpectId(s.clone()))?;
                     x.expected_id = RequestId::Number(n);
                 }
                 Ok(x)
@@ -201,7 +202,7 @@ impl Answerer<'_> {
     fn answer(&mut self, row: Row<'_>, out: &mut impl Write) -> io::Result<()> {
         self.rows_seen += 1;
         let verdict = match row {
-            Row::TooLong { limit } => Err(format!("longer than --max-row-bytes {limit}")),
+            Row::TooLong { limit } => Err(RowError::TooLong(limit)),
             Row::Line(line) => self
                 .exchange(line)
                 .map(|x| classify_exchange(&x, &self.base)),
