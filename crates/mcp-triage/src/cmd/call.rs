@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use mcp_triage_client::precheck::{check_call, CallProblem};
-use mcp_triage_client::{CallOptions, CallRecord, Client, Interrupt, RetryOrigin};
+use mcp_triage_client::{CallOptions, CallRecord, Client, ClientOptions, Interrupt, RetryOrigin};
 use mcp_triage_core::{error_code_name, Outcome, ProtocolVersion};
 use serde_json::{Map, Value};
 
@@ -222,14 +222,8 @@ fn arguments(args: &CallArgs) -> Result<Value, CallError> {
     Ok(Value::Object(m))
 }
 
-pub fn run(args: CallArgs) -> Result<ExitCode, CallError> {
-    let (url, tool) = match (args.conn.has_target_flag(), args.positional.as_slice()) {
-        (true, [tool]) => (None, tool.clone()),
-        (false, [url, tool]) => (Some(url.clone()), tool.clone()),
-        (true, _) => return Err(CallError::OnlyTheTool),
-        (false, _) => return Err(CallError::UrlAndTool),
-    };
-    let target = args.conn.target(url.as_deref())?;
+/// The client options `call`'s flags set: connection, input, retries, tasks, logging.
+fn client_options(args: &CallArgs) -> Result<ClientOptions, CallError> {
     let mut opts = args.conn.options(&args.oauth, &args.limits)?;
     args.input.apply(&mut opts)?;
     args.retry.apply(&mut opts)?;
@@ -247,6 +241,18 @@ pub fn run(args: CallArgs) -> Result<ExitCode, CallError> {
     opts.list_tools_first = !args.no_list;
     opts.log_arguments = args.log_arguments;
     opts.keep_result = args.log_result;
+    Ok(opts)
+}
+
+pub fn run(args: CallArgs) -> Result<ExitCode, CallError> {
+    let (url, tool) = match (args.conn.has_target_flag(), args.positional.as_slice()) {
+        (true, [tool]) => (None, tool.clone()),
+        (false, [url, tool]) => (Some(url.clone()), tool.clone()),
+        (true, _) => return Err(CallError::OnlyTheTool),
+        (false, _) => return Err(CallError::UrlAndTool),
+    };
+    let target = args.conn.target(url.as_deref())?;
+    let opts = client_options(&args)?;
     let arguments = arguments(&args)?;
     let interrupt = Interrupt::new();
     let co = CallOptions {

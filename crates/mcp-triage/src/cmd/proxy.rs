@@ -371,7 +371,8 @@ fn runtime() -> Result<tokio::runtime::Runtime, RunError> {
         .map_err(RunError::Runtime)
 }
 
-pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, RunError> {
+/// The forwarding options `proxy`'s flags set, each checked (the capture is added later).
+fn proxy_options(args: &ProxyArgs) -> Result<ProxyOptions, RunError> {
     let mut options = ProxyOptions::new(&args.upstream)?;
     for path in &args.upstream_ca {
         let pem = std::fs::read(path).map_err(|source| RunError::UpstreamCa {
@@ -429,6 +430,11 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, RunError> {
     options.body_deadline = seconds("--body-deadline", args.body_deadline, true)?;
     options.response_timeout = seconds("--response-timeout", args.response_timeout, true)?;
     options.max_connections = args.max_connections as usize;
+    Ok(options)
+}
+
+pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, RunError> {
+    let mut options = proxy_options(&args)?;
     let peer = mcp_triage_proxy::otel::Peer {
         address: options.upstream.host().map(str::to_string),
         port: Some(options.upstream_port()),
