@@ -405,6 +405,49 @@ fn same_failure(a: &str, b: &str) -> bool {
     !b.is_empty() && cause(a) == cause(b)
 }
 
+/// A listed tool's case in the probe report: its definition's problems, and its read-only
+/// call when one was made.
+fn tool_case(t: &Value) -> Case {
+    let problems: Vec<&str> = t["problems"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut checks = vec![if problems.is_empty() {
+        Check::new("definition", Status::Pass, "no problem found")
+    } else {
+        Check::new(
+            "definition",
+            Status::Fail,
+            format!("{} problem(s) in the definition", problems.len()),
+        )
+        .with_evidence(problems)
+        .with_references(["spec: server/tools (Tool definition, inputSchema, x-mcp-header)"])
+    }];
+    if let Some(c) = t.get("call") {
+        let ok = c["outcome"] == "TOOL_SUCCESS";
+        checks.push(Check::new(
+            "call",
+            if ok { Status::Pass } else { Status::Fail },
+            format!(
+                "called with {{}}: {}/{} {}",
+                c["layer"].as_str().unwrap_or(""),
+                c["outcome"].as_str().unwrap_or(""),
+                c["message"].as_str().unwrap_or("")
+            )
+            .trim_end()
+            .to_string(),
+        ));
+    }
+    Case {
+        properties: Vec::new(),
+        name: format!("tool {}", t["name"].as_str().unwrap_or("")),
+        checks,
+        ..Case::default()
+    }
+}
+
 /// The probe's findings (the JSON that `--format json` prints) as a report: one case per
 /// era (`supported`; an era the server does not speak is skipped, not failed, because a server
 /// need not speak both), one per capability the server declared (`declared`, its JSON as
@@ -456,44 +499,7 @@ fn probe_report(p: &Value) -> Report {
         });
     }
     for t in p["tools"].as_array().into_iter().flatten() {
-        let problems: Vec<&str> = t["problems"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        let mut checks = vec![if problems.is_empty() {
-            Check::new("definition", Status::Pass, "no problem found")
-        } else {
-            Check::new(
-                "definition",
-                Status::Fail,
-                format!("{} problem(s) in the definition", problems.len()),
-            )
-            .with_evidence(problems)
-            .with_references(["spec: server/tools (Tool definition, inputSchema, x-mcp-header)"])
-        }];
-        if let Some(c) = t.get("call") {
-            let ok = c["outcome"] == "TOOL_SUCCESS";
-            checks.push(Check::new(
-                "call",
-                if ok { Status::Pass } else { Status::Fail },
-                format!(
-                    "called with {{}}: {}/{} {}",
-                    c["layer"].as_str().unwrap_or(""),
-                    c["outcome"].as_str().unwrap_or(""),
-                    c["message"].as_str().unwrap_or("")
-                )
-                .trim_end()
-                .to_string(),
-            ));
-        }
-        cases.push(Case {
-            properties: Vec::new(),
-            name: format!("tool {}", t["name"].as_str().unwrap_or("")),
-            checks,
-            ..Case::default()
-        });
+        cases.push(tool_case(t));
     }
     for c in p["checks"].as_array().into_iter().flatten() {
         let detail = c["detail"].as_str().unwrap_or("");
