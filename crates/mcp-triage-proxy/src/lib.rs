@@ -13,6 +13,10 @@
 //! - [`log`]: the record writer (drained on shutdown: no record is lost).
 //! - [`capture`]: `--capture`, every exchange as an exchange-file line for `classify --batch`
 //!   and `kitchen --replay` (off by default).
+//! - [`batch`]: `classify --batch`, an exchange file classified offline on worker threads, and
+//!   its outcome summary.
+//! - [`record_log`]: `report`, a log of records (the proxy's or `call --log`'s) read back and
+//!   summarised into the report model of `mcp-triage-report`.
 //! - `otel` (feature `otlp`, default): spans and the `mcp.client.operation.duration` histogram
 //!   over OTLP/HTTP (http or https collectors).
 //! - [`ui`]: the live page, its SSE feed and Prometheus `/metrics` (`--ui ADDR`).
@@ -22,6 +26,7 @@
 
 #![deny(missing_docs)]
 
+pub mod batch;
 pub mod capture;
 pub mod guard;
 pub mod http;
@@ -31,6 +36,7 @@ pub mod observe;
 #[cfg(feature = "otlp")]
 pub mod otel;
 pub mod record;
+pub mod record_log;
 pub mod stdio;
 pub mod tasks;
 pub mod tls;

@@ -8,11 +8,11 @@
 use mcp_triage_core::{
     AttemptRecord, CallRecord, JsonRpcInfo, Layer, Outcome, RetryOrigin, Verdict, Warning,
 };
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
-/// What kind of exchange a record describes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// What kind of exchange a record describes (read back from a log by `report`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum RecordKind {
     /// A client request and the response to it.
@@ -467,8 +467,8 @@ impl Record {
 /// answered `TASK_CREATED`). Its call is not over there: the call's end is the `taskEnd`
 /// record the proxy writes, and that is the record counted as the call, so a task call counts
 /// once, with its final verdict, in the metrics and in `report` alike. The one home of that rule.
-pub fn is_task_start(is_request: bool, outcome: &str) -> bool {
-    is_request && outcome == "TASK_CREATED"
+pub fn is_task_start(kind: RecordKind, outcome: RecordOutcome) -> bool {
+    kind == RecordKind::Request && outcome == Outcome::TaskCreated
 }
 
 /// A record's `outcome` and `layer` for a verdict of a request with `method` (None: a

@@ -1,6 +1,8 @@
 //! `mcp-triage`: the command line. It parses arguments and wires the workspace's crates
 //! together; what a command does lives in the crate it calls (the classifier in
-//! `mcp-triage-core`, the fault-injection server in `mcp-triage-kitchen`, the client in `mcp-triage-client`). See `mcp-triage --help`.
+//! `mcp-triage-core`, the fault-injection server in `mcp-triage-kitchen`, the client in
+//! `mcp-triage-client`, the `classify --batch` engine and `report`'s summary in
+//! `mcp-triage-proxy`'s `batch` and `record_log`). See `mcp-triage --help`.
 
 mod allocator;
 mod cmd;
@@ -69,21 +71,23 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Classify(args) => cmd::classify::run(args),
-        Command::Kitchen(args) => cmd::kitchen::run(args),
-        Command::Judge(args) => cmd::judge::run(args),
-        Command::Report(args) => cmd::report::run(args),
-        Command::Completions(args) => cmd::completions::completions(args, Cli::command()),
-        Command::Man(args) => cmd::completions::man(args, Cli::command()),
-        Command::Call(args) => cmd::call::run(args),
-        Command::List(args) => cmd::list::run(args),
-        Command::Demo(args) => cmd::demo::run(args),
-        Command::Probe(args) => cmd::probe::run(args),
-        Command::ConformanceClient(args) => cmd::conformance::run(args),
-        Command::Proxy(args) => cmd::proxy::run_proxy(args),
-        Command::Wrap(args) => cmd::proxy::run_wrap(args),
-        Command::Udf(args) => cmd::udf::run(args),
+    let result: Result<ExitCode, Box<dyn std::error::Error>> = match cli.command {
+        Command::Classify(args) => cmd::classify::run(args).map_err(Into::into),
+        Command::Kitchen(args) => cmd::kitchen::run(args).map_err(Into::into),
+        Command::Judge(args) => cmd::judge::run(args).map_err(Into::into),
+        Command::Report(args) => cmd::report::run(args).map_err(Into::into),
+        Command::Completions(args) => {
+            cmd::completions::completions(args, Cli::command()).map_err(Into::into)
+        }
+        Command::Man(args) => cmd::completions::man(args, Cli::command()).map_err(Into::into),
+        Command::Call(args) => cmd::call::run(args).map_err(Into::into),
+        Command::List(args) => cmd::list::run(args).map_err(Into::into),
+        Command::Demo(args) => cmd::demo::run(args).map_err(Into::into),
+        Command::Probe(args) => cmd::probe::run(args).map_err(Into::into),
+        Command::ConformanceClient(args) => cmd::conformance::run(args).map_err(Into::into),
+        Command::Proxy(args) => cmd::proxy::run_proxy(args).map_err(Into::into),
+        Command::Wrap(args) => cmd::proxy::run_wrap(args).map_err(Into::into),
+        Command::Udf(args) => cmd::udf::run(args).map_err(Into::into),
     };
     match result {
         Ok(code) => code,

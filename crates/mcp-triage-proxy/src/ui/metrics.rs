@@ -155,8 +155,7 @@ impl Metrics {
         let tool = self.tool_label(record.tool.as_deref());
         let layer = record.layer.map_or(NO_LAYER, Layer::as_str).to_string();
         let outcome = record.outcome.as_str().to_string();
-        let is_request = record.kind == crate::record::RecordKind::Request;
-        if !crate::record::is_task_start(is_request, &outcome) {
+        if !crate::record::is_task_start(record.kind, record.outcome) {
             *self
                 .calls
                 .entry((tool.clone(), layer.clone(), outcome.clone()))

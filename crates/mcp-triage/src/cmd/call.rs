@@ -8,11 +8,13 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use mcp_triage_client::precheck::{check_call, CallProblem};
-use mcp_triage_client::{CallOptions, CallRecord, Client, Interrupt, RetryOrigin};
+use mcp_triage_client::{CallOptions, CallRecord, Client, ClientOptions, Interrupt, RetryOrigin};
 use mcp_triage_core::{error_code_name, Outcome, ProtocolVersion};
 use serde_json::{Map, Value};
 
-use super::client_args::{runtime, ConnArgs, InputArgs, LimitArgs, OAuthArgs, RetryArgs};
+use super::client_args::{
+    runtime, ArgsError, ConnArgs, InputArgs, LimitArgs, OAuthArgs, RetryArgs,
+};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -142,68 +144,115 @@ enum Ended {
 
 /// The usage error for a listed tool whose `x-mcp-header`s break the 2026-07-28 rules, or
 /// None when the tool is fine or not listed (an unlisted tool is the server's to answer).
-fn invalid_tool(tools: &[mcp_triage_client::ToolInfo], name: &str) -> Option<String> {
+fn invalid_tool(tools: &[mcp_triage_client::ToolInfo], name: &str) -> Option<CallError> {
     let t = tools.iter().find(|t| t.name == name)?;
     let problems = super::probe::header_problems(&t.definition);
     if problems.is_empty() {
         return None;
     }
-    Some(format!(
-        "tool {name:?} has an invalid x-mcp-header in its inputSchema, so a 2026-07-28 client \
-         must not call it: {}; pass --allow-invalid-tool to call it anyway",
-        problems.join("; ")
-    ))
+    Some(CallError::InvalidHeader {
+        tool: name.to_string(),
+        problems: problems.join("; "),
+    })
 }
 
-fn arguments(args: &CallArgs) -> Result<Value, String> {
+/// Why `call` did not call (a call that failed is a record and an exit status, not this).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// The connection, client or input options cannot be used.
+    #[error(transparent)]
+    Args(#[from] ArgsError),
+    /// `--args` is not JSON.
+    #[error("--args is not JSON: {0}")]
+    ArgsNotJson(#[source] serde_json::Error),
+    /// `--args` is JSON but not an object.
+    #[error("--args must be a JSON object")]
+    ArgsNotObject,
+    /// An `--arg` without `=`.
+    #[error("--arg {0:?} is not KEY=VALUE")]
+    Arg(String),
+    /// A URL positional besides --stdio or --config.
+    #[error("with --stdio or --config give only the TOOL")]
+    OnlyTheTool,
+    /// Not a URL and a tool.
+    #[error("give the URL and the TOOL (or --stdio/--config and the TOOL)")]
+    UrlAndTool,
+    /// `--task-timeout` out of range.
+    #[error("--task-timeout must be a positive number of seconds below a day")]
+    TaskTimeout,
+    /// `--max-task-attempts` below 2.
+    #[error("--max-task-attempts must be at least 2")]
+    MaxTaskAttempts,
+    /// The listed tool's `x-mcp-header`s break the 2026-07-28 rules.
+    #[error("tool {tool:?} has an invalid x-mcp-header in its inputSchema, so a 2026-07-28 client must not call it: {problems}; pass --allow-invalid-tool to call it anyway")]
+    InvalidHeader {
+        /// The tool.
+        tool: String,
+        /// What is wrong, `; `-separated.
+        problems: String,
+    },
+    /// The record could not be written as JSON.
+    #[error(transparent)]
+    Record(serde_json::Error),
+    /// The `--log` file could not be appended to.
+    #[error("--log {}: {source}", path.display())]
+    Log {
+        /// The log file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+fn arguments(args: &CallArgs) -> Result<Value, CallError> {
     if let Some(text) = &args.args {
-        let v: Value =
-            serde_json::from_str(text).map_err(|e| format!("--args is not JSON: {e}"))?;
+        let v: Value = serde_json::from_str(text).map_err(CallError::ArgsNotJson)?;
         if !v.is_object() {
-            return Err("--args must be a JSON object".into());
+            return Err(CallError::ArgsNotObject);
         }
         return Ok(v);
     }
     let mut m = Map::new();
     for a in &args.arg {
-        let (k, v) = a
-            .split_once('=')
-            .ok_or_else(|| format!("--arg {a:?} is not KEY=VALUE"))?;
+        let (k, v) = a.split_once('=').ok_or_else(|| CallError::Arg(a.clone()))?;
         let value = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_string()));
         m.insert(k.to_string(), value);
     }
     Ok(Value::Object(m))
 }
 
-pub fn run(args: CallArgs) -> Result<ExitCode, String> {
-    let (url, tool) = match (args.conn.has_target_flag(), args.positional.as_slice()) {
-        (true, [tool]) => (None, tool.clone()),
-        (false, [url, tool]) => (Some(url.clone()), tool.clone()),
-        (true, _) => return Err("with --stdio or --config give only the TOOL".into()),
-        (false, _) => {
-            return Err("give the URL and the TOOL (or --stdio/--config and the TOOL)".into())
-        }
-    };
-    let target = args.conn.target(url.as_deref())?;
+/// The client options `call`'s flags set: connection, input, retries, tasks, logging.
+fn client_options(args: &CallArgs) -> Result<ClientOptions, CallError> {
     let mut opts = args.conn.options(&args.oauth, &args.limits)?;
     args.input.apply(&mut opts)?;
     args.retry.apply(&mut opts)?;
     opts.use_tasks = args.task;
     opts.task_timeout = match args.task_timeout {
         Some(s) if s.is_finite() && s > 0.0 && s < 86_400.0 => Some(Duration::from_secs_f64(s)),
-        Some(_) => {
-            return Err("--task-timeout must be a positive number of seconds below a day".into())
-        }
+        Some(_) => return Err(CallError::TaskTimeout),
         None => None,
     };
     if args.max_task_attempts < 2 {
-        return Err("--max-task-attempts must be at least 2".into());
+        return Err(CallError::MaxTaskAttempts);
     }
     opts.max_task_attempts = args.max_task_attempts;
     opts.scenario = args.scenario.clone();
     opts.list_tools_first = !args.no_list;
     opts.log_arguments = args.log_arguments;
     opts.keep_result = args.log_result;
+    Ok(opts)
+}
+
+pub fn run(args: CallArgs) -> Result<ExitCode, CallError> {
+    let (url, tool) = match (args.conn.has_target_flag(), args.positional.as_slice()) {
+        (true, [tool]) => (None, tool.clone()),
+        (false, [url, tool]) => (Some(url.clone()), tool.clone()),
+        (true, _) => return Err(CallError::OnlyTheTool),
+        (false, _) => return Err(CallError::UrlAndTool),
+    };
+    let target = args.conn.target(url.as_deref())?;
+    let opts = client_options(&args)?;
     let arguments = arguments(&args)?;
     let interrupt = Interrupt::new();
     let co = CallOptions {
@@ -288,7 +337,7 @@ pub fn run(args: CallArgs) -> Result<ExitCode, String> {
     }
     let mut out = std::io::stdout().lock();
     let text = match args.format {
-        Format::Json => serde_json::to_string(&record).map_err(|e| e.to_string())?,
+        Format::Json => serde_json::to_string(&record).map_err(CallError::Record)?,
         Format::Text => account(&record, problem.as_ref()),
     };
     let _ = writeln!(out, "{text}");
@@ -393,15 +442,18 @@ fn cause(r: &CallRecord, problem: Option<&CallProblem>) -> Option<String> {
     None
 }
 
-fn append_log(path: &std::path::Path, record: &CallRecord) -> Result<(), String> {
-    let mut line = serde_json::to_string(record).map_err(|e| e.to_string())?;
+fn append_log(path: &std::path::Path, record: &CallRecord) -> Result<(), CallError> {
+    let mut line = serde_json::to_string(record).map_err(CallError::Record)?;
     line.push('\n');
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
         .and_then(|mut f| f.write_all(line.as_bytes()))
-        .map_err(|e| format!("--log {}: {e}", path.display()))
+        .map_err(|source| CallError::Log {
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 /// The readable account: target, each attempt and the decision after it, the end, a hint.

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use mcp_triage_client::{Answers, ClientOptions, Target, VersionChoice};
+use mcp_triage_client::{Answers, AnswersError, ClientOptions, Target, TargetError, VersionChoice};
 use mcp_triage_core::retry::AnnotationTrust;
 
 /// Where the server is and how to reach it: every client command flattens this first, since
@@ -191,9 +191,74 @@ pub struct OAuthArgs {
     pub no_token_store: bool,
 }
 
+/// Client options given on the command line that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArgsError {
+    /// `--client-secret-env` names a variable that is not set.
+    #[error("--client-secret-env {0}: the variable is not set (or not UTF-8)")]
+    SecretEnv(String),
+    /// `--client-key-file` cannot be read.
+    #[error("--client-key-file {}: {source}", path.display())]
+    KeyFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `--grant client-credentials` without a client and a credential.
+    #[error(
+        "--grant client-credentials needs --client-id and --client-secret-env or --client-key-file"
+    )]
+    ClientCredentials,
+    /// `--max-authorizations 0`.
+    #[error("--max-authorizations must be at least 1")]
+    MaxAuthorizations,
+    /// A duration option out of range (the option's name without `--`).
+    #[error("--{0} must be a positive number of seconds below a day")]
+    Seconds(&'static str),
+    /// The target cannot be used.
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    /// No target given.
+    #[error("give a URL, --stdio 'CMD ARGS', or --config FILE --server NAME")]
+    NoTarget,
+    /// A URL and --stdio or --config.
+    #[error("give either a URL or --stdio/--config, not both")]
+    TwoTargets,
+    /// A `--header` without a colon.
+    #[error("--header {0:?} is not NAME:VALUE")]
+    Header(String),
+    /// `--header` with a stdio target.
+    #[error("--header applies to HTTP targets only")]
+    HeaderNotHttp,
+    /// The `--input` file cannot be read.
+    #[error("--input {}: {source}", path.display())]
+    Input {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The `--input` file is not JSON.
+    #[error("--input {}: not JSON: {source}", path.display())]
+    InputNotJson {
+        /// The file.
+        path: PathBuf,
+        /// The parser's error.
+        source: serde_json::Error,
+    },
+    /// An `--input` document or `--answer` that gives no usable answer.
+    #[error(transparent)]
+    Answers(#[from] AnswersError),
+    /// The tokio runtime did not start.
+    #[error("could not start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
 impl OAuthArgs {
     /// The OAuth options, or `None` when OAuth is off.
-    pub fn options(&self) -> Result<Option<mcp_triage_client::OAuthOptions>, String> {
+    pub fn options(&self) -> Result<Option<mcp_triage_client::OAuthOptions>, ArgsError> {
         use mcp_triage_client::{oauth::store, AuthorizeMode, Grant, OAuthOptions};
         use std::io::IsTerminal;
         let asked = self.oauth
@@ -210,15 +275,15 @@ impl OAuthArgs {
             return Ok(None);
         }
         let client_secret = match &self.client_secret_env {
-            Some(var) => Some(std::env::var(var).map_err(|_| {
-                format!("--client-secret-env {var}: the variable is not set (or not UTF-8)")
-            })?),
+            Some(var) => Some(std::env::var(var).map_err(|_| ArgsError::SecretEnv(var.clone()))?),
             None => None,
         };
         let client_key_pem = match &self.client_key_file {
             Some(f) => Some(
-                std::fs::read_to_string(f)
-                    .map_err(|e| format!("--client-key-file {}: {e}", f.display()))?,
+                std::fs::read_to_string(f).map_err(|source| ArgsError::KeyFile {
+                    path: f.clone(),
+                    source,
+                })?,
             ),
             None => None,
         };
@@ -226,10 +291,7 @@ impl OAuthArgs {
             Some("client-credentials") => {
                 if self.client_id.is_none() || (client_secret.is_none() && client_key_pem.is_none())
                 {
-                    return Err(
-                        "--grant client-credentials needs --client-id and --client-secret-env or --client-key-file"
-                            .into(),
-                    );
+                    return Err(ArgsError::ClientCredentials);
                 }
                 Grant::ClientCredentials
             }
@@ -252,7 +314,7 @@ impl OAuthArgs {
             }
         };
         if self.max_authorizations == 0 {
-            return Err("--max-authorizations must be at least 1".into());
+            return Err(ArgsError::MaxAuthorizations);
         }
         Ok(Some(OAuthOptions {
             grant,
@@ -270,11 +332,9 @@ impl OAuthArgs {
     }
 }
 
-fn seconds(name: &str, s: f64) -> Result<Duration, String> {
+fn seconds(name: &'static str, s: f64) -> Result<Duration, ArgsError> {
     if !(s.is_finite() && s > 0.0 && s < 86_400.0) {
-        return Err(format!(
-            "--{name} must be a positive number of seconds below a day"
-        ));
+        return Err(ArgsError::Seconds(name));
     }
     Ok(Duration::from_secs_f64(s))
 }
@@ -285,28 +345,26 @@ impl ConnArgs {
         self.stdio.is_some() || self.config.is_some()
     }
 
-    pub fn target(&self, url: Option<&str>) -> Result<Target, String> {
+    pub fn target(&self, url: Option<&str>) -> Result<Target, ArgsError> {
         let mut t = match (&self.stdio, &self.config, url) {
-            (Some(cmd), _, None) => Target::stdio(cmd).map_err(|e| e.to_string())?,
+            (Some(cmd), _, None) => Target::stdio(cmd)?,
             (None, Some(file), None) => {
                 let name = self.server.as_deref().unwrap_or_default();
-                Target::from_config_file(file, name).map_err(|e| e.to_string())?
+                Target::from_config_file(file, name)?
             }
-            (None, None, Some(u)) => Target::url(u).map_err(|e| e.to_string())?,
-            (None, None, None) => {
-                return Err("give a URL, --stdio 'CMD ARGS', or --config FILE --server NAME".into())
-            }
-            _ => return Err("give either a URL or --stdio/--config, not both".into()),
+            (None, None, Some(u)) => Target::url(u)?,
+            (None, None, None) => return Err(ArgsError::NoTarget),
+            _ => return Err(ArgsError::TwoTargets),
         };
         if let Target::Http { headers, .. } = &mut t {
             for h in &self.headers {
                 let (k, v) = h
                     .split_once(':')
-                    .ok_or_else(|| format!("--header {h:?} is not NAME:VALUE"))?;
+                    .ok_or_else(|| ArgsError::Header(h.clone()))?;
                 headers.push((k.trim().to_string(), v.trim().to_string()));
             }
         } else if !self.headers.is_empty() {
-            return Err("--header applies to HTTP targets only".into());
+            return Err(ArgsError::HeaderNotHttp);
         }
         Ok(t)
     }
@@ -314,7 +372,11 @@ impl ConnArgs {
     /// The client options of a command that only connects and lists (`list`): the target's
     /// protocol and credentials, OAuth and limits; the retry and input-round options keep
     /// their defaults, since no tool is called.
-    pub fn options(&self, oauth: &OAuthArgs, limits: &LimitArgs) -> Result<ClientOptions, String> {
+    pub fn options(
+        &self,
+        oauth: &OAuthArgs,
+        limits: &LimitArgs,
+    ) -> Result<ClientOptions, ArgsError> {
         let mut o = ClientOptions {
             protocol: self.protocol_version,
             bearer: self.bearer.clone().filter(|b| !b.is_empty()),
@@ -329,7 +391,7 @@ impl ConnArgs {
 
 impl RetryArgs {
     /// Sets the retry policy of `o`.
-    pub fn apply(&self, o: &mut ClientOptions) -> Result<(), String> {
+    pub fn apply(&self, o: &mut ClientOptions) -> Result<(), ArgsError> {
         o.retry.max_retries = self.max_retries;
         o.retry.max_wait_ms = seconds("max-wait", self.max_wait)?.as_millis() as u64;
         o.retry.backoff_base_ms = self.backoff_ms;
@@ -348,20 +410,24 @@ impl RetryArgs {
 impl InputArgs {
     /// Sets the answers, rounds, roots and terminal prompter of `o`; a bad `--input` file or
     /// `--answer` is an error naming it.
-    pub fn apply(&self, o: &mut ClientOptions) -> Result<(), String> {
+    pub fn apply(&self, o: &mut ClientOptions) -> Result<(), ArgsError> {
         o.max_rounds = self.max_rounds;
         o.accept_defaults = self.accept_defaults;
         o.roots = self.roots.clone();
         let mut answers = Answers::default();
         if let Some(f) = &self.input {
-            let text =
-                std::fs::read_to_string(f).map_err(|e| format!("--input {}: {e}", f.display()))?;
-            let doc = serde_json::from_str(&text)
-                .map_err(|e| format!("--input {}: not JSON: {e}", f.display()))?;
-            answers.add_object(doc).map_err(|e| e.to_string())?;
+            let text = std::fs::read_to_string(f).map_err(|source| ArgsError::Input {
+                path: f.clone(),
+                source,
+            })?;
+            let doc = serde_json::from_str(&text).map_err(|source| ArgsError::InputNotJson {
+                path: f.clone(),
+                source,
+            })?;
+            answers.add_object(doc)?;
         }
         for a in &self.answers {
-            answers.add_pair(a).map_err(|e| e.to_string())?;
+            answers.add_pair(a)?;
         }
         o.answers = answers;
         if !self.no_prompt && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
@@ -374,12 +440,12 @@ impl InputArgs {
 }
 
 /// A tokio runtime for one command.
-pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
+pub fn runtime() -> Result<tokio::runtime::Runtime, ArgsError> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| format!("could not start the async runtime: {e}"))
+        .map_err(ArgsError::Runtime)
 }
 
 /// The "server stderr (last lines)" block every client command prints after a stdio server's

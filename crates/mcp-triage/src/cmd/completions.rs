@@ -44,7 +44,27 @@ pub struct ManArgs {
     dir: Option<PathBuf>,
 }
 
-pub fn completions(args: CompletionsArgs, mut cmd: clap::Command) -> Result<ExitCode, String> {
+/// Why a completion script or man page was not written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OutputError {
+    /// Standard output failed (other than a closed pipe).
+    #[error("stdout: {0}")]
+    Stdout(#[source] std::io::Error),
+    /// The man page did not render.
+    #[error("man page: {0}")]
+    Render(#[source] std::io::Error),
+    /// The `--dir` directory or a page in it could not be written.
+    #[error("{}: {source}", dir.display())]
+    Dir {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+pub fn completions(args: CompletionsArgs, mut cmd: clap::Command) -> Result<ExitCode, OutputError> {
     let shell = match args.shell {
         Shell::Bash => clap_complete::Shell::Bash,
         Shell::Zsh => clap_complete::Shell::Zsh,
@@ -57,25 +77,29 @@ pub fn completions(args: CompletionsArgs, mut cmd: clap::Command) -> Result<Exit
 }
 
 /// Write to stdout; a closed pipe is a normal end, not an error.
-fn write_stdout(bytes: &[u8]) -> Result<ExitCode, String> {
+fn write_stdout(bytes: &[u8]) -> Result<ExitCode, OutputError> {
     let mut out = std::io::stdout().lock();
     match out.write_all(bytes).and_then(|()| out.flush()) {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
-        Err(e) => Err(format!("stdout: {e}")),
+        Err(e) => Err(OutputError::Stdout(e)),
     }
 }
 
-pub fn man(args: ManArgs, cmd: clap::Command) -> Result<ExitCode, String> {
+pub fn man(args: ManArgs, cmd: clap::Command) -> Result<ExitCode, OutputError> {
     let Some(dir) = args.dir else {
         let mut buf = Vec::new();
         clap_mangen::Man::new(cmd)
             .render(&mut buf)
-            .map_err(|e| format!("man page: {e}"))?;
+            .map_err(OutputError::Render)?;
         return write_stdout(&buf);
     };
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    clap_mangen::generate_to(cmd, &dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let in_dir = |source| OutputError::Dir {
+        dir: dir.clone(),
+        source,
+    };
+    std::fs::create_dir_all(&dir).map_err(in_dir)?;
+    clap_mangen::generate_to(cmd, &dir).map_err(in_dir)?;
     eprintln!("man pages written to {}", dir.display());
     Ok(ExitCode::SUCCESS)
 }

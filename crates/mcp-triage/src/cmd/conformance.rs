@@ -8,13 +8,13 @@ use std::process::ExitCode;
 
 use clap::Args;
 use mcp_triage_client::{
-    AuthorizeMode, CallOptions, CallRecord, Client, ClientOptions, Grant, OAuthOptions, Target,
-    VersionChoice,
+    AuthorizeMode, CallOptions, CallRecord, Client, ClientOptions, ConnectError, Grant,
+    ListToolsError, OAuthOptions, Target, TargetError, VersionChoice,
 };
 use mcp_triage_core::{Outcome, ProtocolVersion};
 use serde_json::{json, Value};
 
-use super::client_args::runtime;
+use super::client_args::{runtime, ArgsError};
 
 #[derive(Args, Debug)]
 pub struct ConformanceArgs {
@@ -109,11 +109,47 @@ fn auth_options(scenario: &str, context: &Value) -> Option<OAuthOptions> {
     })
 }
 
+/// Why the client could not begin a scenario: the server could not be reached or set up, or
+/// its `tools/list` failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SetupError {
+    /// `Client::connect` failed.
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    /// `tools/list` failed.
+    #[error(transparent)]
+    ListTools(#[from] ListToolsError),
+}
+
+/// Why `conformance-client` did not run its scenario (calls that fail are exit 1, not this).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConformanceError {
+    /// The suite's URL is not one.
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    /// The runtime did not start.
+    #[error(transparent)]
+    Args(#[from] ArgsError),
+    /// A scenario without a script could not begin.
+    #[error("conformance scenario {scenario}: {source}")]
+    Scenario {
+        /// The scenario's name.
+        scenario: String,
+        /// Why.
+        source: SetupError,
+    },
+    /// A record could not be written as JSON.
+    #[error(transparent)]
+    Record(serde_json::Error),
+}
+
 /// Scenarios without a fixed script (the 2026-07-28 client scenarios): the era by detection,
 /// the tool calls the suite names in MCP_CONFORMANCE_CONTEXT, or else every listed tool whose
 /// definition is valid (tools with an invalid x-mcp-header are excluded, as clients MUST).
-fn run_generic(args: &ConformanceArgs) -> Result<ExitCode, String> {
-    let target = Target::url(&args.url).map_err(|e| e.to_string())?;
+fn run_generic(args: &ConformanceArgs) -> Result<ExitCode, ConformanceError> {
+    let target = Target::url(&args.url)?;
     let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
         .ok()
         .and_then(|c| serde_json::from_str(&c).ok())
@@ -126,11 +162,9 @@ fn run_generic(args: &ConformanceArgs) -> Result<ExitCode, String> {
         ..ClientOptions::default()
     };
     let rt = runtime()?;
-    let result: Result<Vec<CallRecord>, String> = rt.block_on(async {
-        let client = Client::connect(target, opts)
-            .await
-            .map_err(|e| e.to_string())?;
-        let tools = client.list_tools().await.map_err(|e| e.to_string())?;
+    let result: Result<Vec<CallRecord>, SetupError> = rt.block_on(async {
+        let client = Client::connect(target, opts).await?;
+        let tools = client.list_tools().await?;
         let mut calls: Vec<(String, Value)> = Vec::new();
         if let Some(list) = context["toolCalls"].as_array() {
             for c in list {
@@ -160,18 +194,24 @@ fn run_generic(args: &ConformanceArgs) -> Result<ExitCode, String> {
         client.close().await;
         Ok(records)
     });
-    let records = result.map_err(|e| format!("conformance scenario {}: {e}", args.scenario))?;
+    let records = result.map_err(|source| ConformanceError::Scenario {
+        scenario: args.scenario.clone(),
+        source,
+    })?;
     for r in &records {
-        outln!("{}", serde_json::to_string(r).map_err(|e| e.to_string())?);
+        outln!(
+            "{}",
+            serde_json::to_string(r).map_err(ConformanceError::Record)?
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run(args: ConformanceArgs) -> Result<ExitCode, String> {
+pub fn run(args: ConformanceArgs) -> Result<ExitCode, ConformanceError> {
     let Some((protocol, accept_defaults, calls)) = steps(&args.scenario) else {
         return run_generic(&args);
     };
-    let target = Target::url(&args.url).map_err(|e| e.to_string())?;
+    let target = Target::url(&args.url)?;
     let opts = ClientOptions {
         protocol,
         accept_defaults,
@@ -179,16 +219,16 @@ pub fn run(args: ConformanceArgs) -> Result<ExitCode, String> {
         ..ClientOptions::default()
     };
     let rt = runtime()?;
-    let (listed, records): (Result<usize, String>, Vec<CallRecord>) = rt.block_on(async {
+    let (listed, records): (Result<usize, SetupError>, Vec<CallRecord>) = rt.block_on(async {
         let client = match Client::connect(target, opts).await {
             Ok(c) => c,
-            Err(e) => return (Err(e.to_string()), Vec::new()),
+            Err(e) => return (Err(e.into()), Vec::new()),
         };
         let listed = client
             .list_tools()
             .await
             .map(|t| t.len())
-            .map_err(|e| e.to_string());
+            .map_err(SetupError::from);
         let mut records = Vec::new();
         for (tool, args) in calls {
             records.push(client.call_tool(tool, args, CallOptions::default()).await);
@@ -202,7 +242,10 @@ pub fn run(args: ConformanceArgs) -> Result<ExitCode, String> {
         ok = false;
     }
     for r in &records {
-        outln!("{}", serde_json::to_string(r).map_err(|e| e.to_string())?);
+        outln!(
+            "{}",
+            serde_json::to_string(r).map_err(ConformanceError::Record)?
+        );
         if r.outcome != Outcome::ToolSuccess {
             eprintln!(
                 "mcp-triage: {} ended {}",

@@ -9,13 +9,13 @@ use std::time::Duration;
 use clap::Args;
 use mcp_triage_client::ClientOptions;
 use mcp_triage_judge::plan::{plan, run_row, RowResult};
-use mcp_triage_kitchen::{start, KitchenOptions};
-use mcp_triage_report::{Case, Check, Report, ReportTarget, Status, Suite};
+use mcp_triage_kitchen::{start, KitchenError, KitchenOptions};
+use mcp_triage_report::{Case, Check, Report, ReportTarget, Status, Suite, WriteError};
 
 use super::call::Format;
 use std::io::IsTerminal;
 
-use super::client_args::runtime;
+use super::client_args::{runtime, ArgsError};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -57,7 +57,36 @@ pub struct DemoArgs {
     pub instance_prefix: String,
 }
 
-pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
+/// Why `demo` did not run its matrix (rows that differ are its output and exit 1, not this).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DemoError {
+    /// The runtime did not start.
+    #[error(transparent)]
+    Args(#[from] ArgsError),
+    /// `--kitchen URL` is not a base URL.
+    #[error("--kitchen {url:?}: expected {expected}")]
+    KitchenUrl {
+        /// The URL given.
+        url: String,
+        /// What a base URL is.
+        expected: &'static str,
+    },
+    /// The in-process kitchen did not start.
+    #[error("the kitchen did not start: {0}")]
+    Kitchen(#[source] KitchenError),
+    /// A row's task panicked.
+    #[error("a demo call panicked: {0}")]
+    Panicked(#[source] tokio::task::JoinError),
+    /// A record could not be written as JSON.
+    #[error(transparent)]
+    Record(serde_json::Error),
+    /// A `--report` file could not be written.
+    #[error(transparent)]
+    Report(#[from] WriteError),
+}
+
+pub fn run(args: DemoArgs) -> Result<ExitCode, DemoError> {
     let rt = runtime()?;
     let started = mcp_triage_wire::time::rfc3339(mcp_triage_wire::time::now_ms());
     let t0 = std::time::Instant::now();
@@ -70,7 +99,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
                     KitchenOptions::default(),
                 )
                 .await
-                .map_err(|e| format!("the kitchen did not start: {e}"))?;
+                .map_err(DemoError::Kitchen)?;
                 let base = k.base_url();
                 (Some(k), base)
             }
@@ -101,7 +130,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
         let total = tasks.len();
         let mut out = Vec::new();
         for t in tasks {
-            out.push(t.await.map_err(|e| format!("a demo call panicked: {e}"))?);
+            out.push(t.await.map_err(DemoError::Panicked)?);
             if progress {
                 eprint!("\r  {}/{total} rows", out.len());
             }
@@ -112,14 +141,14 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
         if let Some(k) = k {
             k.shutdown().await;
         }
-        Ok::<_, String>(out)
+        Ok::<_, DemoError>(out)
     })?;
     match args.format {
         Format::Json => {
             for r in &results {
                 outln!(
                     "{}",
-                    serde_json::to_string(&r.record).map_err(|e| e.to_string())?
+                    serde_json::to_string(&r.record).map_err(DemoError::Record)?
                 );
             }
         }
@@ -129,7 +158,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
         let mut report = report(&results);
         report.started = Some(started);
         report.suites[0].duration_ms = Some(t0.elapsed().as_millis() as u64);
-        mcp_triage_report::write_all(&args.reports, &report).map_err(|e| e.to_string())?;
+        mcp_triage_report::write_all(&args.reports, &report)?;
     }
     let bad = results.iter().filter(|r| !r.matches).count();
     if bad > 0 {
@@ -145,17 +174,19 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
 
 /// `--kitchen URL` as the base the plan appends `/s/{scenario}/mcp` to: http(s)://host[:port]
 /// with no path, query or credentials (a path would be silently doubled or dropped).
-fn external_base(url: &str) -> Result<String, String> {
+fn external_base(url: &str) -> Result<String, DemoError> {
+    let bad = |expected| DemoError::KitchenUrl {
+        url: url.to_string(),
+        expected,
+    };
     let base = url.trim_end_matches('/');
     let rest = base
         .strip_prefix("http://")
         .or_else(|| base.strip_prefix("https://"))
-        .ok_or_else(|| {
-            format!("--kitchen {url:?}: expected http://host:port or https://host:port")
-        })?;
+        .ok_or_else(|| bad("http://host:port or https://host:port"))?;
     if rest.is_empty() || rest.contains(['/', '?', '#', '@']) {
-        return Err(format!(
-            "--kitchen {url:?}: expected only scheme, host and port (no path, query or credentials)"
+        return Err(bad(
+            "only scheme, host and port (no path, query or credentials)",
         ));
     }
     Ok(base.to_string())

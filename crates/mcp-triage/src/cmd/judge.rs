@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use crate::exit::Exit;
-use mcp_triage_judge::JudgeOptions;
+use mcp_triage_judge::{JudgeError, JudgeOptions};
 use mcp_triage_report::ReportTarget;
 
 pub const EXAMPLES: &str = "\
@@ -91,19 +91,31 @@ pub fn use_color(when: &str) -> bool {
     }
 }
 
-fn parse_timeout(s: &str) -> Result<f64, String> {
+/// A value of `judge`'s options that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ValueError {
+    /// `--timeout` out of range or not a number.
+    #[error("{0:?} is not a number of seconds in (0, 3600]")]
+    Timeout(String),
+    /// `--expect-output` not of the form `ID=TEXT`.
+    #[error("{0:?} is not ID=TEXT")]
+    Expect(String),
+}
+
+fn parse_timeout(s: &str) -> Result<f64, ValueError> {
     match s.parse::<f64>() {
         Ok(v) if v > 0.0 && v <= 3600.0 => Ok(v),
-        _ => Err(format!("{s:?} is not a number of seconds in (0, 3600]")),
+        _ => Err(ValueError::Timeout(s.to_string())),
     }
 }
 
-fn parse_expect(s: &str) -> Result<(String, String), String> {
+fn parse_expect(s: &str) -> Result<(String, String), ValueError> {
     match s.split_once('=') {
         Some((id, text)) if !id.is_empty() && !text.is_empty() => {
             Ok((id.to_string(), text.to_string()))
         }
-        _ => Err(format!("{s:?} is not ID=TEXT")),
+        _ => Err(ValueError::Expect(s.to_string())),
     }
 }
 
@@ -128,8 +140,8 @@ impl From<JudgeArgs> for JudgeOptions {
 
 /// Exit 0 when every check passed (or the cases were listed), 1 when one failed; a usage or
 /// startup error is the caller's exit 2.
-pub fn run(args: JudgeArgs) -> Result<ExitCode, String> {
-    let passed = mcp_triage_judge::run(&args.into()).map_err(|e| e.to_string())?;
+pub fn run(args: JudgeArgs) -> Result<ExitCode, JudgeError> {
+    let passed = mcp_triage_judge::run(&args.into())?;
     Ok(if passed {
         ExitCode::SUCCESS
     } else {

@@ -4,8 +4,12 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::Args;
-use mcp_triage_kitchen::replay::{start_replay, Capture, CaptureLimits, Replay, ReplayOptions};
-use mcp_triage_kitchen::{start, KitchenOptions, ResponseMode};
+use std::path::PathBuf;
+
+use mcp_triage_kitchen::replay::{
+    start_replay, Capture, CaptureError, CaptureLimits, Replay, ReplayOptions,
+};
+use mcp_triage_kitchen::{start, KitchenError, KitchenOptions, ResponseMode};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -87,36 +91,79 @@ pub struct KitchenArgs {
     replay_max_delay: f64,
 }
 
-fn parse_params(s: &str) -> Result<serde_json::Value, String> {
-    let v: serde_json::Value =
-        serde_json::from_str(s).map_err(|e| format!("--params is not JSON: {e}"))?;
+/// A value of `kitchen`'s options that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ValueError {
+    /// `--params` is not JSON.
+    #[error("--params is not JSON: {0}")]
+    ParamsNotJson(#[source] serde_json::Error),
+    /// `--params` is JSON but not an object.
+    #[error("--params must be a JSON object")]
+    ParamsNotObject,
+    /// An empty admin token.
+    #[error("the admin token must not be empty")]
+    EmptyAdminToken,
+    /// An admin token with white space at an end.
+    #[error("the admin token must not begin or end with white space (HTTP strips it from the Authorization header)")]
+    AdminTokenSpace,
+    /// A response mode that is none of them.
+    #[error("{0:?} is not auto, json or sse")]
+    ResponseMode(String),
+}
+
+/// Why the kitchen did not serve.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The tokio runtime did not start.
+    #[error("cannot start the runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The `--replay` capture cannot be read.
+    #[error("kitchen --replay {}: {source}", path.display())]
+    Capture {
+        /// The capture file.
+        path: PathBuf,
+        /// Why.
+        source: CaptureError,
+    },
+    /// The capture cannot be replayed with these options.
+    #[error("kitchen: {0}")]
+    Replay(#[source] CaptureError),
+    /// The server did not start.
+    #[error("kitchen: {0}")]
+    Start(#[source] KitchenError),
+}
+
+fn parse_params(s: &str) -> Result<serde_json::Value, ValueError> {
+    let v: serde_json::Value = serde_json::from_str(s).map_err(ValueError::ParamsNotJson)?;
     if !v.is_object() {
-        return Err("--params must be a JSON object".to_string());
+        return Err(ValueError::ParamsNotObject);
     }
     Ok(v)
 }
 
 /// An empty token would make `Authorization: Bearer ` a credential, and white space at its ends
 /// can never arrive (HTTP strips it): refuse both at once, naming the flag.
-fn parse_admin_token(s: &str) -> Result<String, String> {
+fn parse_admin_token(s: &str) -> Result<String, ValueError> {
     if s.is_empty() {
-        return Err("the admin token must not be empty".to_string());
+        return Err(ValueError::EmptyAdminToken);
     }
     if s.trim() != s {
-        return Err("the admin token must not begin or end with white space (HTTP strips it from the Authorization header)".to_string());
+        return Err(ValueError::AdminTokenSpace);
     }
     Ok(s.to_string())
 }
 
-fn parse_mode(s: &str) -> Result<ResponseMode, String> {
-    ResponseMode::parse(s).ok_or_else(|| format!("{s:?} is not auto, json or sse"))
+fn parse_mode(s: &str) -> Result<ResponseMode, ValueError> {
+    ResponseMode::parse(s).ok_or_else(|| ValueError::ResponseMode(s.to_string()))
 }
 
-pub fn run(args: KitchenArgs) -> Result<ExitCode, String> {
+pub fn run(args: KitchenArgs) -> Result<ExitCode, RunError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+        .map_err(RunError::Runtime)?;
     runtime.block_on(async move {
         let options = KitchenOptions {
             admin_token: args.admin_token,
@@ -141,7 +188,10 @@ pub fn run(args: KitchenArgs) -> Result<ExitCode, String> {
                         max_delay_ms: args.replay_max_delay,
                     },
                 )
-                .map_err(|e| format!("kitchen --replay {}: {e}", path.display()))?;
+                .map_err(|source| RunError::Capture {
+                    path: path.clone(),
+                    source,
+                })?;
                 let n = capture.exchanges.len();
                 replay_path = Some(capture.mcp_path());
                 let replay = Replay::new(
@@ -150,7 +200,7 @@ pub fn run(args: KitchenArgs) -> Result<ExitCode, String> {
                         speed: args.replay_speed,
                     },
                 )
-                .map_err(|e| format!("kitchen: {e}"))?;
+                .map_err(RunError::Replay)?;
                 eprintln!(
                     "kitchen: replaying {n} captured exchanges of {}",
                     path.display()
@@ -158,7 +208,7 @@ pub fn run(args: KitchenArgs) -> Result<ExitCode, String> {
                 start_replay(args.listen, options, replay).await
             }
         }
-        .map_err(|e| format!("kitchen: {e}"))?;
+        .map_err(RunError::Start)?;
         // A replay serves every path; the capture's MCP path is the one its clients used.
         match &replay_path {
             Some(p) => println!("{}{p}", handle.base_url()),

@@ -6,11 +6,11 @@ use crate::exit::Exit;
 use std::process::ExitCode;
 
 use clap::Args;
-use mcp_triage_client::Client;
+use mcp_triage_client::{Client, ConnectError};
 use serde_json::{json, Value};
 
 use super::call::Format;
-use super::client_args::{runtime, stderr_block, ConnArgs, LimitArgs, OAuthArgs};
+use super::client_args::{runtime, stderr_block, ArgsError, ConnArgs, LimitArgs, OAuthArgs};
 use super::signature::signature;
 
 pub const EXAMPLES: &str = "\
@@ -41,15 +41,13 @@ pub struct ListArgs {
     pub limits: LimitArgs,
 }
 
-pub fn run(args: ListArgs) -> Result<ExitCode, String> {
+pub fn run(args: ListArgs) -> Result<ExitCode, ArgsError> {
     let target = args.conn.target(args.url.as_deref())?;
     let opts = args.conn.options(&args.oauth, &args.limits)?;
     let rt = runtime()?;
     let result = rt.block_on(async {
-        let client = Client::connect(target, opts)
-            .await
-            .map_err(|e| e.to_string())?;
-        let tools = client.list_tools().await.map_err(|e| e.to_string());
+        let client = Client::connect(target, opts).await?;
+        let tools = client.list_tools().await;
         let version = client.protocol_version().await;
         let info = client.server_info().await;
         let stderr = match tools {
@@ -57,7 +55,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, String> {
             Err(_) => client.server_stderr_tail().await,
         };
         client.close().await;
-        Ok::<_, String>((tools, version, info, stderr))
+        Ok::<_, ConnectError>((tools, version, info, stderr))
     });
     let (tools, version, info, stderr) = match result {
         Ok(x) => x,

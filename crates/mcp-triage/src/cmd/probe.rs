@@ -10,13 +10,17 @@ use std::collections::HashSet;
 use std::process::ExitCode;
 
 use clap::Args;
-use mcp_triage_client::{CallOptions, Client, ClientOptions, ToolInfo, VersionChoice};
+use mcp_triage_client::{
+    CallOptions, Client, ClientOptions, ConnectError, ToolInfo, VersionChoice,
+};
 use mcp_triage_core::{Outcome, ProtocolVersion};
-use mcp_triage_report::{Case, Check, Report, ReportTarget, Status, Suite};
+use mcp_triage_report::{Case, Check, Report, ReportTarget, Status, Suite, WriteError};
 use serde_json::{json, Value};
 
 use super::call::Format;
-use super::client_args::{runtime, ConnArgs, InputArgs, LimitArgs, OAuthArgs, RetryArgs};
+use super::client_args::{
+    runtime, ArgsError, ConnArgs, InputArgs, LimitArgs, OAuthArgs, RetryArgs,
+};
 use super::probe_checks::{self, Finding};
 
 pub const EXAMPLES: &str = "\
@@ -198,7 +202,22 @@ async fn era_probe(
     }
 }
 
-pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
+/// Why `probe` did not probe (what it finds is its output and exit status, not this).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProbeError {
+    /// The connection, client or input options cannot be used.
+    #[error(transparent)]
+    Args(#[from] ArgsError),
+    /// The server could not be reached or set up.
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    /// A `--report` file could not be written.
+    #[error(transparent)]
+    Report(#[from] WriteError),
+}
+
+pub fn run(args: ProbeArgs) -> Result<ExitCode, ProbeError> {
     let target = args.conn.target(args.url.as_deref())?;
     let mut opts = args.conn.options(&args.oauth, &args.limits)?;
     args.input.apply(&mut opts)?;
@@ -209,7 +228,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
     let t0 = std::time::Instant::now();
     let is_http = matches!(target, mcp_triage_client::Target::Http { .. });
     let report = rt.block_on(async {
-        let client = Client::connect(target.clone(), opts.clone()).await.map_err(|e| e.to_string())?;
+        let client = Client::connect(target.clone(), opts.clone()).await?;
         let tools = client.list_tools().await.map_err(|e| e.to_string());
         let mut report = json!({
             "target": target.describe(),
@@ -232,7 +251,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
                 }
                 client.close().await;
                 report["toolsError"] = json!(e);
-                return Ok::<_, String>(report);
+                return Ok::<_, ProbeError>(report);
             }
         };
         let mut names = HashSet::new();
@@ -282,7 +301,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, String> {
         let mut r = probe_report(&report);
         r.started = Some(started);
         r.suites[0].duration_ms = Some(t0.elapsed().as_millis() as u64);
-        mcp_triage_report::write_all(&args.reports, &r).map_err(|e| e.to_string())?;
+        mcp_triage_report::write_all(&args.reports, &r)?;
     }
     if report.get("toolsError").is_some() {
         return Ok(Exit::Transport.into());
@@ -386,6 +405,49 @@ fn same_failure(a: &str, b: &str) -> bool {
     !b.is_empty() && cause(a) == cause(b)
 }
 
+/// A listed tool's case in the probe report: its definition's problems, and its read-only
+/// call when one was made.
+fn tool_case(t: &Value) -> Case {
+    let problems: Vec<&str> = t["problems"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut checks = vec![if problems.is_empty() {
+        Check::new("definition", Status::Pass, "no problem found")
+    } else {
+        Check::new(
+            "definition",
+            Status::Fail,
+            format!("{} problem(s) in the definition", problems.len()),
+        )
+        .with_evidence(problems)
+        .with_references(["spec: server/tools (Tool definition, inputSchema, x-mcp-header)"])
+    }];
+    if let Some(c) = t.get("call") {
+        let ok = c["outcome"] == "TOOL_SUCCESS";
+        checks.push(Check::new(
+            "call",
+            if ok { Status::Pass } else { Status::Fail },
+            format!(
+                "called with {{}}: {}/{} {}",
+                c["layer"].as_str().unwrap_or(""),
+                c["outcome"].as_str().unwrap_or(""),
+                c["message"].as_str().unwrap_or("")
+            )
+            .trim_end()
+            .to_string(),
+        ));
+    }
+    Case {
+        properties: Vec::new(),
+        name: format!("tool {}", t["name"].as_str().unwrap_or("")),
+        checks,
+        ..Case::default()
+    }
+}
+
 /// The probe's findings (the JSON that `--format json` prints) as a report: one case per
 /// era (`supported`; an era the server does not speak is skipped, not failed, because a server
 /// need not speak both), one per capability the server declared (`declared`, its JSON as
@@ -437,44 +499,7 @@ fn probe_report(p: &Value) -> Report {
         });
     }
     for t in p["tools"].as_array().into_iter().flatten() {
-        let problems: Vec<&str> = t["problems"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        let mut checks = vec![if problems.is_empty() {
-            Check::new("definition", Status::Pass, "no problem found")
-        } else {
-            Check::new(
-                "definition",
-                Status::Fail,
-                format!("{} problem(s) in the definition", problems.len()),
-            )
-            .with_evidence(problems)
-            .with_references(["spec: server/tools (Tool definition, inputSchema, x-mcp-header)"])
-        }];
-        if let Some(c) = t.get("call") {
-            let ok = c["outcome"] == "TOOL_SUCCESS";
-            checks.push(Check::new(
-                "call",
-                if ok { Status::Pass } else { Status::Fail },
-                format!(
-                    "called with {{}}: {}/{} {}",
-                    c["layer"].as_str().unwrap_or(""),
-                    c["outcome"].as_str().unwrap_or(""),
-                    c["message"].as_str().unwrap_or("")
-                )
-                .trim_end()
-                .to_string(),
-            ));
-        }
-        cases.push(Case {
-            properties: Vec::new(),
-            name: format!("tool {}", t["name"].as_str().unwrap_or("")),
-            checks,
-            ..Case::default()
-        });
+        cases.push(tool_case(t));
     }
     for c in p["checks"].as_array().into_iter().flatten() {
         let detail = c["detail"].as_str().unwrap_or("");

@@ -151,7 +151,7 @@ fn form(
                 }
             }
             let checked = if raw.is_empty() {
-                Err("required".to_string())
+                Err(Invalid::Required)
             } else {
                 check(prop, &raw)
             };
@@ -193,51 +193,84 @@ fn enum_choices(prop: &Value) -> Option<Vec<String>> {
     )
 }
 
+/// Why an answer is not taken: the line printed under the question before it is asked again.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+enum Invalid {
+    /// Nothing typed for a required field without a default.
+    #[error("required")]
+    Required,
+    /// Not an integer.
+    #[error("an integer, please")]
+    Integer,
+    /// Not a number.
+    #[error("a number, please")]
+    Number,
+    /// A number JSON cannot hold (infinite or NaN).
+    #[error("a finite number, please")]
+    FiniteNumber,
+    /// Not a yes or no.
+    #[error("yes or no, please")]
+    YesOrNo,
+    /// Not one of the choices.
+    #[error("one of: {}", .0.join(", "))]
+    Choices(Vec<String>),
+    /// Shorter than `minLength`.
+    #[error("at least {0} characters")]
+    MinLength(Value),
+    /// Longer than `maxLength`.
+    #[error("at most {0} characters")]
+    MaxLength(Value),
+    /// Below `minimum`.
+    #[error("at least {0}")]
+    Minimum(Value),
+    /// Above `maximum`.
+    #[error("at most {0}")]
+    Maximum(Value),
+}
+
 /// Parses and checks one answer against its property schema.
-fn check(prop: &Value, raw: &str) -> Result<Value, String> {
+fn check(prop: &Value, raw: &str) -> Result<Value, Invalid> {
     let ty = prop["type"].as_str().unwrap_or("string");
     let v = match ty {
         "integer" => raw
             .trim()
             .parse::<i64>()
             .map(Value::from)
-            .map_err(|_| "an integer, please".to_string())?,
+            .map_err(|_| Invalid::Integer)?,
         "number" => {
-            let n = raw
-                .trim()
-                .parse::<f64>()
-                .map_err(|_| "a number, please".to_string())?;
+            let n = raw.trim().parse::<f64>().map_err(|_| Invalid::Number)?;
             serde_json::Number::from_f64(n)
                 .map(Value::Number)
-                .ok_or("a finite number, please")?
+                .ok_or(Invalid::FiniteNumber)?
         }
         "boolean" => match raw.trim().to_ascii_lowercase().as_str() {
             "y" | "yes" | "true" | "1" => Value::Bool(true),
             "n" | "no" | "false" | "0" => Value::Bool(false),
-            _ => return Err("yes or no, please".into()),
+            _ => return Err(Invalid::YesOrNo),
         },
         _ => Value::String(raw.to_string()),
     };
     if let Some(choices) = enum_choices(prop) {
         if !choices.is_empty() && !choices.iter().any(|c| Some(c.as_str()) == v.as_str()) {
-            return Err(format!("one of: {}", choices.join(", ")));
+            return Err(Invalid::Choices(choices));
         }
     }
     if let Some(s) = v.as_str() {
         let n = s.chars().count() as u64;
         if prop["minLength"].as_u64().is_some_and(|m| n < m) {
-            return Err(format!("at least {} characters", prop["minLength"]));
+            return Err(Invalid::MinLength(prop["minLength"].clone()));
         }
         if prop["maxLength"].as_u64().is_some_and(|m| n > m) {
-            return Err(format!("at most {} characters", prop["maxLength"]));
+            return Err(Invalid::MaxLength(prop["maxLength"].clone()));
         }
     }
     if let Some(x) = v.as_f64() {
         if prop["minimum"].as_f64().is_some_and(|m| x < m) {
-            return Err(format!("at least {}", prop["minimum"]));
+            return Err(Invalid::Minimum(prop["minimum"].clone()));
         }
         if prop["maximum"].as_f64().is_some_and(|m| x > m) {
-            return Err(format!("at most {}", prop["maximum"]));
+            return Err(Invalid::Maximum(prop["maximum"].clone()));
         }
     }
     Ok(v)

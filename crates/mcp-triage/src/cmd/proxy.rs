@@ -9,8 +9,11 @@ use std::time::Duration;
 
 use clap::Args;
 use mcp_triage_core::Limits;
-use mcp_triage_proxy::http::{start, HostCheck, ProxyOptions};
+use mcp_triage_proxy::http::{start, HostCheck, ProxyError, ProxyOptions};
+use mcp_triage_proxy::install::InstallError;
+use mcp_triage_proxy::otel::OtlpError;
 use mcp_triage_proxy::stdio::WrapOptions;
+use mcp_triage_proxy::tls::TlsError;
 use mcp_triage_proxy::{open_append, LogWriter, ObserveOptions, WriterStats};
 
 pub const PROXY_EXAMPLES: &str = "\
@@ -107,31 +110,29 @@ impl RecordArgs {
     fn consumers(
         &self,
         peer: mcp_triage_proxy::otel::Peer,
-    ) -> Result<Vec<Box<dyn mcp_triage_proxy::RecordConsumer>>, String> {
+    ) -> Result<Vec<Box<dyn mcp_triage_proxy::RecordConsumer>>, RunError> {
         let Some(url) = &self.otlp else {
             return Ok(Vec::new());
         };
         let secs = self.otlp_metrics_interval;
         if !(secs.is_finite() && secs > 0.0) {
-            return Err("--otlp-metrics-interval must be a number of seconds > 0".into());
+            return Err(RunError::OtlpInterval);
         }
         let mut ca = Vec::new();
         for path in &self.otlp_ca {
-            let pem = std::fs::read(path)
-                .map_err(|e| format!("cannot read --otlp-ca {}: {e}", path.display()))?;
+            let pem = std::fs::read(path).map_err(|source| RunError::OtlpCa {
+                path: path.clone(),
+                source,
+            })?;
             let source = format!("--otlp-ca {}", path.display());
-            ca.extend(
-                mcp_triage_proxy::tls::certificates_from_pem(&pem, &source)
-                    .map_err(|e| e.to_string())?,
-            );
+            ca.extend(mcp_triage_proxy::tls::certificates_from_pem(&pem, &source)?);
         }
         let c = mcp_triage_proxy::otel::OtlpConsumer::new(
             url,
             peer,
             Duration::from_secs_f64(secs),
             &ca,
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         Ok(vec![Box::new(c)])
     }
 
@@ -141,11 +142,13 @@ impl RecordArgs {
         &self,
         stdout_default: bool,
         consumers: Vec<Box<dyn mcp_triage_proxy::RecordConsumer>>,
-    ) -> Result<(mcp_triage_proxy::RecordSink, LogWriter), String> {
+    ) -> Result<(mcp_triage_proxy::RecordSink, LogWriter), RunError> {
         let (out, torn): (Option<Box<dyn Write + Send>>, bool) = match &self.log {
             Some(p) => {
-                let log = open_append(p)
-                    .map_err(|e| format!("cannot open --log {}: {e}", p.display()))?;
+                let log = open_append(p).map_err(|source| RunError::Log {
+                    path: p.clone(),
+                    source,
+                })?;
                 (Some(Box::new(log.file)), log.torn)
             }
             None if stdout_default => (Some(Box::new(std::io::stdout())), false),
@@ -271,43 +274,129 @@ pub struct WrapArgs {
     command: Vec<String>,
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
+/// Why `proxy` or `wrap` did not run (lost records are exit 1, not this).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// `--otlp-metrics-interval` not above 0.
+    #[error("--otlp-metrics-interval must be a number of seconds > 0")]
+    OtlpInterval,
+    /// An `--otlp-ca` file cannot be read.
+    #[error("cannot read --otlp-ca {}: {source}", path.display())]
+    OtlpCa {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A CA file holds no usable certificate.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// The OTLP exporter cannot be set up.
+    #[error(transparent)]
+    Otlp(#[from] OtlpError),
+    /// The `--log` file cannot be opened.
+    #[error("cannot open --log {}: {source}", path.display())]
+    Log {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The tokio runtime did not start.
+    #[error("cannot start the runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The upstream, its CA or the listener cannot be used.
+    #[error(transparent)]
+    Proxy(#[from] ProxyError),
+    /// An `--upstream-ca` file cannot be read.
+    #[error("--upstream-ca {}: {source}", path.display())]
+    UpstreamCa {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `--upstream-ca` with a plain-HTTP upstream.
+    #[error("--upstream-ca applies to an https:// --upstream only")]
+    UpstreamCaNotHttps,
+    /// `--drain-timeout` below 0.
+    #[error("--drain-timeout must be a number of seconds >= 0")]
+    DrainTimeout,
+    /// `--connect-timeout` out of range.
+    #[error("--connect-timeout must be a number of seconds above 0 and at most 3600")]
+    ConnectTimeout,
+    /// `--spin-us` with more than one forwarding thread.
+    #[error("--spin-us works with one forwarding thread: leave out --threads or use --threads 1")]
+    SpinWithThreads,
+    /// An `--allow-origin` that is not an origin.
+    #[error("--allow-origin {0:?}: an origin is scheme://host[:port] (http or https, no path)")]
+    AllowOrigin(String),
+    /// An `--allow-host` with a scheme, path or space.
+    #[error("--allow-host {0:?}: give a host name without scheme or path")]
+    AllowHost(String),
+    /// A limit in seconds where 0 means no limit, out of range.
+    #[error("{0} must be a number of seconds from 0 (no limit) to 86400")]
+    SecondsOrOff(&'static str),
+    /// A limit in seconds, out of range.
+    #[error("{0} must be a number of seconds above 0 and at most 86400")]
+    Seconds(&'static str),
+    /// `--capture` did not start (the capture writer's own sentence).
+    #[error("{0}")]
+    Capture(String),
+    /// The `--ui` listener did not start.
+    #[error(transparent)]
+    Ui(#[from] super::ui_args::UiError),
+    /// `wrap --install`: this binary's path is unknown.
+    #[error("cannot find this binary: {0}")]
+    CurrentExe(#[source] std::io::Error),
+    /// `wrap --install`: a path cannot be made absolute.
+    #[error(transparent)]
+    Path(std::io::Error),
+    /// `wrap --install` or `--uninstall` failed.
+    #[error(transparent)]
+    Install(#[from] InstallError),
+    /// `wrap` without a server command.
+    #[error("wrap needs a server command after `--`, or --install/--uninstall NAME --config FILE")]
+    NoCommand,
+    /// The wrapped server could not be run or relayed.
+    #[error(transparent)]
+    Wrap(std::io::Error),
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, RunError> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))
+        .map_err(RunError::Runtime)
 }
 
-pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
-    let mut options = ProxyOptions::new(&args.upstream).map_err(|e| e.to_string())?;
+/// The forwarding options `proxy`'s flags set, each checked (the capture is added later).
+fn proxy_options(args: &ProxyArgs) -> Result<ProxyOptions, RunError> {
+    let mut options = ProxyOptions::new(&args.upstream)?;
     for path in &args.upstream_ca {
-        let pem =
-            std::fs::read(path).map_err(|e| format!("--upstream-ca {}: {e}", path.display()))?;
-        options
-            .add_upstream_ca_pem(&pem, &path.display().to_string())
-            .map_err(|e| e.to_string())?;
+        let pem = std::fs::read(path).map_err(|source| RunError::UpstreamCa {
+            path: path.clone(),
+            source,
+        })?;
+        options.add_upstream_ca_pem(&pem, &path.display().to_string())?;
     }
     if !args.upstream_ca.is_empty() && options.upstream.scheme_str() != Some("https") {
-        return Err("--upstream-ca applies to an https:// --upstream only".into());
+        return Err(RunError::UpstreamCaNotHttps);
     }
     if !(args.drain_timeout.is_finite() && args.drain_timeout >= 0.0) {
-        return Err("--drain-timeout must be a number of seconds >= 0".into());
+        return Err(RunError::DrainTimeout);
     }
     options.drain_timeout = Duration::from_secs_f64(args.drain_timeout);
     if !(args.connect_timeout.is_finite()
         && args.connect_timeout > 0.0
         && args.connect_timeout <= 3600.0)
     {
-        return Err(
-            "--connect-timeout must be a number of seconds above 0 and at most 3600".into(),
-        );
+        return Err(RunError::ConnectTimeout);
     }
     options.connect_timeout = Duration::from_secs_f64(args.connect_timeout);
     options.spin = match args.spin_us {
-        Some(us) if us > 0 && args.threads > 1 => return Err(
-            "--spin-us works with one forwarding thread: leave out --threads or use --threads 1"
-                .into(),
-        ),
+        Some(us) if us > 0 && args.threads > 1 => return Err(RunError::SpinWithThreads),
         Some(us) => Duration::from_micros(us),
         None if args.threads > 1 => Duration::ZERO,
         None => mcp_triage_proxy::http::DEFAULT_SPIN,
@@ -324,9 +413,7 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
             .or_else(|| origin.strip_prefix("https://"))
             .map(|a| a.trim_end_matches('/'));
         if authority.is_none_or(|a| a.is_empty() || a.contains(['/', '?', '#', '@'])) {
-            return Err(format!(
-                "--allow-origin {origin:?}: an origin is scheme://host[:port] (http or https, no path)"
-            ));
+            return Err(RunError::AllowOrigin(origin.clone()));
         }
     }
     if let Some(bad) = args
@@ -334,9 +421,7 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
         .iter()
         .find(|h| h.is_empty() || h.contains(['/', ' ']))
     {
-        return Err(format!(
-            "--allow-host {bad:?}: give a host name without scheme or path"
-        ));
+        return Err(RunError::AllowHost(bad.clone()));
     }
     options.allowed_hosts = args.allow_host.clone();
     options.allowed_origins = args.allow_origin.clone();
@@ -345,13 +430,19 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
     options.body_deadline = seconds("--body-deadline", args.body_deadline, true)?;
     options.response_timeout = seconds("--response-timeout", args.response_timeout, true)?;
     options.max_connections = args.max_connections as usize;
+    Ok(options)
+}
+
+pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, RunError> {
+    let mut options = proxy_options(&args)?;
     let peer = mcp_triage_proxy::otel::Peer {
         address: options.upstream.host().map(str::to_string),
         port: Some(options.upstream_port()),
     };
     let capture = args
         .capture
-        .start(&args.records.redact_header, &args.redact_query_param)?;
+        .start(&args.records.redact_header, &args.redact_query_param)
+        .map_err(RunError::Capture)?;
     options.capture = capture.as_ref().map(|(c, _)| c.clone());
     let capture_writer = capture.map(|(_, w)| w);
     let mut consumers = args.records.consumers(peer)?;
@@ -379,12 +470,10 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
             .enable_all()
             .build()
     }
-    .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    .map_err(RunError::Runtime)?;
     let spin = options.spin;
     rt.block_on(async move {
-        let handle = start(args.listen, options, sink)
-            .await
-            .map_err(|e| e.to_string())?;
+        let handle = start(args.listen, options, sink).await?;
         let spin = if spin.is_zero() {
             "off".to_string()
         } else {
@@ -413,7 +502,7 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
         if let Some(ui) = ui {
             ui.shutdown().await;
         }
-        Ok::<_, String>(())
+        Ok::<_, RunError>(())
     })?;
     drop(rt);
     let stats = writer.drain();
@@ -426,16 +515,16 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, String> {
     Ok(code)
 }
 
-pub fn run_wrap(args: WrapArgs) -> Result<ExitCode, String> {
+pub fn run_wrap(args: WrapArgs) -> Result<ExitCode, RunError> {
     if let (Some(name), Some(config)) = (args.install.as_ref(), args.config.as_ref()) {
-        let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+        let exe = std::env::current_exe().map_err(RunError::CurrentExe)?;
         let log = match &args.records.log {
-            Some(l) => std::path::absolute(l).map_err(|e| e.to_string())?,
+            Some(l) => std::path::absolute(l).map_err(RunError::Path)?,
             None => std::path::absolute(config)
-                .map_err(|e| e.to_string())?
+                .map_err(RunError::Path)?
                 .with_file_name(format!("mcp-triage-{name}.jsonl")),
         };
-        mcp_triage_proxy::install::install(config, name, &exe, &log).map_err(|e| e.to_string())?;
+        mcp_triage_proxy::install::install(config, name, &exe, &log)?;
         eprintln!(
             "mcp-triage wrap: {name} in {} now starts through the wrapper, records to {} (backup: {})",
             config.display(),
@@ -445,17 +534,17 @@ pub fn run_wrap(args: WrapArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     if let (Some(name), Some(config)) = (args.uninstall.as_ref(), args.config.as_ref()) {
-        mcp_triage_proxy::install::uninstall(config, name).map_err(|e| e.to_string())?;
+        mcp_triage_proxy::install::uninstall(config, name)?;
         eprintln!("mcp-triage wrap: {name} in {} restored", config.display());
         return Ok(ExitCode::SUCCESS);
     }
     let Some((command, rest)) = args.command.split_first() else {
-        return Err(
-            "wrap needs a server command after `--`, or --install/--uninstall NAME --config FILE"
-                .into(),
-        );
+        return Err(RunError::NoCommand);
     };
-    let capture = args.capture.start(&args.records.redact_header, &[])?;
+    let capture = args
+        .capture
+        .start(&args.records.redact_header, &[])
+        .map_err(RunError::Capture)?;
     let options = WrapOptions {
         command: command.clone(),
         args: rest.to_vec(),
@@ -483,7 +572,7 @@ pub fn run_wrap(args: WrapArgs) -> Result<ExitCode, String> {
     // The relay tasks hold no sink once run returns; shut the runtime down so stdin's blocking
     // reader thread does not keep the process alive.
     rt.shutdown_timeout(Duration::from_millis(100));
-    let exit = code.map_err(|e| e.to_string())?;
+    let exit = code.map_err(RunError::Wrap)?;
     let mut code = exit.code;
     if let Some(problem) = exit.relay.problem() {
         // Output the server wrote did not reach the client: not a clean run, whatever the
@@ -514,13 +603,13 @@ pub fn run_wrap(args: WrapArgs) -> Result<ExitCode, String> {
 }
 
 /// A limit in seconds: finite, above 0 (or 0 when `zero_is_off`), at most a day.
-fn seconds(flag: &str, secs: f64, zero_is_off: bool) -> Result<Duration, String> {
+fn seconds(flag: &'static str, secs: f64, zero_is_off: bool) -> Result<Duration, RunError> {
     let ok = secs.is_finite() && secs <= 86_400.0 && (secs > 0.0 || (zero_is_off && secs == 0.0));
     if !ok {
         return Err(if zero_is_off {
-            format!("{flag} must be a number of seconds from 0 (no limit) to 86400")
+            RunError::SecondsOrOff(flag)
         } else {
-            format!("{flag} must be a number of seconds above 0 and at most 86400")
+            RunError::Seconds(flag)
         });
     }
     Ok(Duration::from_secs_f64(secs))

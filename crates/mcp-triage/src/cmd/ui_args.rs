@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 
 use clap::Args;
+use mcp_triage_proxy::http::ProxyError;
 use mcp_triage_proxy::ui::{self, UiGuard, UiHandle, UiHub, UiOptions};
 use mcp_triage_proxy::RecordConsumer;
 
@@ -40,9 +41,19 @@ pub struct UiArgs {
     ui_token: Option<String>,
 }
 
-fn non_empty_token(s: &str) -> Result<String, String> {
+/// The `--ui` listener did not start.
+#[derive(Debug, thiserror::Error)]
+#[error("--ui: {0}")]
+pub struct UiError(#[source] pub ProxyError);
+
+/// `--ui-token` given empty.
+#[derive(Debug, thiserror::Error)]
+#[error("the token must not be empty")]
+pub struct EmptyToken;
+
+fn non_empty_token(s: &str) -> Result<String, EmptyToken> {
     if s.is_empty() {
-        return Err("the token must not be empty".into());
+        return Err(EmptyToken);
     }
     Ok(s.to_string())
 }
@@ -72,7 +83,7 @@ impl UiArgs {
         who: &str,
         hub: Option<UiHub>,
         guard: UiGuard,
-    ) -> Result<Option<UiHandle>, String> {
+    ) -> Result<Option<UiHandle>, UiError> {
         let (Some(addr), Some(hub)) = (self.ui, hub) else {
             return Ok(None);
         };
@@ -81,9 +92,7 @@ impl UiArgs {
         if let Some(w) = ui::exposure_warning(addr, &guard) {
             eprintln!("{who}: {w}");
         }
-        let handle = ui::start(addr, hub, guard)
-            .await
-            .map_err(|e| format!("--ui: {e}"))?;
+        let handle = ui::start(addr, hub, guard).await.map_err(UiError)?;
         eprintln!(
             "{who}: live view on {} (metrics: {}metrics)",
             handle.url(),

@@ -21,8 +21,10 @@ use clap::{Args, Subcommand, ValueEnum};
 use mcp_triage_core::exchange::Exchange;
 use mcp_triage_core::{CallContext, RequestId};
 
-use super::classify::{classify_exchange, parse_now, LimitArgs};
+use super::classify::{parse_now, LimitArgs};
+use mcp_triage_proxy::batch::classify_exchange;
 use rows::{Row, RowReader};
+use tsv::RowError;
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -58,14 +60,40 @@ enum RowFormat {
     JsonEachRow,
 }
 
-fn parse_format(s: &str) -> Result<RowFormat, String> {
+/// A `--format` that is none of the supported ones.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a supported format (TabSeparated or JSONEachRow)")]
+pub struct UnknownFormat(String);
+
+fn parse_format(s: &str) -> Result<RowFormat, UnknownFormat> {
     match s.to_ascii_lowercase().as_str() {
         "tabseparated" | "tsv" => Ok(RowFormat::TabSeparated),
         "jsoneachrow" | "ndjson" | "jsonlines" => Ok(RowFormat::JsonEachRow),
-        _ => Err(format!(
-            "{s:?} is not a supported format (TabSeparated or JSONEachRow)"
-        )),
+        _ => Err(UnknownFormat(s.to_string())),
     }
+}
+
+/// Why the stream broke: results could no longer be matched to rows.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UdfError {
+    /// Reading rows or writing results failed.
+    #[error("udf clickhouse: {0}")]
+    Io(#[source] io::Error),
+    /// A chunk header that is not a row count.
+    #[error("chunk header {0:?} is not a row count (is send_chunk_header set without --chunk-header, or the reverse?)")]
+    ChunkHeader(String),
+    /// A chunk header longer than a row may be.
+    #[error("a chunk header longer than --max-row-bytes {0}")]
+    ChunkHeaderTooLong(usize),
+    /// The input ended inside a block.
+    #[error("the input ended after {done} of a block's {rows} rows")]
+    EndedInBlock {
+        /// Rows of the block answered.
+        done: u64,
+        /// Rows its chunk header announced.
+        rows: u64,
+    },
 }
 
 /// Which arguments the function declares.
@@ -133,7 +161,7 @@ pub struct ClickhouseArgs {
     limits: LimitArgs,
 }
 
-pub fn run(args: UdfArgs) -> Result<ExitCode, String> {
+pub fn run(args: UdfArgs) -> Result<ExitCode, UdfError> {
     match args.engine {
         Engine::Clickhouse(a) => run_clickhouse(&a),
     }
@@ -153,17 +181,17 @@ struct Answerer<'a> {
 }
 
 impl Answerer<'_> {
-    fn exchange<'r>(&self, line: &'r [u8]) -> Result<Exchange<'r>, String> {
+    fn exchange<'r>(&self, line: &'r [u8]) -> Result<Exchange<'r>, RowError> {
         match self.args.format {
             RowFormat::TabSeparated => tsv::parse_row(line, self.args.form),
             RowFormat::JsonEachRow => {
-                let mut x = Exchange::parse(line).map_err(|e| e.to_string())?;
+                let mut x = Exchange::parse(line)?;
                 // The argument is an Int64; ClickHouse quotes 64-bit integers in JSON unless
                 // output_format_json_quote_64bit_integers = 0, so a digit string is that Int64.
                 if let RequestId::String(s) = &x.expected_id {
                     let n = s
                         .parse::<i64>()
-                        .map_err(|_| format!("\"expectId\" {s:?} is not an Int64"))?;
+                        .map_err(|_| RowError::JsonExpectId(s.clone()))?;
                     x.expected_id = RequestId::Number(n);
                 }
                 Ok(x)
@@ -174,7 +202,7 @@ impl Answerer<'_> {
     fn answer(&mut self, row: Row<'_>, out: &mut impl Write) -> io::Result<()> {
         self.rows_seen += 1;
         let verdict = match row {
-            Row::TooLong { limit } => Err(format!("longer than --max-row-bytes {limit}")),
+            Row::TooLong { limit } => Err(RowError::TooLong(limit)),
             Row::Line(line) => self
                 .exchange(line)
                 .map(|x| classify_exchange(&x, &self.base)),
@@ -205,21 +233,19 @@ impl Answerer<'_> {
 }
 
 /// A chunk header: the block's row count, alone on its line.
-fn chunk_rows(row: Row<'_>) -> Result<u64, String> {
+fn chunk_rows(row: Row<'_>) -> Result<u64, UdfError> {
     match row {
         Row::Line(l) => {
             let text = String::from_utf8_lossy(l);
             text.trim()
                 .parse::<u64>()
-                .map_err(|_| format!("chunk header {text:?} is not a row count (is send_chunk_header set without --chunk-header, or the reverse?)"))
+                .map_err(|_| UdfError::ChunkHeader(text.into_owned()))
         }
-        Row::TooLong { limit } => Err(format!(
-            "a chunk header longer than --max-row-bytes {limit}"
-        )),
+        Row::TooLong { limit } => Err(UdfError::ChunkHeaderTooLong(limit)),
     }
 }
 
-fn run_clickhouse(args: &ClickhouseArgs) -> Result<ExitCode, String> {
+fn run_clickhouse(args: &ClickhouseArgs) -> Result<ExitCode, UdfError> {
     let mut answerer = Answerer {
         args,
         base: CallContext::new(RequestId::Number(1))
@@ -233,7 +259,7 @@ fn run_clickhouse(args: &ClickhouseArgs) -> Result<ExitCode, String> {
     let stdout = io::stdout();
     let mut rows = RowReader::new(stdin.lock(), args.max_row_bytes);
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-    let io_err = |e: io::Error| format!("udf clickhouse: {e}");
+    let io_err = UdfError::Io;
     loop {
         let block = if args.chunk_header {
             match rows.next_row(&mut out).map_err(io_err)? {
@@ -253,11 +279,7 @@ fn run_clickhouse(args: &ClickhouseArgs) -> Result<ExitCode, String> {
                 Some(row) => answerer.answer(row, &mut out).map_err(io_err)?,
                 None => match block {
                     None => break,
-                    Some(n) => {
-                        return Err(format!(
-                            "the input ended after {done} of a block's {n} rows"
-                        ))
-                    }
+                    Some(rows) => return Err(UdfError::EndedInBlock { done, rows }),
                 },
             }
             done += 1;

@@ -6,10 +6,58 @@
 use std::borrow::Cow;
 use std::io::{self, Write};
 
-use mcp_triage_core::exchange::Exchange;
+use mcp_triage_core::exchange::{Exchange, ExchangeError};
 use mcp_triage_core::{ProtocolVersion, RequestId, ResponseHead};
 
 use super::Form;
+
+/// Why a row is not an exchange: the text of its `{"error":...}` result.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RowError {
+    /// Not as many tab-separated fields as the form declares.
+    #[error("{found} tab-separated fields, the {} form has {} ({})", form.name(), form.arity(), form.signature())]
+    Fields {
+        /// Fields in the row.
+        found: usize,
+        /// The function's form.
+        form: Form,
+    },
+    /// The status is not 100-999.
+    #[error("status {0:?} is not an HTTP status (100-999)")]
+    Status(String),
+    /// A TabSeparated `expectId` that is no Int64.
+    #[error("expectId {0:?} is not an Int64")]
+    ExpectId(String),
+    /// A JSONEachRow `"expectId"` string that is no Int64.
+    #[error("\"expectId\" {0:?} is not an Int64")]
+    JsonExpectId(String),
+    /// A text field that is not UTF-8.
+    #[error("{what} is not UTF-8 (invalid at byte {at})")]
+    Utf8 {
+        /// The field.
+        what: &'static str,
+        /// Where the invalid bytes begin.
+        at: usize,
+    },
+    /// The headers field is not a `Map(String,String)`.
+    #[error("headers {field:?}: {why}")]
+    Headers {
+        /// The field as given (lossily decoded).
+        field: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// An unknown protocol revision.
+    #[error("protocolVersion {0:?} is not a known revision")]
+    ProtocolVersion(String),
+    /// A JSONEachRow row that is not an exchange line.
+    #[error(transparent)]
+    Exchange(#[from] ExchangeError),
+    /// A row longer than the longest accepted.
+    #[error("longer than --max-row-bytes {0}")]
+    TooLong(usize),
+}
 
 /// `\x` escapes as ClickHouse reads them; any other escaped byte stands for itself.
 fn unescaped(b: u8) -> u8 {
@@ -77,18 +125,19 @@ pub fn write_escaped(out: &mut impl Write, bytes: &[u8]) -> io::Result<()> {
     out.write_all(&bytes[from..])
 }
 
-fn utf8(bytes: Cow<'_, [u8]>, what: &str) -> Result<String, String> {
-    String::from_utf8(bytes.into_owned()).map_err(|e| {
-        format!(
-            "{what} is not UTF-8 (invalid at byte {})",
-            e.utf8_error().valid_up_to()
-        )
+fn utf8(bytes: Cow<'_, [u8]>, what: &'static str) -> Result<String, RowError> {
+    String::from_utf8(bytes.into_owned()).map_err(|e| RowError::Utf8 {
+        what,
+        at: e.utf8_error().valid_up_to(),
     })
 }
 
 /// A `Map(String,String)` field: `{}` or `{'a':'b','c':'d'}`.
-pub fn parse_map(field: &[u8]) -> Result<Vec<(String, String)>, String> {
-    let bad = |why: &str| format!("headers {:?}: {why}", String::from_utf8_lossy(field));
+pub fn parse_map(field: &[u8]) -> Result<Vec<(String, String)>, RowError> {
+    let bad = |why| RowError::Headers {
+        field: String::from_utf8_lossy(field).into_owned(),
+        why,
+    };
     let inner = field
         .strip_prefix(b"{")
         .and_then(|f| f.strip_suffix(b"}"))
@@ -127,29 +176,26 @@ fn quoted(s: &[u8]) -> Option<(Cow<'_, [u8]>, &[u8])> {
 
 /// One row of the function's arguments: `status contentType body expectId` (basic form), then
 /// `headers protocolVersion` (full form).
-pub fn parse_row(line: &[u8], form: Form) -> Result<Exchange<'_>, String> {
+pub fn parse_row(line: &[u8], form: Form) -> Result<Exchange<'_>, RowError> {
     let fields: Vec<&[u8]> = line.split(|&b| b == b'\t').collect();
     if fields.len() != form.arity() {
-        return Err(format!(
-            "{} tab-separated fields, the {} form has {} ({})",
-            fields.len(),
-            form.name(),
-            form.arity(),
-            form.signature()
-        ));
+        return Err(RowError::Fields {
+            found: fields.len(),
+            form,
+        });
     }
     let status_text = String::from_utf8_lossy(fields[0]);
     let status = status_text
         .parse::<u16>()
         .ok()
         .filter(|s| (100..=999).contains(s))
-        .ok_or_else(|| format!("status {status_text:?} is not an HTTP status (100-999)"))?;
+        .ok_or_else(|| RowError::Status(status_text.to_string()))?;
     let content_type = utf8(unescape(fields[1]), "contentType")?;
     let id_text = String::from_utf8_lossy(fields[3]);
     let expected_id = id_text
         .parse::<i64>()
         .map(RequestId::Number)
-        .map_err(|_| format!("expectId {id_text:?} is not an Int64"))?;
+        .map_err(|_| RowError::ExpectId(id_text.to_string()))?;
     let mut head = ResponseHead::new(status).content_type(&content_type);
     let mut protocol_version = None;
     if form == Form::Full {
@@ -162,8 +208,7 @@ pub fn parse_row(line: &[u8], form: Form) -> Result<Exchange<'_>, String> {
         let v = utf8(unescape(fields[5]), "protocolVersion")?;
         if !v.is_empty() {
             protocol_version = Some(
-                ProtocolVersion::parse(&v)
-                    .ok_or_else(|| format!("protocolVersion {v:?} is not a known revision"))?,
+                ProtocolVersion::parse(&v).ok_or_else(|| RowError::ProtocolVersion(v.clone()))?,
             );
         }
     }
@@ -243,7 +288,7 @@ mod tests {
 
     #[test]
     fn bad_rows_say_what_is_wrong() {
-        let err = |row: &[u8], form| parse_row(row, form).unwrap_err();
+        let err = |row: &[u8], form| parse_row(row, form).unwrap_err().to_string();
         assert!(err(b"200\tx\tbody", Form::Basic).contains("3 tab-separated fields"));
         assert!(err(b"0\tx\tb\t1", Form::Basic).contains("status \"0\""));
         assert!(err(b"200\tx\tb\t1.5", Form::Basic).contains("expectId \"1.5\""));
