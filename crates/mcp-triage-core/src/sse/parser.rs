@@ -121,19 +121,26 @@ impl SseParser {
         let full = chunk.len();
         let mut chunk = chunk;
         if !self.bom_done {
-            let take = (BOM.len() - self.bom_len).min(chunk.len());
-            self.bom_pending[self.bom_len..self.bom_len + take].copy_from_slice(&chunk[..take]);
+            // bytes held from earlier chunks (a BOM prefix that was cut)
+            let held = self.bom_len;
+            let take = (BOM.len() - held).min(chunk.len());
+            self.bom_pending[held..held + take].copy_from_slice(&chunk[..take]);
             self.bom_len += take;
-            chunk = &chunk[take..];
             if !BOM.starts_with(&self.bom_pending[..self.bom_len]) {
                 self.bom_done = true;
-                let pending = self.bom_pending;
-                self.feed_lines(&pending[..self.bom_len], sink)?;
-                if self.stopped {
-                    return Ok(take);
+                // No BOM: the held bytes go first, then this chunk from its start. Parsing the
+                // chunk whole (not its first bytes apart) keeps its first line in place, where
+                // a separate start would have been copied into the partial-line buffer.
+                if held > 0 {
+                    let pending = self.bom_pending;
+                    self.feed_lines(&pending[..held], sink)?;
+                    if self.stopped {
+                        return Ok(0);
+                    }
                 }
             } else if self.bom_len == BOM.len() {
                 self.bom_done = true;
+                chunk = &chunk[take..];
             } else {
                 return Ok(full); // still a BOM prefix; wait for more bytes
             }
