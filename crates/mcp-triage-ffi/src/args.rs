@@ -164,7 +164,8 @@ pub(crate) unsafe fn head<'a>(
 /// Why not a `Vec`: a gateway classifies every response, and a response has a dozen headers or
 /// so; a heap allocation per exchange for a list that lives for one call was a measurable part
 /// of the library's share (bench/nginx-module-overhead.sh). Up to [`HeadPairs::INLINE`] pairs
-/// stay on the stack; a head with more goes to the heap (`Vec::new` itself allocates nothing).
+/// stay on the stack (both nginx modules pass at most eight: only the headers the core reads);
+/// a head with more goes to the heap (`Vec::new` itself allocates nothing).
 pub(crate) struct HeadPairs<'a> {
     inline: [(&'a str, &'a str); HeadPairs::INLINE],
     /// How many of `inline` are used.
@@ -175,7 +176,7 @@ pub(crate) struct HeadPairs<'a> {
 
 impl<'a> HeadPairs<'a> {
     /// Pairs held without allocating.
-    pub(crate) const INLINE: usize = 16;
+    pub(crate) const INLINE: usize = 8;
 
     fn with_capacity(count: usize) -> HeadPairs<'a> {
         HeadPairs {

@@ -125,6 +125,20 @@ impl Sink<'_> {
             } else {
                 self.put(&Self::PAIRS[pair + 1..pair + 2]);
             }
+        } else if (100..10_000).contains(&n) && width <= 4 {
+            // a year, milliseconds, a status: four digits, the first left out below 1,000
+            let (hi, lo) = (n as usize / 100 * 2, n as usize % 100 * 2);
+            let digits = [
+                Self::PAIRS[hi],
+                Self::PAIRS[hi + 1],
+                Self::PAIRS[lo],
+                Self::PAIRS[lo + 1],
+            ];
+            if n >= 1_000 || width == 4 {
+                self.put(&digits);
+            } else {
+                self.put(&digits[1..]);
+            }
         } else {
             self.uint_long(n, width);
         }
@@ -427,8 +441,8 @@ mod tests {
             assert_eq!(written(|w| w.uint(n, 3)), format!("{n:03}"));
         }
         // the short path (below 100, width up to 2) and the long one meet at 99/100
-        for n in 0u64..=120 {
-            for width in 0..=4 {
+        for n in (0u64..=120).chain(990..=1_010).chain(9_990..=10_010) {
+            for width in 0..=5 {
                 assert_eq!(written(|w| w.uint(n, width)), format!("{n:0width$}"));
             }
         }
