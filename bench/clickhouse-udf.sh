@@ -6,13 +6,14 @@
 #   bash bench/clickhouse-udf.sh
 #
 # Environment: SHARED (default ../shared: the exchange generator), COUNT (default 50000), RUNS
-# (default 3; medians), JOBS (cargo -j, default 2). Builds the CLI in release mode first and
-# uses integrations/clickhouse/.venv (made from requirements.lock when missing or stale).
+# (default 5: the CLI and each function run alternately; the median of the pairs' ratios), JOBS
+# (cargo -j, default 2). Builds the CLI in release mode first and uses
+# integrations/clickhouse/.venv (made from requirements.lock when missing or stale).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 SHARED="${SHARED:-${MCP_TRIAGE_SHARED:-../shared}}"
 COUNT="${COUNT:-50000}"
-RUNS="${RUNS:-3}"
+RUNS="${RUNS:-5}"
 JOBS="${JOBS:-2}"
 source integrations/clickhouse/venv.sh
 venv="$clickhouse_venv"
