@@ -248,89 +248,192 @@ pub(crate) async fn read_response<F, Fut>(
     ctx: CallContext,
     deadline: tokio::time::Instant,
     started: Instant,
-    mut on_incoming: F,
+    on_incoming: F,
 ) -> Sent
 where
     F: FnMut(Incoming) -> Fut,
     Fut: std::future::Future<Output = Result<Answer, IncomingError>>,
 {
     let status = resp.status().as_u16();
-    let mut head = ResponseHead::new(status);
+    let head = response_head(&resp);
+    let facts = HeadFacts::of(&head);
+    let mut capture = Capture::new(
+        expected_id_json(&ctx),
+        facts.is_sse && head.is_success(),
+        facts.is_json,
+        &ctx.limits,
+    );
+    let cls = ResponseClassifier::new(&head, ctx);
+    let mut answers = StreamAnswers::default();
+    let verdict = read_body(
+        resp,
+        deadline,
+        status,
+        cls,
+        &mut capture,
+        &mut answers,
+        on_incoming,
+    )
+    .await;
+    capture.finish();
+    let response = kept_response(&verdict, &mut capture);
+    Sent {
+        status: Some(status),
+        content_type: facts.content_type,
+        verdict,
+        response,
+        session_id: facts.session_id,
+        scenario: facts.scenario,
+        delivery: Delivery::Sent,
+        started,
+        finished: Instant::now(),
+        sse: facts.is_sse,
+        answered: answers.rounds,
+        notes: answers.notes,
+    }
+}
+
+/// The response head as the core reads it: reqwest's status and every header whose value is
+/// text (a header of other bytes is no rule's input).
+fn response_head(resp: &reqwest::Response) -> ResponseHead {
+    let mut head = ResponseHead::new(resp.status().as_u16());
     for (k, v) in resp.headers() {
         if let Ok(v) = v.to_str() {
             head = head.header(k.as_str(), v);
         }
     }
-    let content_type = head
-        .get("content-type")
-        .map(|c| mcp_triage_core::sanitize_line(c, 100));
-    let session_id = head
-        .get("mcp-session-id")
-        .map(|s| mcp_triage_core::sanitize_line(s, 200));
-    let scenario = head
-        .get("x-kitchen-scenario")
-        .map(|s| mcp_triage_core::sanitize_line(s, 100));
-    let media = content_type
-        .as_deref()
-        .map(mcp_triage_core::http::MediaType::parse);
-    let kind = media.as_ref().map(|m| m.kind());
-    let is_sse = kind == Some(mcp_triage_core::http::MediaTypeKind::EventStream);
-    let is_json = kind == Some(mcp_triage_core::http::MediaTypeKind::Json);
-    let limits = ctx.limits;
-    let mut capture = Capture::new(
-        expected_id_json(&ctx),
-        is_sse && head.is_success(),
-        is_json,
-        &limits,
-    );
-    let mut cls = ResponseClassifier::new(&head, ctx);
-    let mut resp = resp;
-    let mut answered = 0;
-    let mut notes = Vec::new();
-    let verdict = loop {
-        match tokio::time::timeout_at(deadline, resp.chunk()).await {
+    head
+}
+
+/// What the client itself reads from the response head, besides the classifier: the values a
+/// record shows (sanitized, since they are the server's text) and the body's media kind, which
+/// picks what [`Capture`] keeps.
+struct HeadFacts {
+    content_type: Option<String>,
+    session_id: Option<String>,
+    scenario: Option<String>,
+    is_sse: bool,
+    is_json: bool,
+}
+
+impl HeadFacts {
+    fn of(head: &ResponseHead) -> HeadFacts {
+        let content_type = head
+            .get("content-type")
+            .map(|c| mcp_triage_core::sanitize_line(c, 100));
+        let session_id = head
+            .get("mcp-session-id")
+            .map(|s| mcp_triage_core::sanitize_line(s, 200));
+        let scenario = head
+            .get("x-kitchen-scenario")
+            .map(|s| mcp_triage_core::sanitize_line(s, 100));
+        let media = content_type
+            .as_deref()
+            .map(mcp_triage_core::http::MediaType::parse);
+        let kind = media.as_ref().map(|m| m.kind());
+        HeadFacts {
+            content_type,
+            session_id,
+            scenario,
+            is_sse: kind == Some(mcp_triage_core::http::MediaTypeKind::EventStream),
+            is_json: kind == Some(mcp_triage_core::http::MediaTypeKind::Json),
+        }
+    }
+}
+
+/// The body loop: each chunk goes to the capture and the classifier, and the server requests it
+/// held are answered, until the verdict is decided, the body ends, the connection breaks, the
+/// deadline passes or a server request cannot be answered. Its own function so that every way
+/// the reading ends is one `return` in one place.
+async fn read_body<F, Fut>(
+    mut resp: reqwest::Response,
+    deadline: tokio::time::Instant,
+    status: u16,
+    mut cls: ResponseClassifier,
+    capture: &mut Capture,
+    answers: &mut StreamAnswers,
+    mut on_incoming: F,
+) -> Verdict
+where
+    F: FnMut(Incoming) -> Fut,
+    Fut: std::future::Future<Output = Result<Answer, IncomingError>>,
+{
+    loop {
+        let bytes = match tokio::time::timeout_at(deadline, resp.chunk()).await {
             Err(_) => {
-                break cls.interrupted(Interruption::TimedOut(
+                return cls.interrupted(Interruption::TimedOut(
                     "the deadline passed while reading the response".into(),
                 ))
             }
             Ok(Err(e)) => {
-                break cls.interrupted(Interruption::ConnectionLost(format!(
+                return cls.interrupted(Interruption::ConnectionLost(format!(
                     "the connection broke: {}",
                     error_chain(&e)
                 )))
             }
-            Ok(Ok(None)) => break cls.finish(),
-            Ok(Ok(Some(bytes))) => {
-                capture.feed(&bytes);
-                cls.feed(&bytes);
-                let mut stop = None;
-                for inc in std::mem::take(&mut capture.incoming) {
-                    match on_incoming(inc).await {
-                        Ok(Answer::Given { input_round }) => answered += u32::from(input_round),
-                        Ok(Answer::Refused(why)) => notes.push(("INPUT_UNANSWERED".into(), why)),
-                        Err(why) => {
-                            stop = Some(why);
-                            break;
-                        }
-                    }
-                }
-                if let Some(why) = stop {
-                    let why = why.to_string();
-                    notes.push(("INPUT_UNANSWERED".to_string(), why.clone()));
-                    let mut v = Verdict::new(Outcome::InputRequired).with_detail(why);
-                    v.status = Some(status);
-                    break v;
-                }
-                if cls.is_decided() {
-                    break cls.finish();
-                }
+            Ok(Ok(None)) => return cls.finish(),
+            Ok(Ok(Some(bytes))) => bytes,
+        };
+        capture.feed(&bytes);
+        cls.feed(&bytes);
+        let incoming = std::mem::take(&mut capture.incoming);
+        if let Some(why) = answers.answer(incoming, &mut on_incoming).await {
+            return answers.unanswered(why, status);
+        }
+        if cls.is_decided() {
+            return cls.finish();
+        }
+    }
+}
+
+/// What answering server requests on the stream left for the record: the input rounds answered
+/// and the client's own notes (refusals, the request nobody could answer).
+#[derive(Default)]
+struct StreamAnswers {
+    rounds: u32,
+    notes: Vec<(String, String)>,
+}
+
+impl StreamAnswers {
+    /// Hands the server requests one chunk held to `on_incoming`, in order: an answer given
+    /// counts its input round, a refusal is noted. The first request that cannot be answered
+    /// is returned and the rest are dropped, since the reading stops there.
+    async fn answer<F, Fut>(
+        &mut self,
+        incoming: Vec<Incoming>,
+        on_incoming: &mut F,
+    ) -> Option<IncomingError>
+    where
+        F: FnMut(Incoming) -> Fut,
+        Fut: std::future::Future<Output = Result<Answer, IncomingError>>,
+    {
+        for inc in incoming {
+            match on_incoming(inc).await {
+                Ok(Answer::Given { input_round }) => self.rounds += u32::from(input_round),
+                Ok(Answer::Refused(why)) => self.notes.push(("INPUT_UNANSWERED".into(), why)),
+                Err(why) => return Some(why),
             }
         }
-    };
-    capture.finish();
-    let delivery = Delivery::Sent;
-    let response = match verdict.outcome {
+        None
+    }
+
+    /// The verdict when a server request on the stream cannot be answered: the call needs
+    /// input the client does not have (noted, with the response's status).
+    fn unanswered(&mut self, why: IncomingError, status: u16) -> Verdict {
+        let why = why.to_string();
+        self.notes
+            .push(("INPUT_UNANSWERED".to_string(), why.clone()));
+        let mut v = Verdict::new(Outcome::InputRequired).with_detail(why);
+        v.status = Some(status);
+        v
+    }
+}
+
+/// The JSON-RPC response kept for the caller: only for outcomes whose verdict was read from a
+/// response object for our id (a result, an error, an HTTP error's body); after a broken
+/// envelope, a lost connection or a deadline the copy is not an answer the caller may read.
+fn kept_response(verdict: &Verdict, capture: &mut Capture) -> Option<Value> {
+    match verdict.outcome {
         Outcome::HttpError
         | Outcome::JsonrpcError
         | Outcome::ToolSuccess
@@ -339,20 +442,6 @@ where
         | Outcome::TaskCreated
         | Outcome::InvalidToolResult => capture.response.take(),
         _ => None,
-    };
-    Sent {
-        status: Some(status),
-        content_type,
-        verdict,
-        response,
-        session_id,
-        scenario,
-        delivery,
-        started,
-        finished: Instant::now(),
-        sse: is_sse,
-        answered,
-        notes,
     }
 }
 

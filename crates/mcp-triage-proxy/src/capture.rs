@@ -158,14 +158,38 @@ impl CaptureWriter {
     }
 }
 
+/// Why a capture did not start. Each message is a whole sentence naming the flag or the file,
+/// which the binary prints after `mcp-triage: `; the I/O cause is also the error's source.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CaptureError {
+    /// [`CaptureOptions::max_bytes`] is 0: no line would fit in a file.
+    #[error("--capture-max-bytes must be at least 1")]
+    MaxBytesZero,
+    /// The capture file cannot be opened for appending.
+    #[error("cannot open --capture {}: {source}", path.display())]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// Why it cannot be opened.
+        #[source]
+        source: io::Error,
+    },
+    /// The writer thread cannot be spawned.
+    #[error("cannot start the capture writer: {0}")]
+    Writer(#[source] io::Error),
+}
+
 /// Opens (or appends to) the capture file and starts its writer. An unopenable path is an error
 /// naming it, before anything runs.
-pub fn start(options: CaptureOptions) -> Result<(Arc<Capture>, CaptureWriter), String> {
+pub fn start(options: CaptureOptions) -> Result<(Arc<Capture>, CaptureWriter), CaptureError> {
     if options.max_bytes == 0 {
-        return Err("--capture-max-bytes must be at least 1".into());
+        return Err(CaptureError::MaxBytesZero);
     }
-    let log = open_append(&options.path)
-        .map_err(|e| format!("cannot open --capture {}: {e}", options.path.display()))?;
+    let log = open_append(&options.path).map_err(|source| CaptureError::Open {
+        path: options.path.clone(),
+        source,
+    })?;
     let size = log.file.metadata().map(|m| m.len()).unwrap_or(0);
     start_on(options, Box::new(log.file), log.torn, size, open_new)
 }
@@ -190,7 +214,7 @@ fn start_on(
     torn: bool,
     size: u64,
     open: OpenFn,
-) -> Result<(Arc<Capture>, CaptureWriter), String> {
+) -> Result<(Arc<Capture>, CaptureWriter), CaptureError> {
     let (tx, rx) = unbounded_channel();
     let files = Rotation {
         path: options.path.clone(),
@@ -207,7 +231,7 @@ fn start_on(
     let thread = std::thread::Builder::new()
         .name("mcp-triage-capture".into())
         .spawn(move || write_loop(rx, files))
-        .map_err(|e| format!("cannot start the capture writer: {e}"))?;
+        .map_err(CaptureError::Writer)?;
     Ok((
         Arc::new(Capture {
             tx,
@@ -1009,5 +1033,40 @@ mod tests {
             "{\"good\":0}\n",
             "the rotated file is the good one, not an empty one"
         );
+    }
+
+    /// Issue 22: the start errors are typed, with the same sentences the CLI printed when they
+    /// were strings, and the I/O cause as the source.
+    #[test]
+    fn start_errors_keep_their_sentences_and_sources() {
+        let mut o = CaptureOptions::new("unused.jsonl");
+        o.max_bytes = 0;
+        let Err(e) = start(o) else {
+            panic!("a capture started with --capture-max-bytes 0");
+        };
+        assert!(matches!(e, CaptureError::MaxBytesZero));
+        assert_eq!(e.to_string(), "--capture-max-bytes must be at least 1");
+
+        let path = std::env::temp_dir()
+            .join(format!("mcp-triage-capture-{}-absent", std::process::id()))
+            .join("no-such-dir")
+            .join("c.jsonl");
+        let Err(e) = start(CaptureOptions::new(&path)) else {
+            panic!("a capture started in a directory that does not exist");
+        };
+        let CaptureError::Open {
+            path: named,
+            source,
+        } = &e
+        else {
+            panic!("{e:?}");
+        };
+        assert_eq!(named, &path);
+        assert_eq!(source.kind(), io::ErrorKind::NotFound);
+        assert_eq!(
+            e.to_string(),
+            format!("cannot open --capture {}: {source}", path.display())
+        );
+        assert!(std::error::Error::source(&e).is_some());
     }
 }

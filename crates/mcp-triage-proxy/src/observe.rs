@@ -170,6 +170,40 @@ struct Attempt {
     first_record_id: String,
 }
 
+/// The attempt that follows `prev`, a failed attempt of the same call: the record names `prev`
+/// as what it retries, and warns `UNSAFE_RETRY` when `prev` may have executed and nothing says
+/// running the tool twice is harmless (annotations marking it safe, or an idempotency key).
+fn retry_attempt(
+    record: &mut Record,
+    prev: Attempt,
+    tool: &str,
+    safety: Option<Safety>,
+    has_key: bool,
+) -> Attempt {
+    record.retry_of = Some(prev.record_id.clone());
+    record.retry_origin = Some("client");
+    if prev.may_have_executed && safety != Some(Safety::Safe) && !has_key {
+        let why = match safety {
+            None => "its annotations were never seen in tools/list",
+            _ => "tools/list marks it neither read-only nor idempotent",
+        };
+        record.warnings.push(ProxyWarning {
+            code: "UNSAFE_RETRY".into(),
+            detail: format!(
+                "tools/call {tool:?} was sent again after attempt {} ({}) may have executed; {why} and the call carries no _meta {IDEMPOTENCY_KEY:?}",
+                prev.attempt, prev.record_id
+            ),
+        });
+    }
+    Attempt {
+        record_id: record.record_id.clone(),
+        attempt: prev.attempt + 1,
+        failed: None,
+        may_have_executed: false,
+        first_record_id: prev.first_record_id,
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct AttemptKey {
     client: String,
@@ -400,7 +434,28 @@ impl Observer {
         record.session_id = self.session_id_for_log(origin);
         let (client, client_key) = self.client_of(origin, params);
         record.client = client;
-        record.protocol_version = origin
+        record.protocol_version = self.protocol_version_of(origin, params);
+        let attempt_key =
+            (method == "tools/call").then(|| self.note_tool_call(&mut record, params, &client_key));
+        if method.starts_with("tasks/") {
+            self.link_task_request(&mut record, params);
+        }
+        let is_initialize_of =
+            (method == "initialize").then(|| self.note_initialize(&mut record, params, origin));
+        Call {
+            record,
+            started: Instant::now(),
+            client_key,
+            attempt_key,
+            method: method.to_string(),
+            is_initialize_of,
+        }
+    }
+
+    /// The request's protocol revision: its `MCP-Protocol-Version` header, else the one in its
+    /// `_meta` (where 2026-07-28 requests carry it), else the one its session has.
+    fn protocol_version_of(&self, origin: &Origin, params: &Value) -> Option<String> {
+        origin
             .protocol_version
             .clone()
             .or_else(|| {
@@ -416,116 +471,92 @@ impl Observer {
                     .as_ref()
                     .and_then(|s| st.sessions.0.get(s))
                     .and_then(|s| s.protocol_version.clone())
-            });
-        let mut attempt_key = None;
-        if method == "tools/call" {
-            let tool = params.get("name").and_then(Value::as_str).unwrap_or("");
-            record.tool = Some(tool.to_string());
-            let args = params.get("arguments").unwrap_or(&Value::Null);
-            let (hash, bytes) = arguments_hash(args);
-            record.arguments_hash = Some(hash.clone());
-            record.arguments_bytes = Some(bytes);
-            if self.options.log_arguments {
-                record.arguments = Some(args.clone());
-            }
-            let has_key = params
-                .get("_meta")
-                .and_then(|m| m.get(IDEMPOTENCY_KEY))
-                .is_some_and(|k| !k.is_null());
-            let is_mrtr_round =
-                params.get("inputResponses").is_some() || params.get("requestState").is_some();
-            let key = AttemptKey {
-                client: client_key.clone(),
-                tool: tool.to_string(),
-                arguments_hash: hash,
-            };
-            let mut st = self.lock();
-            if is_mrtr_round {
-                if let Some((original, rounds)) =
-                    st.mrtr.0.get_mut(&(client_key.clone(), tool.to_string()))
-                {
-                    *rounds += 1;
-                    record.mrtr = Some(MrtrLink {
-                        round: *rounds,
-                        original_record_id: original.clone(),
-                    });
-                }
-            }
-            let prev = st.attempts.0.get(&key).cloned();
-            let attempt = match prev {
-                // A repeat of a failed attempt is a retry; one of a success or of a call still in
-                // flight is a new call (the client may mean to run it twice).
-                Some(p) if p.failed == Some(true) && !is_mrtr_round => {
-                    record.retry_of = Some(p.record_id.clone());
-                    record.retry_origin = Some("client");
-                    let safety = st.tools.0.get(tool).copied();
-                    if p.may_have_executed && safety != Some(Safety::Safe) && !has_key {
-                        let why = match safety {
-                            None => "its annotations were never seen in tools/list",
-                            _ => "tools/list marks it neither read-only nor idempotent",
-                        };
-                        record.warnings.push(ProxyWarning {
-                            code: "UNSAFE_RETRY".into(),
-                            detail: format!(
-                                "tools/call {tool:?} was sent again after attempt {} ({}) may have executed; {why} and the call carries no _meta {IDEMPOTENCY_KEY:?}",
-                                p.attempt, p.record_id
-                            ),
-                        });
-                    }
-                    Attempt {
-                        record_id: record.record_id.clone(),
-                        attempt: p.attempt + 1,
-                        failed: None,
-                        may_have_executed: false,
-                        first_record_id: p.first_record_id,
-                    }
-                }
-                _ => Attempt {
-                    record_id: record.record_id.clone(),
-                    attempt: 1,
-                    failed: None,
-                    may_have_executed: false,
-                    first_record_id: record.record_id.clone(),
-                },
-            };
-            record.attempt = Some(attempt.attempt);
-            st.attempts.insert(key.clone(), attempt);
-            attempt_key = Some(key);
+            })
+    }
+
+    /// A `tools/call`: the tool and the arguments' hash go into the record, an MRTR round is
+    /// linked to the call it continues, and the attempt is numbered against the earlier ones of
+    /// the same client, tool and arguments. Returns the attempt's key, under which the call's
+    /// end notes how the attempt went.
+    fn note_tool_call(&self, record: &mut Record, params: &Value, client_key: &str) -> AttemptKey {
+        let tool = params.get("name").and_then(Value::as_str).unwrap_or("");
+        record.tool = Some(tool.to_string());
+        let args = params.get("arguments").unwrap_or(&Value::Null);
+        let (hash, bytes) = arguments_hash(args);
+        record.arguments_hash = Some(hash.clone());
+        record.arguments_bytes = Some(bytes);
+        if self.options.log_arguments {
+            record.arguments = Some(args.clone());
         }
-        if method.starts_with("tasks/") {
-            self.link_task_request(&mut record, params);
-        }
-        let is_initialize_of = (method == "initialize").then(|| {
-            params
-                .get("clientInfo")
-                .map(client_info)
-                .unwrap_or_default()
-        });
-        if let Some(c) = &is_initialize_of {
-            if c.name.is_some() {
-                record.client = Some(c.clone());
-                // Over stdio the session exists before the answer: later requests may be sent
-                // before initialize is answered and still belong to this client.
-                if let Some(sid) = &origin.session_id {
-                    let mut st = self.lock();
-                    let s = st.state_session(sid);
-                    s.client = Some(c.clone());
-                    // The requested revision until the answer names the negotiated one.
-                    s.protocol_version = params
-                        .get("protocolVersion")
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
-                }
+        let has_key = params
+            .get("_meta")
+            .and_then(|m| m.get(IDEMPOTENCY_KEY))
+            .is_some_and(|k| !k.is_null());
+        let is_mrtr_round =
+            params.get("inputResponses").is_some() || params.get("requestState").is_some();
+        let key = AttemptKey {
+            client: client_key.to_string(),
+            tool: tool.to_string(),
+            arguments_hash: hash,
+        };
+        let mut st = self.lock();
+        if is_mrtr_round {
+            if let Some((original, rounds)) = st
+                .mrtr
+                .0
+                .get_mut(&(client_key.to_string(), tool.to_string()))
+            {
+                *rounds += 1;
+                record.mrtr = Some(MrtrLink {
+                    round: *rounds,
+                    original_record_id: original.clone(),
+                });
             }
         }
-        Call {
-            record,
-            started: Instant::now(),
-            client_key,
-            attempt_key,
-            method: method.to_string(),
-            is_initialize_of,
+        let prev = st.attempts.0.get(&key).cloned();
+        let attempt = match prev {
+            // A repeat of a failed attempt is a retry; one of a success or of a call still in
+            // flight is a new call (the client may mean to run it twice).
+            Some(p) if p.failed == Some(true) && !is_mrtr_round => {
+                let safety = st.tools.0.get(tool).copied();
+                retry_attempt(record, p, tool, safety, has_key)
+            }
+            _ => Attempt {
+                record_id: record.record_id.clone(),
+                attempt: 1,
+                failed: None,
+                may_have_executed: false,
+                first_record_id: record.record_id.clone(),
+            },
+        };
+        record.attempt = Some(attempt.attempt);
+        st.attempts.insert(key.clone(), attempt);
+        key
+    }
+
+    /// An `initialize`: the client it names (empty when it names none), which becomes the
+    /// record's client when it has a name.
+    fn note_initialize(&self, record: &mut Record, params: &Value, origin: &Origin) -> ClientId {
+        let c = params
+            .get("clientInfo")
+            .map(client_info)
+            .unwrap_or_default();
+        if c.name.is_some() {
+            record.client = Some(c.clone());
+            // Over stdio the session exists before the answer: later requests may be sent
+            // before initialize is answered and still belong to this client.
+            if let Some(sid) = &origin.session_id {
+                let mut st = self.lock();
+                let s = st.state_session(sid);
+                s.client = Some(c.clone());
+                // The requested revision until the answer names the negotiated one.
+                s.protocol_version = params
+                    .get("protocolVersion")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+            }
         }
+        c
     }
 
     /// Closes a call with its verdict and emits its record.

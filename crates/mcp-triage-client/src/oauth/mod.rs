@@ -17,6 +17,7 @@ pub mod pkce;
 pub mod redirect;
 pub mod store;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -566,6 +567,87 @@ struct AuthState {
     gave_up: Option<String>,
 }
 
+/// The scope a step-up (a 403 with `insufficient_scope`) asks for: what the token holds plus
+/// what the challenge requires. A challenge without a scope cannot say what to ask for, and one
+/// naming a scope the token already holds is a permanent failure: neither is authorized again.
+fn step_up_scope(
+    current: Option<&StoredToken>,
+    required: Option<&str>,
+) -> Result<String, OAuthError> {
+    let Some(req) = required else {
+        return Err(OAuthError::InsufficientScopeWithoutScope);
+    };
+    let held = current.and_then(|t| t.scope.clone()).unwrap_or_default();
+    if current.is_some() && discovery::scope_covers(&held, req) {
+        return Err(OAuthError::ScopeAlreadyHeld {
+            scope: req.to_string(),
+        });
+    }
+    Ok(discovery::scope_union(&held, req))
+}
+
+/// The authorization endpoint's URL with the request's parameters: the code flow with PKCE
+/// (S256), our `state`, the resource (RFC 8707) and the scope when one was selected.
+fn authorization_url(
+    d: &Discovered,
+    client_id: &str,
+    redirect_uri: &str,
+    code_challenge: &str,
+    state: &str,
+    scope: Option<&str>,
+) -> Result<Url, OAuthError> {
+    let mut url =
+        discovery::authorization_server_url(&d.authorization_endpoint, "authorization_endpoint")?;
+    {
+        let mut q = url.query_pairs_mut();
+        q.append_pair("response_type", "code")
+            .append_pair("client_id", client_id)
+            .append_pair("redirect_uri", redirect_uri)
+            .append_pair("code_challenge", code_challenge)
+            .append_pair("code_challenge_method", "S256")
+            .append_pair("state", state)
+            .append_pair("resource", &d.resource);
+        if let Some(s) = scope {
+            q.append_pair("scope", s);
+        }
+    }
+    Ok(url)
+}
+
+/// The code in the redirect's parameters, once they are checked: our `state`, no `error`, and
+/// the issuer when the server identifies itself (RFC 9207), so a code from another server or
+/// another login is never exchanged.
+fn redirect_code<'a>(
+    params: &'a HashMap<String, String>,
+    state: &str,
+    d: &Discovered,
+) -> Result<&'a String, OAuthError> {
+    if params.get("state").map(String::as_str) != Some(state) {
+        return Err(OAuthError::WrongState);
+    }
+    if let Some(e) = params.get("error") {
+        return Err(OAuthError::Denied {
+            error: e.clone(),
+            description: params.get("error_description").cloned(),
+        });
+    }
+    // RFC 9207: an iss in the response must be the issuer, exactly; a server that
+    // advertises the parameter must send it.
+    if d.issuer_verified {
+        match params.get("iss") {
+            Some(iss) if iss != &d.issuer => {
+                return Err(OAuthError::IssuerMismatch {
+                    found: iss.clone(),
+                    expected: d.issuer.clone(),
+                })
+            }
+            None if d.iss_parameter_supported => return Err(OAuthError::IssuerMissing),
+            _ => {}
+        }
+    }
+    params.get("code").ok_or(OAuthError::NoCode)
+}
+
 /// The OAuth side of one client (one MCP server).
 pub(crate) struct OAuth {
     opts: OAuthOptions,
@@ -780,62 +862,20 @@ impl OAuth {
             && challenge.and_then(|c| c.error.as_deref()) == Some("insufficient_scope");
         let mut before: Vec<String> = Vec::new();
         if status == 401 {
-            if let Some(tok) = current.as_ref().filter(|t| t.refresh_token.is_some()) {
-                if !attempts.refreshed {
-                    attempts.refreshed = true;
-                    match self.refresh_locked(&mut st, tok).await {
-                        Ok(()) => {
-                            return Ok((
-                                "AUTH_REFRESHED",
-                                "HTTP 401 with a token: refreshed it and sent the request again"
-                                    .to_string(),
-                            ))
-                        }
-                        Err(e) => {
-                            // The refresh token is dead: forget the set and authorize afresh;
-                            // the note says why.
-                            self.forget_token(&mut st);
-                            before.push(format!("refreshing the token failed ({e}); "));
-                        }
-                    }
-                }
+            if let Some(note) = self
+                .try_refresh(&mut st, current.as_ref(), attempts, &mut before)
+                .await
+            {
+                return Ok(note);
             }
         }
-        let mut wanted = required.map(str::to_string);
-        if insufficient {
-            let Some(req) = required else {
-                return Err(OAuthError::InsufficientScopeWithoutScope);
-            };
-            let held = current
-                .as_ref()
-                .and_then(|t| t.scope.clone())
-                .unwrap_or_default();
-            if current.is_some() && discovery::scope_covers(&held, req) {
-                return Err(OAuthError::ScopeAlreadyHeld {
-                    scope: req.to_string(),
-                });
-            }
-            wanted = Some(discovery::scope_union(&held, req));
-        }
-        if attempts.authorizations >= self.opts.max_authorizations {
-            let err = OAuthError::TooManyAuthorizations {
-                status,
-                count: attempts.authorizations,
-                limit: self.opts.max_authorizations,
-            };
-            st.gave_up = Some(err.to_string());
-            return Err(err);
-        }
-        attempts.authorizations += 1;
-        // A 401 rediscovers: the resource may have moved to another authorization server
-        // (SEP-2352), whose registration is then its own (registrations are per issuer).
-        if st.discovered.is_none() || status == 401 {
-            let d = self
-                .discover(challenge.and_then(|c| c.resource_metadata.as_deref()))
-                .await?;
-            st.discovered = Some(d);
-        }
-        let d = st.discovered.clone().expect("discovered above");
+        let wanted = if insufficient {
+            Some(step_up_scope(current.as_ref(), required)?)
+        } else {
+            required.map(str::to_string)
+        };
+        self.count_authorization(&mut st, status, attempts)?;
+        let d = self.discovered_for(&mut st, status, challenge).await?;
         let scope = discovery::select_scope(wanted.as_deref(), &d.prm_scopes, &d.scopes_supported);
         let tok = match self.opts.grant {
             Grant::AuthorizationCode => {
@@ -861,6 +901,78 @@ impl OAuth {
             clean(&d.issuer),
             granted.map(|s| format!("{:?}", clean(&s))).unwrap_or_else(|| "unspecified".to_string())
         )))
+    }
+
+    /// A 401's first answer: refresh the token when it has a refresh token and this request has
+    /// not refreshed yet. `Some` is the record's note (send the request again); `None` means
+    /// authorize instead. A failed refresh forgets the token set (its refresh token is dead) and
+    /// adds why to `before`, the start of the authorization's note.
+    async fn try_refresh(
+        &self,
+        st: &mut AuthState,
+        current: Option<&StoredToken>,
+        attempts: &mut AuthAttempts,
+        before: &mut Vec<String>,
+    ) -> Option<(&'static str, String)> {
+        let tok = current.filter(|t| t.refresh_token.is_some())?;
+        if attempts.refreshed {
+            return None;
+        }
+        attempts.refreshed = true;
+        match self.refresh_locked(st, tok).await {
+            Ok(()) => Some((
+                "AUTH_REFRESHED",
+                "HTTP 401 with a token: refreshed it and sent the request again".to_string(),
+            )),
+            Err(e) => {
+                // The refresh token is dead: forget the set and authorize afresh; the note
+                // says why.
+                self.forget_token(st);
+                before.push(format!("refreshing the token failed ({e}); "));
+                None
+            }
+        }
+    }
+
+    /// Counts one more authorization for this request, or gives up past
+    /// `max_authorizations`; giving up is remembered in `st`, so later requests give up at once
+    /// instead of spending the same budget again.
+    fn count_authorization(
+        &self,
+        st: &mut AuthState,
+        status: u16,
+        attempts: &mut AuthAttempts,
+    ) -> Result<(), OAuthError> {
+        if attempts.authorizations >= self.opts.max_authorizations {
+            let err = OAuthError::TooManyAuthorizations {
+                status,
+                count: attempts.authorizations,
+                limit: self.opts.max_authorizations,
+            };
+            st.gave_up = Some(err.to_string());
+            return Err(err);
+        }
+        attempts.authorizations += 1;
+        Ok(())
+    }
+
+    /// The authorization server's metadata for this authorization: discovered the first time,
+    /// and again after every 401.
+    async fn discovered_for(
+        &self,
+        st: &mut AuthState,
+        status: u16,
+        challenge: Option<&AuthChallenge>,
+    ) -> Result<Discovered, OAuthError> {
+        // A 401 rediscovers: the resource may have moved to another authorization server
+        // (SEP-2352), whose registration is then its own (registrations are per issuer).
+        if st.discovered.is_none() || status == 401 {
+            let d = self
+                .discover(challenge.and_then(|c| c.resource_metadata.as_deref()))
+                .await?;
+            st.discovered = Some(d);
+        }
+        Ok(st.discovered.clone().expect("discovered above"))
     }
 
     /// GETs a JSON document; `Ok(None)` for a non-2xx answer (try the next URL).
@@ -1113,6 +1225,8 @@ impl OAuth {
             .unwrap_or(0)
     }
 
+    /// The authorization code grant (PKCE, a loopback redirect): the user (or `Follow`) is sent
+    /// to the authorization endpoint, the redirect's code is checked and exchanged for a token.
     async fn authorization_code(
         &self,
         st: &mut AuthState,
@@ -1124,6 +1238,40 @@ impl OAuth {
                 issuer: d.issuer.clone(),
             });
         }
+        let listener = self.redirect_listener(st).await?;
+        let redirect_uri = listener.redirect_uri.clone();
+        let client = self.client_for(st, d, &redirect_uri).await?;
+        let pkce = pkce::Pkce::new()?;
+        let state = pkce::random_token(16)?;
+        let url = authorization_url(
+            d,
+            &client.client_id,
+            &redirect_uri,
+            &pkce.challenge,
+            &state,
+            scope,
+        )?;
+        let waiter = tokio::spawn(listener.wait(state.clone(), self.opts.authorize_timeout));
+        if let Err(e) = self.open_authorization(&url, &redirect_uri).await {
+            waiter.abort();
+            return Err(e);
+        }
+        let params = waiter.await.map_err(OAuthError::ListenerStopped)??;
+        let code = redirect_code(&params, &state, d)?;
+        let form = vec![
+            ("grant_type", "authorization_code".to_string()),
+            ("code", code.clone()),
+            ("redirect_uri", redirect_uri),
+            ("code_verifier", pkce.verifier.clone()),
+            ("resource", d.resource.clone()),
+        ];
+        let tok = self.token_request(d, &client, form, scope).await?;
+        Ok(tok)
+    }
+
+    /// The loopback listener the redirect comes back to, on the port of an earlier registration
+    /// when there is one (its redirect URI is registered already).
+    async fn redirect_listener(&self, st: &AuthState) -> Result<redirect::Listener, OAuthError> {
         let port = self.redirect_port(st);
         let listener = match redirect::bind(port).await {
             // The port of an earlier registration is taken: listen anywhere and register
@@ -1131,35 +1279,15 @@ impl OAuth {
             Err(_) if port != 0 && self.opts.redirect_port == 0 => redirect::bind(0).await?,
             other => other?,
         };
-        let redirect_uri = listener.redirect_uri.clone();
-        let client = self.client_for(st, d, &redirect_uri).await?;
-        let pkce = pkce::Pkce::new()?;
-        let state = pkce::random_token(16)?;
-        let mut url = discovery::authorization_server_url(
-            &d.authorization_endpoint,
-            "authorization_endpoint",
-        )?;
-        {
-            let mut q = url.query_pairs_mut();
-            q.append_pair("response_type", "code")
-                .append_pair("client_id", &client.client_id)
-                .append_pair("redirect_uri", &redirect_uri)
-                .append_pair("code_challenge", &pkce.challenge)
-                .append_pair("code_challenge_method", "S256")
-                .append_pair("state", &state)
-                .append_pair("resource", &d.resource);
-            if let Some(s) = scope {
-                q.append_pair("scope", s);
-            }
-        }
-        let waiter = tokio::spawn(listener.wait(state.clone(), self.opts.authorize_timeout));
+        Ok(listener)
+    }
+
+    /// Sends the user to the authorization URL as `--authorize` says: follows it (an automated
+    /// login, the only way that can fail here), prints it, or opens the browser (printing it
+    /// too, in case the browser does not open).
+    async fn open_authorization(&self, url: &Url, redirect_uri: &str) -> Result<(), OAuthError> {
         match self.opts.mode {
-            AuthorizeMode::Follow => {
-                if let Err(e) = self.follow(&url, &redirect_uri).await {
-                    waiter.abort();
-                    return Err(e);
-                }
-            }
+            AuthorizeMode::Follow => self.follow(url, redirect_uri).await?,
             AuthorizeMode::Print => {
                 eprintln!("mcp-triage: to authorize, open this URL in a browser:\n  {url}");
             }
@@ -1170,40 +1298,7 @@ impl OAuth {
                 }
             }
         }
-        let params = waiter.await.map_err(OAuthError::ListenerStopped)??;
-        if params.get("state") != Some(&state) {
-            return Err(OAuthError::WrongState);
-        }
-        if let Some(e) = params.get("error") {
-            return Err(OAuthError::Denied {
-                error: e.clone(),
-                description: params.get("error_description").cloned(),
-            });
-        }
-        // RFC 9207: an iss in the response must be the issuer, exactly; a server that
-        // advertises the parameter must send it.
-        if d.issuer_verified {
-            match params.get("iss") {
-                Some(iss) if iss != &d.issuer => {
-                    return Err(OAuthError::IssuerMismatch {
-                        found: iss.clone(),
-                        expected: d.issuer.clone(),
-                    })
-                }
-                None if d.iss_parameter_supported => return Err(OAuthError::IssuerMissing),
-                _ => {}
-            }
-        }
-        let code = params.get("code").ok_or(OAuthError::NoCode)?;
-        let form = vec![
-            ("grant_type", "authorization_code".to_string()),
-            ("code", code.clone()),
-            ("redirect_uri", redirect_uri),
-            ("code_verifier", pkce.verifier.clone()),
-            ("resource", d.resource.clone()),
-        ];
-        let tok = self.token_request(d, &client, form, scope).await?;
-        Ok(tok)
+        Ok(())
     }
 
     /// Fetches the authorization URL and follows its redirects (at most 10) until one leads

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use mcp_triage_client::precheck::{check_call, CallProblem};
-use mcp_triage_client::{CallOptions, CallRecord, Client, ClientOptions, Interrupt, RetryOrigin};
+use mcp_triage_client::{
+    CallOptions, CallRecord, Client, ClientOptions, Interrupt, RetryOrigin, Target,
+};
 use mcp_triage_core::{error_code_name, Outcome, ProtocolVersion};
 use serde_json::{Map, Value};
 
@@ -245,69 +247,17 @@ fn client_options(args: &CallArgs) -> Result<ClientOptions, CallError> {
 }
 
 pub fn run(args: CallArgs) -> Result<ExitCode, CallError> {
-    let (url, tool) = match (args.conn.has_target_flag(), args.positional.as_slice()) {
-        (true, [tool]) => (None, tool.clone()),
-        (false, [url, tool]) => (Some(url.clone()), tool.clone()),
-        (true, _) => return Err(CallError::OnlyTheTool),
-        (false, _) => return Err(CallError::UrlAndTool),
-    };
+    let (url, tool) = url_and_tool(&args)?;
     let target = args.conn.target(url.as_deref())?;
     let opts = client_options(&args)?;
     let arguments = arguments(&args)?;
     let interrupt = Interrupt::new();
-    let co = CallOptions {
-        retry_origin: if args.retry_of.is_some() {
-            RetryOrigin::Manual
-        } else {
-            RetryOrigin::None
-        },
-        retry_of: args.retry_of.clone(),
-        idempotency_key: args.idempotency_key.clone(),
-        interrupt: Some(interrupt.clone()),
-        ..CallOptions::default()
-    };
-    let list_first = opts.list_tools_first;
-    let as_task = opts.use_tasks;
+    let co = call_options(&args, &interrupt);
     let rt = runtime()?;
-    let ended = rt.block_on(async {
-        let client = match Client::connect(target, opts).await {
-            Ok(c) => c,
-            Err(e) => return Ok(Ended::Unreachable(e.to_string())),
-        };
-        // The list the call would fetch first anyway (it is cached). When it fails, the call
-        // goes ahead unchecked and its record says why the list failed.
-        let tools = match list_first {
-            true => client.list_tools().await.ok(),
-            false => None,
-        };
-        // The x-mcp-header rules are 2026-07-28's: an older server's x-mcp-header means
-        // nothing and no Mcp-Param header is sent.
-        let modern = client.protocol_version().await == ProtocolVersion::V2026_07_28.as_str();
-        if let Some(usage) = tools
-            .as_deref()
-            .filter(|_| modern && !args.allow_invalid_tool)
-            .and_then(|tools| invalid_tool(tools, &tool))
-        {
-            client.close().await;
-            return Err(usage);
-        }
-        let problem = tools
-            .as_deref()
-            .and_then(|t| check_call(t, &tool, &arguments, as_task));
-        if let Some(p @ CallProblem::InvalidArguments { .. }) = &problem {
-            if !args.send_invalid_args {
-                client.close().await;
-                return Ok(Ended::Refused(p.clone()));
-            }
-        }
-        let Some(r) = until_interrupted(client.call_tool(&tool, arguments, co), &interrupt).await
-        else {
-            return Ok(Ended::Interrupted);
-        };
-        client.close().await;
-        Ok(Ended::Called(Box::new(r), problem))
-    })?;
-    let (mut record, problem) = match ended {
+    let ended = rt.block_on(connect_and_call(
+        target, opts, &args, &tool, arguments, co, &interrupt,
+    ))?;
+    let (record, problem) = match ended {
         Ended::Called(r, p) => (*r, p),
         Ended::Unreachable(e) => {
             eprintln!("mcp-triage: {e}");
@@ -326,6 +276,96 @@ pub fn run(args: CallArgs) -> Result<ExitCode, CallError> {
             return Ok(Exit::InvalidArguments.into());
         }
     };
+    write_record(&args, record, problem, &interrupt)
+}
+
+/// The positional arguments: `URL TOOL`, or only `TOOL` when a target flag (`--stdio`,
+/// `--config`) names the server; any other count is a usage error.
+fn url_and_tool(args: &CallArgs) -> Result<(Option<String>, String), CallError> {
+    match (args.conn.has_target_flag(), args.positional.as_slice()) {
+        (true, [tool]) => Ok((None, tool.clone())),
+        (false, [url, tool]) => Ok((Some(url.clone()), tool.clone())),
+        (true, _) => Err(CallError::OnlyTheTool),
+        (false, _) => Err(CallError::UrlAndTool),
+    }
+}
+
+/// This call's options: `--retry-of` makes it a manual retry of that record, and Ctrl-C is
+/// the `interrupt` the call watches (to cancel a task it created).
+fn call_options(args: &CallArgs, interrupt: &Interrupt) -> CallOptions {
+    CallOptions {
+        retry_origin: if args.retry_of.is_some() {
+            RetryOrigin::Manual
+        } else {
+            RetryOrigin::None
+        },
+        retry_of: args.retry_of.clone(),
+        idempotency_key: args.idempotency_key.clone(),
+        interrupt: Some(interrupt.clone()),
+        ..CallOptions::default()
+    }
+}
+
+/// Connects, checks the tool and the arguments against the server's list (when it is
+/// fetched first), and calls. Everything that needs the client is here, so that the client is
+/// closed on every way out but Ctrl-C; an invalid tool definition is the one error.
+async fn connect_and_call(
+    target: Target,
+    opts: ClientOptions,
+    args: &CallArgs,
+    tool: &str,
+    arguments: Value,
+    co: CallOptions,
+    interrupt: &Interrupt,
+) -> Result<Ended, CallError> {
+    let list_first = opts.list_tools_first;
+    let as_task = opts.use_tasks;
+    let client = match Client::connect(target, opts).await {
+        Ok(c) => c,
+        Err(e) => return Ok(Ended::Unreachable(e.to_string())),
+    };
+    // The list the call would fetch first anyway (it is cached). When it fails, the call
+    // goes ahead unchecked and its record says why the list failed.
+    let tools = match list_first {
+        true => client.list_tools().await.ok(),
+        false => None,
+    };
+    // The x-mcp-header rules are 2026-07-28's: an older server's x-mcp-header means
+    // nothing and no Mcp-Param header is sent.
+    let modern = client.protocol_version().await == ProtocolVersion::V2026_07_28.as_str();
+    if let Some(usage) = tools
+        .as_deref()
+        .filter(|_| modern && !args.allow_invalid_tool)
+        .and_then(|tools| invalid_tool(tools, tool))
+    {
+        client.close().await;
+        return Err(usage);
+    }
+    let problem = tools
+        .as_deref()
+        .and_then(|t| check_call(t, tool, &arguments, as_task));
+    if let Some(p @ CallProblem::InvalidArguments { .. }) = &problem {
+        if !args.send_invalid_args {
+            client.close().await;
+            return Ok(Ended::Refused(p.clone()));
+        }
+    }
+    let Some(r) = until_interrupted(client.call_tool(tool, arguments, co), interrupt).await else {
+        return Ok(Ended::Interrupted);
+    };
+    client.close().await;
+    Ok(Ended::Called(Box::new(r), problem))
+}
+
+/// The end of a call that was made: the precheck's problem and a nonstandard error code become
+/// warnings, the record goes to `--log` and to stdout (`--format`), and the exit status is
+/// the record's (or Ctrl-C's, when one came during the call).
+fn write_record(
+    args: &CallArgs,
+    mut record: CallRecord,
+    problem: Option<CallProblem>,
+    interrupt: &Interrupt,
+) -> Result<ExitCode, CallError> {
     if let Some(p) = &problem {
         record.warn(p.code(), p.to_string());
     }

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use clap::Args;
 use mcp_triage_proxy::capture::{
-    self, Capture, CaptureOptions, CaptureWriter, DEFAULT_KEEP, DEFAULT_MAX_BODY, DEFAULT_MAX_BYTES,
+    self, Capture, CaptureError, CaptureOptions, CaptureWriter, DEFAULT_KEEP, DEFAULT_MAX_BODY,
+    DEFAULT_MAX_BYTES,
 };
 use mcp_triage_proxy::WriterStats;
 
@@ -46,12 +47,13 @@ pub struct CaptureArgs {
 }
 
 impl CaptureArgs {
-    /// Opens the capture file and starts its writer, when --capture is given.
+    /// Opens the capture file and starts its writer, when --capture is given (the writer's
+    /// [`CaptureError`] as it is: its messages already name the flags).
     pub fn start(
         &self,
         redact_headers: &[String],
         redact_query_params: &[String],
-    ) -> Result<Option<(Arc<Capture>, CaptureWriter)>, String> {
+    ) -> Result<Option<(Arc<Capture>, CaptureWriter)>, CaptureError> {
         let Some(path) = &self.capture else {
             return Ok(None);
         };

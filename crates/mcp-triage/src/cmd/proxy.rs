@@ -342,8 +342,8 @@ pub enum RunError {
     #[error("{0} must be a number of seconds above 0 and at most 86400")]
     Seconds(&'static str),
     /// `--capture` did not start (the capture writer's own sentence).
-    #[error("{0}")]
-    Capture(String),
+    #[error(transparent)]
+    Capture(#[from] mcp_triage_proxy::capture::CaptureError),
     /// The `--ui` listener did not start.
     #[error(transparent)]
     Ui(#[from] super::ui_args::UiError),
@@ -441,8 +441,7 @@ pub fn run_proxy(args: ProxyArgs) -> Result<ExitCode, RunError> {
     };
     let capture = args
         .capture
-        .start(&args.records.redact_header, &args.redact_query_param)
-        .map_err(RunError::Capture)?;
+        .start(&args.records.redact_header, &args.redact_query_param)?;
     options.capture = capture.as_ref().map(|(c, _)| c.clone());
     let capture_writer = capture.map(|(_, w)| w);
     let mut consumers = args.records.consumers(peer)?;
@@ -541,10 +540,7 @@ pub fn run_wrap(args: WrapArgs) -> Result<ExitCode, RunError> {
     let Some((command, rest)) = args.command.split_first() else {
         return Err(RunError::NoCommand);
     };
-    let capture = args
-        .capture
-        .start(&args.records.redact_header, &[])
-        .map_err(RunError::Capture)?;
+    let capture = args.capture.start(&args.records.redact_header, &[])?;
     let options = WrapOptions {
         command: command.clone(),
         args: rest.to_vec(),
