@@ -31,7 +31,8 @@ impl<const N: usize> InlineText<N> {
         t
     }
 
-    /// Replaces the text (a long text's buffer is reused for the next long one).
+    /// Replaces the text. A long text's buffer is kept for the next long one; a short text
+    /// drops it (a stream whose ids shrink does not keep a large buffer for them).
     pub fn set(&mut self, text: &str) {
         if text.len() <= N {
             self.inline[..text.len()].copy_from_slice(text.as_bytes());

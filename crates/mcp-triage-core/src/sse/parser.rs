@@ -447,6 +447,12 @@ mod tests {
     }
 
     #[test]
+    fn an_id_that_is_not_utf8_is_kept_with_replacement_characters() {
+        let (items, _) = run(&[b"id: a\xffb\ndata: x\n\n"]);
+        assert_eq!(items, vec![ev("message", "x", "a\u{FFFD}b")]);
+    }
+
+    #[test]
     fn data_lines_join_as_whatwg_appends_and_trims() {
         // two empty lines are "\n\n" trimmed to "\n": an event, not a priming block
         assert_eq!(run(&[b"data:\ndata:\n\n"]).0, vec![ev("message", "\n", "")]);
