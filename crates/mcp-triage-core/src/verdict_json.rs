@@ -10,150 +10,8 @@
 
 use std::io::{self, Write};
 
+use crate::json_text::{write_i64, ObjectWriter};
 use crate::verdict::{AuthChallenge, LimitHit, StreamStats, Verdict, Warning};
-
-/// Writes JSON text a member at a time: `{` and `}`, and a `,` before every member but the
-/// first.
-struct ObjectWriter<'w, W: Write> {
-    w: &'w mut W,
-    first: bool,
-}
-
-impl<'w, W: Write> ObjectWriter<'w, W> {
-    #[inline(always)]
-    fn open(w: &'w mut W) -> io::Result<Self> {
-        w.write_all(b"{")?;
-        Ok(ObjectWriter { w, first: true })
-    }
-
-    /// `"name":` (the name is one of ours: nothing in it needs escaping). Always inlined, as
-    /// the helpers below: every name is a literal, and an inlined copy of a length known at
-    /// compile time is a few moves instead of a `memcpy` call (a verdict has up to 25 members).
-    #[inline(always)]
-    fn key(&mut self, name: &str) -> io::Result<&mut W> {
-        if self.first {
-            self.first = false;
-            self.w.write_all(b"\"")?;
-        } else {
-            self.w.write_all(b",\"")?;
-        }
-        self.w.write_all(name.as_bytes())?;
-        self.w.write_all(b"\":")?;
-        Ok(self.w)
-    }
-
-    #[inline(always)]
-    fn str(&mut self, name: &str, value: &str) -> io::Result<()> {
-        let w = self.key(name)?;
-        write_str(w, value)
-    }
-
-    #[inline(always)]
-    fn opt_str(&mut self, name: &str, value: Option<&str>) -> io::Result<()> {
-        match value {
-            Some(v) => self.str(name, v),
-            None => Ok(()),
-        }
-    }
-
-    #[inline(always)]
-    fn uint(&mut self, name: &str, value: u64) -> io::Result<()> {
-        let w = self.key(name)?;
-        write_u64(w, value)
-    }
-
-    #[inline(always)]
-    fn opt_uint(&mut self, name: &str, value: Option<u64>) -> io::Result<()> {
-        match value {
-            Some(v) => self.uint(name, v),
-            None => Ok(()),
-        }
-    }
-
-    #[inline(always)]
-    fn bool(&mut self, name: &str, value: bool) -> io::Result<()> {
-        let w = self.key(name)?;
-        w.write_all(if value { b"true" } else { b"false" })
-    }
-
-    #[inline(always)]
-    fn close(self) -> io::Result<()> {
-        self.w.write_all(b"}")
-    }
-}
-
-/// A JSON string with serde_json's escaping: `"` and `\` escaped, the control characters
-/// U+0000-U+001F as `\b \t \n \f \r` or `\u00xx` (lower-case hex), everything else as it is.
-pub(crate) fn write_str<W: Write>(w: &mut W, s: &str) -> io::Result<()> {
-    w.write_all(b"\"")?;
-    let bytes = s.as_bytes();
-    let mut start = 0;
-    while start < bytes.len() {
-        let i = start + crate::scan::plain_len(&bytes[start..]);
-        if i == bytes.len() {
-            break;
-        }
-        let b = bytes[i];
-        let short: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            0x08 => b"\\b",
-            0x09 => b"\\t",
-            0x0a => b"\\n",
-            0x0c => b"\\f",
-            0x0d => b"\\r",
-            _ => b"", // another control character (plain_len stops at nothing else)
-        };
-        w.write_all(&bytes[start..i])?;
-        start = i + 1;
-        if short.is_empty() {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            w.write_all(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[usize::from(b >> 4)],
-                HEX[usize::from(b & 0xf)],
-            ])?;
-        } else {
-            w.write_all(short)?;
-        }
-    }
-    w.write_all(&bytes[start..])?;
-    w.write_all(b"\"")
-}
-
-/// `n` in decimal.
-#[inline]
-pub(crate) fn write_u64<W: Write>(w: &mut W, n: u64) -> io::Result<()> {
-    // most numbers in a verdict (stream counts) are one digit: one byte, no copy loop
-    if n < 10 {
-        return w.write_all(&[b'0' + n as u8]);
-    }
-    write_u64_long(w, n)
-}
-
-fn write_u64_long<W: Write>(w: &mut W, mut n: u64) -> io::Result<()> {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    w.write_all(&digits[i..])
-}
-
-fn write_i64<W: Write>(w: &mut W, n: i64) -> io::Result<()> {
-    if n < 0 {
-        w.write_all(b"-")?;
-    }
-    write_u64(w, n.unsigned_abs())
-}
 
 impl Verdict {
     /// Writes the verdict's JSON text: the same bytes as `serde_json::to_writer(w, self)`,
@@ -211,7 +69,7 @@ fn auth_challenge<W: Write>(w: &mut W, a: &AuthChallenge) -> io::Result<()> {
     o.close()
 }
 
-fn stream_stats<W: Write>(w: &mut W, s: &StreamStats) -> io::Result<()> {
+pub(crate) fn stream_stats<W: Write>(w: &mut W, s: &StreamStats) -> io::Result<()> {
     let mut o = ObjectWriter::open(w)?;
     o.uint("events", s.events)?;
     o.uint("notifications", s.notifications)?;
@@ -234,7 +92,7 @@ fn limit<W: Write>(w: &mut W, l: &LimitHit) -> io::Result<()> {
     o.close()
 }
 
-fn warnings<W: Write>(w: &mut W, list: &[Warning]) -> io::Result<()> {
+pub(crate) fn warnings<W: Write>(w: &mut W, list: &[Warning]) -> io::Result<()> {
     w.write_all(b"[")?;
     for (i, warning) in list.iter().enumerate() {
         if i > 0 {
@@ -257,15 +115,6 @@ mod tests {
 
     fn same_as_serde(v: &Verdict) {
         assert_eq!(v.to_json(), serde_json::to_string(v).unwrap(), "{v:?}");
-    }
-
-    #[test]
-    fn numbers_are_written_as_display_writes_them() {
-        for n in (0u64..=120).chain([999, 1_000, 65_535, u64::MAX]) {
-            let mut out = Vec::new();
-            write_u64(&mut out, n).unwrap();
-            assert_eq!(String::from_utf8(out).unwrap(), n.to_string());
-        }
     }
 
     #[test]
