@@ -32,10 +32,12 @@ pub mod guard;
 pub mod http;
 pub mod install;
 pub mod log;
+pub mod message;
 pub mod observe;
 #[cfg(feature = "otlp")]
 pub mod otel;
 pub mod record;
+mod record_json;
 pub mod record_log;
 pub mod stdio;
 pub mod tasks;

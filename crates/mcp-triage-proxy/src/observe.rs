@@ -6,7 +6,7 @@
 //! POST count), tool annotations seen in `tools/list`, the last attempt of every distinct
 //! `tools/call` (for retry observation), open MRTR calls, and server requests awaiting answers.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet};
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -66,63 +66,7 @@ impl Default for ObserveOptions {
     }
 }
 
-/// A client → server JSON-RPC message, as far as the observer needs it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Message {
-    /// A request (method and id).
-    Request {
-        /// The id as sent.
-        id: Value,
-        /// The method.
-        method: String,
-        /// `params`, or null.
-        params: Value,
-    },
-    /// A notification (method, no id).
-    Notification {
-        /// The method.
-        method: String,
-    },
-    /// A response to a server request (id and result or error).
-    Response {
-        /// The id it answers.
-        id: Value,
-        /// True for an `error` response.
-        is_error: bool,
-    },
-}
-
-/// Parses a request body: one message or a batch. `None` when it is not JSON-RPC at all.
-pub fn parse_messages(body: &[u8]) -> Option<(Vec<Message>, bool)> {
-    let v: Value = serde_json::from_slice(body).ok()?;
-    match v {
-        Value::Array(items) => {
-            let msgs: Option<Vec<Message>> = items.into_iter().map(message).collect();
-            msgs.filter(|m| !m.is_empty()).map(|m| (m, true))
-        }
-        other => message(other).map(|m| (vec![m], false)),
-    }
-}
-
-fn message(v: Value) -> Option<Message> {
-    let Value::Object(mut o) = v else { return None };
-    let id = o.remove("id");
-    match (o.remove("method"), id) {
-        (Some(Value::String(method)), Some(id)) => Some(Message::Request {
-            id,
-            method,
-            params: o.remove("params").unwrap_or(Value::Null),
-        }),
-        (Some(Value::String(method)), None) => Some(Message::Notification { method }),
-        (None, Some(id)) if o.contains_key("result") || o.contains_key("error") => {
-            Some(Message::Response {
-                id,
-                is_error: o.contains_key("error"),
-            })
-        }
-        _ => None,
-    }
-}
+pub use crate::message::{parse_messages, Message};
 
 /// SHA-256 (hex) and size of the canonical JSON of `arguments`: the wire crate's
 /// [`ArgumentsDigest`](mcp_triage_wire::canonical::ArgumentsDigest), which the client and the

@@ -9,7 +9,7 @@
 //! explicit: past its TTL, or the oldest one when the table is full, and the evicted tasks
 //! are handed back to the caller to record.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 use std::time::{Duration, Instant};
 
 use crate::record::ClientId;
