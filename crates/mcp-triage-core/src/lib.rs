@@ -42,7 +42,7 @@ pub mod sse;
 mod verdict;
 mod verdict_json;
 
-pub use classify::{classify, Interruption, ResponseClassifier};
+pub use classify::{classify, classify_with_response, Interruption, ResponseClassifier};
 pub use http::ResponseHead;
 pub use limits::Limits;
 pub use protocol::{CallContext, ProtocolVersion, RequestId, RequestKind, RequestSession};
