@@ -226,6 +226,9 @@ impl ResponseClassifier {
     /// [`is_decided`](ResponseClassifier::is_decided); a JSON body, or a non-2xx body (its first
     /// `maxErrorBodyBytes`, depth up to 64, as the error is decoded), is judged at its end:
     /// take it with [`finish_with_response`](ResponseClassifier::finish_with_response).
+    /// The value is the classifier's parse converted, not a second parse: a repeated member
+    /// name keeps its last value (as in serde_json), and a number beyond f64 range (`1e400`,
+    /// which serde_json refuses) becomes `±f64::MAX`.
     pub fn take_response(&mut self) -> Option<serde_json::Value> {
         match &mut self.state {
             State::Sse(s) => self.kept.take().or_else(|| s.take_response()),

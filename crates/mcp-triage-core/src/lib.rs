@@ -23,6 +23,12 @@
 //! let v = classify(&head, body, &CallContext::new(1));
 //! assert_eq!(v.outcome, Outcome::ToolError);
 //! ```
+//!
+//! A caller that reads the response too (a client reading the result, a proxy learning a
+//! `tools/list`) sets [`CallContext::keep_response`] and takes the message from the classifier
+//! ([`classify_with_response`], [`ResponseClassifier::finish_with_response`],
+//! [`ResponseClassifier::take_response`]): it is converted from the classifier's own parse, so the
+//! body is parsed once.
 
 #![deny(missing_docs)]
 
