@@ -6,7 +6,8 @@
 //! final layer and outcome.
 //!
 //! - Transports: Streamable HTTP (reqwest with rustls; JSON and SSE responses read
-//!   incrementally with bounded memory) and stdio (a spawned server, newline-delimited JSON-RPC).
+//!   incrementally with bounded memory, parsed once: the result and the server requests come
+//!   from the classifier's own parse) and stdio (a spawned server, newline-delimited JSON-RPC).
 //! - Eras: 2026-07-28 (stateless, per-request `_meta`, `Mcp-Method`/`Mcp-Name`/`Mcp-Param-*`
 //!   headers) and the legacy `initialize` handshake with `Mcp-Session-Id` (2025-03-26 …
 //!   2025-11-25). `auto` tries modern first and falls back on a 400 without a modern error.

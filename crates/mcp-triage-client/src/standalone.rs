@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use mcp_triage_core::sse::{Flow, SseItem, SseParser};
 use mcp_triage_core::ProtocolVersion;
 use serde_json::Value;
 
@@ -10,7 +11,7 @@ use crate::answers::answer_or_error;
 use crate::headers::{is_event_stream, with_auth};
 use crate::oauth::BearerCell;
 use crate::options::ClientOptions;
-use crate::wire::{self};
+use crate::wire::Incoming;
 
 /// Where and how a legacy session's standalone GET stream is read and answered.
 pub(crate) struct Standalone {
@@ -46,10 +47,9 @@ impl Standalone {
         if !is_event_stream(&resp) {
             return;
         }
-        let mut capture = wire::Capture::new(Value::Null, true, false, &self.opts.limits);
+        let mut parser = SseParser::new(self.opts.limits.max_event_bytes);
         while let Ok(Some(chunk)) = resp.chunk().await {
-            capture.feed(&chunk);
-            for inc in std::mem::take(&mut capture.incoming) {
+            for inc in requests_in(&mut parser, &chunk) {
                 let reply = answer_or_error(&self.opts, &inc);
                 let post = self
                     .request(self.http.post(&self.url))
@@ -65,6 +65,26 @@ impl Standalone {
             }
         }
     }
+}
+
+/// The server requests that one chunk of the standalone stream completes, in order. No response
+/// is judged on this stream, so no classifier reads it: this is its only parser. An event over
+/// `maxEventBytes` is skipped and the stream read on.
+fn requests_in(parser: &mut SseParser, chunk: &[u8]) -> Vec<Incoming> {
+    let mut found = Vec::new();
+    let _ = parser.feed(chunk, &mut |item| {
+        if let SseItem::Event {
+            event_type, data, ..
+        } = item
+        {
+            if event_type == b"message" {
+                let message = serde_json::from_slice::<Value>(data).ok();
+                found.extend(message.as_ref().and_then(Incoming::request_in));
+            }
+        }
+        Flow::Continue
+    });
+    found
 }
 
 /// Aborts the task when dropped (a replaced or closed session stops listening).

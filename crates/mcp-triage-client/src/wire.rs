@@ -1,18 +1,17 @@
 //! One exchange on the wire, judged by the core classifier as its bytes arrive.
 //!
 //! Both transports end in the same [`Sent`]: the verdict, the JSON-RPC response object for our
-//! request id when one arrived (the classifier judges it; we keep a bounded copy to read the
-//! result), the response head facts a record needs, and what is known about delivery for the
-//! retry policy. Memory is bounded by the classifier's limits: a JSON body is kept up to
-//! `maxBodyBytes`, an SSE stream only one event at a time.
+//! request id when one arrived (the classifier judges it and, with `keep_response`, hands back
+//! the message it parsed, so the body is parsed once), the response head facts a record needs,
+//! and what is known about delivery for the retry policy. Memory is bounded by the classifier's
+//! limits: a JSON body is kept up to `maxBodyBytes`, an SSE stream only one event at a time.
 
 use std::time::{Instant, SystemTime};
 
 use mcp_triage_core::retry::Delivery;
-use mcp_triage_core::sse::{Flow, SseItem, SseParser};
 use mcp_triage_core::{
-    classify, CallContext, Interruption, Limits, Outcome, ResponseClassifier, ResponseHead,
-    StreamStats, Verdict,
+    classify_with_response, CallContext, Interruption, Limits, Outcome, ResponseClassifier,
+    ResponseHead, StreamEvent, StreamStats, Verdict,
 };
 use serde_json::Value;
 
@@ -99,6 +98,21 @@ impl Incoming {
             params: m.get("params").cloned().unwrap_or(Value::Null),
         })
     }
+
+    /// The server→client request the classifier saw on a Streamable HTTP stream (the same rule
+    /// as [`Incoming::request_in`], applied by the core's parse of the event).
+    fn from_event(ev: StreamEvent) -> Option<Incoming> {
+        match ev {
+            StreamEvent::ServerRequest {
+                id, method, params, ..
+            } => Some(Incoming::Request {
+                id,
+                method,
+                params: params.unwrap_or(Value::Null),
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// What the client did with one server request that arrived on a stream.
@@ -121,106 +135,6 @@ pub(crate) enum IncomingError {
     ModernStream,
 }
 
-/// Keeps the response for our id out of a body, bounded, alongside the classifier.
-pub(crate) struct Capture {
-    expected: Value,
-    kind: CaptureKind,
-    pub response: Option<Value>,
-    pub incoming: Vec<Incoming>,
-}
-
-enum CaptureKind {
-    Json {
-        buf: Vec<u8>,
-        max: usize,
-        over: bool,
-    },
-    Sse(Box<SseParser>),
-    None,
-}
-
-impl Capture {
-    pub fn new(expected: Value, media_sse: bool, media_json: bool, limits: &Limits) -> Capture {
-        let kind = if media_sse {
-            CaptureKind::Sse(Box::new(SseParser::new(limits.max_event_bytes)))
-        } else if media_json {
-            CaptureKind::Json {
-                buf: Vec::new(),
-                max: usize::try_from(limits.max_body_bytes).unwrap_or(usize::MAX),
-                over: false,
-            }
-        } else {
-            CaptureKind::None
-        };
-        Capture {
-            expected,
-            kind,
-            response: None,
-            incoming: Vec::new(),
-        }
-    }
-
-    pub fn feed(&mut self, chunk: &[u8]) {
-        match &mut self.kind {
-            CaptureKind::Json { buf, max, over } => {
-                if *over || buf.len() + chunk.len() > *max {
-                    *over = true;
-                    buf.clear();
-                } else {
-                    buf.extend_from_slice(chunk);
-                }
-            }
-            CaptureKind::Sse(p) => {
-                let mut messages: Vec<Value> = Vec::new();
-                let _ = p.feed(chunk, &mut |item| {
-                    if let SseItem::Event {
-                        event_type, data, ..
-                    } = item
-                    {
-                        if event_type == b"message" {
-                            if let Ok(v) = serde_json::from_slice::<Value>(data) {
-                                messages.push(v);
-                            }
-                        }
-                    }
-                    Flow::Continue
-                });
-                for m in messages {
-                    self.take_message(m);
-                }
-            }
-            CaptureKind::None => {}
-        }
-    }
-
-    fn take_message(&mut self, m: Value) {
-        let Some(o) = m.as_object() else { return };
-        if let Some(inc) = Incoming::request_in(&m) {
-            self.incoming.push(inc);
-            return;
-        }
-        if o.get("id") == Some(&self.expected)
-            && (o.contains_key("result") || o.contains_key("error"))
-            && self.response.is_none()
-        {
-            self.response = Some(m);
-        }
-    }
-
-    pub fn finish(&mut self) {
-        if let CaptureKind::Json { buf, over, .. } = &mut self.kind {
-            if !*over {
-                if let Ok(v) = serde_json::from_slice::<Value>(buf) {
-                    if v.get("id") == Some(&self.expected) {
-                        self.response = Some(v);
-                    }
-                }
-            }
-            buf.clear();
-        }
-    }
-}
-
 /// The classification context for a request.
 pub(crate) fn context(
     id: &Value,
@@ -241,11 +155,12 @@ pub(crate) fn context(
 }
 
 /// Reads a reqwest response through the classifier until decided, the end, an error or the
-/// deadline. Server requests found on the stream are handed to `on_incoming`, which answers them
-/// (legacy) and returns false to stop reading (no answer available).
+/// deadline. Server requests found on the stream (the classifier's observed messages) are handed
+/// to `on_incoming`, which answers them (legacy) or says why reading stops there. The response
+/// for our id is the classifier's kept message (`keep_response`): the body is parsed once.
 pub(crate) async fn read_response<F, Fut>(
     resp: reqwest::Response,
-    ctx: CallContext,
+    mut ctx: CallContext,
     deadline: tokio::time::Instant,
     started: Instant,
     on_incoming: F,
@@ -257,26 +172,13 @@ where
     let status = resp.status().as_u16();
     let head = response_head(&resp);
     let facts = HeadFacts::of(&head);
-    let mut capture = Capture::new(
-        expected_id_json(&ctx),
-        facts.is_sse && head.is_success(),
-        facts.is_json,
-        &ctx.limits,
-    );
+    ctx.keep_response = true;
+    ctx.observe_messages = true;
     let cls = ResponseClassifier::new(&head, ctx);
     let mut answers = StreamAnswers::default();
-    let verdict = read_body(
-        resp,
-        deadline,
-        status,
-        cls,
-        &mut capture,
-        &mut answers,
-        on_incoming,
-    )
-    .await;
-    capture.finish();
-    let response = kept_response(&verdict, &mut capture);
+    let (verdict, response) =
+        read_body(resp, deadline, status, cls, &mut answers, on_incoming).await;
+    let response = kept_response(&verdict, response);
     Sent {
         status: Some(status),
         content_type: facts.content_type,
@@ -306,14 +208,12 @@ fn response_head(resp: &reqwest::Response) -> ResponseHead {
 }
 
 /// What the client itself reads from the response head, besides the classifier: the values a
-/// record shows (sanitized, since they are the server's text) and the body's media kind, which
-/// picks what [`Capture`] keeps.
+/// record shows (sanitized, since they are the server's text) and whether the body is a stream.
 struct HeadFacts {
     content_type: Option<String>,
     session_id: Option<String>,
     scenario: Option<String>,
     is_sse: bool,
-    is_json: bool,
 }
 
 impl HeadFacts {
@@ -336,24 +236,23 @@ impl HeadFacts {
             session_id,
             scenario,
             is_sse: kind == Some(mcp_triage_core::http::MediaTypeKind::EventStream),
-            is_json: kind == Some(mcp_triage_core::http::MediaTypeKind::Json),
         }
     }
 }
 
-/// The body loop: each chunk goes to the capture and the classifier, and the server requests it
-/// held are answered, until the verdict is decided, the body ends, the connection breaks, the
-/// deadline passes or a server request cannot be answered. Its own function so that every way
-/// the reading ends is one `return` in one place.
+/// The body loop: each chunk goes to the classifier, and the server requests it saw are
+/// answered, until the verdict is decided, the body ends, the connection breaks, the deadline
+/// passes or a server request cannot be answered. Returns the verdict and the response the
+/// classifier kept. Its own function so that every way the reading ends is one `return` in one
+/// place.
 async fn read_body<F, Fut>(
     mut resp: reqwest::Response,
     deadline: tokio::time::Instant,
     status: u16,
     mut cls: ResponseClassifier,
-    capture: &mut Capture,
     answers: &mut StreamAnswers,
     mut on_incoming: F,
-) -> Verdict
+) -> (Verdict, Option<Value>)
 where
     F: FnMut(Incoming) -> Fut,
     Fut: std::future::Future<Output = Result<Answer, IncomingError>>,
@@ -361,27 +260,28 @@ where
     loop {
         let bytes = match tokio::time::timeout_at(deadline, resp.chunk()).await {
             Err(_) => {
-                return cls.interrupted(Interruption::TimedOut(
+                return cls.interrupted_with_response(Interruption::TimedOut(
                     "the deadline passed while reading the response".into(),
                 ))
             }
             Ok(Err(e)) => {
-                return cls.interrupted(Interruption::ConnectionLost(format!(
+                return cls.interrupted_with_response(Interruption::ConnectionLost(format!(
                     "the connection broke: {}",
                     error_chain(&e)
                 )))
             }
-            Ok(Ok(None)) => return cls.finish(),
+            Ok(Ok(None)) => return cls.finish_with_response(),
             Ok(Ok(Some(bytes))) => bytes,
         };
-        capture.feed(&bytes);
         cls.feed(&bytes);
-        let incoming = std::mem::take(&mut capture.incoming);
+        let incoming: Vec<Incoming> = std::iter::from_fn(|| cls.poll_event())
+            .filter_map(Incoming::from_event)
+            .collect();
         if let Some(why) = answers.answer(incoming, &mut on_incoming).await {
-            return answers.unanswered(why, status);
+            return (answers.unanswered(why, status), cls.take_response());
         }
         if cls.is_decided() {
-            return cls.finish();
+            return cls.finish_with_response();
         }
     }
 }
@@ -432,7 +332,8 @@ impl StreamAnswers {
 /// The JSON-RPC response kept for the caller: only for outcomes whose verdict was read from a
 /// response object for our id (a result, an error, an HTTP error's body); after a broken
 /// envelope, a lost connection or a deadline the copy is not an answer the caller may read.
-fn kept_response(verdict: &Verdict, capture: &mut Capture) -> Option<Value> {
+/// (The classifier keeps the message for our id whatever the verdict; this is the filter.)
+fn kept_response(verdict: &Verdict, response: Option<Value>) -> Option<Value> {
     match verdict.outcome {
         Outcome::HttpError
         | Outcome::JsonrpcError
@@ -440,21 +341,16 @@ fn kept_response(verdict: &Verdict, capture: &mut Capture) -> Option<Value> {
         | Outcome::ToolError
         | Outcome::InputRequired
         | Outcome::TaskCreated
-        | Outcome::InvalidToolResult => capture.response.take(),
+        | Outcome::InvalidToolResult => response,
         _ => None,
     }
 }
 
-fn expected_id_json(ctx: &CallContext) -> Value {
-    serde_json::to_value(&ctx.expected_id).unwrap_or(Value::Null)
-}
-
-/// Judges one stdio line (a complete JSON-RPC message) as a JSON body.
+/// Judges one stdio line (a complete JSON-RPC message, routed to us by its id) as a JSON body,
+/// with the response message the classifier parsed from it.
 pub(crate) fn classify_line(line: &[u8], ctx: &CallContext) -> (Verdict, Option<Value>) {
     let head = ResponseHead::new(200).content_type("application/json");
-    let v = classify(&head, line, ctx);
-    let response = serde_json::from_slice::<Value>(line).ok();
-    (v, response)
+    classify_with_response(&head, line, ctx)
 }
 
 /// The error and its sources, one line (reqwest hides the useful part in the chain).

@@ -6,14 +6,21 @@
 //! [`finish`](ResponseClassifier::finish) (end of body) or
 //! [`interrupted`](ResponseClassifier::interrupted) (the connection broke or a deadline passed).
 //! [`classify`] does all of that for a body already in memory.
+//!
+//! With [`CallContext::keep_response`] the classifier also keeps the response message the
+//! verdict was read from, as a `serde_json::Value` built from its own parse (no second parse of
+//! the body): the caller takes it with [`take_response`](ResponseClassifier::take_response) (an
+//! SSE stream, once decided), [`finish_with_response`](ResponseClassifier::finish_with_response),
+//! [`interrupted_with_response`](ResponseClassifier::interrupted_with_response) or
+//! [`classify_with_response`].
 
 use crate::http::{
     parse_retry_after, parse_www_authenticate, reason, MediaType, MediaTypeKind, ResponseHead,
 };
-use crate::json::{self, Compactor, ParseFailure, ScanFailure, KEEP_SOLID_CHARS};
+use crate::json::{self, Compactor, HeldValue, ParseFailure, ScanFailure, KEEP_SOLID_CHARS};
 use crate::protocol::CallContext;
 use crate::retry::RATE_LIMITED;
-use crate::rules::{classify_document, Findings};
+use crate::rules::{classify_document, response_in, Findings};
 use crate::sse::{with_stack_for_depth, SseClassifier, StreamEvent};
 use crate::verdict::{sanitize_line, LimitHit, Outcome, Verdict};
 
@@ -78,6 +85,8 @@ pub struct ResponseClassifier {
     findings: Findings,
     retry_after_ms: Option<u64>,
     auth: Option<Box<crate::verdict::AuthChallenge>>,
+    /// The response message, with [`CallContext::keep_response`], once judged.
+    kept: HeldValue,
 }
 
 impl ResponseClassifier {
@@ -160,9 +169,11 @@ impl ResponseClassifier {
             }
         };
         // The compacted copy cuts long strings: not when a schema reads every character of
-        // `structuredContent`, nor when the expected id is itself a long string.
+        // `structuredContent`, nor when the expected id is itself a long string, nor when the
+        // caller keeps the response (its value is built from the body's parse).
         let id_is_long = matches!(&ctx.expected_id, crate::RequestId::String(s) if s.chars().count() >= KEEP_SOLID_CHARS);
-        let compact_after = (ctx.output_schema.is_none() && !id_is_long).then_some(COMPACT_AFTER);
+        let compact_after = (ctx.output_schema.is_none() && !id_is_long && !ctx.keep_response)
+            .then_some(COMPACT_AFTER);
         ResponseClassifier {
             status,
             state,
@@ -171,6 +182,7 @@ impl ResponseClassifier {
             findings,
             retry_after_ms,
             auth,
+            kept: HeldValue::default(),
             ctx,
         }
     }
@@ -202,6 +214,25 @@ impl ResponseClassifier {
         match &mut self.state {
             State::Sse(s) => s.poll_event(),
             _ => None,
+        }
+    }
+
+    /// The response message kept so far (see [`CallContext::keep_response`]), taken once.
+    ///
+    /// It is the JSON-RPC response object for the expected id (same type and value) that the
+    /// verdict was read from, whatever the verdict: check the outcome before reading it as an
+    /// answer (after `INVALID_ENVELOPE` it is only what the server sent). A response for another
+    /// id, a request or a notification is never kept. On an SSE stream it is here once
+    /// [`is_decided`](ResponseClassifier::is_decided); a JSON body, or a non-2xx body (its first
+    /// `maxErrorBodyBytes`, depth up to 64, as the error is decoded), is judged at its end:
+    /// take it with [`finish_with_response`](ResponseClassifier::finish_with_response).
+    /// The value is the classifier's parse converted, not a second parse: a repeated member
+    /// name keeps its last value (as in serde_json), and a number beyond f64 range (`1e400`,
+    /// which serde_json refuses) becomes `±f64::MAX`.
+    pub fn take_response(&mut self) -> Option<serde_json::Value> {
+        match &mut self.state {
+            State::Sse(s) => self.kept.take().or_else(|| s.take_response()),
+            _ => self.kept.take(),
         }
     }
 
@@ -266,6 +297,18 @@ impl ResponseClassifier {
 
     /// The body ended. Returns the verdict.
     pub fn finish(mut self) -> Verdict {
+        self.end()
+    }
+
+    /// The body ended. Returns the verdict and the response message it was read from, when
+    /// [`CallContext::keep_response`] is set (see
+    /// [`take_response`](ResponseClassifier::take_response)).
+    pub fn finish_with_response(mut self) -> (Verdict, Option<serde_json::Value>) {
+        let v = self.end();
+        (v, self.kept.take())
+    }
+
+    fn end(&mut self) -> Verdict {
         let state = std::mem::replace(&mut self.state, State::Json { buf: Vec::new() });
         let v = match state {
             State::Decided(v) => *v,
@@ -279,10 +322,13 @@ impl ResponseClassifier {
                     failure_verdict(f.failure, hint)
                 }
             },
-            State::Sse(mut s) => match s.take_verdict() {
-                Some(v) => v,
-                None => s.finish(),
-            },
+            State::Sse(mut s) => {
+                self.keep_from(&mut s);
+                match s.take_verdict() {
+                    Some(v) => v,
+                    None => s.finish(),
+                }
+            }
             State::Other { snippet, media } => {
                 self.state = State::Other { snippet, media };
                 self.finish_other()
@@ -291,8 +337,31 @@ impl ResponseClassifier {
         self.seal(v)
     }
 
+    /// Moves the response an SSE stream kept into the classifier, before the stream's state
+    /// is consumed.
+    fn keep_from(&mut self, s: &mut SseClassifier) {
+        if let Some(v) = s.take_response() {
+            self.kept.0.get_or_insert(v);
+        }
+    }
+
     /// The body broke off. Transport precedence holds: a non-2xx status is still `HTTP_ERROR`.
     pub fn interrupted(mut self, why: Interruption) -> Verdict {
+        self.break_off(why)
+    }
+
+    /// The body broke off. Returns the verdict and the response message it was read from, when
+    /// [`CallContext::keep_response`] is set and one was judged before the break (an SSE stream
+    /// decided by it, a non-2xx body complete enough to decode).
+    pub fn interrupted_with_response(
+        mut self,
+        why: Interruption,
+    ) -> (Verdict, Option<serde_json::Value>) {
+        let v = self.break_off(why);
+        (v, self.kept.take())
+    }
+
+    fn break_off(&mut self, why: Interruption) -> Verdict {
         let (timed_out, text) = match &why {
             Interruption::ConnectionLost(t) => (false, t.as_str()),
             Interruption::TimedOut(t) => (true, t.as_str()),
@@ -301,10 +370,13 @@ impl ResponseClassifier {
         let v = match state {
             State::Decided(v) => *v,
             State::HttpError { buf, truncated } => self.http_error(&buf, truncated, Some(text)),
-            State::Sse(mut s) => match s.take_verdict() {
-                Some(v) => v,
-                None => s.interrupted(timed_out, text),
-            },
+            State::Sse(mut s) => {
+                self.keep_from(&mut s);
+                match s.take_verdict() {
+                    Some(v) => v,
+                    None => s.interrupted(timed_out, text),
+                }
+            }
             // The media type was wrong before the body broke off: rule 3 already decided.
             State::Other { snippet, media } if self.body_bytes > 0 => {
                 self.state = State::Other { snippet, media };
@@ -371,7 +443,7 @@ impl ResponseClassifier {
     }
 
     fn json_body(&mut self, body: &[u8]) -> Verdict {
-        json_verdict(body, &self.ctx)
+        json_verdict(body, &self.ctx, &mut self.kept)
     }
 
     fn finish_other(&mut self) -> Verdict {
@@ -408,7 +480,7 @@ impl ResponseClassifier {
                     self.ctx.limits.max_error_body_bytes
                 ),
             );
-        } else if let Some(error) = decode_error_body(body, self.ctx.limits.max_depth) {
+        } else if let Some(error) = self.decode_error_body(body) {
             v.code = Some(error.code);
             v.message = Some(error.message);
             if error.code == RATE_LIMITED {
@@ -481,7 +553,6 @@ impl ResponseClassifier {
     }
 }
 
-/// Rules 5-8 for one `application/json` body.
 /// What a 404 without a JSON-RPC error means, by whether the request was sent in a session.
 fn not_found_advice(session: crate::protocol::RequestSession) -> &'static str {
     use crate::protocol::RequestSession::*;
@@ -492,10 +563,15 @@ fn not_found_advice(session: crate::protocol::RequestSession) -> &'static str {
     }
 }
 
-pub(crate) fn json_verdict(body: &[u8], ctx: &CallContext) -> Verdict {
+/// Rules 5-8 for one `application/json` body; with [`CallContext::keep_response`] the response
+/// object for the expected id goes into `kept`, built from the same parse.
+fn json_verdict(body: &[u8], ctx: &CallContext, kept: &mut HeldValue) -> Verdict {
     match json::parse(body, ctx.limits.max_depth) {
         Ok(parsed) => {
             let depth = parsed.depth;
+            if ctx.keep_response {
+                kept.0 = response_in(&parsed.root, ctx).map(json::Object::to_value);
+            }
             with_stack_for_depth(depth, || classify_document(&parsed, ctx))
         }
         Err(failure) => {
@@ -552,10 +628,22 @@ struct ErrorBody<'a> {
     data: Option<json::Node<'a>>,
 }
 
-/// The JSON-RPC error in `body`, when it is a JSON-RPC error response.
-fn decode_error_body(body: &[u8], max_depth: usize) -> Option<ErrorBody<'_>> {
-    let parsed = json::parse(body, max_depth.min(64)).ok()?;
-    let error = parsed.root.as_object()?.get("error")?.as_object()?;
+impl ResponseClassifier {
+    /// The JSON-RPC error in a non-2xx `body`, when it is a JSON-RPC error response. With
+    /// [`CallContext::keep_response`] the body's response object for the expected id is kept,
+    /// from the same parse.
+    fn decode_error_body<'b>(&mut self, body: &'b [u8]) -> Option<ErrorBody<'b>> {
+        let parsed = json::parse(body, self.ctx.limits.max_depth.min(64)).ok()?;
+        if self.ctx.keep_response {
+            self.kept.0 = response_in(&parsed.root, &self.ctx).map(json::Object::to_value);
+        }
+        error_body(&parsed.root)
+    }
+}
+
+/// The JSON-RPC error in a parsed non-2xx body, when it is a JSON-RPC error response.
+fn error_body<'a>(root: &json::Node<'a>) -> Option<ErrorBody<'a>> {
+    let error = root.as_object()?.get("error")?.as_object()?;
     let (code, _) = error.get("code")?.as_integer()?;
     let message = error
         .get("message")
@@ -585,11 +673,28 @@ pub fn classify(head: &ResponseHead, body: &[u8], ctx: &CallContext) -> Verdict 
     ResponseClassifier::new(head, ctx.clone()).classify_whole(body)
 }
 
+/// Classifies a complete response as [`classify`] does, and returns the response message the
+/// verdict was read from (as [`CallContext::keep_response`] keeps it, set here whatever `ctx`
+/// says): for a caller that reads the result too, without parsing the body again.
+pub fn classify_with_response(
+    head: &ResponseHead,
+    body: &[u8],
+    ctx: &CallContext,
+) -> (Verdict, Option<serde_json::Value>) {
+    let mut c = ResponseClassifier::new(head, ctx.clone().with_keep_response(true));
+    let v = c.judge_whole(body);
+    (v, c.take_response())
+}
+
 impl ResponseClassifier {
     /// Classifies the whole body at once, on a classifier nothing was fed to yet: the verdict
     /// [`feed`](ResponseClassifier::feed) + [`finish`](ResponseClassifier::finish) give, but a
     /// JSON body is judged in place instead of being copied into the buffer.
     pub fn classify_whole(mut self, body: &[u8]) -> Verdict {
+        self.judge_whole(body)
+    }
+
+    fn judge_whole(&mut self, body: &[u8]) -> Verdict {
         if matches!(self.state, State::Json { .. }) && !body.is_empty() && self.body_bytes == 0 {
             let max = self.ctx.limits.max_body_bytes;
             if body.len() as u64 > max {
@@ -601,7 +706,7 @@ impl ResponseClassifier {
             return self.seal(v);
         }
         self.feed(body);
-        self.finish()
+        self.end()
     }
 }
 
@@ -816,5 +921,190 @@ mod tests {
         }
         assert!(sm.poll_event().is_none());
         assert!(!sm.is_decided());
+    }
+
+    fn keeping() -> CallContext {
+        ctx().with_keep_response(true)
+    }
+
+    const RESULT: &[u8] =
+        br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}"#;
+
+    #[test]
+    fn the_response_of_a_json_body_is_kept_from_the_classifiers_parse() {
+        let head = ResponseHead::new(200).content_type("application/json");
+        let want: serde_json::Value = serde_json::from_slice(RESULT).unwrap();
+        let mut c = ResponseClassifier::new(&head, keeping());
+        c.feed(&RESULT[..20]);
+        c.feed(&RESULT[20..]);
+        // a JSON body is judged at its end
+        assert_eq!(c.take_response(), None);
+        let (v, kept) = c.finish_with_response();
+        assert_eq!(v.outcome, Outcome::ToolSuccess);
+        assert_eq!(kept.as_ref(), Some(&want));
+
+        let (v, kept) = classify_with_response(&head, RESULT, &ctx());
+        assert_eq!(v.outcome, Outcome::ToolSuccess);
+        assert_eq!(kept, Some(want));
+
+        // kept whatever the verdict: a tool error, an invalid envelope for our id
+        let err = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}"#;
+        let (v, kept) = classify_with_response(&head, err, &ctx());
+        assert_eq!(v.outcome, Outcome::ToolError);
+        assert_eq!(kept.unwrap()["result"]["isError"], true);
+        let (v, kept) = classify_with_response(&head, br#"{"id":1,"result":{}}"#, &ctx());
+        assert_eq!(v.outcome, Outcome::InvalidEnvelope);
+        assert_eq!(kept, Some(serde_json::json!({"id": 1, "result": {}})));
+    }
+
+    #[test]
+    fn a_kept_json_body_is_not_compacted() {
+        // Past 1 MiB a body is compacted (long strings cut) unless the response is kept: the
+        // kept value must carry the whole text.
+        let head = ResponseHead::new(200).content_type("application/json");
+        let text = "x".repeat(3 << 20);
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{text}"}}]}}}}"#
+        );
+        let mut c = ResponseClassifier::new(&head, keeping());
+        for chunk in body.as_bytes().chunks(64 << 10) {
+            c.feed(chunk);
+        }
+        assert!(matches!(c.state, State::Json { .. }), "{:?}", c.state);
+        let (v, kept) = c.finish_with_response();
+        assert_eq!(v.outcome, Outcome::ToolSuccess);
+        let kept = kept.unwrap();
+        assert_eq!(
+            kept["result"]["content"][0]["text"].as_str().unwrap().len(),
+            text.len()
+        );
+    }
+
+    #[test]
+    fn the_response_on_an_sse_stream_is_kept_after_a_notification_and_a_server_request() {
+        let mut c = keeping();
+        c.observe_messages = true;
+        let head = ResponseHead::new(200).content_type("text/event-stream");
+        let mut sm = ResponseClassifier::new(&head, c);
+        sm.feed(b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n");
+        sm.feed(b"data: {\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"elicitation/create\",\"params\":{\"message\":\"name?\"}}\n\n");
+        // nothing kept before the response
+        assert_eq!(sm.take_response(), None);
+        sm.feed(b"data: ");
+        sm.feed(RESULT);
+        sm.feed(b"\n\n");
+        assert!(sm.is_decided());
+        assert!(matches!(
+            sm.poll_event(),
+            Some(StreamEvent::Notification { .. })
+        ));
+        match sm.poll_event() {
+            Some(StreamEvent::ServerRequest {
+                id, method, params, ..
+            }) => {
+                assert_eq!(id, serde_json::json!("s1"));
+                assert_eq!(method, "elicitation/create");
+                assert_eq!(params, Some(serde_json::json!({"message": "name?"})));
+            }
+            other => panic!("{other:?}"),
+        }
+        let want: serde_json::Value = serde_json::from_slice(RESULT).unwrap();
+        assert_eq!(sm.take_response(), Some(want.clone()));
+        // taken once
+        assert_eq!(sm.take_response(), None);
+
+        // not taken before the end: finish hands it over
+        let mut sm = ResponseClassifier::new(&head, keeping());
+        sm.feed(b"data: {\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n\ndata: ");
+        sm.feed(RESULT);
+        sm.feed(b"\n\n");
+        let (v, kept) = sm.finish_with_response();
+        assert_eq!(v.outcome, Outcome::ToolSuccess);
+        assert_eq!(kept, Some(want.clone()));
+        // nor after a break that came once it was decided
+        let mut sm = ResponseClassifier::new(&head, keeping());
+        sm.feed(b"data: ");
+        sm.feed(RESULT);
+        sm.feed(b"\n\n");
+        let (v, kept) = sm.interrupted_with_response(Interruption::ConnectionLost("reset".into()));
+        assert_eq!(v.outcome, Outcome::ToolSuccess);
+        assert_eq!(kept, Some(want));
+    }
+
+    #[test]
+    fn a_response_for_another_id_is_not_kept() {
+        let json = ResponseHead::new(200).content_type("application/json");
+        let other = br#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#;
+        let (v, kept) = classify_with_response(&json, other, &ctx());
+        assert_eq!(v.outcome, Outcome::InvalidEnvelope);
+        assert_eq!(kept, None);
+        // "1" is not 1
+        let string_id = br#"{"jsonrpc":"2.0","id":"1","result":{"content":[]}}"#;
+        assert_eq!(classify_with_response(&json, string_id, &ctx()).1, None);
+
+        let sse = ResponseHead::new(200).content_type("text/event-stream");
+        let mut sm = ResponseClassifier::new(&sse, keeping());
+        sm.feed(b"data: ");
+        sm.feed(other);
+        sm.feed(b"\n\n");
+        assert_eq!(sm.take_response(), None);
+        let (v, kept) = sm.finish_with_response();
+        assert_eq!(v.outcome, Outcome::StreamIncomplete);
+        assert_eq!(kept, None);
+    }
+
+    #[test]
+    fn the_response_in_an_http_error_body_is_kept() {
+        let head = ResponseHead::new(400).content_type("application/json");
+        let body = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"unsupported","data":{"supported":["2025-06-18"]}}}"#;
+        let mut c = ResponseClassifier::new(&head, keeping());
+        c.feed(body);
+        let (v, kept) = c.finish_with_response();
+        assert_eq!(v.outcome, Outcome::HttpError);
+        assert_eq!(v.code, Some(-32022));
+        assert_eq!(kept.unwrap()["error"]["data"]["supported"][0], "2025-06-18");
+
+        // an error that answers no id (null) is decoded for the verdict, not kept
+        let null_id = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}"#;
+        let (v, kept) = classify_with_response(&head, null_id, &ctx());
+        assert_eq!(v.code, Some(-32700));
+        assert_eq!(kept, None);
+
+        // past maxErrorBodyBytes the body is not decoded, so nothing is kept
+        let small = keeping().with_limits(Limits {
+            max_error_body_bytes: 16,
+            ..Limits::DEFAULT
+        });
+        let mut c = ResponseClassifier::new(&head, small);
+        c.feed(body);
+        let (v, kept) = c.finish_with_response();
+        assert_eq!(v.code, None);
+        assert_eq!(kept, None);
+    }
+
+    #[test]
+    fn nothing_is_kept_without_the_opt_in() {
+        let json = ResponseHead::new(200).content_type("application/json");
+        let mut c = ResponseClassifier::new(&json, ctx());
+        c.feed(RESULT);
+        let (v, kept) = c.finish_with_response();
+        assert_eq!(v.outcome, Outcome::ToolSuccess);
+        assert_eq!(kept, None);
+
+        let sse = ResponseHead::new(200).content_type("text/event-stream");
+        let mut c = ResponseClassifier::new(&sse, ctx());
+        c.feed(b"data: ");
+        c.feed(RESULT);
+        c.feed(b"\n\n");
+        assert!(c.is_decided());
+        assert_eq!(c.take_response(), None);
+        assert_eq!(c.finish_with_response().1, None);
+
+        let err = ResponseHead::new(404).content_type("application/json");
+        let mut c = ResponseClassifier::new(&err, ctx());
+        c.feed(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}"#);
+        let (v, kept) = c.finish_with_response();
+        assert_eq!(v.code, Some(-32601));
+        assert_eq!(kept, None);
     }
 }

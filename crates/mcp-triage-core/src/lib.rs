@@ -23,6 +23,12 @@
 //! let v = classify(&head, body, &CallContext::new(1));
 //! assert_eq!(v.outcome, Outcome::ToolError);
 //! ```
+//!
+//! A caller that reads the response too (a client reading the result, a proxy learning a
+//! `tools/list`) sets [`CallContext::keep_response`] and takes the message from the classifier
+//! ([`classify_with_response`], [`ResponseClassifier::finish_with_response`],
+//! [`ResponseClassifier::take_response`]): it is converted from the classifier's own parse, so the
+//! body is parsed once.
 
 #![deny(missing_docs)]
 
@@ -44,7 +50,7 @@ pub mod sse;
 mod verdict;
 mod verdict_json;
 
-pub use classify::{classify, Interruption, ResponseClassifier};
+pub use classify::{classify, classify_with_response, Interruption, ResponseClassifier};
 pub use http::ResponseHead;
 pub use limits::Limits;
 pub use protocol::{CallContext, ProtocolVersion, RequestId, RequestKind, RequestSession};

@@ -203,6 +203,14 @@ pub struct CallContext {
     pub request_session: RequestSession,
     /// Which request the response answers (a `tasks/get` result is a task's state).
     pub request_kind: RequestKind,
+    /// Keep the response message the verdict was read from, as a `serde_json::Value`, for the
+    /// caller to take ([`crate::ResponseClassifier::take_response`],
+    /// [`crate::ResponseClassifier::finish_with_response`], [`crate::classify_with_response`]),
+    /// so that a caller that reads the result (a client, a proxy learning `tools/list`) does
+    /// not parse the body a second time. Off by default: building the value costs a copy of the
+    /// message, and a JSON body is then kept whole instead of compacted past 1 MiB (the
+    /// compacted copy cuts long strings, so no value can be built from it).
+    pub keep_response: bool,
 }
 
 impl CallContext {
@@ -218,7 +226,15 @@ impl CallContext {
             observe_messages: false,
             request_session: RequestSession::Unknown,
             request_kind: RequestKind::ToolCall,
+            keep_response: false,
         }
+    }
+
+    /// Sets whether the response message is kept for the caller (see
+    /// [`CallContext::keep_response`]).
+    pub fn with_keep_response(mut self, keep: bool) -> Self {
+        self.keep_response = keep;
+        self
     }
 
     /// Sets which request the response answers.

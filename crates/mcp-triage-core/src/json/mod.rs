@@ -14,5 +14,6 @@ mod node;
 
 pub(crate) use compact::{Compactor, ScanFailure, KEEP_SOLID_CHARS};
 pub(crate) use node::{
-    drop_value_iteratively, escape_pointer, parse, JsonKind, Node, Object, ParseFailure, Parsed,
+    drop_value_iteratively, escape_pointer, parse, HeldValue, JsonKind, Node, Object, ParseFailure,
+    Parsed,
 };

@@ -124,12 +124,7 @@ impl<'a> Node<'a> {
             }),
             Node::String(s) => Value::String(s.to_string()),
             Node::Array(items) => Value::Array(items.iter().map(Node::to_value).collect()),
-            Node::Object(o) => Value::Object(
-                o.members
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_value()))
-                    .collect(),
-            ),
+            Node::Object(o) => o.to_value(),
         })
     }
 
@@ -191,6 +186,37 @@ impl<'a> Object<'a> {
 
     pub fn duplicate_name(&self) -> Option<&str> {
         self.duplicate.map(|i| self.members[i].0.as_ref())
+    }
+
+    /// Converts to a `serde_json::Value` object, as [`Node::to_value`] does: a repeated member
+    /// name keeps its last value, as `serde_json::from_slice` would.
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::Value::Object(
+            self.members
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_value()))
+                .collect(),
+        )
+    }
+}
+
+/// A `serde_json::Value` the classifier holds for its caller, dropped without recursion if the
+/// caller never takes it (its own `Drop` recurses once per level, and a kept body may nest as
+/// deep as `maxDepth`).
+#[derive(Debug, Default)]
+pub(crate) struct HeldValue(pub Option<serde_json::Value>);
+
+impl HeldValue {
+    pub fn take(&mut self) -> Option<serde_json::Value> {
+        self.0.take()
+    }
+}
+
+impl Drop for HeldValue {
+    fn drop(&mut self) {
+        if let Some(v) = self.0.take() {
+            drop_value_iteratively(v);
+        }
     }
 }
 

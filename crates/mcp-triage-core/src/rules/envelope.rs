@@ -87,21 +87,44 @@ fn batch_allowed(v: ProtocolVersion) -> bool {
     v == ProtocolVersion::V2025_03_26
 }
 
-fn classify_batch(items: &[Node], has_duplicate: bool, ctx: &CallContext) -> Verdict {
-    let found = items.iter().enumerate().find(|(_, item)| {
-        item.as_object().is_some_and(|o| {
-            !o.contains("method")
-                && matches!(
-                    id_matches(o.get("id"), &ctx.expected_id),
-                    IdMatch::Same { .. }
-                )
-        })
-    });
-    match found {
-        Some((i, Node::Object(o))) => {
-            classify_response_object(o, has_duplicate, ctx, &format!("/{i}"))
+/// The element of a batch that answers the expected id: the first object without `method`
+/// whose id is the request's (same type and value).
+fn batch_response<'n, 'a>(
+    items: &'n [Node<'a>],
+    ctx: &CallContext,
+) -> Option<(usize, &'n Object<'a>)> {
+    items.iter().enumerate().find_map(|(i, item)| {
+        let o = item.as_object()?;
+        (!o.contains("method")
+            && matches!(
+                id_matches(o.get("id"), &ctx.expected_id),
+                IdMatch::Same { .. }
+            ))
+        .then_some((i, o))
+    })
+}
+
+/// The response object in a whole body that the verdict is read from when its id is the
+/// request's (same type and value): the body itself, or a batch's element (2025-03-26). What
+/// [`CallContext::keep_response`] keeps; `None` for a body that answers another id or none.
+pub(crate) fn response_in<'n, 'a>(root: &'n Node<'a>, ctx: &CallContext) -> Option<&'n Object<'a>> {
+    match root {
+        Node::Object(o) => matches!(
+            id_matches(o.get("id"), &ctx.expected_id),
+            IdMatch::Same { .. }
+        )
+        .then_some(o),
+        Node::Array(items) if batch_allowed(ctx.protocol_version) => {
+            batch_response(items, ctx).map(|(_, o)| o)
         }
-        _ => Verdict::new(Outcome::InvalidEnvelope).with_detail(format!(
+        _ => None,
+    }
+}
+
+fn classify_batch(items: &[Node], has_duplicate: bool, ctx: &CallContext) -> Verdict {
+    match batch_response(items, ctx) {
+        Some((i, o)) => classify_response_object(o, has_duplicate, ctx, &format!("/{i}")),
+        None => Verdict::new(Outcome::InvalidEnvelope).with_detail(format!(
             "the batch of {} messages holds no response with id {}",
             items.len(),
             ctx.expected_id

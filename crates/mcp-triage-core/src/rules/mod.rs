@@ -11,7 +11,7 @@ mod task_state;
 
 pub(crate) use envelope::{
     classify_document, classify_response_object, error_code_name, id_matches, rate_limited_wait,
-    IdMatch,
+    response_in, IdMatch,
 };
 
 use crate::verdict::Warning;

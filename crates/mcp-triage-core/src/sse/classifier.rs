@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use crate::json::{self, Node, ParseFailure};
+use crate::json::{self, HeldValue, Node, ParseFailure};
 use crate::protocol::{CallContext, ProtocolVersion};
 use crate::rules::{classify_response_object, id_matches, Findings, IdMatch};
 use crate::verdict::{sanitize_line, LimitHit, Outcome, StreamStats, Verdict};
@@ -11,9 +11,12 @@ use super::parser::{Flow, SseItem, SseParser};
 
 /// A JSON-RPC message seen on the stream before the terminal response, for callers that set
 /// [`CallContext::observe_messages`] (a client answers server requests; a proxy logs them).
+/// Non-exhaustive, as are its variants: match with `..`, new kinds and fields may come.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum StreamEvent {
     /// A notification (`notifications/progress`, `notifications/message`, ...).
+    #[non_exhaustive]
     Notification {
         /// The method.
         method: String,
@@ -24,17 +27,22 @@ pub enum StreamEvent {
     },
     /// A request from the server (legacy `elicitation/create`, `sampling/createMessage`,
     /// `roots/list`): the client answers it by POSTing a response with this id.
+    #[non_exhaustive]
     ServerRequest {
         /// The request id, as JSON.
         id: serde_json::Value,
         /// The method.
         method: String,
+        /// Its `params`, as JSON (`None` when absent), from the classifier's own parse: a
+        /// client answering the request needs them and need not parse `data` again.
+        params: Option<serde_json::Value>,
         /// The event's data: the message as sent.
         data: String,
         /// The last event id at this event.
         event_id: Option<String>,
     },
     /// A response to another request id.
+    #[non_exhaustive]
     OtherResponse {
         /// The event's data.
         data: String,
@@ -59,6 +67,8 @@ struct StreamJudge {
     verdict: Option<Verdict>,
     first_other_id: Option<String>,
     events: VecDeque<StreamEvent>,
+    /// The response for the expected id, with [`CallContext::keep_response`].
+    kept: HeldValue,
 }
 
 impl SseClassifier {
@@ -73,6 +83,7 @@ impl SseClassifier {
                 verdict: None,
                 first_other_id: None,
                 events: VecDeque::new(),
+                kept: HeldValue::default(),
             },
         }
     }
@@ -93,6 +104,13 @@ impl SseClassifier {
     /// The next observed message, if [`CallContext::observe_messages`] is set.
     pub fn poll_event(&mut self) -> Option<StreamEvent> {
         self.judge.events.pop_front()
+    }
+
+    /// The response message for the expected id, once the stream reached it, if
+    /// [`CallContext::keep_response`] is set: built from the parse the verdict was read from.
+    /// Kept whatever the verdict (an `INVALID_ENVELOPE` response too); taken once.
+    pub fn take_response(&mut self) -> Option<serde_json::Value> {
+        self.judge.kept.take()
     }
 
     /// Feeds the next chunk of the body.
@@ -390,6 +408,7 @@ impl StreamJudge {
                         self.events.push_back(StreamEvent::ServerRequest {
                             id: id.to_value(),
                             method: method.to_string(),
+                            params: o.get("params").map(Node::to_value),
                             data: String::from_utf8_lossy(data).into_owned(),
                             event_id,
                         });
@@ -417,6 +436,9 @@ impl StreamJudge {
             {
                 routed = same;
             }
+        }
+        if self.ctx.keep_response && matches!(routed, IdMatch::Same { .. }) {
+            self.kept.0 = Some(o.to_value());
         }
         match routed {
             IdMatch::Other(got) => {

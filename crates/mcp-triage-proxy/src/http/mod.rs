@@ -31,7 +31,8 @@
 //! - `response_body`: the response body tapped on its way to the client; `deferred`: the
 //!   observer's work run after the client's bytes are written.
 //! - `response_observer`: the observer's side of one response, which builds and feeds the
-//!   `plan` (the classifier, the `tools_tap`, the batch copy) and ends in records.
+//!   `plan` (the classifier, which keeps a `tools/list` response, the batch copy) and ends in
+//!   records.
 //! - `no_response`: records of exchanges that got no response head; `exchange`: what both
 //!   paths know of an exchange; `errors`: `Cut` and `error_chain`.
 
@@ -52,7 +53,6 @@ mod response_observer;
 mod serve;
 mod shared;
 mod spin;
-mod tools_tap;
 mod upstream;
 
 pub(crate) use errors::error_chain;

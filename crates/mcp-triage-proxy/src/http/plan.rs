@@ -1,6 +1,7 @@
 //! What a response is observed for, once the request's message(s) are known ([`Plan`]): the
-//! records the request calls for, the classifier, the `tools/list` tap and the batch copy fed
-//! the body, and how it all ends in records ([`Plan::finish`], [`Plan::fail`]).
+//! records the request calls for, the classifier and the batch copy fed the body, and how it all
+//! ends in records ([`Plan::finish`], [`Plan::fail`]). The `tools` of a `tools/list` result are
+//! read from the response the classifier keeps (`keep_response`): the body is parsed once.
 
 use bytes::Bytes;
 use http::Method;
@@ -13,7 +14,6 @@ use serde_json::Value;
 use super::exchange::Exchange;
 use super::request_body::RequestCopy;
 use super::shared::Shared;
-use super::tools_tap::ToolsTap;
 use crate::observe::{parse_messages, Call, Message, Origin};
 use crate::record::{Record, RecordKind, RecordOutcome};
 
@@ -26,8 +26,9 @@ pub(super) struct Plan {
     pub(super) standalone: Option<Record>,
     /// Fed the body: for a single call, a message-only POST, or a GET stream.
     pub(super) classifier: Option<ResponseClassifier>,
-    /// `tools` of a `tools/list` result, read as the body passes.
-    pub(super) tools: Option<ToolsTap>,
+    /// A single `tools/list` call: its classifier keeps the response, whose `result.tools`
+    /// the observer learns annotations from.
+    pub(super) learn_tools: bool,
     /// A bounded copy of a batch response, classified per request at the end.
     pub(super) batch_copy: Option<(Vec<u8>, bool)>,
     /// Why the response is not classified, when it is not (see [`Plan::unclassifiable`]).
@@ -53,7 +54,7 @@ impl Plan {
             messages: Vec::new(),
             standalone: None,
             classifier: None,
-            tools: None,
+            learn_tools: false,
             batch_copy: None,
             unclassified: None,
             via: String::new(),
@@ -154,7 +155,7 @@ impl Plan {
                     call.record.http_method = Some(ex.http_method.to_string());
                     call.record.path = Some(ex.path.clone());
                     if method == "tools/list" && !batch {
-                        self.tools = Some(ToolsTap::new(is_sse(head), observer.options().limits));
+                        self.learn_tools = true;
                     }
                     self.calls.push(call);
                 }
@@ -182,7 +183,8 @@ impl Plan {
                     // a tasks/get answer is a task's state, judged by the task rules
                     .with_request_kind(RequestKind::from_method(
                         call.record.method.as_deref().unwrap_or(""),
-                    )),
+                    ))
+                    .with_keep_response(self.learn_tools),
             ));
         } else {
             self.classifier = Some(ResponseClassifier::new(
@@ -204,7 +206,7 @@ impl Plan {
     pub(super) fn unclassifiable(&mut self, why: String) {
         self.unclassified = Some(why);
         self.classifier = None;
-        self.tools = None;
+        self.learn_tools = false;
         self.batch_copy = None;
         for c in &mut self.calls {
             c.record.classified = false;
@@ -222,9 +224,6 @@ impl Plan {
                     }
                 }
             }
-        }
-        if let Some(t) = self.tools.as_mut() {
-            t.feed(chunk);
         }
         if let Some((buf, overflow)) = self.batch_copy.as_mut() {
             if !*overflow {
@@ -285,14 +284,19 @@ impl Plan {
         let end = &seen.end;
         let mut first: Option<RecordOutcome> = None;
         let cancelled = matches!(end, End::Cancelled);
-        let verdict = self.classifier.map(|c| match end {
-            End::Finished => c.finish(),
-            End::Broken(why) => c.interrupted(Interruption::ConnectionLost(why.clone())),
-            End::Cancelled => c.interrupted(Interruption::ConnectionLost(
+        let (verdict, response) = match self.classifier.map(|c| match end {
+            End::Finished => c.finish_with_response(),
+            End::Broken(why) => {
+                c.interrupted_with_response(Interruption::ConnectionLost(why.clone()))
+            }
+            End::Cancelled => c.interrupted_with_response(Interruption::ConnectionLost(
                 "the client closed the connection".into(),
             )),
-        });
-        let tools = self.tools.and_then(ToolsTap::finish);
+        }) {
+            Some((v, response)) => (Some(v), response),
+            None => (None, None),
+        };
+        let tools = response.filter(|_| self.learn_tools).and_then(tools_of);
         let mut batch_verdicts = self.batch_copy.map(|(buf, overflow)| {
             batch_verdicts(head, &buf, overflow, &self.calls, obs.options().limits)
         });
@@ -501,6 +505,15 @@ fn call_context(sh: &Shared, id: RequestId, version: Option<&str>) -> CallContex
     ctx
 }
 
+/// The `tools` array of a `tools/list` response, whatever its verdict (a `tools/list` result
+/// is judged by the tool-call rules, which it need not pass to name tools).
+fn tools_of(mut response: Value) -> Option<Vec<Value>> {
+    match response.get_mut("result")?.get_mut("tools")?.take() {
+        Value::Array(tools) => Some(tools),
+        _ => None,
+    }
+}
+
 /// Whether the response is an SSE stream (`text/event-stream`).
 pub(super) fn is_sse(head: &ResponseHead) -> bool {
     head.get("content-type").is_some_and(|c| {
@@ -508,4 +521,45 @@ pub(super) fn is_sse(head: &ResponseHead) -> bool {
             .to_ascii_lowercase()
             .starts_with("text/event-stream")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a single `tools/list` call's plan does: the classifier keeps the response, and the
+    /// tools are read from it at the end, JSON or SSE; over `maxBodyBytes` nothing is learnt.
+    #[test]
+    fn tools_are_read_from_the_kept_response_of_json_and_sse() {
+        let body = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"}]}}"#;
+        let sse = [&b"event: message\ndata: "[..], body, b"\n\n"].concat();
+        let learnt = |content_type: &str, bytes: &[u8], limits: mcp_triage_core::Limits| {
+            let head = ResponseHead::new(200).content_type(content_type);
+            let ctx = CallContext::new(1)
+                .with_limits(limits)
+                .with_keep_response(true);
+            let mut c = ResponseClassifier::new(&head, ctx);
+            for chunk in bytes.chunks(10) {
+                c.feed(chunk);
+            }
+            c.finish_with_response().1.and_then(tools_of)
+        };
+        let limits = mcp_triage_core::Limits::DEFAULT;
+        assert_eq!(
+            learnt("application/json", body, limits).unwrap()[0]["name"],
+            "a"
+        );
+        assert_eq!(
+            learnt("text/event-stream", &sse, limits).unwrap()[0]["name"],
+            "a"
+        );
+        let small = mcp_triage_core::Limits {
+            max_body_bytes: 16,
+            ..limits
+        };
+        assert_eq!(learnt("application/json", body, small), None);
+        // a result without a tools array names none
+        let other = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":{}}}"#;
+        assert_eq!(learnt("application/json", other, limits), None);
+    }
 }
