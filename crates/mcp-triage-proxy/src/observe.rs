@@ -578,7 +578,7 @@ impl Observer {
                 call.record.session_id = Some(sid.to_string());
             }
         }
-        call.record.call_record = call.record.to_call_record();
+        call.record.call_record = call.record.to_call_record().map(Box::new);
         self.emit(call.record);
         for r in task_records {
             self.emit(r);

@@ -232,7 +232,7 @@ mod tests {
             (r.session_post_count, r.http_statuses) = counts;
             if let Some(outcome) = Outcome::ALL.get(o) {
                 r.set_verdict(None, Verdict::new(*outcome).with_detail(r.time.clone()));
-                r.call_record = r.to_call_record();
+                r.call_record = r.to_call_record().map(Box::new);
             } else {
                 r.outcome = [
                     RecordOutcome::Accepted,
