@@ -287,17 +287,25 @@ impl Captured {
     }
 }
 
-/// Every case, in the order the matrix shows them.
-pub fn all() -> Vec<CaseDef> {
-    use CheckKind::*;
-    let run = "run_configured_test_scenario";
-    let msg = json!({ "message": "from mcp-triage judge" });
-    let case = |id: &'static str,
-                scenario: &'static str,
-                params: Value,
-                tool: &'static str,
-                arguments: Value,
-                checks: &'static [CheckKind]| CaseDef {
+/// The tool most cases call: the scenario's own configurable tool.
+const RUN_TOOL: &str = "run_configured_test_scenario";
+
+/// The arguments most cases call their tool with.
+fn judge_message() -> Value {
+    json!({ "message": "from mcp-triage judge" })
+}
+
+/// A plain case: `scenario` with `params`, calling `tool` with `arguments`, graded by `checks`
+/// (the tool's safety from the kitchen catalogue).
+fn case(
+    id: &'static str,
+    scenario: &'static str,
+    params: Value,
+    tool: &'static str,
+    arguments: Value,
+    checks: &'static [CheckKind],
+) -> CaseDef {
+    CaseDef {
         id: Cow::Borrowed(id),
         scenario: Cow::Borrowed(scenario),
         params,
@@ -309,11 +317,38 @@ pub fn all() -> Vec<CaseDef> {
         captured: None,
         safety: ToolSafety::kitchen(tool),
         may_decline: None,
-    };
-    // Most cases: the scenario's own id, its run_configured_test_scenario tool, one message.
-    let scenario = |id, params: Value, checks| case(id, id, params, run, msg.clone(), checks);
+    }
+}
+
+/// Most cases: the scenario's own id, its run_configured_test_scenario tool, one message.
+fn scenario_case(id: &'static str, params: Value, checks: &'static [CheckKind]) -> CaseDef {
+    case(id, id, params, RUN_TOOL, judge_message(), checks)
+}
+
+/// Every case, in the order the matrix shows them.
+pub fn all() -> Vec<CaseDef> {
+    let mut all = vec![scenario_case("baseline", json!({}), &[])];
+    all.extend(error_answer_cases());
+    all.extend(second_request_cases());
+    all.extend(tool_changed_cases());
+    all.extend(task_extension_cases());
+    // Only tools/call counts, so the 404 lands on the call whatever a client sends first
+    // (notifications/initialized, tools/list, logging/setLevel); one session expires, so a
+    // client that re-initializes can finish its call.
+    all.push(scenario_case(
+        "session.expire",
+        json!({ "afterRequests": 0, "countMethod": "tools/call", "sessions": 1 }),
+        &[CheckKind::Reinitialize],
+    ));
+    all.extend(oauth_cases());
+    all
+}
+
+/// Cases where the server answers with an error (503, 429, a tool or JSON-RPC error): their
+/// own group because each grades whether, and when, the client may send the call again.
+fn error_answer_cases() -> Vec<CaseDef> {
+    use CheckKind::*;
     vec![
-        scenario("baseline", json!({}), &[]),
         // errors.http_status_per_method rather than http_status_sequence: the sequence counts
         // every POST (initialize, notifications), so which request meets the 503 would depend
         // on how many requests a client sends first; per method, the tools/call always does.
@@ -335,18 +370,27 @@ pub fn all() -> Vec<CaseDef> {
         ),
         CaseDef {
             retry_after_ms: 1000,
-            ..scenario(
+            ..scenario_case(
                 "errors.rate_limited",
                 json!({ "retryAfter": "1", "onInvocation": 1 }),
                 &[RetryAfter],
             )
         },
-        scenario("errors.tool_error", json!({}), &[NoAutoResend]),
-        scenario("errors.jsonrpc_error", json!({}), &[NoAutoResend]),
-        scenario("elicitation.approval", json!({}), &[MrtrRetry]),
-        scenario("sse.cut_before_response", json!({}), &[ReissueNewId]),
-        scenario("sse.cut_mid_event", json!({}), &[ReissueNewId]),
-        scenario("sse.priming_then_close", json!({}), &[ResumeGet]),
+        scenario_case("errors.tool_error", json!({}), &[NoAutoResend]),
+        scenario_case("errors.jsonrpc_error", json!({}), &[NoAutoResend]),
+    ]
+}
+
+/// Cases where the client must send a second request for the same call (an MRTR round, a
+/// re-issue or resumption after a cut stream): their own group because the checks grade that
+/// request's form (new id, requestState, Last-Event-ID) and whether it runs the tool again.
+fn second_request_cases() -> Vec<CaseDef> {
+    use CheckKind::*;
+    vec![
+        scenario_case("elicitation.approval", json!({}), &[MrtrRetry]),
+        scenario_case("sse.cut_before_response", json!({}), &[ReissueNewId]),
+        scenario_case("sse.cut_mid_event", json!({}), &[ReissueNewId]),
+        scenario_case("sse.priming_then_close", json!({}), &[ResumeGet]),
         // Every call runs and then loses its answer: a resend of increment_counter adds again,
         // unless the server honours the client's idempotency key (the second case).
         case(
@@ -365,17 +409,31 @@ pub fn all() -> Vec<CaseDef> {
             json!({ "by": 1 }),
             &[],
         ),
+    ]
+}
+
+/// Cases where the tool asked for is taken away (`catalog.mutation`): their own group because
+/// a correct client may decline the call, and the checks grade the relisting instead.
+fn tool_changed_cases() -> Vec<CaseDef> {
+    vec![
         // The tool the client is asked for is renamed / removed when its timeline starts
         // (legacy: at initialize; 2026-07-28: its first request), before it can call it: the
         // call meets -32602 "Unknown tool", which must end in a stated failure, not a resend.
         scenario_tool_changed(
             "catalog.mutation.renamed",
-            json!({ "action": "rename", "toolName": run, "newName": "run_configured_test_scenario_v2", "afterMs": 0 }),
+            json!({ "action": "rename", "toolName": RUN_TOOL, "newName": "run_configured_test_scenario_v2", "afterMs": 0 }),
         ),
         scenario_tool_changed(
             "catalog.mutation.removed",
-            json!({ "action": "remove", "toolName": run, "afterMs": 0 }),
+            json!({ "action": "remove", "toolName": RUN_TOOL, "afterMs": 0 }),
         ),
+    ]
+}
+
+/// Cases of the 2026-07-28 tasks extension on the fixture tools: their own group because
+/// they share the task checks and grade polling, not resends.
+fn task_extension_cases() -> Vec<CaseDef> {
+    vec![
         // Tasks (2026-07-28 tasks extension, on every instance's fixture tools): a client
         // that declares the extension gets a task and must follow it to its end; one that does
         // not runs slow_compute synchronously or meets -32021 for the task-only tools.
@@ -397,14 +455,14 @@ pub fn all() -> Vec<CaseDef> {
             "slow_compute",
             json!({ "seconds": 5, "label": "judge", "ttlMs": 1500 }),
         ),
-        // Only tools/call counts, so the 404 lands on the call whatever a client sends first
-        // (notifications/initialized, tools/list, logging/setLevel); one session expires, so a
-        // client that re-initializes can finish its call.
-        scenario(
-            "session.expire",
-            json!({ "afterRequests": 0, "countMethod": "tools/call", "sessions": 1 }),
-            &[Reinitialize],
-        ),
+    ]
+}
+
+/// Cases of the kitchen's authorization server misbehaving (`auth.oauth_flow`): their own
+/// group because they run with `MCP_TRIAGE_AUTH=oauth` and grade the authorization, not the call.
+fn oauth_cases() -> Vec<CaseDef> {
+    use CheckKind::*;
+    vec![
         oauth_case(
             "auth.expired_token",
             &[AuthBounded, RefreshOnce, TokenAudience],

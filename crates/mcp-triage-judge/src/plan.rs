@@ -118,15 +118,52 @@ fn both(scenario: &'static str, expect: Outcome, why: &'static str) -> [PlanRow;
     [row(scenario, M, expect, why), row(scenario, L, expect, why)]
 }
 
+/// The scenario families of the plan, in the order [`plan`] lists them: each a scenario id
+/// prefix (`auth` for `auth.*`, or the whole id) and the function that appends its rows.
+type Family = (&'static str, fn(&mut Vec<PlanRow>));
+
+/// Every family, in plan order.
+const FAMILIES: &[Family] = &[
+    ("baseline", baseline_rows),
+    ("auth", auth_rows),
+    ("catalog", catalog_rows),
+    ("chaos", chaos_rows),
+    ("compat", compat_rows),
+    ("elicitation", elicitation_rows),
+    ("errors", errors_rows),
+    ("session", session_rows),
+    ("sse", sse_rows),
+    ("tasks", tasks_rows),
+    ("timeout", timeout_rows),
+];
+
 /// The whole plan, every registered scenario at least once, both eras where they apply.
 pub fn plan() -> Vec<PlanRow> {
-    use Outcome::*;
     let mut p: Vec<PlanRow> = Vec::new();
+    for (_, rows) in FAMILIES {
+        rows(&mut p);
+    }
+    p
+}
+
+/// The answer accepting an `elicitation/create` (elicitation and `sse.server_request` rows).
+const ACCEPT: &[&str] = &[r#"elicitation/create={"action":"accept","content":{"reason":"demo"}}"#];
+
+/// `baseline`: the well-behaved server every other row is measured against; its own
+/// family so the table starts from the plain success case.
+fn baseline_rows(p: &mut Vec<PlanRow>) {
+    use Outcome::*;
     p.extend(both(
         "baseline",
         ToolSuccess,
         "a well-behaved server: the tool succeeds",
     ));
+}
+
+/// `auth.*`: 401/403 challenges and a configured bearer token; a family of its own because
+/// its rows differ by credentials, not by fault parameters.
+fn auth_rows(p: &mut Vec<PlanRow>) {
+    use Outcome::*;
     p.extend(both(
         "auth.insufficient_scope",
         HttpError,
@@ -159,6 +196,12 @@ pub fn plan() -> Vec<PlanRow> {
         HttpError,
         "POST 1 gets 401 (modern: the call; legacy: initialize); 401 is never resent",
     ));
+}
+
+/// `catalog.*`: list faults and tool-list mutations; its own family because its variants
+/// change which tools exist rather than how a call is answered.
+fn catalog_rows(p: &mut Vec<PlanRow>) {
+    use Outcome::*;
     p.extend(both(
         "catalog.facet_unavailable",
         ToolSuccess,
@@ -197,6 +240,12 @@ pub fn plan() -> Vec<PlanRow> {
         ToolSuccess,
         "the run tool is unaffected by list faults",
     ));
+}
+
+/// `chaos.*`: every request meets the same random fault (rate 1.0); its own family because
+/// its variants test the retry policy per tool safety (safe, unsafe, answered).
+fn chaos_rows(p: &mut Vec<PlanRow>) {
+    use Outcome::*;
     for era in [M, L] {
         p.push(PlanRow {
             variant: "read_counter, all 503",
@@ -257,6 +306,12 @@ pub fn plan() -> Vec<PlanRow> {
             )
         });
     }
+}
+
+/// `compat.*`: result shapes and SDK v2 features (output schemas, `x-mcp-header`, MRTR
+/// guidance); its own family because these rows test reading results, not faults.
+fn compat_rows(p: &mut Vec<PlanRow>) {
+    use Outcome::*;
     p.extend(both(
         "compat.legacy_result",
         ToolSuccess,
@@ -316,8 +371,12 @@ pub fn plan() -> Vec<PlanRow> {
             "legacy sessions have no MRTR: the tool answers with guidance",
         )
     });
-    const ACCEPT: &[&str] =
-        &[r#"elicitation/create={"action":"accept","content":{"reason":"demo"}}"#];
+}
+
+/// `elicitation.*`: a tool that asks the user, answered or not; its own family because
+/// its rows are defined by the `--answer` given and the era's way of asking.
+fn elicitation_rows(p: &mut Vec<PlanRow>) {
+    use Outcome::*;
     for era in [M, L] {
         p.push(PlanRow {
             variant: "answered",
@@ -362,6 +421,13 @@ pub fn plan() -> Vec<PlanRow> {
             "URL mode, accepted → success",
         ));
     }
+}
+
+/// `errors.*`: one injected HTTP or JSON-RPC fault per row; its own family because each
+/// row states whether the fault may be resent. The multi-variant scenarios
+/// (`http_status_sequence`, `rate_limited`) have their own functions to keep this readable.
+fn errors_rows(p: &mut Vec<PlanRow>) {
+    use Outcome::*;
     p.extend(both(
         "errors.accepted_for_request",
         MissingResponse,
@@ -396,6 +462,44 @@ pub fn plan() -> Vec<PlanRow> {
         HttpError,
         "tools/call gets 401 by rule",
     ));
+    http_status_sequence_rows(p);
+    p.extend(both(
+        "errors.jsonrpc_error",
+        JsonrpcError,
+        "tools/call 1 gets HTTP 200 with JSON-RPC -32602",
+    ));
+    p.extend(both(
+        "errors.malformed_payload",
+        MalformedJson,
+        "tools/call 1 gets `{ not valid json`",
+    ));
+    p.push(row(
+        "errors.non_compliant_envelope",
+        M,
+        HttpError,
+        "POST 1 (the call) gets 400 with a success-looking body: transport wins",
+    ));
+    p.push(PlanRow {
+        query: "onInvocation=3",
+        ..row(
+            "errors.non_compliant_envelope",
+            L,
+            HttpError,
+            "POST 3 (the call after initialize, initialized) gets 400 with a result body",
+        )
+    });
+    rate_limited_rows(p);
+    p.extend(both(
+        "errors.tool_error",
+        ToolError,
+        "invocation 1 returns isError: true; tool errors are never resent",
+    ));
+}
+
+/// `errors.http_status_sequence`: which POST meets the 503 depends on the era's request
+/// sequence, so its four rows (unsafe and read-only, each era) are spelled out together.
+fn http_status_sequence_rows(p: &mut Vec<PlanRow>) {
+    use Outcome::*;
     p.push(row(
         "errors.http_status_sequence",
         M,
@@ -434,31 +538,13 @@ pub fn plan() -> Vec<PlanRow> {
             "POST 4 (the call after initialize, initialized, tools/list) gets 503; read-only → resent",
         )
     });
-    p.extend(both(
-        "errors.jsonrpc_error",
-        JsonrpcError,
-        "tools/call 1 gets HTTP 200 with JSON-RPC -32602",
-    ));
-    p.extend(both(
-        "errors.malformed_payload",
-        MalformedJson,
-        "tools/call 1 gets `{ not valid json`",
-    ));
-    p.push(row(
-        "errors.non_compliant_envelope",
-        M,
-        HttpError,
-        "POST 1 (the call) gets 400 with a success-looking body: transport wins",
-    ));
-    p.push(PlanRow {
-        query: "onInvocation=3",
-        ..row(
-            "errors.non_compliant_envelope",
-            L,
-            HttpError,
-            "POST 3 (the call after initialize, initialized) gets 400 with a result body",
-        )
-    });
+}
+
+/// `errors.rate_limited`: a 429 on the unannotated tool (not resent), on a read-only tool
+/// (resent after Retry-After) and SEP-3304's -32023 (not run, so resent); together because
+/// all three test how a client honours a rate limit.
+fn rate_limited_rows(p: &mut Vec<PlanRow>) {
+    use Outcome::*;
     p.extend(both(
         "errors.rate_limited",
         HttpError,
@@ -492,11 +578,12 @@ pub fn plan() -> Vec<PlanRow> {
             )
         });
     }
-    p.extend(both(
-        "errors.tool_error",
-        ToolError,
-        "invocation 1 returns isError: true; tool errors are never resent",
-    ));
+}
+
+/// `session.*`: session expiry, which only legacy sessions have; its own family because
+/// its rows count the POSTs a session survives.
+fn session_rows(p: &mut Vec<PlanRow>) {
+    use Outcome::*;
     p.push(PlanRow {
         query: "afterRequests=2",
         list: true,
@@ -514,6 +601,12 @@ pub fn plan() -> Vec<PlanRow> {
         ToolSuccess,
         "modern requests have no session and pass",
     ));
+}
+
+/// `sse.*`: streams cut, primed, kept alive or carrying server requests; its own family
+/// because its attempt counts follow the era's resumption rules.
+fn sse_rows(p: &mut Vec<PlanRow>) {
+    use Outcome::*;
     for era in [M, L] {
         // 2025-11-25 streams start with a priming event that carries an id, so the client may
         // try one resumption; it finds nothing (or `410 Stream gone`) and the call stays
@@ -578,6 +671,12 @@ pub fn plan() -> Vec<PlanRow> {
             "legacy: elicitation/create on the stream, answered by POST; modern: the MRTR equivalent",
         ));
     }
+}
+
+/// `tasks.*`: the tasks extension, called plainly and as a polled task; its own family
+/// because its attempts count polls, not resends.
+fn tasks_rows(p: &mut Vec<PlanRow>) {
+    use Outcome::*;
     p.extend(both(
         "tasks.deferred",
         ToolSuccess,
@@ -600,6 +699,12 @@ pub fn plan() -> Vec<PlanRow> {
             )
         });
     }
+}
+
+/// `timeout.*`: results or initialize delayed past a short client deadline; its own family
+/// because every row sets `timeout_ms`.
+fn timeout_rows(p: &mut Vec<PlanRow>) {
+    use Outcome::*;
     for (id, query) in [
         ("timeout.uncooperative_hang", "hangDurationMs=1500"),
         ("timeout.cooperative_deadline", "delayMs=1500"),
@@ -638,7 +743,6 @@ pub fn plan() -> Vec<PlanRow> {
             "modern requests have no initialize to delay",
         )
     });
-    p
 }
 
 #[cfg(test)]
@@ -655,6 +759,21 @@ mod tests {
             mcp_triage_client::AnswersError::NotAPair { ref pair } if pair == "no-equals-sign"
         ));
         assert_eq!(e.to_string(), "--answer \"no-equals-sign\" is not KEY=JSON");
+    }
+
+    #[test]
+    fn each_family_lists_only_its_own_scenarios() {
+        let mut prefixes = std::collections::HashSet::new();
+        for (prefix, rows) in FAMILIES {
+            assert!(prefixes.insert(*prefix), "family {prefix} is listed twice");
+            let mut p = Vec::new();
+            rows(&mut p);
+            assert!(!p.is_empty(), "family {prefix} has no rows");
+            for r in &p {
+                let family = r.scenario.split('.').next().unwrap_or_default();
+                assert_eq!(family, *prefix, "{} is in {prefix}'s function", r.scenario);
+            }
+        }
     }
 
     #[test]

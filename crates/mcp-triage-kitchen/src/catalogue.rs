@@ -228,121 +228,26 @@ async fn elicit_tool(
 
 /// Body of a catalogue tool (`None` when the name is not a catalogue tool). `scenario` is the
 /// instance's: it answers `run_configured_test_scenario` and its own extra tools.
+///
+/// Tools whose reply is fixed come from [`fixed_reply_tool`], tools with a body of their own
+/// are the functions below it; this is the dispatch by name.
 pub fn call(
     name: &str,
     scenario: &'static dyn Scenario,
     cx: ToolCx,
 ) -> Option<BoxFuture<'static, ToolReply>> {
+    if let Some(fut) = fixed_reply_tool(name) {
+        return Some(fut);
+    }
     let fut: BoxFuture<'static, ToolReply> = match name {
         "run_configured_test_scenario" => scenario.run_tool(cx),
-        "read_counter" => Box::pin(async move {
-            let v = cx.instance.read_counter();
-            ToolReply::Result(
-                json!({ "content": [{ "type": "text", "text": json!({ "counter": v }).to_string() }], "structuredContent": { "counter": v } }),
-            )
-        }),
-        "increment_counter" => Box::pin(async move {
-            let by = cx.args.get("by").and_then(Value::as_i64).unwrap_or(1);
-            let v = cx.instance.increment_counter(by);
-            ToolReply::Result(
-                json!({ "content": [{ "type": "text", "text": json!({ "counter": v, "execution": cx.invocation }).to_string() }], "structuredContent": { "counter": v, "execution": cx.invocation } }),
-            )
-        }),
-        "set_value" => Box::pin(async move {
-            let Some(key) = cx.args.get("key").and_then(Value::as_str) else {
-                return ToolReply::error_text("set_value needs a string `key`");
-            };
-            let value = cx.args.get("value").cloned().unwrap_or(Value::Null);
-            let previous = cx.instance.set_value(key, value.clone());
-            let body = json!({ "key": key, "value": value, "previous": previous, "execution": cx.invocation });
-            ToolReply::Result(
-                json!({ "content": [{ "type": "text", "text": body.to_string() }], "structuredContent": body }),
-            )
-        }),
-        "test_simple_text" => {
-            Box::pin(async { ToolReply::text("This is a simple text response for testing.") })
-        }
-        "test_image_content" => Box::pin(async {
-            ToolReply::Result(
-                json!({ "content": [{ "type": "image", "data": TEST_IMAGE_BASE64, "mimeType": "image/png" }] }),
-            )
-        }),
-        "test_audio_content" => Box::pin(async {
-            ToolReply::Result(
-                json!({ "content": [{ "type": "audio", "data": TEST_AUDIO_BASE64, "mimeType": "audio/wav" }] }),
-            )
-        }),
-        "test_embedded_resource" => Box::pin(async {
-            ToolReply::Result(json!({ "content": [{ "type": "resource", "resource": {
-                "uri": "test://embedded-resource", "mimeType": "text/plain", "text": "This is an embedded resource content." } }] }))
-        }),
-        "test_multiple_content_types" => Box::pin(async {
-            ToolReply::Result(json!({ "content": [
-                { "type": "text", "text": "Multiple content types test:" },
-                { "type": "image", "data": TEST_IMAGE_BASE64, "mimeType": "image/png" },
-                { "type": "resource", "resource": { "uri": "test://mixed-content-resource", "mimeType": "application/json",
-                    "text": json!({ "test": "data", "value": 123 }).to_string() } }
-            ] }))
-        }),
-        "test_tool_with_logging" => Box::pin(async move {
-            cx.log("info", json!("Tool execution started"));
-            cx.sleep(Duration::from_millis(50)).await;
-            cx.log("info", json!("Tool processing data"));
-            cx.sleep(Duration::from_millis(50)).await;
-            cx.log("info", json!("Tool execution completed"));
-            ToolReply::text("Tool with logging executed successfully")
-        }),
-        "test_tool_with_progress" => Box::pin(async move {
-            for (i, p) in [0.0, 50.0, 100.0].into_iter().enumerate() {
-                if i > 0 {
-                    cx.sleep(Duration::from_millis(50)).await;
-                }
-                cx.progress(p, Some(100.0), Some(&format!("Completed step {p} of 100")));
-            }
-            let tok = cx.progress_token.clone().unwrap_or(json!(0));
-            ToolReply::text(match tok {
-                Value::String(s) => s,
-                other => other.to_string(),
-            })
-        }),
-        "test_error_handling" => Box::pin(async {
-            ToolReply::error_text("This tool intentionally returns an error for testing")
-        }),
-        "test_reconnection" => Box::pin(async move {
-            cx.sleep(Duration::from_millis(100)).await;
-            ToolReply::text("Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure.")
-        }),
-        "test_sampling" => Box::pin(async move {
-            let prompt = cx
-                .args
-                .get("prompt")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            let params = json!({ "messages": [{ "role": "user", "content": { "type": "text", "text": prompt } }], "maxTokens": 100 });
-            match cx
-                .ask(
-                    "sampling",
-                    "sampling/createMessage",
-                    params,
-                    "sampling",
-                    json!({ "tool": "test_sampling" }),
-                )
-                .await
-            {
-                Asked::Answer(r) => {
-                    let text = r["content"]["text"]
-                        .as_str()
-                        .or_else(|| r["message"]["content"]["text"].as_str())
-                        .unwrap_or("No response");
-                    ToolReply::text(format!("LLM response: {text}"))
-                }
-                Asked::Pending(reply) => reply,
-                Asked::Failed(e) => {
-                    ToolReply::text(format!("Sampling not supported or error: {e}"))
-                }
-            }
-        }),
+        "read_counter" => Box::pin(read_counter_tool(cx)),
+        "increment_counter" => Box::pin(increment_counter_tool(cx)),
+        "set_value" => Box::pin(set_value_tool(cx)),
+        "test_tool_with_logging" => Box::pin(logging_tool(cx)),
+        "test_tool_with_progress" => Box::pin(progress_tool(cx)),
+        "test_reconnection" => Box::pin(reconnection_tool(cx)),
+        "test_sampling" => Box::pin(sampling_tool(cx)),
         "test_elicitation" => {
             let message = cx
                 .args
@@ -379,6 +284,141 @@ pub fn call(
         }
     };
     Some(fut)
+}
+
+/// The tools whose reply is fixed, whatever the arguments: the conformance suite's content
+/// types and its error result. Their own function because they need no [`ToolCx`], so
+/// [`call`] answers them before it hands the context to a tool.
+fn fixed_reply_tool(name: &str) -> Option<BoxFuture<'static, ToolReply>> {
+    Some(match name {
+        "test_simple_text" => {
+            Box::pin(async { ToolReply::text("This is a simple text response for testing.") })
+        }
+        "test_image_content" => Box::pin(async {
+            ToolReply::Result(
+                json!({ "content": [{ "type": "image", "data": TEST_IMAGE_BASE64, "mimeType": "image/png" }] }),
+            )
+        }),
+        "test_audio_content" => Box::pin(async {
+            ToolReply::Result(
+                json!({ "content": [{ "type": "audio", "data": TEST_AUDIO_BASE64, "mimeType": "audio/wav" }] }),
+            )
+        }),
+        "test_embedded_resource" => Box::pin(async {
+            ToolReply::Result(json!({ "content": [{ "type": "resource", "resource": {
+                "uri": "test://embedded-resource", "mimeType": "text/plain", "text": "This is an embedded resource content." } }] }))
+        }),
+        "test_multiple_content_types" => Box::pin(async {
+            ToolReply::Result(json!({ "content": [
+                { "type": "text", "text": "Multiple content types test:" },
+                { "type": "image", "data": TEST_IMAGE_BASE64, "mimeType": "image/png" },
+                { "type": "resource", "resource": { "uri": "test://mixed-content-resource", "mimeType": "application/json",
+                    "text": json!({ "test": "data", "value": 123 }).to_string() } }
+            ] }))
+        }),
+        "test_error_handling" => Box::pin(async {
+            ToolReply::error_text("This tool intentionally returns an error for testing")
+        }),
+        _ => return None,
+    })
+}
+
+/// Body of `read_counter`: the instance's counter, as text and `structuredContent`.
+async fn read_counter_tool(cx: ToolCx) -> ToolReply {
+    let v = cx.instance.read_counter();
+    ToolReply::Result(
+        json!({ "content": [{ "type": "text", "text": json!({ "counter": v }).to_string() }], "structuredContent": { "counter": v } }),
+    )
+}
+
+/// Body of `increment_counter`: adds `by` (default 1) to the instance's counter and says which
+/// invocation did it (every execution changes it: not safe to retry).
+async fn increment_counter_tool(cx: ToolCx) -> ToolReply {
+    let by = cx.args.get("by").and_then(Value::as_i64).unwrap_or(1);
+    let v = cx.instance.increment_counter(by);
+    ToolReply::Result(
+        json!({ "content": [{ "type": "text", "text": json!({ "counter": v, "execution": cx.invocation }).to_string() }], "structuredContent": { "counter": v, "execution": cx.invocation } }),
+    )
+}
+
+/// Body of `set_value`: stores `value` under `key` in the instance and answers the previous
+/// value (an idempotent write).
+async fn set_value_tool(cx: ToolCx) -> ToolReply {
+    let Some(key) = cx.args.get("key").and_then(Value::as_str) else {
+        return ToolReply::error_text("set_value needs a string `key`");
+    };
+    let value = cx.args.get("value").cloned().unwrap_or(Value::Null);
+    let previous = cx.instance.set_value(key, value.clone());
+    let body =
+        json!({ "key": key, "value": value, "previous": previous, "execution": cx.invocation });
+    ToolReply::Result(
+        json!({ "content": [{ "type": "text", "text": body.to_string() }], "structuredContent": body }),
+    )
+}
+
+/// Body of `test_tool_with_logging`: three log notifications 50 ms apart, then a text.
+async fn logging_tool(cx: ToolCx) -> ToolReply {
+    cx.log("info", json!("Tool execution started"));
+    cx.sleep(Duration::from_millis(50)).await;
+    cx.log("info", json!("Tool processing data"));
+    cx.sleep(Duration::from_millis(50)).await;
+    cx.log("info", json!("Tool execution completed"));
+    ToolReply::text("Tool with logging executed successfully")
+}
+
+/// Body of `test_tool_with_progress`: progress 0, 50 and 100 of 100, 50 ms apart, then
+/// the progress token as text.
+async fn progress_tool(cx: ToolCx) -> ToolReply {
+    for (i, p) in [0.0, 50.0, 100.0].into_iter().enumerate() {
+        if i > 0 {
+            cx.sleep(Duration::from_millis(50)).await;
+        }
+        cx.progress(p, Some(100.0), Some(&format!("Completed step {p} of 100")));
+    }
+    let tok = cx.progress_token.clone().unwrap_or(json!(0));
+    ToolReply::text(match tok {
+        Value::String(s) => s,
+        other => other.to_string(),
+    })
+}
+
+/// Body of `test_reconnection` (SEP-1699): answers after 100 ms; the stream closing after
+/// the priming event is done by the `tools/call` handler, not here.
+async fn reconnection_tool(cx: ToolCx) -> ToolReply {
+    cx.sleep(Duration::from_millis(100)).await;
+    ToolReply::text("Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure.")
+}
+
+/// Body of `test_sampling`: asks the client's LLM (`sampling/createMessage`) with `prompt`
+/// and answers with its text.
+async fn sampling_tool(cx: ToolCx) -> ToolReply {
+    let prompt = cx
+        .args
+        .get("prompt")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let params = json!({ "messages": [{ "role": "user", "content": { "type": "text", "text": prompt } }], "maxTokens": 100 });
+    match cx
+        .ask(
+            "sampling",
+            "sampling/createMessage",
+            params,
+            "sampling",
+            json!({ "tool": "test_sampling" }),
+        )
+        .await
+    {
+        Asked::Answer(r) => {
+            let text = r["content"]["text"]
+                .as_str()
+                .or_else(|| r["message"]["content"]["text"].as_str())
+                .unwrap_or("No response");
+            ToolReply::text(format!("LLM response: {text}"))
+        }
+        Asked::Pending(reply) => reply,
+        Asked::Failed(e) => ToolReply::text(format!("Sampling not supported or error: {e}")),
+    }
 }
 
 /// `resources/list`.
