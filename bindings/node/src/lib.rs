@@ -295,6 +295,9 @@ pub fn decide_retry_json(
         legacy_stream: call.legacy_stream,
         reinitialized: call.reinitialized,
         relisted: call.relisted,
+        // this caller does not read -32022 refusals: the policy never resends for one
+        revision_offered: None,
+        revision_resent: false,
     };
     let decision = retry::decide(&input, &options, &mut || jitter);
     let mut out = serde_json::to_value(decision.to_record()).expect("a decision serialises");

@@ -582,6 +582,9 @@ fn decide_retry<'py>(
         legacy_stream,
         reinitialized,
         relisted,
+        // this caller does not read -32022 refusals: the policy never resends for one
+        revision_offered: None,
+        revision_resent: false,
     };
     let mut failure = None;
     let mut random = || match jitter {

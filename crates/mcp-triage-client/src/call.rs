@@ -371,8 +371,8 @@ impl Client {
         Some(Flow::Again)
     }
 
-    /// What follows an attempt: an input round, a task to drive, a resend with the revision
-    /// the server named, or what the retry policy decides.
+    /// What follows an attempt: an input round, a task to drive, or what the retry policy
+    /// decides (a resend with the revision a -32022 refusal named is one of its decisions).
     async fn next_step(
         &self,
         c: &mut CallLoop<'_>,
@@ -398,20 +398,6 @@ impl Client {
                 task_driver::TaskRun::new(task_id, with.era, with.version, &c.tool, budget, c.co);
             self.drive_task(&mut run, &created, rec).await;
             return Flow::Stop;
-        }
-
-        // -32022 naming a revision we speak: the request was refused before it ran, so
-        // sending it again with that revision is safe (once).
-        if !c.version_retried && with.era == Era::Modern && modern_version_offered(sent) {
-            c.version_retried = true;
-            set_decision(
-                rec,
-                idx,
-                "resend",
-                Some(0),
-                "-32022 UnsupportedProtocolVersion lists 2026-07-28: the request was refused before it ran; resending with that revision".to_string(),
-            );
-            return Flow::Again;
         }
         self.decide(c, tried, with, rec).await
     }
@@ -503,11 +489,17 @@ impl Client {
             legacy_stream,
             reinitialized: c.reinitialized,
             relisted: c.relisted,
+            // the only revision this client sends in modern form is 2026-07-28
+            revision_offered: (era_now == Era::Modern && modern_version_offered(&sent))
+                .then_some(ProtocolVersion::V2026_07_28),
+            revision_resent: c.version_retried,
         };
         let d = retry::decide(&input, &c.policy, &mut || self.random());
         rec.attempts[idx].decision = Some(d.to_record());
         match d.action {
             RetryAction::Done => return Flow::Stop,
+            // the same request again, at once: it was refused before it ran
+            RetryAction::ResendWithRevision(_) => c.version_retried = true,
             RetryAction::GiveUp => {
                 if matches!(sent.verdict.status, Some(401 | 403)) {
                     self.report_auth(&sent.verdict, rec).await;

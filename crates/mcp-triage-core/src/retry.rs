@@ -30,6 +30,7 @@
 
 use serde::Deserialize;
 
+use crate::protocol::ProtocolVersion;
 use crate::verdict::{Outcome, Verdict};
 
 /// The JSON-RPC error code of a 2026-07-28 `HeaderMismatch` (headers disagree with the body).
@@ -159,6 +160,13 @@ pub struct RetryInput<'a> {
     pub reinitialized: bool,
     /// Tools were already re-listed once during this call.
     pub relisted: bool,
+    /// A revision this caller speaks that a -32022 `UnsupportedProtocolVersion` answer lists as
+    /// supported (`error.data.supported`): the server refused the request before it ran, so
+    /// sending it again with that revision runs the tool at most once. `None` when the answer
+    /// is no such refusal, or the caller does not read refusals (the C ABI and the bindings).
+    pub revision_offered: Option<ProtocolVersion>,
+    /// The call was already resent once after such a refusal.
+    pub revision_resent: bool,
 }
 
 /// What to do next.
@@ -184,6 +192,11 @@ pub enum RetryAction {
     RelistTools,
     /// Stop; the verdict stands.
     GiveUp,
+    /// Send the request again at once, with a new id and the revision a -32022 refusal named
+    /// (see [`RetryInput::revision_offered`]). Recorded as `resend`, since it is one; its own
+    /// variant because the caller changes the revision, and does not count it against
+    /// `max_retries` (nothing ran).
+    ResendWithRevision(ProtocolVersion),
 }
 
 impl RetryAction {
@@ -192,7 +205,7 @@ impl RetryAction {
     pub fn as_str(&self) -> &'static str {
         match self {
             RetryAction::Done => "done",
-            RetryAction::Resend { .. } => "resend",
+            RetryAction::Resend { .. } | RetryAction::ResendWithRevision(_) => "resend",
             RetryAction::Resume { .. } => "resume",
             RetryAction::Reinitialize => "reinitialize",
             RetryAction::RelistTools => "relist_tools",
@@ -206,6 +219,7 @@ impl RetryAction {
             RetryAction::Resend { delay_ms } | RetryAction::Resume { delay_ms, .. } => {
                 Some(*delay_ms)
             }
+            RetryAction::ResendWithRevision(_) => Some(0),
             _ => None,
         }
     }
@@ -321,6 +335,17 @@ pub fn decide(
             return RetryDecision::new(Done, "the server created a task; poll it for the result")
         }
         _ => {}
+    }
+
+    // Refused before it ran, naming a revision we speak: resending runs it at most once.
+    if let (Some(revision), false) = (input.revision_offered, input.revision_resent) {
+        return RetryDecision::new(
+            ResendWithRevision(revision),
+            format!(
+                "-32022 UnsupportedProtocolVersion lists {}: the request was refused before it ran; resending with that revision",
+                revision.as_str()
+            ),
+        );
     }
 
     if let Some(status @ (401 | 403)) = v.status {
@@ -585,7 +610,37 @@ mod tests {
             legacy_stream: false,
             reinitialized: false,
             relisted: false,
+            revision_offered: None,
+            revision_resent: false,
         }
+    }
+
+    /// A -32022 refusal naming a revision we speak is resent once, at once, whatever the
+    /// tool's safety (nothing ran); a second refusal is judged as any JSON-RPC error.
+    #[test]
+    fn a_refusal_naming_our_revision_is_resent_once() {
+        let mut v = verdict(Outcome::JsonrpcError, Some(200));
+        v.code = Some(-32022);
+        let mut i = input(&v);
+        i.local_server = false;
+        i.revision_offered = Some(ProtocolVersion::V2026_07_28);
+        let d = decide(&i, &RetryOptions::default(), &mut half());
+        assert_eq!(
+            d.action,
+            RetryAction::ResendWithRevision(ProtocolVersion::V2026_07_28)
+        );
+        let rec = d.to_record();
+        assert_eq!((rec.action.as_str(), rec.delay_ms), ("resend", Some(0)));
+        assert!(rec.reason.contains("lists 2026-07-28"), "{}", rec.reason);
+        i.revision_resent = true;
+        let again = decide(&i, &RetryOptions::default(), &mut half());
+        assert_eq!(again.action, RetryAction::GiveUp, "{}", again.reason);
+        i.revision_resent = false;
+        i.revision_offered = None;
+        assert_eq!(
+            decide(&i, &RetryOptions::default(), &mut half()).action,
+            RetryAction::GiveUp
+        );
     }
 
     const READ_ONLY: ToolHints = ToolHints {

@@ -81,6 +81,9 @@ fn decide_json(input_json: &str) -> FfiResult<String> {
         legacy_stream: r.legacy_stream.unwrap_or(false),
         reinitialized: r.reinitialized.unwrap_or(false),
         relisted: r.relisted.unwrap_or(false),
+        // this caller does not read -32022 refusals: the policy never resends for one
+        revision_offered: None,
+        revision_resent: false,
     };
     let options = r.options.unwrap_or_default();
     let decision = retry::decide(&input, &options, &mut || {

@@ -206,6 +206,9 @@ fn expected_line(c: &Case) -> String {
         legacy_stream: false,
         reinitialized: false,
         relisted: false,
+        // this caller does not read -32022 refusals: the policy never resends for one
+        revision_offered: None,
+        revision_resent: false,
     };
     let action = retry::decide(&input, &RetryOptions::default(), &mut || 0.0).action;
     format!(
