@@ -78,7 +78,7 @@ INSTR_EXCHANGES="${INSTR_EXCHANGES:-2000}"
 
 cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage
 cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage-kitchen --example serve --example load
-cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage-proxy --example big_sse --example tcp_relay
+cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage-proxy --example big_sse --example tcp_relay --example h1_relay
 bin="$root/target/release"
 proxy_bin="${PROXY_BIN:-$bin/mcp-triage}"
 # shellcheck source=interop/procs.sh
@@ -261,13 +261,14 @@ if [ "$what_to_run" != quick ]; then
     echo "valgrind not found: no instruction counts (apt-get install valgrind)" >&2
   else
     for mode in json sse; do
-      for name in relay nospin nginx; do
+      for name in relay h1relay nospin nginx; do
         [ "$name" = nginx ] && [ -z "$nginx_bin" ] && continue
         totals=()
         for n in "$INSTR_EXCHANGES" $((2 * INSTR_EXCHANGES)); do
           port="$(free_port)"
           case "$name" in
             relay) under_test=("$bin/examples/tcp_relay" --listen "127.0.0.1:$port" --upstream "${origin#http://}") ;;
+            h1relay) under_test=("$bin/examples/h1_relay" --listen "127.0.0.1:$port" --upstream "${origin#http://}") ;;
             nospin) under_test=("$proxy_bin" proxy --listen "127.0.0.1:$port" --upstream "$origin" --log "$out/cg-records.jsonl" --spin-us 0) ;;
             nginx) nginx_conf "$out/nginx-cg" "$port" 1 off
                    under_test=("$nginx_bin" -p "$out/nginx-cg" -c "$out/nginx-cg/nginx.conf" -e "$out/nginx-cg/error.log") ;;

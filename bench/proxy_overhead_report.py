@@ -43,6 +43,7 @@ def of(what, mode, side):
 
 
 LABELS = {"proxy": "proxy (default)", "nospin": "proxy --spin-us 0", "relay": "bare TCP relay",
+          "h1relay": "HTTP/1.1 relay",
           "nginx": "nginx, 1 worker", "nginxauto": "nginx, auto workers"}
 
 if rows:
