@@ -585,6 +585,8 @@ fn decide_retry<'py>(
         // this caller does not read -32022 refusals: the policy never resends for one
         revision_offered: None,
         revision_resent: false,
+        // nor answers input: input_required is `done`
+        input_rounds: None,
     };
     let mut failure = None;
     let mut random = || match jitter {

@@ -84,6 +84,8 @@ fn decide_json(input_json: &str) -> FfiResult<String> {
         // this caller does not read -32022 refusals: the policy never resends for one
         revision_offered: None,
         revision_resent: false,
+        // nor answers input: input_required is `done`
+        input_rounds: None,
     };
     let options = r.options.unwrap_or_default();
     let decision = retry::decide(&input, &options, &mut || {
