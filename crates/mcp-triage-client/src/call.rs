@@ -373,9 +373,10 @@ impl Client {
         Some(Flow::Again)
     }
 
-    /// What follows an attempt: a task to drive, or what the retry policy decides (answer
-    /// input, resend, resume, re-initialize, re-list, give up or stop): its decision goes into
-    /// the attempt, and the client carries it out.
+    /// What follows an attempt: the retry policy decides (answer input, drive a task, resend,
+    /// resume, re-initialize, re-list, give up or stop), its decision goes into the attempt, and
+    /// the client carries it out. The client decides nothing itself about what comes next;
+    /// it gives up on its own only when it cannot carry out a decision (no answer to give).
     async fn next_step(
         &self,
         c: &mut CallLoop<'_>,
@@ -383,18 +384,14 @@ impl Client {
         with: Negotiated<'_>,
         rec: &mut CallRecord,
     ) -> Flow {
-        if tried.sent.verdict.outcome == Outcome::TaskCreated {
-            self.drive_created_task(c, &tried.sent, with, rec).await;
-            return Flow::Stop;
-        }
         let d = self.decide(c, &tried, with, rec);
         rec.attempts[tried.idx].decision = Some(d.to_record());
         self.carry_out(c, tried, with, d.action, rec).await
     }
 
     /// Asks the core retry policy what to do after the attempt, with what the call loop knows:
-    /// the counts and flags so far, and that this client answers input rounds up to
-    /// `max_rounds`.
+    /// the counts and flags so far, and what this client is able to do (answer input rounds up
+    /// to `max_rounds`, drive tasks).
     fn decide(
         &self,
         c: &CallLoop<'_>,
@@ -438,12 +435,13 @@ impl Client {
                 answered: rec.rounds,
                 max: self.opts.max_rounds,
             }),
+            drives_tasks: true,
         };
         retry::decide(&input, &c.policy, &mut || self.random())
     }
 
     /// Carries out the policy's action (already recorded in the attempt): stop, answer input,
-    /// or wait and resend, resume, re-initialize or re-list before the next
+    /// drive the task, or wait and resend, resume, re-initialize or re-list before the next
     /// attempt.
     async fn carry_out(
         &self,
@@ -457,6 +455,10 @@ impl Client {
         match action {
             RetryAction::Done => return Flow::Stop,
             RetryAction::AnswerInput => return self.input_round(c, &sent, idx, rec),
+            RetryAction::DriveTask => {
+                self.drive_created_task(c, &sent, with, rec).await;
+                return Flow::Stop;
+            }
             // the same request again, at once: it was refused before it ran
             RetryAction::ResendWithRevision(_) => c.version_retried = true,
             RetryAction::GiveUp => {
@@ -531,8 +533,8 @@ impl Client {
         }
     }
 
-    /// Drives the task the call created to its end; the driver sets this attempt's decision:
-    /// when the first poll comes, and why.
+    /// The policy's `poll`: drives the task the call created to its end. The driver replaces
+    /// the attempt's decision with its own, which names the wait before the first poll.
     async fn drive_created_task(
         &self,
         c: &CallLoop<'_>,

@@ -1,20 +1,22 @@
 //! The retry policy: after each attempt of a call, decide whether to send it again, resume a
-//! stream, re-establish state, answer an input round, or stop — and say why in one sentence.
+//! stream, re-establish state, answer an input round, drive a task, or stop — and say why in
+//! one sentence.
 //!
 //! The policy is pure: the caller passes the attempt's [`Verdict`], what it knows about the tool
-//! and about delivery, how many resends and input rounds it already made, whether it answers
-//! input, the options, and a random source for jitter. Nothing here sleeps or sends; the client
-//! executes the returned [`RetryAction`] (building the answers, for an input round).
+//! and about delivery, how many resends and input rounds it already made, what it is able to do
+//! (answer input, drive tasks), the options, and a random source for jitter. Nothing here sleeps
+//! or sends; the client executes the returned [`RetryAction`] (building the answers, polling
+//! the task), and only an execution that fails (no answer to give) ends a call otherwise.
 //!
 //! [`RetryAction`] is not `#[non_exhaustive]`: a caller that executes actions (the client) must
 //! match every one, so that a new action fails its build instead of falling into a default arm.
 //!
 //! The rules (issue 4 §4), in the order they apply:
-//! 1. a final answer ends the call (`TOOL_SUCCESS`, `TOOL_ERROR`, `TASK_CREATED`); so does
-//!    `INPUT_REQUIRED`, unless the caller says it answers input rounds
+//! 1. a final answer ends the call (`TOOL_SUCCESS`, `TOOL_ERROR`); so do `INPUT_REQUIRED` and
+//!    `TASK_CREATED`, unless the caller says it answers input rounds
 //!    ([`RetryInput::input_rounds`]: answer and resend, or give up once `max` rounds were
-//!    answered). Callers that do not (the C ABI, the bindings) get `done`, the answer being
-//!    theirs to act on;
+//!    answered) or drives tasks ([`RetryInput::drives_tasks`]: poll the task). Callers that do
+//!    not (the C ABI, the bindings) get `done` for both, the answer being theirs to act on;
 //! 2. 401/403: never resend — the challenge says what to fix;
 //! 3. a legacy stream that carried event ids and broke off is **resumed** (GET + `Last-Event-ID`),
 //!    which re-executes nothing, so it needs no safety, only its own bound;
@@ -190,6 +192,9 @@ pub struct RetryInput<'a> {
     /// input requests (the C ABI and the bindings), or the answer carries no result to read
     /// them from: `input_required` is then the call's end (`done`).
     pub input_rounds: Option<InputRounds>,
+    /// The caller drives a created task to its end by polling it (the client); when false a
+    /// `task_created` answer is the call's end (`done`), the task the caller's to follow.
+    pub drives_tasks: bool,
 }
 
 /// What to do next.
@@ -225,11 +230,16 @@ pub enum RetryAction {
     /// [`RetryInput::input_rounds`]). Recorded as `answer_input`. Building the answers is the
     /// caller's: when it has none to give, it gives up itself and records why.
     AnswerInput,
+    /// Drive the task the server created to its end: poll it, never resend the request (the
+    /// server is already running it; see [`RetryInput::drives_tasks`]). Recorded as `poll`,
+    /// without a delay: the wait before the first poll is the task's `pollIntervalMs` or the
+    /// caller's backoff, which the caller knows, so it records its own decision in its place.
+    DriveTask,
 }
 
 impl RetryAction {
     /// The record's wire name (`done`, `resend`, `resume`, `reinitialize`, `relist_tools`,
-    /// `give_up`, `answer_input`).
+    /// `give_up`, `answer_input`, `poll`).
     pub fn as_str(&self) -> &'static str {
         match self {
             RetryAction::Done => "done",
@@ -239,6 +249,7 @@ impl RetryAction {
             RetryAction::RelistTools => "relist_tools",
             RetryAction::GiveUp => "give_up",
             RetryAction::AnswerInput => "answer_input",
+            RetryAction::DriveTask => "poll",
         }
     }
 
@@ -358,6 +369,12 @@ pub fn decide(
             )
         }
         Outcome::InputRequired => return input_required(input.input_rounds),
+        Outcome::TaskCreated if input.drives_tasks => {
+            return RetryDecision::new(
+                DriveTask,
+                "the server created a task; polling it to its end, never resending the call it is running",
+            )
+        }
         Outcome::TaskCreated => {
             return RetryDecision::new(Done, "the server created a task; poll it for the result")
         }
@@ -661,6 +678,7 @@ mod tests {
             revision_offered: None,
             revision_resent: false,
             input_rounds: None,
+            drives_tasks: false,
         }
     }
 
@@ -699,6 +717,31 @@ mod tests {
         assert_eq!(
             decide(&i, &RetryOptions::default(), &mut half()).action,
             RetryAction::GiveUp
+        );
+    }
+
+    /// A caller that drives tasks is told to poll (recorded as `poll`, its delay the caller's);
+    /// one that does not gets `done`, as before there was a choice.
+    #[test]
+    fn task_created_is_driven_only_by_a_caller_that_opts_in() {
+        let v = verdict(Outcome::TaskCreated, Some(200));
+        let mut i = input(&v);
+        let d = decide(&i, &RetryOptions::default(), &mut half());
+        assert_eq!(d.action, RetryAction::Done);
+        i.drives_tasks = true;
+        let d = decide(&i, &RetryOptions::default(), &mut half());
+        assert_eq!(d.action, RetryAction::DriveTask);
+        let rec = d.to_record();
+        assert_eq!((rec.action.as_str(), rec.delay_ms), ("poll", None));
+        // answering input is a separate choice from driving tasks
+        i.input_rounds = Some(InputRounds {
+            answered: 0,
+            max: 8,
+        });
+        i.drives_tasks = false;
+        assert_eq!(
+            decide(&i, &RetryOptions::default(), &mut half()).action,
+            RetryAction::Done
         );
     }
 
