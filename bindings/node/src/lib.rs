@@ -298,6 +298,9 @@ pub fn decide_retry_json(
         // this caller does not read -32022 refusals: the policy never resends for one
         revision_offered: None,
         revision_resent: false,
+        // nor answers input or drives tasks: input_required and task_created are `done`
+        input_rounds: None,
+        drives_tasks: false,
     };
     let decision = retry::decide(&input, &options, &mut || jitter);
     let mut out = serde_json::to_value(decision.to_record()).expect("a decision serialises");

@@ -585,6 +585,9 @@ fn decide_retry<'py>(
         // this caller does not read -32022 refusals: the policy never resends for one
         revision_offered: None,
         revision_resent: false,
+        // nor answers input or drives tasks: input_required and task_created are `done`
+        input_rounds: None,
+        drives_tasks: false,
     };
     let mut failure = None;
     let mut random = || match jitter {

@@ -4,7 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_triage_core::retry::{self, Delivery, RetryAction, RetryInput, RetryOptions, ToolHints};
+use mcp_triage_core::retry::{
+    self, Delivery, InputRounds, RetryAction, RetryDecision, RetryInput, RetryOptions, ToolHints,
+};
 use mcp_triage_core::{CallRecord, Outcome, ProtocolVersion, Verdict};
 use mcp_triage_wire::canonical::hex;
 use serde_json::{json, Value};
@@ -371,8 +373,10 @@ impl Client {
         Some(Flow::Again)
     }
 
-    /// What follows an attempt: an input round, a task to drive, or what the retry policy
-    /// decides (a resend with the revision a -32022 refusal named is one of its decisions).
+    /// What follows an attempt: the retry policy decides (answer input, drive a task, resend,
+    /// resume, re-initialize, re-list, give up or stop), its decision goes into the attempt, and
+    /// the client carries it out. The client decides nothing itself about what comes next;
+    /// it gives up on its own only when it cannot carry out a decision (no answer to give).
     async fn next_step(
         &self,
         c: &mut CallLoop<'_>,
@@ -380,90 +384,23 @@ impl Client {
         with: Negotiated<'_>,
         rec: &mut CallRecord,
     ) -> Flow {
-        let (sent, idx) = (&tried.sent, tried.idx);
-        // Input rounds (MRTR): answer and resend with a new id, same params, exact state.
-        if sent.verdict.outcome == Outcome::InputRequired && sent.result().is_some() {
-            return self.input_round(c, sent, idx, rec);
-        }
-        if sent.verdict.outcome == Outcome::TaskCreated {
-            // the driver sets this attempt's decision: when the first poll comes, and why
-            let task_id = sent.verdict.task_id.clone().unwrap_or_default();
-            let created = sent.result().cloned().unwrap_or(Value::Null);
-            let budget = self
-                .opts
-                .task_timeout
-                .or(c.co.timeout)
-                .unwrap_or(self.opts.timeout);
-            let mut run =
-                task_driver::TaskRun::new(task_id, with.era, with.version, &c.tool, budget, c.co);
-            self.drive_task(&mut run, &created, rec).await;
-            return Flow::Stop;
-        }
-        self.decide(c, tried, with, rec).await
+        let d = self.decide(c, &tried, with, rec);
+        rec.attempts[tried.idx].decision = Some(d.to_record());
+        self.carry_out(c, tried, with, d.action, rec).await
     }
 
-    /// An `input_required` answer: resend with the answers and the exact `requestState`, or
-    /// give up when there are none or the rounds ran out.
-    fn input_round(
+    /// Asks the core retry policy what to do after the attempt, with what the call loop knows:
+    /// the counts and flags so far, and what this client is able to do (answer input rounds up
+    /// to `max_rounds`, drive tasks).
+    fn decide(
         &self,
-        c: &mut CallLoop<'_>,
-        sent: &Sent,
-        idx: usize,
-        rec: &mut CallRecord,
-    ) -> Flow {
-        let result = sent.result().cloned().unwrap_or(Value::Null);
-        if rec.rounds >= self.opts.max_rounds {
-            set_decision(
-                rec,
-                idx,
-                "give_up",
-                None,
-                format!(
-                    "input still required after {} round(s) (max-rounds {})",
-                    rec.rounds, self.opts.max_rounds
-                ),
-            );
-            return Flow::Stop;
-        }
-        match input_responses(&self.opts, &result) {
-            Ok(responses) => {
-                c.params = c.base.clone();
-                if let Some(r) = responses {
-                    c.params["inputResponses"] = r;
-                }
-                if let Some(state) = result.get("requestState") {
-                    c.params["requestState"] = state.clone();
-                }
-                rec.rounds += 1;
-                set_decision(rec, idx, "answer_input", None, "the server asked for input; resending with a new id, the answers and the exact requestState".to_string());
-                Flow::Again
-            }
-            Err(why) => {
-                let why = why.to_string();
-                rec.warn("INPUT_UNANSWERED", why.clone());
-                set_decision(rec, idx, "give_up", None, why);
-                Flow::Stop
-            }
-        }
-    }
-
-    /// Asks the core retry policy what to do after the attempt, records its decision, and does
-    /// it: stop, or wait and resend, resume, re-initialize or re-list before the next attempt.
-    async fn decide(
-        &self,
-        c: &mut CallLoop<'_>,
-        tried: Tried,
+        c: &CallLoop<'_>,
+        tried: &Tried,
         with: Negotiated<'_>,
-        rec: &mut CallRecord,
-    ) -> Flow {
-        let Tried {
-            sent,
-            id,
-            kind,
-            idx,
-        } = tried;
+        rec: &CallRecord,
+    ) -> RetryDecision {
+        let (sent, kind) = (&tried.sent, tried.kind);
         let (era_now, session) = (with.era, with.session);
-        let legacy_stream = era_now == Era::Legacy && sent.sse;
         // A resumption the server refused (the kitchen's `410 Stream gone`: the stream
         // ended without its response) leaves the call where the broken stream left it:
         // decide as for that stream, minus the resumption (resend if safe, else give up),
@@ -486,18 +423,42 @@ impl Client {
             resumes: c.resumes,
             local_server: self.target.is_local(),
             legacy_session: era_now == Era::Legacy && session.is_some(),
-            legacy_stream,
+            legacy_stream: era_now == Era::Legacy && sent.sse,
             reinitialized: c.reinitialized,
             relisted: c.relisted,
             // the only revision this client sends in modern form is 2026-07-28
-            revision_offered: (era_now == Era::Modern && modern_version_offered(&sent))
+            revision_offered: (era_now == Era::Modern && modern_version_offered(sent))
                 .then_some(ProtocolVersion::V2026_07_28),
             revision_resent: c.version_retried,
+            // the input requests are read from the result: without one there is nothing to answer
+            input_rounds: sent.result().is_some().then_some(InputRounds {
+                answered: rec.rounds,
+                max: self.opts.max_rounds,
+            }),
+            drives_tasks: true,
         };
-        let d = retry::decide(&input, &c.policy, &mut || self.random());
-        rec.attempts[idx].decision = Some(d.to_record());
-        match d.action {
+        retry::decide(&input, &c.policy, &mut || self.random())
+    }
+
+    /// Carries out the policy's action (already recorded in the attempt): stop, answer input,
+    /// drive the task, or wait and resend, resume, re-initialize or re-list before the next
+    /// attempt.
+    async fn carry_out(
+        &self,
+        c: &mut CallLoop<'_>,
+        tried: Tried,
+        with: Negotiated<'_>,
+        action: RetryAction,
+        rec: &mut CallRecord,
+    ) -> Flow {
+        let Tried { sent, id, idx, .. } = tried;
+        match action {
             RetryAction::Done => return Flow::Stop,
+            RetryAction::AnswerInput => return self.input_round(c, &sent, idx, rec),
+            RetryAction::DriveTask => {
+                self.drive_created_task(c, &sent, with, rec).await;
+                return Flow::Stop;
+            }
             // the same request again, at once: it was refused before it ran
             RetryAction::ResendWithRevision(_) => c.version_retried = true,
             RetryAction::GiveUp => {
@@ -521,11 +482,11 @@ impl Client {
             } => {
                 c.resumes += 1;
                 tokio::time::sleep(Duration::from_millis(delay_ms)).await;
-                c.resume = Some((id.clone(), last_event_id));
+                c.resume = Some((id, last_event_id));
             }
             RetryAction::Reinitialize => {
                 c.reinitialized = true;
-                if let Err(f) = self.reinitialize(session).await {
+                if let Err(f) = self.reinitialize(with.session).await {
                     finish_setup_failure(rec, f);
                     return Flow::Stop;
                 }
@@ -538,6 +499,59 @@ impl Client {
             }
         }
         Flow::Again
+    }
+
+    /// The policy's `answer_input`: the next attempt resends with the answers and the exact
+    /// `requestState`. When there are no answers to give, the call gives up here, and the
+    /// attempt's decision says why in place of the policy's.
+    fn input_round(
+        &self,
+        c: &mut CallLoop<'_>,
+        sent: &Sent,
+        idx: usize,
+        rec: &mut CallRecord,
+    ) -> Flow {
+        let result = sent.result().cloned().unwrap_or(Value::Null);
+        match input_responses(&self.opts, &result) {
+            Ok(responses) => {
+                c.params = c.base.clone();
+                if let Some(r) = responses {
+                    c.params["inputResponses"] = r;
+                }
+                if let Some(state) = result.get("requestState") {
+                    c.params["requestState"] = state.clone();
+                }
+                rec.rounds += 1;
+                Flow::Again
+            }
+            Err(why) => {
+                let why = why.to_string();
+                rec.warn("INPUT_UNANSWERED", why.clone());
+                set_decision(rec, idx, "give_up", None, why);
+                Flow::Stop
+            }
+        }
+    }
+
+    /// The policy's `poll`: drives the task the call created to its end. The driver replaces
+    /// the attempt's decision with its own, which names the wait before the first poll.
+    async fn drive_created_task(
+        &self,
+        c: &CallLoop<'_>,
+        sent: &Sent,
+        with: Negotiated<'_>,
+        rec: &mut CallRecord,
+    ) {
+        let task_id = sent.verdict.task_id.clone().unwrap_or_default();
+        let created = sent.result().cloned().unwrap_or(Value::Null);
+        let budget = self
+            .opts
+            .task_timeout
+            .or(c.co.timeout)
+            .unwrap_or(self.opts.timeout);
+        let mut run =
+            task_driver::TaskRun::new(task_id, with.era, with.version, &c.tool, budget, c.co);
+        self.drive_task(&mut run, &created, rec).await;
     }
 
     /// After a 401/403: the challenge, and the protected-resource metadata it names (fetched

@@ -3,9 +3,10 @@
 //! `tasks/cancel` when the client stops waiting, and never resends the `tools/call` that
 //! created the task (the server is already running it).
 //!
-//! Why a module of its own: the retry loop in `client.rs` decides about *sending the call*;
-//! a task is past that point, and its rules are different (a poll is always safe to send,
-//! its pace is the server's `pollIntervalMs`, the client's way out is `tasks/cancel`).
+//! Why a module of its own: the retry policy decides about *sending the call*, up to telling
+//! the call loop (`call.rs`) to drive a created task (`DriveTask`, recorded as `poll`); a task
+//! is past that point, and its rules are different (a poll is always safe to send, its pace is
+//! the server's `pollIntervalMs`, the client's way out is `tasks/cancel`), so they live here.
 //!
 //! Every exchange is an attempt in the record (`poll`, `update`, `cancel`, `task_result`),
 //! so a record shows how the task went; working polls beyond

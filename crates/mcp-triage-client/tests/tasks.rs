@@ -101,6 +101,42 @@ async fn a_task_completing_after_several_polls_records_each_poll() {
     assert_eq!(last.decision.as_ref().unwrap().action, "done");
 }
 
+/// The `tools/call` that created the task is not resent: its decision is the first poll,
+/// with the wait the task's `pollIntervalMs` asks for (the driver's, not a default).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_creating_call_is_followed_by_a_poll_at_the_tasks_pace() {
+    let k = common::kitchen().await;
+    let url = format!(
+        "{}/s/tasks.deferred/mcp?completeAfterMs=200&pollIntervalMs=100",
+        k.base_url()
+    );
+    let r = call(
+        &url,
+        task_options(),
+        "run_configured_test_scenario",
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.outcome, Outcome::ToolSuccess, "{r:#?}");
+    let created = &r.attempts[0];
+    assert_eq!(
+        (created.kind.as_str(), created.verdict.outcome),
+        ("call", Outcome::TaskCreated)
+    );
+    let d = created.decision.as_ref().unwrap();
+    assert_eq!(
+        (d.action.as_str(), d.delay_ms),
+        ("poll", Some(100)),
+        "{d:?}"
+    );
+    assert!(
+        d.reason.starts_with("the server created task "),
+        "{}",
+        d.reason
+    );
+    assert!(d.reason.contains("pollIntervalMs"), "{}", d.reason);
+}
+
 /// When the kitchen received the task's requests: the creating call, then each poll.
 fn request_times(k: &KitchenHandle) -> Vec<u64> {
     let mut times: Vec<u64> = journal(k, "tools/call")

@@ -1,12 +1,22 @@
 //! The retry policy: after each attempt of a call, decide whether to send it again, resume a
-//! stream, re-establish state, or stop — and say why in one sentence.
+//! stream, re-establish state, answer an input round, drive a task, or stop — and say why in
+//! one sentence.
 //!
 //! The policy is pure: the caller passes the attempt's [`Verdict`], what it knows about the tool
-//! and about delivery, how many resends it already made, the options, and a random source for
-//! jitter. Nothing here sleeps or sends; the client executes the returned [`RetryAction`].
+//! and about delivery, how many resends and input rounds it already made, what it is able to do
+//! (answer input, drive tasks), the options, and a random source for jitter. Nothing here sleeps
+//! or sends; the client executes the returned [`RetryAction`] (building the answers, polling
+//! the task), and only an execution that fails (no answer to give) ends a call otherwise.
+//!
+//! [`RetryAction`] is not `#[non_exhaustive]`: a caller that executes actions (the client) must
+//! match every one, so that a new action fails its build instead of falling into a default arm.
 //!
 //! The rules (issue 4 §4), in the order they apply:
-//! 1. a final answer ends the call (`TOOL_SUCCESS`, `TOOL_ERROR`, `INPUT_REQUIRED`, `TASK_CREATED`);
+//! 1. a final answer ends the call (`TOOL_SUCCESS`, `TOOL_ERROR`); so do `INPUT_REQUIRED` and
+//!    `TASK_CREATED`, unless the caller says it answers input rounds
+//!    ([`RetryInput::input_rounds`]: answer and resend, or give up once `max` rounds were
+//!    answered) or drives tasks ([`RetryInput::drives_tasks`]: poll the task). Callers that do
+//!    not (the C ABI, the bindings) get `done` for both, the answer being theirs to act on;
 //! 2. 401/403: never resend — the challenge says what to fix;
 //! 3. a legacy stream that carried event ids and broke off is **resumed** (GET + `Last-Event-ID`),
 //!    which re-executes nothing, so it needs no safety, only its own bound;
@@ -135,6 +145,16 @@ impl Default for RetryOptions {
     }
 }
 
+/// How far a caller that answers MRTR `input_required` results has gone in this call, so that
+/// the policy, not the caller, decides between another input round and giving up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InputRounds {
+    /// Input rounds already answered in this call (each an answered request of the server).
+    pub answered: u32,
+    /// Most input rounds per call (the client's `--max-rounds`).
+    pub max: u32,
+}
+
 /// Everything the policy looks at for one decision.
 #[derive(Debug, Clone)]
 pub struct RetryInput<'a> {
@@ -167,6 +187,14 @@ pub struct RetryInput<'a> {
     pub revision_offered: Option<ProtocolVersion>,
     /// The call was already resent once after such a refusal.
     pub revision_resent: bool,
+    /// `Some` when the caller answers an `input_required` result in a new round (the client):
+    /// the policy then says whether another round is allowed. `None` when it does not answer
+    /// input requests (the C ABI and the bindings), or the answer carries no result to read
+    /// them from: `input_required` is then the call's end (`done`).
+    pub input_rounds: Option<InputRounds>,
+    /// The caller drives a created task to its end by polling it (the client); when false a
+    /// `task_created` answer is the call's end (`done`), the task the caller's to follow.
+    pub drives_tasks: bool,
 }
 
 /// What to do next.
@@ -197,11 +225,21 @@ pub enum RetryAction {
     /// variant because the caller changes the revision, and does not count it against
     /// `max_retries` (nothing ran).
     ResendWithRevision(ProtocolVersion),
+    /// Answer the server's input requests and send the request again with a new id, the
+    /// answers and the exact `requestState` (an MRTR input round; see
+    /// [`RetryInput::input_rounds`]). Recorded as `answer_input`. Building the answers is the
+    /// caller's: when it has none to give, it gives up itself and records why.
+    AnswerInput,
+    /// Drive the task the server created to its end: poll it, never resend the request (the
+    /// server is already running it; see [`RetryInput::drives_tasks`]). Recorded as `poll`,
+    /// without a delay: the wait before the first poll is the task's `pollIntervalMs` or the
+    /// caller's backoff, which the caller knows, so it records its own decision in its place.
+    DriveTask,
 }
 
 impl RetryAction {
     /// The record's wire name (`done`, `resend`, `resume`, `reinitialize`, `relist_tools`,
-    /// `give_up`).
+    /// `give_up`, `answer_input`, `poll`).
     pub fn as_str(&self) -> &'static str {
         match self {
             RetryAction::Done => "done",
@@ -210,6 +248,8 @@ impl RetryAction {
             RetryAction::Reinitialize => "reinitialize",
             RetryAction::RelistTools => "relist_tools",
             RetryAction::GiveUp => "give_up",
+            RetryAction::AnswerInput => "answer_input",
+            RetryAction::DriveTask => "poll",
         }
     }
 
@@ -328,8 +368,12 @@ pub fn decide(
                 "the tool ran and reported an error (isError); resending would run it again",
             )
         }
-        Outcome::InputRequired => {
-            return RetryDecision::new(Done, "the server asks for input; answer it in a new round")
+        Outcome::InputRequired => return input_required(input.input_rounds),
+        Outcome::TaskCreated if input.drives_tasks => {
+            return RetryDecision::new(
+                DriveTask,
+                "the server created a task; polling it to its end, never resending the call it is running",
+            )
         }
         Outcome::TaskCreated => {
             return RetryDecision::new(Done, "the server created a task; poll it for the result")
@@ -536,6 +580,27 @@ pub fn decide(
     }
 }
 
+/// An `input_required` answer: the call's end for a caller that does not answer input
+/// (`rounds` is `None`), else another round until `max` rounds were answered. The bound is
+/// here because a server that keeps asking would otherwise keep the call going for ever.
+fn input_required(rounds: Option<InputRounds>) -> RetryDecision {
+    use RetryAction::*;
+    match rounds {
+        None => RetryDecision::new(Done, "the server asks for input; answer it in a new round"),
+        Some(r) if r.answered >= r.max => RetryDecision::new(
+            GiveUp,
+            format!(
+                "input still required after {} round(s) (max-rounds {})",
+                r.answered, r.max
+            ),
+        ),
+        Some(_) => RetryDecision::new(
+            AnswerInput,
+            "the server asked for input; resending with a new id, the answers and the exact requestState",
+        ),
+    }
+}
+
 /// Draft SEP-3304: a `-32023` RateLimited answer means the server refused the request before
 /// running it (its rule RL-6 keeps an upstream API's rate limit inside a tool an `isError`
 /// result), so resending is safe whatever the tool does: after `retryAfterMs` plus up to a
@@ -612,7 +677,72 @@ mod tests {
             relisted: false,
             revision_offered: None,
             revision_resent: false,
+            input_rounds: None,
+            drives_tasks: false,
         }
+    }
+
+    /// A caller that answers input rounds gets another round until `max` were answered, then a
+    /// give-up naming the bound; one that does not (the C ABI, the bindings) gets `done`.
+    #[test]
+    fn input_required_is_answered_only_by_a_caller_that_opts_in() {
+        let v = verdict(Outcome::InputRequired, Some(200));
+        let mut i = input(&v);
+        let d = decide(&i, &RetryOptions::default(), &mut half());
+        assert_eq!(d.action, RetryAction::Done);
+        i.input_rounds = Some(InputRounds {
+            answered: 1,
+            max: 2,
+        });
+        let d = decide(&i, &RetryOptions::default(), &mut half());
+        assert_eq!(d.action, RetryAction::AnswerInput);
+        let rec = d.to_record();
+        assert_eq!((rec.action.as_str(), rec.delay_ms), ("answer_input", None));
+        assert!(rec.reason.contains("exact requestState"), "{}", rec.reason);
+        i.input_rounds = Some(InputRounds {
+            answered: 2,
+            max: 2,
+        });
+        let d = decide(&i, &RetryOptions::default(), &mut half());
+        assert_eq!(d.action, RetryAction::GiveUp);
+        assert_eq!(
+            d.reason,
+            "input still required after 2 round(s) (max-rounds 2)"
+        );
+        // max 0: not even one round
+        i.input_rounds = Some(InputRounds {
+            answered: 0,
+            max: 0,
+        });
+        assert_eq!(
+            decide(&i, &RetryOptions::default(), &mut half()).action,
+            RetryAction::GiveUp
+        );
+    }
+
+    /// A caller that drives tasks is told to poll (recorded as `poll`, its delay the caller's);
+    /// one that does not gets `done`, as before there was a choice.
+    #[test]
+    fn task_created_is_driven_only_by_a_caller_that_opts_in() {
+        let v = verdict(Outcome::TaskCreated, Some(200));
+        let mut i = input(&v);
+        let d = decide(&i, &RetryOptions::default(), &mut half());
+        assert_eq!(d.action, RetryAction::Done);
+        i.drives_tasks = true;
+        let d = decide(&i, &RetryOptions::default(), &mut half());
+        assert_eq!(d.action, RetryAction::DriveTask);
+        let rec = d.to_record();
+        assert_eq!((rec.action.as_str(), rec.delay_ms), ("poll", None));
+        // answering input is a separate choice from driving tasks
+        i.input_rounds = Some(InputRounds {
+            answered: 0,
+            max: 8,
+        });
+        i.drives_tasks = false;
+        assert_eq!(
+            decide(&i, &RetryOptions::default(), &mut half()).action,
+            RetryAction::Done
+        );
     }
 
     /// A -32022 refusal naming a revision we speak is resent once, at once, whatever the

@@ -84,6 +84,9 @@ fn decide_json(input_json: &str) -> FfiResult<String> {
         // this caller does not read -32022 refusals: the policy never resends for one
         revision_offered: None,
         revision_resent: false,
+        // nor answers input or drives tasks: input_required and task_created are `done`
+        input_rounds: None,
+        drives_tasks: false,
     };
     let options = r.options.unwrap_or_default();
     let decision = retry::decide(&input, &options, &mut || {

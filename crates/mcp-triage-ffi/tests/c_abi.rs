@@ -209,6 +209,9 @@ fn expected_line(c: &Case) -> String {
         // this caller does not read -32022 refusals: the policy never resends for one
         revision_offered: None,
         revision_resent: false,
+        // nor answers input or drives tasks: input_required and task_created are `done`
+        input_rounds: None,
+        drives_tasks: false,
     };
     let action = retry::decide(&input, &RetryOptions::default(), &mut || 0.0).action;
     format!(
