@@ -73,7 +73,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: Result<ExitCode, Box<dyn std::error::Error>> = match cli.command {
         Command::Classify(args) => cmd::classify::run(args).map_err(Into::into),
-        Command::Kitchen(args) => cmd::kitchen::run(args).map_err(Into::into),
+        Command::Kitchen(args) => cmd::kitchen::run(args.into()).map_err(Into::into),
         Command::Judge(args) => cmd::judge::run(args).map_err(Into::into),
         Command::Report(args) => cmd::report::run(args).map_err(Into::into),
         Command::Completions(args) => {
