@@ -72,7 +72,9 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: Result<ExitCode, Box<dyn std::error::Error>> = match cli.command {
-        Command::Classify(args) => cmd::classify::run(args).map_err(Into::into),
+        Command::Classify(args) => cmd::classify::config(args)
+            .map_err(Into::into)
+            .and_then(|c| cmd::classify::run(c).map_err(Into::into)),
         Command::Kitchen(args) => cmd::kitchen::run(args.into()).map_err(Into::into),
         Command::Judge(args) => cmd::judge::run(args).map_err(Into::into),
         Command::Report(args) => cmd::report::run(args).map_err(Into::into),
