@@ -82,7 +82,9 @@ fn main() -> ExitCode {
             cmd::completions::completions(args, Cli::command()).map_err(Into::into)
         }
         Command::Man(args) => cmd::completions::man(args, Cli::command()).map_err(Into::into),
-        Command::Call(args) => cmd::call::run(args).map_err(Into::into),
+        Command::Call(args) => cmd::call::config(args)
+            .map_err(Into::into)
+            .and_then(|c| cmd::call::run(c).map_err(Into::into)),
         Command::List(args) => cmd::list::run(args).map_err(Into::into),
         Command::Demo(args) => cmd::demo::run(args).map_err(Into::into),
         Command::Probe(args) => cmd::probe::run(args).map_err(Into::into),
