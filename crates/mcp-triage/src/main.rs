@@ -85,7 +85,9 @@ fn main() -> ExitCode {
         Command::Call(args) => cmd::call::config(args)
             .map_err(Into::into)
             .and_then(|c| cmd::call::run(c).map_err(Into::into)),
-        Command::List(args) => cmd::list::run(args).map_err(Into::into),
+        Command::List(args) => cmd::list::config(args)
+            .map_err(Into::into)
+            .and_then(|c| cmd::list::run(c).map_err(Into::into)),
         Command::Demo(args) => cmd::demo::run(args).map_err(Into::into),
         Command::Probe(args) => cmd::probe::run(args).map_err(Into::into),
         Command::ConformanceClient(args) => cmd::conformance::run(args).map_err(Into::into),
