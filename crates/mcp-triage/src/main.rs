@@ -89,7 +89,9 @@ fn main() -> ExitCode {
             .map_err(Into::into)
             .and_then(|c| cmd::list::run(c).map_err(Into::into)),
         Command::Demo(args) => cmd::demo::run(args).map_err(Into::into),
-        Command::Probe(args) => cmd::probe::run(args).map_err(Into::into),
+        Command::Probe(args) => cmd::probe::config(args)
+            .map_err(Into::into)
+            .and_then(|c| cmd::probe::run(c).map_err(Into::into)),
         Command::ConformanceClient(args) => cmd::conformance::run(args).map_err(Into::into),
         Command::Proxy(args) => cmd::proxy::run_proxy(args).map_err(Into::into),
         Command::Wrap(args) => cmd::proxy::run_wrap(args).map_err(Into::into),
