@@ -88,7 +88,9 @@ fn main() -> ExitCode {
         Command::List(args) => cmd::list::config(args)
             .map_err(Into::into)
             .and_then(|c| cmd::list::run(c).map_err(Into::into)),
-        Command::Demo(args) => cmd::demo::run(args).map_err(Into::into),
+        Command::Demo(args) => cmd::demo::config(args)
+            .map_err(Into::into)
+            .and_then(|c| cmd::demo::run(c).map_err(Into::into)),
         Command::Probe(args) => cmd::probe::config(args)
             .map_err(Into::into)
             .and_then(|c| cmd::probe::run(c).map_err(Into::into)),
