@@ -97,7 +97,7 @@ fn main() -> ExitCode {
         Command::ConformanceClient(args) => cmd::conformance::run(args).map_err(Into::into),
         Command::Proxy(args) => cmd::proxy::run_proxy(args).map_err(Into::into),
         Command::Wrap(args) => cmd::proxy::run_wrap(args).map_err(Into::into),
-        Command::Udf(args) => cmd::udf::run(args).map_err(Into::into),
+        Command::Udf(args) => cmd::udf::run(args.into()).map_err(Into::into),
     };
     match result {
         Ok(code) => code,
