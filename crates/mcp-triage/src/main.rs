@@ -94,7 +94,9 @@ fn main() -> ExitCode {
         Command::Probe(args) => cmd::probe::config(args)
             .map_err(Into::into)
             .and_then(|c| cmd::probe::run(c).map_err(Into::into)),
-        Command::ConformanceClient(args) => cmd::conformance::run(args).map_err(Into::into),
+        Command::ConformanceClient(args) => cmd::conformance::config(args)
+            .map_err(Into::into)
+            .and_then(|c| cmd::conformance::run(c).map_err(Into::into)),
         Command::Proxy(args) => cmd::proxy::run_proxy(args).map_err(Into::into),
         Command::Wrap(args) => cmd::proxy::run_wrap(args).map_err(Into::into),
         Command::Udf(args) => cmd::udf::run(args.into()).map_err(Into::into),
