@@ -76,7 +76,7 @@ fn main() -> ExitCode {
             .map_err(Into::into)
             .and_then(|c| cmd::classify::run(c).map_err(Into::into)),
         Command::Kitchen(args) => cmd::kitchen::run(args.into()).map_err(Into::into),
-        Command::Judge(args) => cmd::judge::run(args).map_err(Into::into),
+        Command::Judge(args) => cmd::judge::run(args.into()).map_err(Into::into),
         Command::Report(args) => cmd::report::run(args.into()).map_err(Into::into),
         Command::Completions(args) => {
             cmd::completions::completions(args, Cli::command()).map_err(Into::into)
