@@ -72,22 +72,34 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: Result<ExitCode, Box<dyn std::error::Error>> = match cli.command {
-        Command::Classify(args) => cmd::classify::run(args).map_err(Into::into),
-        Command::Kitchen(args) => cmd::kitchen::run(args).map_err(Into::into),
-        Command::Judge(args) => cmd::judge::run(args).map_err(Into::into),
-        Command::Report(args) => cmd::report::run(args).map_err(Into::into),
+        Command::Classify(args) => cmd::classify::config(args)
+            .map_err(Into::into)
+            .and_then(|c| cmd::classify::run(c).map_err(Into::into)),
+        Command::Kitchen(args) => cmd::kitchen::run(args.into()).map_err(Into::into),
+        Command::Judge(args) => cmd::judge::run(args.into()).map_err(Into::into),
+        Command::Report(args) => cmd::report::run(args.into()).map_err(Into::into),
         Command::Completions(args) => {
             cmd::completions::completions(args, Cli::command()).map_err(Into::into)
         }
         Command::Man(args) => cmd::completions::man(args, Cli::command()).map_err(Into::into),
-        Command::Call(args) => cmd::call::run(args).map_err(Into::into),
-        Command::List(args) => cmd::list::run(args).map_err(Into::into),
-        Command::Demo(args) => cmd::demo::run(args).map_err(Into::into),
-        Command::Probe(args) => cmd::probe::run(args).map_err(Into::into),
-        Command::ConformanceClient(args) => cmd::conformance::run(args).map_err(Into::into),
+        Command::Call(args) => cmd::call::config(args)
+            .map_err(Into::into)
+            .and_then(|c| cmd::call::run(c).map_err(Into::into)),
+        Command::List(args) => cmd::list::config(args)
+            .map_err(Into::into)
+            .and_then(|c| cmd::list::run(c).map_err(Into::into)),
+        Command::Demo(args) => cmd::demo::config(args)
+            .map_err(Into::into)
+            .and_then(|c| cmd::demo::run(c).map_err(Into::into)),
+        Command::Probe(args) => cmd::probe::config(args)
+            .map_err(Into::into)
+            .and_then(|c| cmd::probe::run(c).map_err(Into::into)),
+        Command::ConformanceClient(args) => cmd::conformance::config(args)
+            .map_err(Into::into)
+            .and_then(|c| cmd::conformance::run(c).map_err(Into::into)),
         Command::Proxy(args) => cmd::proxy::run_proxy(args).map_err(Into::into),
         Command::Wrap(args) => cmd::proxy::run_wrap(args).map_err(Into::into),
-        Command::Udf(args) => cmd::udf::run(args).map_err(Into::into),
+        Command::Udf(args) => cmd::udf::run(args.into()).map_err(Into::into),
     };
     match result {
         Ok(code) => code,

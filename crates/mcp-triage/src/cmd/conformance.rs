@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::Args;
 use mcp_triage_client::{
     AuthorizeMode, CallOptions, CallRecord, Client, ClientOptions, ConnectError, Grant,
-    ListToolsError, OAuthOptions, Target, TargetError, VersionChoice,
+    ListToolsError, OAuthOptions, Target, TargetError, ToolInfo, VersionChoice,
 };
 use mcp_triage_core::{Outcome, ProtocolVersion};
 use serde_json::{json, Value};
@@ -145,48 +145,115 @@ pub enum ConformanceError {
     Record(serde_json::Error),
 }
 
+/// `conformance-client`'s arguments resolved once: the suite's URL as a [`Target`], the
+/// client's options for the scenario (its era, elicitation defaults and OAuth, as the
+/// reference client sets them up) and the calls to make. `MCP_CONFORMANCE_CONTEXT` is read
+/// here, once, for scenarios without a script.
+#[derive(Debug)]
+pub struct ConformanceConfig {
+    /// The scenario server.
+    pub target: Target,
+    /// The scenario's name (`--scenario`, or `$MCP_CONFORMANCE_SCENARIO`).
+    pub scenario: String,
+    /// The client's options for this scenario.
+    pub client: ClientOptions,
+    /// What to call.
+    pub plan: Plan,
+}
+
+/// The calls of a scenario.
+#[derive(Debug)]
+pub enum Plan {
+    /// What the reference client calls in this scenario (see [`steps`]).
+    Scripted(Vec<(&'static str, Value)>),
+    /// A scenario without a script: the calls the suite names in MCP_CONFORMANCE_CONTEXT's
+    /// `toolCalls`, or (None) every listed tool whose definition is valid.
+    Generic(Option<Vec<(String, Value)>>),
+}
+
+/// Resolves the scenario; the one check is the URL (the first thing the command always
+/// checked, for every scenario).
+pub fn config(args: ConformanceArgs) -> Result<ConformanceConfig, TargetError> {
+    let target = Target::url(&args.url)?;
+    let scenario = args.scenario;
+    let (client, plan) = match steps(&scenario) {
+        Some((protocol, accept_defaults, calls)) => (
+            ClientOptions {
+                protocol,
+                accept_defaults,
+                scenario: Some(scenario.clone()),
+                ..ClientOptions::default()
+            },
+            Plan::Scripted(calls),
+        ),
+        None => {
+            let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+                .ok()
+                .and_then(|c| serde_json::from_str(&c).ok())
+                .unwrap_or(Value::Null);
+            let client = ClientOptions {
+                accept_defaults: true,
+                scenario: Some(scenario.clone()),
+                oauth: auth_options(&scenario, &context),
+                ..ClientOptions::default()
+            };
+            (client, Plan::Generic(tool_calls(&context)))
+        }
+    };
+    Ok(ConformanceConfig {
+        target,
+        scenario,
+        client,
+        plan,
+    })
+}
+
+/// The `toolCalls` MCP_CONFORMANCE_CONTEXT names, as (tool, arguments), or None when it names
+/// none (then every valid listed tool is called).
+fn tool_calls(context: &Value) -> Option<Vec<(String, Value)>> {
+    let list = context["toolCalls"].as_array()?;
+    Some(
+        list.iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap_or("").to_string(),
+                    c["arguments"].clone(),
+                )
+            })
+            .collect(),
+    )
+}
+
+pub fn run(config: ConformanceConfig) -> Result<ExitCode, ConformanceError> {
+    let ConformanceConfig {
+        target,
+        scenario,
+        client,
+        plan,
+    } = config;
+    match plan {
+        Plan::Scripted(calls) => run_scripted(target, client, calls),
+        Plan::Generic(calls) => run_generic(target, client, &scenario, calls),
+    }
+}
+
 /// Scenarios without a fixed script (the 2026-07-28 client scenarios): the era by detection,
 /// the tool calls the suite names in MCP_CONFORMANCE_CONTEXT, or else every listed tool whose
 /// definition is valid (tools with an invalid x-mcp-header are excluded, as clients MUST).
-fn run_generic(args: &ConformanceArgs) -> Result<ExitCode, ConformanceError> {
-    let target = Target::url(&args.url)?;
-    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
-        .ok()
-        .and_then(|c| serde_json::from_str(&c).ok())
-        .unwrap_or(Value::Null);
-    let auth = auth_options(&args.scenario, &context);
-    let opts = ClientOptions {
-        accept_defaults: true,
-        scenario: Some(args.scenario.clone()),
-        oauth: auth,
-        ..ClientOptions::default()
-    };
+fn run_generic(
+    target: Target,
+    opts: ClientOptions,
+    scenario: &str,
+    named: Option<Vec<(String, Value)>>,
+) -> Result<ExitCode, ConformanceError> {
     let rt = runtime()?;
     let result: Result<Vec<CallRecord>, SetupError> = rt.block_on(async {
         let client = Client::connect(target, opts).await?;
         let tools = client.list_tools().await?;
-        let mut calls: Vec<(String, Value)> = Vec::new();
-        if let Some(list) = context["toolCalls"].as_array() {
-            for c in list {
-                calls.push((
-                    c["name"].as_str().unwrap_or("").to_string(),
-                    c["arguments"].clone(),
-                ));
-            }
-        } else {
-            for t in &tools {
-                let header_problems = super::probe::header_problems(&t.definition);
-                if !header_problems.is_empty() {
-                    eprintln!(
-                        "mcp-triage: excluding tool {:?}: {}",
-                        t.name,
-                        header_problems.join("; ")
-                    );
-                    continue;
-                }
-                calls.push((t.name.clone(), synthesize(&t.definition["inputSchema"])));
-            }
-        }
+        let calls = match named {
+            Some(named) => named,
+            None => valid_tools(&tools),
+        };
         let mut records = Vec::new();
         for (name, a) in calls {
             records.push(client.call_tool(&name, a, CallOptions::default()).await);
@@ -195,7 +262,7 @@ fn run_generic(args: &ConformanceArgs) -> Result<ExitCode, ConformanceError> {
         Ok(records)
     });
     let records = result.map_err(|source| ConformanceError::Scenario {
-        scenario: args.scenario.clone(),
+        scenario: scenario.to_string(),
         source,
     })?;
     for r in &records {
@@ -207,17 +274,32 @@ fn run_generic(args: &ConformanceArgs) -> Result<ExitCode, ConformanceError> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run(args: ConformanceArgs) -> Result<ExitCode, ConformanceError> {
-    let Some((protocol, accept_defaults, calls)) = steps(&args.scenario) else {
-        return run_generic(&args);
-    };
-    let target = Target::url(&args.url)?;
-    let opts = ClientOptions {
-        protocol,
-        accept_defaults,
-        scenario: Some(args.scenario.clone()),
-        ..ClientOptions::default()
-    };
+/// Every listed tool a client may call, with arguments synthesized from its schema; a tool
+/// with an invalid x-mcp-header is left out, with a word on stderr.
+fn valid_tools(tools: &[ToolInfo]) -> Vec<(String, Value)> {
+    let mut calls = Vec::new();
+    for t in tools {
+        let header_problems = super::probe::header_problems(&t.definition);
+        if !header_problems.is_empty() {
+            eprintln!(
+                "mcp-triage: excluding tool {:?}: {}",
+                t.name,
+                header_problems.join("; ")
+            );
+            continue;
+        }
+        calls.push((t.name.clone(), synthesize(&t.definition["inputSchema"])));
+    }
+    calls
+}
+
+/// A scenario with a script: the reference client's calls, each record printed; a failed
+/// `tools/list` or a call that did not succeed is exit 1.
+fn run_scripted(
+    target: Target,
+    opts: ClientOptions,
+    calls: Vec<(&'static str, Value)>,
+) -> Result<ExitCode, ConformanceError> {
     let rt = runtime()?;
     let (listed, records): (Result<usize, SetupError>, Vec<CallRecord>) = rt.block_on(async {
         let client = match Client::connect(target, opts).await {
@@ -260,4 +342,76 @@ pub fn run(args: ConformanceArgs) -> Result<ExitCode, ConformanceError> {
     } else {
         Exit::Failed.into()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// `conformance-client`'s arguments alone, parsed as the command line would parse them.
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ConformanceArgs,
+    }
+
+    fn config_of(argv: &[&str]) -> Result<ConformanceConfig, TargetError> {
+        let argv = std::iter::once("conformance-client").chain(argv.iter().copied());
+        config(
+            Cli::try_parse_from(argv)
+                .expect("arguments clap accepts")
+                .args,
+        )
+    }
+
+    #[test]
+    fn a_scripted_scenario_gets_its_era_and_calls() {
+        let c = config_of(&["http://127.0.0.1:9/mcp", "--scenario", "tools_call"]).unwrap();
+        assert_eq!(c.target, Target::url("http://127.0.0.1:9/mcp").unwrap());
+        assert_eq!(c.scenario, "tools_call");
+        assert_eq!(
+            c.client.protocol,
+            VersionChoice::Fixed(ProtocolVersion::V2025_11_25)
+        );
+        assert_eq!(c.client.scenario.as_deref(), Some("tools_call"));
+        let Plan::Scripted(calls) = c.plan else {
+            panic!("a script expected");
+        };
+        assert_eq!(calls, [("add_numbers", json!({ "a": 5, "b": 3 }))]);
+    }
+
+    #[test]
+    fn other_scenarios_detect_the_era_and_accept_defaults() {
+        let c = config_of(&[
+            "http://127.0.0.1:9/mcp",
+            "--scenario",
+            "auth/client-credentials-jwt",
+        ])
+        .unwrap();
+        assert!(matches!(c.plan, Plan::Generic(_)));
+        assert_eq!(c.client.protocol, VersionChoice::Auto);
+        assert!(c.client.accept_defaults);
+        let oauth = c.client.oauth.expect("auth/ scenarios use OAuth");
+        assert_eq!(oauth.grant, Grant::ClientCredentials);
+    }
+
+    #[test]
+    fn the_suite_may_name_the_calls() {
+        let context = json!({ "toolCalls": [{ "name": "t", "arguments": { "x": 1 } }] });
+        assert_eq!(
+            tool_calls(&context),
+            Some(vec![("t".to_string(), json!({ "x": 1 }))])
+        );
+        assert_eq!(tool_calls(&Value::Null), None);
+    }
+
+    #[test]
+    fn a_bad_url_is_refused() {
+        let e = config_of(&["ftp://x/mcp", "--scenario", "initialize"]).unwrap_err();
+        assert!(
+            matches!(e, TargetError::NotAUrl(ref u) if u == "ftp://x/mcp"),
+            "{e}"
+        );
+    }
 }

@@ -57,13 +57,32 @@ pub struct DemoArgs {
     pub instance_prefix: String,
 }
 
-/// Why `demo` did not run its matrix (rows that differ are its output and exit 1, not this).
+/// `demo`'s arguments resolved once: the kitchen to run against (checked), the client's
+/// options for every row, and what to print and write.
+#[derive(Debug)]
+pub struct DemoConfig {
+    /// `--kitchen`'s base URL, checked and without a trailing `/`; None starts a kitchen
+    /// in-process.
+    pub kitchen: Option<String>,
+    /// `--only`: rows whose scenario id contains this text.
+    pub only: Option<String>,
+    /// Calls at the same time, at least 1.
+    pub concurrency: usize,
+    /// `--instance-prefix`.
+    pub instance_prefix: String,
+    /// The client's options for every row: short deadlines and waits, so the whole matrix
+    /// takes seconds; the decisions are the same.
+    pub client: ClientOptions,
+    /// `--format`.
+    pub format: Format,
+    /// The `--report`s to write.
+    pub reports: Vec<ReportTarget>,
+}
+
+/// Why `demo`'s arguments cannot be used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum DemoError {
-    /// The runtime did not start.
-    #[error(transparent)]
-    Args(#[from] ArgsError),
+pub enum ConfigError {
     /// `--kitchen URL` is not a base URL.
     #[error("--kitchen {url:?}: expected {expected}")]
     KitchenUrl {
@@ -72,6 +91,38 @@ pub enum DemoError {
         /// What a base URL is.
         expected: &'static str,
     },
+}
+
+/// Checks `--kitchen` and resolves the rest: a bad URL is named before a kitchen starts.
+pub fn config(args: DemoArgs) -> Result<DemoConfig, ConfigError> {
+    let kitchen = args.kitchen.as_deref().map(external_base).transpose()?;
+    let mut client = ClientOptions {
+        timeout: Duration::from_secs(5),
+        ..ClientOptions::default()
+    };
+    client.retry.backoff_base_ms = 20;
+    client.retry.max_wait_ms = 5_000;
+    Ok(DemoConfig {
+        kitchen,
+        only: args.only,
+        concurrency: args.concurrency.max(1),
+        instance_prefix: args.instance_prefix,
+        client,
+        format: args.format,
+        reports: args.reports,
+    })
+}
+
+/// Why `demo` did not run its matrix (rows that differ are its output and exit 1, not this).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DemoError {
+    /// The arguments cannot be used.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The runtime did not start.
+    #[error(transparent)]
+    Args(#[from] ArgsError),
     /// The in-process kitchen did not start.
     #[error("the kitchen did not start: {0}")]
     Kitchen(#[source] KitchenError),
@@ -86,13 +137,13 @@ pub enum DemoError {
     Report(#[from] WriteError),
 }
 
-pub fn run(args: DemoArgs) -> Result<ExitCode, DemoError> {
+pub fn run(config: DemoConfig) -> Result<ExitCode, DemoError> {
     let rt = runtime()?;
     let started = mcp_triage_wire::time::rfc3339(mcp_triage_wire::time::now_ms());
     let t0 = std::time::Instant::now();
     let results = rt.block_on(async {
-        let (k, base) = match args.kitchen.as_deref() {
-            Some(url) => (None, external_base(url)?),
+        let (k, base) = match &config.kitchen {
+            Some(base) => (None, base.clone()),
             None => {
                 let k = start(
                     "127.0.0.1:0".parse().expect("loopback address"),
@@ -104,22 +155,20 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, DemoError> {
                 (Some(k), base)
             }
         };
-        let mut opts = ClientOptions {
-            timeout: Duration::from_secs(5),
-            ..ClientOptions::default()
-        };
-        // Short waits so the whole matrix takes seconds; the decisions are the same.
-        opts.retry.backoff_base_ms = 20;
-        opts.retry.max_wait_ms = 5_000;
         let rows: Vec<_> = plan()
             .into_iter()
-            .filter(|r| args.only.as_deref().is_none_or(|o| r.scenario.contains(o)))
+            .filter(|r| {
+                config
+                    .only
+                    .as_deref()
+                    .is_none_or(|o| r.scenario.contains(o))
+            })
             .collect();
-        let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(args.concurrency.max(1)));
+        let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(config.concurrency));
         let mut tasks = Vec::new();
         for (i, row) in rows.into_iter().enumerate() {
-            let (base, opts, sem) = (base.clone(), opts.clone(), sem.clone());
-            let tag = format!("{}{i}", args.instance_prefix);
+            let (base, opts, sem) = (base.clone(), config.client.clone(), sem.clone());
+            let tag = format!("{}{i}", config.instance_prefix);
             tasks.push(tokio::spawn(async move {
                 let _permit = sem.acquire().await;
                 run_row(&base, &row, &tag, &opts).await
@@ -143,7 +192,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, DemoError> {
         }
         Ok::<_, DemoError>(out)
     })?;
-    match args.format {
+    match config.format {
         Format::Json => {
             for r in &results {
                 outln!(
@@ -154,11 +203,11 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, DemoError> {
         }
         Format::Text => outln!("{}", matrix(&results).trim_end()),
     }
-    if !args.reports.is_empty() {
+    if !config.reports.is_empty() {
         let mut report = report(&results);
         report.started = Some(started);
         report.suites[0].duration_ms = Some(t0.elapsed().as_millis() as u64);
-        mcp_triage_report::write_all(&args.reports, &report)?;
+        mcp_triage_report::write_all(&config.reports, &report)?;
     }
     let bad = results.iter().filter(|r| !r.matches).count();
     if bad > 0 {
@@ -174,8 +223,8 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, DemoError> {
 
 /// `--kitchen URL` as the base the plan appends `/s/{scenario}/mcp` to: http(s)://host[:port]
 /// with no path, query or credentials (a path would be silently doubled or dropped).
-fn external_base(url: &str) -> Result<String, DemoError> {
-    let bad = |expected| DemoError::KitchenUrl {
+fn external_base(url: &str) -> Result<String, ConfigError> {
+    let bad = |expected| ConfigError::KitchenUrl {
         url: url.to_string(),
         expected,
     };
@@ -336,4 +385,57 @@ fn matrix(results: &[RowResult]) -> String {
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// `demo`'s arguments alone, parsed as the command line would parse them.
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: DemoArgs,
+    }
+
+    fn config_of(argv: &[&str]) -> Result<DemoConfig, ConfigError> {
+        let argv = std::iter::once("demo").chain(argv.iter().copied());
+        config(
+            Cli::try_parse_from(argv)
+                .expect("arguments clap accepts")
+                .args,
+        )
+    }
+
+    #[test]
+    fn defaults_run_an_in_process_kitchen_with_short_waits() {
+        let c = config_of(&["--concurrency", "0"]).unwrap();
+        assert_eq!(c.kitchen, None);
+        assert_eq!(c.concurrency, 1);
+        assert_eq!(c.instance_prefix, "demo");
+        assert_eq!(c.client.timeout, Duration::from_secs(5));
+        assert_eq!(c.client.retry.backoff_base_ms, 20);
+        assert_eq!(c.client.retry.max_wait_ms, 5_000);
+        assert_eq!(c.format, Format::Text);
+    }
+
+    #[test]
+    fn a_kitchen_url_becomes_its_base() {
+        let c = config_of(&["--kitchen", "http://127.0.0.1:8080/", "--only", "errors."]).unwrap();
+        assert_eq!(c.kitchen.as_deref(), Some("http://127.0.0.1:8080"));
+        assert_eq!(c.only.as_deref(), Some("errors."));
+    }
+
+    #[test]
+    fn a_kitchen_url_with_a_path_is_refused() {
+        for url in ["http://127.0.0.1:8080/mcp", "127.0.0.1:8080", "https://u@h"] {
+            let e = config_of(&["--kitchen", url]).unwrap_err();
+            assert!(matches!(e, ConfigError::KitchenUrl { .. }), "{url}: {e}");
+            assert!(
+                e.to_string().starts_with(&format!("--kitchen {url:?}: ")),
+                "{e}"
+            );
+        }
+    }
 }

@@ -139,9 +139,10 @@ impl From<JudgeArgs> for JudgeOptions {
 }
 
 /// Exit 0 when every check passed (or the cases were listed), 1 when one failed; a usage or
-/// startup error is the caller's exit 2.
-pub fn run(args: JudgeArgs) -> Result<ExitCode, JudgeError> {
-    let passed = mcp_triage_judge::run(&args.into())?;
+/// startup error is the caller's exit 2. Takes the judge crate's own options, which
+/// `From<JudgeArgs>` resolves once (the crate checks what needs the files or the client).
+pub fn run(options: JudgeOptions) -> Result<ExitCode, JudgeError> {
+    let passed = mcp_triage_judge::run(&options)?;
     Ok(if passed {
         ExitCode::SUCCESS
     } else {
@@ -152,6 +153,51 @@ pub fn run(args: JudgeArgs) -> Result<ExitCode, JudgeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use clap::Parser;
+
+    /// `judge`'s arguments alone, parsed as the command line would parse them.
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: JudgeArgs,
+    }
+
+    #[test]
+    fn arguments_become_the_judges_options() {
+        let argv = [
+            "judge",
+            "--client",
+            "node client.js",
+            "--scenario",
+            "errors.tool_error",
+            "--timeout",
+            "5",
+            "--expect-output",
+            "a=b",
+            "--color",
+            "always",
+            "-q",
+        ];
+        let o: JudgeOptions = Cli::try_parse_from(argv).unwrap().args.into();
+        assert_eq!(o.client.as_deref(), Some("node client.js"));
+        assert_eq!(o.scenarios, ["errors.tool_error"]);
+        assert_eq!(o.timeout, 5.0);
+        assert_eq!(o.expect_output, [("a".to_string(), "b".to_string())]);
+        assert!(o.color && o.quiet && !o.list);
+        assert_eq!(o.replay, None);
+    }
+
+    #[test]
+    fn a_client_or_list_is_required_and_replay_flags_need_replay() {
+        assert!(Cli::try_parse_from(["judge"]).is_err());
+        assert!(Cli::try_parse_from(["judge", "--list", "--replay-speed", "2"]).is_err());
+        let o: JudgeOptions = Cli::try_parse_from(["judge", "--list", "--color", "never"])
+            .unwrap()
+            .args
+            .into();
+        assert!(o.list && !o.color && o.client.is_none());
+    }
 
     #[test]
     fn timeout_and_expect_parse() {

@@ -159,12 +159,34 @@ fn parse_mode(s: &str) -> Result<ResponseMode, ValueError> {
     ResponseMode::parse(s).ok_or_else(|| ValueError::ResponseMode(s.to_string()))
 }
 
-pub fn run(args: KitchenArgs) -> Result<ExitCode, RunError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(RunError::Runtime)?;
-    runtime.block_on(async move {
+/// `kitchen`'s arguments resolved once into what the kitchen crate takes: its own
+/// [`KitchenOptions`], and for `--replay` the capture's [`CaptureLimits`] and
+/// [`ReplayOptions`]. Every value was checked by its parser already (clap refuses the
+/// combinations: `--replay` with `--scenario`, a `--replay-*` without `--replay`), so this
+/// cannot fail; the capture file is read when serving starts, as before.
+#[derive(Debug)]
+pub struct KitchenConfig {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// The server's options.
+    pub options: KitchenOptions,
+    /// `--replay`: the capture to serve instead of a scenario.
+    pub replay: Option<ReplayConfig>,
+}
+
+/// `--replay FILE` and the options that go with it.
+#[derive(Debug)]
+pub struct ReplayConfig {
+    /// The capture file (`proxy --capture`).
+    pub path: PathBuf,
+    /// What the file may hold.
+    pub limits: CaptureLimits,
+    /// How it is replayed.
+    pub options: ReplayOptions,
+}
+
+impl From<KitchenArgs> for KitchenConfig {
+    fn from(args: KitchenArgs) -> KitchenConfig {
         let options = KitchenOptions {
             admin_token: args.admin_token,
             scenario: args.scenario,
@@ -174,38 +196,59 @@ pub fn run(args: KitchenArgs) -> Result<ExitCode, RunError> {
             journal_max_field_bytes: args.journal_max_field,
             ..KitchenOptions::default()
         };
+        let replay = args.replay.map(|path| ReplayConfig {
+            path,
+            limits: CaptureLimits {
+                max_bytes: args.replay_max_bytes,
+                max_lines: args.replay_max_lines,
+                max_chunks: args.replay_max_chunks,
+                max_body_bytes: args.replay_max_body,
+                max_delay_ms: args.replay_max_delay,
+            },
+            options: ReplayOptions {
+                speed: args.replay_speed,
+            },
+        });
+        KitchenConfig {
+            listen: args.listen,
+            options,
+            replay,
+        }
+    }
+}
+
+pub fn run(config: KitchenConfig) -> Result<ExitCode, RunError> {
+    let KitchenConfig {
+        listen,
+        options,
+        replay,
+    } = config;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(RunError::Runtime)?;
+    runtime.block_on(async move {
         let mut replay_path = None;
-        let handle = match &args.replay {
-            None => start(args.listen, options).await,
-            Some(path) => {
-                let capture = Capture::read_with(
-                    path,
-                    &CaptureLimits {
-                        max_bytes: args.replay_max_bytes,
-                        max_lines: args.replay_max_lines,
-                        max_chunks: args.replay_max_chunks,
-                        max_body_bytes: args.replay_max_body,
-                        max_delay_ms: args.replay_max_delay,
-                    },
-                )
-                .map_err(|source| RunError::Capture {
-                    path: path.clone(),
-                    source,
-                })?;
+        let handle = match replay {
+            None => start(listen, options).await,
+            Some(ReplayConfig {
+                path,
+                limits,
+                options: replay_options,
+            }) => {
+                let capture =
+                    Capture::read_with(&path, &limits).map_err(|source| RunError::Capture {
+                        path: path.clone(),
+                        source,
+                    })?;
                 let n = capture.exchanges.len();
                 replay_path = Some(capture.mcp_path());
-                let replay = Replay::new(
-                    capture,
-                    ReplayOptions {
-                        speed: args.replay_speed,
-                    },
-                )
-                .map_err(RunError::Replay)?;
+                let replay = Replay::new(capture, replay_options).map_err(RunError::Replay)?;
                 eprintln!(
                     "kitchen: replaying {n} captured exchanges of {}",
                     path.display()
                 );
-                start_replay(args.listen, options, replay).await
+                start_replay(listen, options, replay).await
             }
         }
         .map_err(RunError::Start)?;
@@ -238,5 +281,99 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// `kitchen`'s arguments alone, parsed as the command line would parse them.
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: KitchenArgs,
+    }
+
+    fn config(argv: &[&str]) -> KitchenConfig {
+        let cli = Cli::try_parse_from(std::iter::once("kitchen").chain(argv.iter().copied()))
+            .expect("valid arguments");
+        cli.args.into()
+    }
+
+    #[test]
+    fn defaults_become_the_kitchens_options() {
+        let c = config(&[]);
+        assert_eq!(c.listen, "127.0.0.1:8765".parse().unwrap());
+        assert_eq!(c.options.scenario, "baseline");
+        assert_eq!(c.options.params, serde_json::json!({}));
+        assert_eq!(c.options.admin_token, None);
+        assert_eq!(
+            c.options.journal_max_bytes,
+            mcp_triage_kitchen::journal::DEFAULT_MAX_BYTES
+        );
+        assert!(c.replay.is_none());
+    }
+
+    #[test]
+    fn flags_land_in_the_kitchens_options() {
+        let c = config(&[
+            "--listen",
+            "127.0.0.1:0",
+            "--scenario",
+            "errors.tool_error",
+            "--params",
+            r#"{"n":2}"#,
+            "--admin-token",
+            "t0k",
+            "--response-mode",
+            "sse",
+            "--journal-max-field",
+            "99",
+        ]);
+        assert_eq!(c.listen.port(), 0);
+        assert_eq!(c.options.scenario, "errors.tool_error");
+        assert_eq!(c.options.params, serde_json::json!({"n": 2}));
+        assert_eq!(c.options.admin_token.as_deref(), Some("t0k"));
+        assert_eq!(c.options.response_mode, ResponseMode::Sse);
+        assert_eq!(c.options.journal_max_field_bytes, 99);
+    }
+
+    #[test]
+    fn replay_flags_become_capture_limits_and_speed() {
+        let c = config(&[
+            "--replay",
+            "cap.jsonl",
+            "--replay-speed",
+            "2",
+            "--replay-max-lines",
+            "7",
+            "--replay-max-delay",
+            "1500ms",
+        ]);
+        let r = c.replay.expect("--replay");
+        assert_eq!(r.path, PathBuf::from("cap.jsonl"));
+        assert_eq!(r.options.speed, 2.0);
+        assert_eq!(r.limits.max_lines, 7);
+        assert_eq!(r.limits.max_delay_ms, 1500.0);
+        assert_eq!(
+            r.limits.max_chunks,
+            mcp_triage_kitchen::replay::DEFAULT_MAX_CHUNKS
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused_by_their_parsers() {
+        for argv in [
+            &["--params", "[1]"][..],
+            &["--admin-token", " t"],
+            &["--response-mode", "xml"],
+            &["--replay-speed", "2"],
+            &["--replay", "c.jsonl", "--scenario", "baseline"],
+        ] {
+            let argv = std::iter::once("kitchen").chain(argv.iter().copied());
+            assert!(Cli::try_parse_from(argv).is_err());
+        }
     }
 }

@@ -6,7 +6,7 @@ use crate::exit::Exit;
 use std::process::ExitCode;
 
 use clap::Args;
-use mcp_triage_client::{Client, ConnectError};
+use mcp_triage_client::{Client, ClientOptions, ConnectError, Target};
 use serde_json::{json, Value};
 
 use super::call::Format;
@@ -41,12 +41,33 @@ pub struct ListArgs {
     pub limits: LimitArgs,
 }
 
-pub fn run(args: ListArgs) -> Result<ExitCode, ArgsError> {
-    let target = args.conn.target(args.url.as_deref())?;
-    let opts = args.conn.options(&args.oauth, &args.limits)?;
+/// `list`'s arguments resolved once: where the server is and the client's options, checked
+/// before anything is started or connected to.
+#[derive(Debug)]
+pub struct ListConfig {
+    /// The server.
+    pub target: Target,
+    /// Connection, OAuth and limits; the retry and input-round options at their defaults,
+    /// since `list` calls no tool.
+    pub client: ClientOptions,
+    /// `--format`.
+    pub format: Format,
+}
+
+/// Checks `list`'s arguments: the target (a URL, `--stdio` or `--config`, exactly one), then
+/// the client options.
+pub fn config(args: ListArgs) -> Result<ListConfig, ArgsError> {
+    Ok(ListConfig {
+        target: args.conn.target(args.url.as_deref())?,
+        client: args.conn.options(&args.oauth, &args.limits)?,
+        format: args.format,
+    })
+}
+
+pub fn run(config: ListConfig) -> Result<ExitCode, ArgsError> {
     let rt = runtime()?;
     let result = rt.block_on(async {
-        let client = Client::connect(target, opts).await?;
+        let client = Client::connect(config.target, config.client).await?;
         let tools = client.list_tools().await;
         let version = client.protocol_version().await;
         let info = client.server_info().await;
@@ -71,7 +92,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, ArgsError> {
             return Ok(Exit::Transport.into());
         }
     };
-    match args.format {
+    match config.format {
         Format::Json => {
             let doc = json!({
                 "protocolVersion": version,
@@ -128,5 +149,59 @@ fn flags(t: &mcp_triage_client::ToolInfo) -> String {
         String::new()
     } else {
         format!(" [{}]", flags.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use std::time::Duration;
+
+    /// `list`'s arguments alone, parsed as the command line would parse them.
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ListArgs,
+    }
+
+    fn config_of(argv: &[&str]) -> Result<ListConfig, ArgsError> {
+        let argv = std::iter::once("list").chain(argv.iter().copied());
+        config(
+            Cli::try_parse_from(argv)
+                .expect("arguments clap accepts")
+                .args,
+        )
+    }
+
+    #[test]
+    fn a_url_becomes_the_target_and_the_flags_the_options() {
+        let c = config_of(&[
+            "http://127.0.0.1:9/mcp",
+            "--header",
+            "X-A: 1",
+            "--timeout",
+            "2.5",
+            "--format",
+            "json",
+        ])
+        .unwrap();
+        let Target::Http { url, headers } = &c.target else {
+            panic!("an HTTP target expected: {:?}", c.target);
+        };
+        assert_eq!(url, "http://127.0.0.1:9/mcp");
+        assert!(headers.contains(&("X-A".to_string(), "1".to_string())));
+        assert_eq!(c.client.timeout, Duration::from_millis(2500));
+        assert_eq!(c.format, Format::Json);
+    }
+
+    #[test]
+    fn one_target_exactly() {
+        let e = config_of(&[]).unwrap_err();
+        assert!(matches!(e, ArgsError::NoTarget), "{e}");
+        let e = config_of(&["http://x/mcp", "--stdio", "server"]).unwrap_err();
+        assert!(matches!(e, ArgsError::TwoTargets), "{e}");
+        let e = config_of(&["--stdio", "server", "--header", "X-A: 1"]).unwrap_err();
+        assert!(matches!(e, ArgsError::HeaderNotHttp), "{e}");
     }
 }

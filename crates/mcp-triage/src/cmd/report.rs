@@ -50,19 +50,50 @@ pub enum ReportError {
     Write(#[from] WriteError),
 }
 
-/// The records of the log `args` names (`-`: standard input).
-fn read_log(args: &ReportArgs) -> Result<Vec<record_log::LoggedRecord>, LogError> {
-    let shown = args.log.display().to_string();
-    let reader: Box<dyn BufRead> = if args.log.as_os_str() == "-" {
+/// `report`'s arguments resolved once: `--html FILE` is one more report target (after the
+/// `--report`s, in the order the reports are written), so the run writes a single list with
+/// mcp-triage-report's own [`ReportTarget`]s. Every value was checked by its clap parser, so
+/// this cannot fail; the log is opened when the command runs.
+#[derive(Debug)]
+pub struct ReportConfig {
+    /// The call records (`-`: standard input).
+    pub log: PathBuf,
+    /// Every report to write, `--html` last.
+    pub targets: Vec<ReportTarget>,
+    /// The longest line of the log read.
+    pub max_line_bytes: usize,
+}
+
+impl From<ReportArgs> for ReportConfig {
+    fn from(args: ReportArgs) -> ReportConfig {
+        let mut targets = args.reports;
+        if let Some(path) = args.html {
+            targets.push(ReportTarget {
+                format: Format::Html,
+                path,
+            });
+        }
+        ReportConfig {
+            log: args.log,
+            targets,
+            max_line_bytes: args.max_line_bytes,
+        }
+    }
+}
+
+/// The records of the log `config` names (`-`: standard input).
+fn read_log(config: &ReportConfig) -> Result<Vec<record_log::LoggedRecord>, LogError> {
+    let shown = config.log.display().to_string();
+    let reader: Box<dyn BufRead> = if config.log.as_os_str() == "-" {
         Box::new(std::io::BufReader::new(std::io::stdin()))
     } else {
-        let f = std::fs::File::open(&args.log).map_err(|source| LogError::Io {
+        let f = std::fs::File::open(&config.log).map_err(|source| LogError::Io {
             path: shown.clone(),
             source,
         })?;
         Box::new(std::io::BufReader::new(f))
     };
-    record_log::read_calls(reader, &shown, args.max_line_bytes)
+    record_log::read_calls(reader, &shown, config.max_line_bytes)
 }
 
 /// The suite's properties, then each table, aligned, on stdout.
@@ -93,18 +124,11 @@ fn print_summary(report: &Report) {
     }
 }
 
-pub fn run(args: ReportArgs) -> Result<ExitCode, ReportError> {
-    let records = read_log(&args)?;
-    let report = record_log::summarise(&records, &args.log.display().to_string());
+pub fn run(config: ReportConfig) -> Result<ExitCode, ReportError> {
+    let records = read_log(&config)?;
+    let report = record_log::summarise(&records, &config.log.display().to_string());
     print_summary(&report);
-    let mut targets = args.reports.clone();
-    if let Some(h) = &args.html {
-        targets.push(ReportTarget {
-            format: Format::Html,
-            path: h.clone(),
-        });
-    }
-    mcp_triage_report::write_all(&targets, &report)?;
+    mcp_triage_report::write_all(&config.targets, &report)?;
     Ok(if report.passed() {
         ExitCode::SUCCESS
     } else {
@@ -116,15 +140,70 @@ pub fn run(args: ReportArgs) -> Result<ExitCode, ReportError> {
 mod tests {
     use super::*;
 
+    use clap::Parser;
+
+    /// `report`'s arguments alone, parsed as the command line would parse them.
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ReportArgs,
+    }
+
+    fn config(argv: &[&str]) -> ReportConfig {
+        let argv = std::iter::once("report").chain(argv.iter().copied());
+        Cli::try_parse_from(argv)
+            .expect("valid arguments")
+            .args
+            .into()
+    }
+
+    #[test]
+    fn html_is_the_last_report_target() {
+        let c = config(&[
+            "calls.jsonl",
+            "--html",
+            "c.html",
+            "--report",
+            "junit:u.xml",
+            "--report",
+            "json:s.json",
+        ]);
+        assert_eq!(c.log, PathBuf::from("calls.jsonl"));
+        assert_eq!(c.max_line_bytes, 16 << 20);
+        let targets: Vec<_> = c
+            .targets
+            .iter()
+            .map(|t| (t.format, t.path.clone()))
+            .collect();
+        assert_eq!(
+            targets,
+            [
+                (Format::Junit, PathBuf::from("u.xml")),
+                (Format::Json, PathBuf::from("s.json")),
+                (Format::Html, PathBuf::from("c.html")),
+            ]
+        );
+    }
+
+    #[test]
+    fn without_reports_there_are_no_targets() {
+        assert!(config(&["-"]).targets.is_empty());
+    }
+
+    #[test]
+    fn a_bad_report_target_is_refused_by_its_parser() {
+        let argv = ["report", "calls.jsonl", "--report", "junit"];
+        assert!(Cli::try_parse_from(argv).is_err());
+    }
+
     #[test]
     fn an_unreadable_log_is_named() {
-        let args = ReportArgs {
+        let c = ReportConfig {
             log: PathBuf::from("/nonexistent/mcp-triage-report.jsonl"),
-            html: None,
-            reports: vec![],
+            targets: vec![],
             max_line_bytes: 1024,
         };
-        let e = read_log(&args).unwrap_err().to_string();
+        let e = read_log(&c).unwrap_err().to_string();
         assert!(
             e.starts_with("/nonexistent/mcp-triage-report.jsonl: "),
             "{e}"

@@ -161,18 +161,66 @@ pub struct ClickhouseArgs {
     limits: LimitArgs,
 }
 
-pub fn run(args: UdfArgs) -> Result<ExitCode, UdfError> {
-    match args.engine {
-        Engine::Clickhouse(a) => run_clickhouse(&a),
+/// `udf`'s arguments resolved once: one engine's configuration.
+#[derive(Debug)]
+pub enum UdfConfig {
+    /// `udf clickhouse`.
+    Clickhouse(ClickhouseConfig),
+}
+
+/// `udf clickhouse`'s arguments resolved once into what answering a row needs: the context
+/// every row is classified in (`--now`, the limits) and the JSONEachRow result key, built
+/// here once instead of per row. Every value was checked by its clap parser, so this cannot
+/// fail.
+#[derive(Debug)]
+pub struct ClickhouseConfig {
+    /// The function's `<format>`.
+    format: RowFormat,
+    /// The arguments the function declares.
+    form: Form,
+    /// `--chunk-header`: each block starts with its row count.
+    chunk_header: bool,
+    /// `{"<return_name>":` for JSONEachRow.
+    json_key: Vec<u8>,
+    /// The longest row accepted.
+    max_row_bytes: usize,
+    /// The context of every row: expected id 1 (a row brings its own), `--now`, the limits.
+    context: CallContext,
+}
+
+impl From<UdfArgs> for UdfConfig {
+    fn from(args: UdfArgs) -> UdfConfig {
+        match args.engine {
+            Engine::Clickhouse(a) => UdfConfig::Clickhouse(a.into()),
+        }
+    }
+}
+
+impl From<ClickhouseArgs> for ClickhouseConfig {
+    fn from(args: ClickhouseArgs) -> ClickhouseConfig {
+        ClickhouseConfig {
+            format: args.format,
+            form: args.form,
+            chunk_header: args.chunk_header,
+            json_key: format!("{{{}:", serde_json::Value::from(args.return_name.as_str()))
+                .into_bytes(),
+            max_row_bytes: args.max_row_bytes,
+            context: CallContext::new(RequestId::Number(1))
+                .with_now(args.now.unwrap_or_else(SystemTime::now))
+                .with_limits(args.limits.limits()),
+        }
+    }
+}
+
+pub fn run(config: UdfConfig) -> Result<ExitCode, UdfError> {
+    match config {
+        UdfConfig::Clickhouse(c) => run_clickhouse(&c),
     }
 }
 
 /// Turns rows into result lines in the function's format.
 struct Answerer<'a> {
-    args: &'a ClickhouseArgs,
-    base: CallContext,
-    /// `{"<return_name>":` for JSONEachRow.
-    json_key: Vec<u8>,
+    config: &'a ClickhouseConfig,
     /// Rows answered in this block (in this run without chunk headers), for error results.
     rows_seen: u64,
     /// Blocks begun, with chunk headers: a pool worker lives across queries, so a row number
@@ -182,8 +230,8 @@ struct Answerer<'a> {
 
 impl Answerer<'_> {
     fn exchange<'r>(&self, line: &'r [u8]) -> Result<Exchange<'r>, RowError> {
-        match self.args.format {
-            RowFormat::TabSeparated => tsv::parse_row(line, self.args.form),
+        match self.config.format {
+            RowFormat::TabSeparated => tsv::parse_row(line, self.config.form),
             RowFormat::JsonEachRow => {
                 let mut x = Exchange::parse(line)?;
                 // The argument is an Int64; ClickHouse quotes 64-bit integers in JSON unless
@@ -205,7 +253,7 @@ impl Answerer<'_> {
             Row::TooLong { limit } => Err(RowError::TooLong(limit)),
             Row::Line(line) => self
                 .exchange(line)
-                .map(|x| classify_exchange(&x, &self.base)),
+                .map(|x| classify_exchange(&x, &self.config.context)),
         };
         let text = match (verdict, self.blocks_seen) {
             (Ok(v), _) => serde_json::to_string(&v),
@@ -220,10 +268,10 @@ impl Answerer<'_> {
             })),
         }
         .map_err(io::Error::other)?;
-        match self.args.format {
+        match self.config.format {
             RowFormat::TabSeparated => tsv::write_escaped(out, text.as_bytes())?,
             RowFormat::JsonEachRow => {
-                out.write_all(&self.json_key)?;
+                out.write_all(&self.config.json_key)?;
                 serde_json::to_writer(&mut *out, &text).map_err(io::Error::other)?;
                 out.write_all(b"}")?;
             }
@@ -245,23 +293,19 @@ fn chunk_rows(row: Row<'_>) -> Result<u64, UdfError> {
     }
 }
 
-fn run_clickhouse(args: &ClickhouseArgs) -> Result<ExitCode, UdfError> {
+fn run_clickhouse(config: &ClickhouseConfig) -> Result<ExitCode, UdfError> {
     let mut answerer = Answerer {
-        args,
-        base: CallContext::new(RequestId::Number(1))
-            .with_now(args.now.unwrap_or_else(SystemTime::now))
-            .with_limits(args.limits.limits()),
-        json_key: format!("{{{}:", serde_json::Value::from(args.return_name.as_str())).into_bytes(),
+        config,
         rows_seen: 0,
-        blocks_seen: args.chunk_header.then_some(0),
+        blocks_seen: config.chunk_header.then_some(0),
     };
     let stdin = io::stdin();
     let stdout = io::stdout();
-    let mut rows = RowReader::new(stdin.lock(), args.max_row_bytes);
+    let mut rows = RowReader::new(stdin.lock(), config.max_row_bytes);
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     let io_err = UdfError::Io;
     loop {
-        let block = if args.chunk_header {
+        let block = if config.chunk_header {
             match rows.next_row(&mut out).map_err(io_err)? {
                 None => break,
                 Some(header) => Some(chunk_rows(header)?),
@@ -290,4 +334,69 @@ fn run_clickhouse(args: &ClickhouseArgs) -> Result<ExitCode, UdfError> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// `udf`'s arguments alone, parsed as the command line would parse them.
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: UdfArgs,
+    }
+
+    fn config_of(argv: &[&str]) -> ClickhouseConfig {
+        let argv = ["udf", "clickhouse"]
+            .into_iter()
+            .chain(argv.iter().copied());
+        let UdfConfig::Clickhouse(c) = Cli::try_parse_from(argv).expect("valid").args.into();
+        c
+    }
+
+    #[test]
+    fn defaults_are_tab_separated_basic_rows() {
+        let c = config_of(&[]);
+        assert_eq!(c.format, RowFormat::TabSeparated);
+        assert_eq!(c.form, Form::Basic);
+        assert!(!c.chunk_header);
+        assert_eq!(c.json_key, br#"{"result":"#);
+        assert_eq!(c.max_row_bytes, 256 << 20);
+        assert_eq!(c.context.limits, mcp_triage_core::Limits::DEFAULT);
+    }
+
+    #[test]
+    fn flags_land_in_the_config_and_the_key_is_quoted_once() {
+        let c = config_of(&[
+            "--format",
+            "ndjson",
+            "--form",
+            "full",
+            "--chunk-header",
+            "--return-name",
+            r#"a"b"#,
+            "--now",
+            "1000",
+            "--max-depth",
+            "7",
+        ]);
+        assert_eq!(c.format, RowFormat::JsonEachRow);
+        assert_eq!(c.form, Form::Full);
+        assert!(c.chunk_header);
+        assert_eq!(c.json_key, br#"{"a\"b":"#);
+        assert_eq!(
+            c.context.now,
+            SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000)
+        );
+        assert_eq!(c.context.limits.max_depth, 7);
+    }
+
+    #[test]
+    fn an_unknown_format_is_refused_by_its_parser() {
+        let argv = ["udf", "clickhouse", "--format", "CSV"];
+        let e = Cli::try_parse_from(argv).err().expect("refused");
+        assert!(e.to_string().contains("is not a supported format"), "{e}");
+    }
 }

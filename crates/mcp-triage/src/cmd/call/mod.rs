@@ -1,22 +1,23 @@
 //! `mcp-triage call`: call one tool and say on which layer it ended, what was retried and why.
+//! The arguments are read in `args.rs` and checked and resolved once in `config.rs`; this
+//! connects, calls and prints the record.
+
+mod args;
+mod config;
+
+pub use args::{CallArgs, Format};
+pub use config::{config, CallConfig, ConfigError};
 
 use crate::exit::Exit;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
-use clap::{Args, ValueEnum};
 use mcp_triage_client::precheck::{check_call, CallProblem};
-use mcp_triage_client::{
-    CallOptions, CallRecord, Client, ClientOptions, Interrupt, RetryOrigin, Target,
-};
+use mcp_triage_client::{CallRecord, Client, Interrupt};
 use mcp_triage_core::{error_code_name, Outcome, ProtocolVersion};
-use serde_json::{Map, Value};
 
-use super::client_args::{
-    runtime, ArgsError, ConnArgs, InputArgs, LimitArgs, OAuthArgs, RetryArgs,
-};
+use super::client_args::{runtime, ArgsError};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -29,108 +30,6 @@ Examples:
 Exit codes: 0 success, 2 usage, 3 transport, 4 protocol, 5 interaction left unanswered, 6 tool error,
   7 arguments do not match the tool's inputSchema (nothing sent; --send-invalid-args sends them),
   130 interrupted (Ctrl-C; an open task is cancelled first).";
-
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum Format {
-    /// A readable account.
-    Text,
-    /// JSON for programs: call's record, list's tool definitions, probe's findings, demo's
-    /// records (one a line).
-    Json,
-}
-
-/// The `--help` heading of what a call sends and what it prints.
-const ARGS_AND_OUTPUT: &str = "Arguments and output";
-
-/// `call`'s options, in the order `--help` shows them: what a first call needs (where the
-/// server is, the arguments, the output) before how input rounds, retries, OAuth and limits
-/// behave.
-#[derive(Args, Debug)]
-pub struct CallArgs {
-    /// [URL] TOOL — the URL is left out with --stdio or --config.
-    #[arg(value_name = "TARGET_AND_TOOL", num_args = 1..=2, required = true)]
-    pub positional: Vec<String>,
-
-    #[command(flatten)]
-    pub conn: ConnArgs,
-
-    /// The arguments as a JSON object.
-    #[arg(long, value_name = "JSON", conflicts_with = "arg", help_heading = ARGS_AND_OUTPUT)]
-    pub args: Option<String>,
-
-    /// One argument KEY=VALUE; VALUE is JSON when it parses, else a string (repeatable).
-    /// `mcp-triage list` shows each tool's arguments.
-    #[arg(long, value_name = "KEY=VALUE", help_heading = ARGS_AND_OUTPUT)]
-    pub arg: Vec<String>,
-
-    /// Output format.
-    #[arg(long, value_enum, default_value = "text", help_heading = ARGS_AND_OUTPUT)]
-    pub format: Format,
-
-    /// Append the record to this JSON Lines file.
-    #[arg(long, value_name = "FILE.jsonl", help_heading = ARGS_AND_OUTPUT)]
-    pub log: Option<PathBuf>,
-
-    /// Keep the arguments themselves in the record (default: only their hash and size).
-    #[arg(long, help_heading = ARGS_AND_OUTPUT)]
-    pub log_arguments: bool,
-
-    /// Keep the result object in the record.
-    #[arg(long, help_heading = ARGS_AND_OUTPUT)]
-    pub log_result: bool,
-
-    /// Scenario name for the record when the server sends no X-Kitchen-Scenario.
-    #[arg(long, value_name = "NAME", help_heading = ARGS_AND_OUTPUT)]
-    pub scenario: Option<String>,
-
-    /// Sent in _meta as mcp-triage/idempotencyKey; makes resends safe.
-    #[arg(long, value_name = "KEY", help_heading = ARGS_AND_OUTPUT)]
-    pub idempotency_key: Option<String>,
-
-    /// This call repeats the record with this id by hand (retryOrigin manual).
-    #[arg(long, value_name = "RECORD_ID", help_heading = ARGS_AND_OUTPUT)]
-    pub retry_of: Option<String>,
-
-    /// Ask for a task-augmented call and poll the task to its end (tasks/get).
-    #[arg(long, help_heading = ARGS_AND_OUTPUT)]
-    pub task: bool,
-
-    /// How long to wait for a task from its creation before cancelling it (tasks/cancel);
-    /// default: --timeout. Ctrl-C cancels it too.
-    #[arg(long, value_name = "SECONDS", help_heading = ARGS_AND_OUTPUT)]
-    pub task_timeout: Option<f64>,
-
-    /// Most task attempts (polls, updates, cancels) kept in the record; older working polls
-    /// are dropped and counted in a TASK_POLLS_ELIDED warning.
-    #[arg(long, value_name = "N", default_value_t = 64, help_heading = ARGS_AND_OUTPUT)]
-    pub max_task_attempts: usize,
-
-    /// Do not call tools/list before the call (no annotations, x-mcp-header or outputSchema).
-    #[arg(long, help_heading = ARGS_AND_OUTPUT)]
-    pub no_list: bool,
-
-    /// Call the tool even when its inputSchema breaks the 2026-07-28 `x-mcp-header` rules
-    /// (a 2026-07-28 client MUST NOT call such a tool; by default `call` refuses with exit 2).
-    #[arg(long, help_heading = ARGS_AND_OUTPUT)]
-    pub allow_invalid_tool: bool,
-
-    /// Send the arguments even when they do not match the tool's inputSchema in tools/list
-    /// (by default `call` refuses with exit 7 and sends nothing).
-    #[arg(long, help_heading = ARGS_AND_OUTPUT)]
-    pub send_invalid_args: bool,
-
-    #[command(flatten)]
-    pub input: InputArgs,
-
-    #[command(flatten)]
-    pub retry: RetryArgs,
-
-    #[command(flatten)]
-    pub oauth: OAuthArgs,
-
-    #[command(flatten)]
-    pub limits: LimitArgs,
-}
 
 /// How the connection ended before there was anything to print.
 enum Ended {
@@ -162,30 +61,12 @@ fn invalid_tool(tools: &[mcp_triage_client::ToolInfo], name: &str) -> Option<Cal
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CallError {
-    /// The connection, client or input options cannot be used.
+    /// The async runtime did not start.
     #[error(transparent)]
     Args(#[from] ArgsError),
-    /// `--args` is not JSON.
-    #[error("--args is not JSON: {0}")]
-    ArgsNotJson(#[source] serde_json::Error),
-    /// `--args` is JSON but not an object.
-    #[error("--args must be a JSON object")]
-    ArgsNotObject,
-    /// An `--arg` without `=`.
-    #[error("--arg {0:?} is not KEY=VALUE")]
-    Arg(String),
-    /// A URL positional besides --stdio or --config.
-    #[error("with --stdio or --config give only the TOOL")]
-    OnlyTheTool,
-    /// Not a URL and a tool.
-    #[error("give the URL and the TOOL (or --stdio/--config and the TOOL)")]
-    UrlAndTool,
-    /// `--task-timeout` out of range.
-    #[error("--task-timeout must be a positive number of seconds below a day")]
-    TaskTimeout,
-    /// `--max-task-attempts` below 2.
-    #[error("--max-task-attempts must be at least 2")]
-    MaxTaskAttempts,
+    /// The arguments cannot be used.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     /// The listed tool's `x-mcp-header`s break the 2026-07-28 rules.
     #[error("tool {tool:?} has an invalid x-mcp-header in its inputSchema, so a 2026-07-28 client must not call it: {problems}; pass --allow-invalid-tool to call it anyway")]
     InvalidHeader {
@@ -207,56 +88,9 @@ pub enum CallError {
     },
 }
 
-fn arguments(args: &CallArgs) -> Result<Value, CallError> {
-    if let Some(text) = &args.args {
-        let v: Value = serde_json::from_str(text).map_err(CallError::ArgsNotJson)?;
-        if !v.is_object() {
-            return Err(CallError::ArgsNotObject);
-        }
-        return Ok(v);
-    }
-    let mut m = Map::new();
-    for a in &args.arg {
-        let (k, v) = a.split_once('=').ok_or_else(|| CallError::Arg(a.clone()))?;
-        let value = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_string()));
-        m.insert(k.to_string(), value);
-    }
-    Ok(Value::Object(m))
-}
-
-/// The client options `call`'s flags set: connection, input, retries, tasks, logging.
-fn client_options(args: &CallArgs) -> Result<ClientOptions, CallError> {
-    let mut opts = args.conn.options(&args.oauth, &args.limits)?;
-    args.input.apply(&mut opts)?;
-    args.retry.apply(&mut opts)?;
-    opts.use_tasks = args.task;
-    opts.task_timeout = match args.task_timeout {
-        Some(s) if s.is_finite() && s > 0.0 && s < 86_400.0 => Some(Duration::from_secs_f64(s)),
-        Some(_) => return Err(CallError::TaskTimeout),
-        None => None,
-    };
-    if args.max_task_attempts < 2 {
-        return Err(CallError::MaxTaskAttempts);
-    }
-    opts.max_task_attempts = args.max_task_attempts;
-    opts.scenario = args.scenario.clone();
-    opts.list_tools_first = !args.no_list;
-    opts.log_arguments = args.log_arguments;
-    opts.keep_result = args.log_result;
-    Ok(opts)
-}
-
-pub fn run(args: CallArgs) -> Result<ExitCode, CallError> {
-    let (url, tool) = url_and_tool(&args)?;
-    let target = args.conn.target(url.as_deref())?;
-    let opts = client_options(&args)?;
-    let arguments = arguments(&args)?;
-    let interrupt = Interrupt::new();
-    let co = call_options(&args, &interrupt);
+pub fn run(config: CallConfig) -> Result<ExitCode, CallError> {
     let rt = runtime()?;
-    let ended = rt.block_on(connect_and_call(
-        target, opts, &args, &tool, arguments, co, &interrupt,
-    ))?;
+    let ended = rt.block_on(connect_and_call(&config))?;
     let (record, problem) = match ended {
         Ended::Called(r, p) => (*r, p),
         Ended::Unreachable(e) => {
@@ -276,51 +110,17 @@ pub fn run(args: CallArgs) -> Result<ExitCode, CallError> {
             return Ok(Exit::InvalidArguments.into());
         }
     };
-    write_record(&args, record, problem, &interrupt)
-}
-
-/// The positional arguments: `URL TOOL`, or only `TOOL` when a target flag (`--stdio`,
-/// `--config`) names the server; any other count is a usage error.
-fn url_and_tool(args: &CallArgs) -> Result<(Option<String>, String), CallError> {
-    match (args.conn.has_target_flag(), args.positional.as_slice()) {
-        (true, [tool]) => Ok((None, tool.clone())),
-        (false, [url, tool]) => Ok((Some(url.clone()), tool.clone())),
-        (true, _) => Err(CallError::OnlyTheTool),
-        (false, _) => Err(CallError::UrlAndTool),
-    }
-}
-
-/// This call's options: `--retry-of` makes it a manual retry of that record, and Ctrl-C is
-/// the `interrupt` the call watches (to cancel a task it created).
-fn call_options(args: &CallArgs, interrupt: &Interrupt) -> CallOptions {
-    CallOptions {
-        retry_origin: if args.retry_of.is_some() {
-            RetryOrigin::Manual
-        } else {
-            RetryOrigin::None
-        },
-        retry_of: args.retry_of.clone(),
-        idempotency_key: args.idempotency_key.clone(),
-        interrupt: Some(interrupt.clone()),
-        ..CallOptions::default()
-    }
+    write_record(&config, record, problem)
 }
 
 /// Connects, checks the tool and the arguments against the server's list (when it is
 /// fetched first), and calls. Everything that needs the client is here, so that the client is
 /// closed on every way out but Ctrl-C; an invalid tool definition is the one error.
-async fn connect_and_call(
-    target: Target,
-    opts: ClientOptions,
-    args: &CallArgs,
-    tool: &str,
-    arguments: Value,
-    co: CallOptions,
-    interrupt: &Interrupt,
-) -> Result<Ended, CallError> {
-    let list_first = opts.list_tools_first;
-    let as_task = opts.use_tasks;
-    let client = match Client::connect(target, opts).await {
+async fn connect_and_call(config: &CallConfig) -> Result<Ended, CallError> {
+    let tool = config.tool.as_str();
+    let list_first = config.client.list_tools_first;
+    let as_task = config.client.use_tasks;
+    let client = match Client::connect(config.target.clone(), config.client.clone()).await {
         Ok(c) => c,
         Err(e) => return Ok(Ended::Unreachable(e.to_string())),
     };
@@ -335,7 +135,7 @@ async fn connect_and_call(
     let modern = client.protocol_version().await == ProtocolVersion::V2026_07_28.as_str();
     if let Some(usage) = tools
         .as_deref()
-        .filter(|_| modern && !args.allow_invalid_tool)
+        .filter(|_| modern && !config.allow_invalid_tool)
         .and_then(|tools| invalid_tool(tools, tool))
     {
         client.close().await;
@@ -343,14 +143,15 @@ async fn connect_and_call(
     }
     let problem = tools
         .as_deref()
-        .and_then(|t| check_call(t, tool, &arguments, as_task));
+        .and_then(|t| check_call(t, tool, &config.arguments, as_task));
     if let Some(p @ CallProblem::InvalidArguments { .. }) = &problem {
-        if !args.send_invalid_args {
+        if !config.send_invalid_args {
             client.close().await;
             return Ok(Ended::Refused(p.clone()));
         }
     }
-    let Some(r) = until_interrupted(client.call_tool(tool, arguments, co), interrupt).await else {
+    let call = client.call_tool(tool, config.arguments.clone(), config.call.clone());
+    let Some(r) = until_interrupted(call, &config.interrupt).await else {
         return Ok(Ended::Interrupted);
     };
     client.close().await;
@@ -361,10 +162,9 @@ async fn connect_and_call(
 /// warnings, the record goes to `--log` and to stdout (`--format`), and the exit status is
 /// the record's (or Ctrl-C's, when one came during the call).
 fn write_record(
-    args: &CallArgs,
+    config: &CallConfig,
     mut record: CallRecord,
     problem: Option<CallProblem>,
-    interrupt: &Interrupt,
 ) -> Result<ExitCode, CallError> {
     if let Some(p) = &problem {
         record.warn(p.code(), p.to_string());
@@ -372,16 +172,16 @@ fn write_record(
     if let Some(w) = nonstandard_code(&record) {
         record.warn("NONSTANDARD_ERROR_CODE", w);
     }
-    if let Some(path) = &args.log {
+    if let Some(path) = &config.log {
         append_log(path, &record)?;
     }
     let mut out = std::io::stdout().lock();
-    let text = match args.format {
+    let text = match config.format {
         Format::Json => serde_json::to_string(&record).map_err(CallError::Record)?,
         Format::Text => account(&record, problem.as_ref()),
     };
     let _ = writeln!(out, "{text}");
-    if interrupt.is_requested() {
+    if config.interrupt.is_requested() {
         return Ok(Exit::Interrupted.into());
     }
     Ok(crate::exit::of_call(&record).into())

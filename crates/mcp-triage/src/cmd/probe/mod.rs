@@ -3,24 +3,28 @@
 //! an unknown tool, invalid arguments, the error codes). Tools run only with
 //! `--call-read-only` (tools annotated readOnlyHint whose input schema requires nothing,
 //! called with `{}`); the checks call a generated name that is not listed and send invalid
-//! arguments only to read-only tools, which a server rejects before running anything.
+//! arguments only to read-only tools, which a server rejects before running anything. The
+//! arguments are read in `args.rs` and checked and resolved once in `config.rs`.
+
+mod args;
+mod config;
+
+pub use args::ProbeArgs;
+pub use config::{config, ProbeConfig};
 
 use crate::exit::Exit;
 use std::collections::HashSet;
 use std::process::ExitCode;
 
-use clap::Args;
 use mcp_triage_client::{
     CallOptions, Client, ClientOptions, ConnectError, ToolInfo, VersionChoice,
 };
 use mcp_triage_core::{Outcome, ProtocolVersion};
-use mcp_triage_report::{Case, Check, Report, ReportTarget, Status, Suite, WriteError};
+use mcp_triage_report::{Case, Check, Report, Status, Suite, WriteError};
 use serde_json::{json, Value};
 
 use super::call::Format;
-use super::client_args::{
-    runtime, ArgsError, ConnArgs, InputArgs, LimitArgs, OAuthArgs, RetryArgs,
-};
+use super::client_args::{runtime, ArgsError};
 use super::probe_checks::{self, Finding};
 
 pub const EXAMPLES: &str = "\
@@ -30,61 +34,6 @@ Examples:
   mcp-triage probe http://127.0.0.1:8765/mcp --no-checks      # no tools/call at all
   mcp-triage probe http://127.0.0.1:8765/mcp --call-read-only # also call every read-only tool
   mcp-triage probe --stdio 'python server.py' --report junit:probe.xml";
-
-#[derive(Args, Debug)]
-pub struct ProbeArgs {
-    /// The server URL (left out with --stdio or --config).
-    #[arg(value_name = "URL")]
-    pub url: Option<String>,
-
-    #[command(flatten)]
-    pub conn: ConnArgs,
-
-    /// Also call every read-only tool that needs no arguments.
-    #[arg(long, help_heading = "Calls and output")]
-    pub call_read_only: bool,
-
-    /// With --call-read-only: ask for task-augmented calls and poll each task to its end.
-    #[arg(long, help_heading = "Calls and output")]
-    pub task: bool,
-
-    /// Leave out the behaviour checks (unknown session id, unknown tool, invalid arguments to
-    /// a read-only tool, error codes): then no tools/call is sent unless --call-read-only.
-    #[arg(long, help_heading = "Calls and output")]
-    pub no_checks: bool,
-
-    /// Output format.
-    #[arg(
-        long,
-        value_enum,
-        default_value = "text",
-        help_heading = "Calls and output"
-    )]
-    pub format: Format,
-
-    /// Write a report: junit:FILE, html:FILE, json:FILE or tap:FILE (`-` = stdout; repeatable).
-    /// One case per era, per capability and per tool.
-    #[arg(
-        long = "report",
-        value_name = "FORMAT:FILE",
-        help_heading = "Calls and output"
-    )]
-    pub reports: Vec<ReportTarget>,
-
-    // Answers for what a read-only tool asks while it runs (with --call-read-only).
-    #[command(flatten)]
-    pub input: InputArgs,
-
-    // How the read-only calls are resent (with --call-read-only).
-    #[command(flatten)]
-    pub retry: RetryArgs,
-
-    #[command(flatten)]
-    pub oauth: OAuthArgs,
-
-    #[command(flatten)]
-    pub limits: LimitArgs,
-}
 
 /// The 2026-07-28 `x-mcp-header` rules a tool definition breaks, as sentences naming the
 /// argument: the value must be a string that is a valid header name part (letters, digits,
@@ -217,12 +166,15 @@ pub enum ProbeError {
     Report(#[from] WriteError),
 }
 
-pub fn run(args: ProbeArgs) -> Result<ExitCode, ProbeError> {
-    let target = args.conn.target(args.url.as_deref())?;
-    let mut opts = args.conn.options(&args.oauth, &args.limits)?;
-    args.input.apply(&mut opts)?;
-    args.retry.apply(&mut opts)?;
-    opts.use_tasks = args.task;
+pub fn run(config: ProbeConfig) -> Result<ExitCode, ProbeError> {
+    let ProbeConfig {
+        target,
+        client: opts,
+        call_read_only,
+        checks,
+        format,
+        reports,
+    } = config;
     let rt = runtime()?;
     let started = mcp_triage_wire::time::rfc3339(mcp_triage_wire::time::now_ms());
     let t0 = std::time::Instant::now();
@@ -264,7 +216,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, ProbeError> {
             }
             let mut entry = json!({ "name": t.name, "annotations": t.annotations, "problems": problems });
             let no_required = t.definition["inputSchema"]["required"].as_array().is_none_or(|r| r.is_empty());
-            if args.call_read_only && t.hints.read_only == Some(true) && no_required {
+            if call_read_only && t.hints.read_only == Some(true) && no_required {
                 let r = client.call_tool(&t.name, json!({}), CallOptions::default()).await;
                 entry["call"] = json!({ "layer": r.layer, "outcome": r.outcome, "message": r.message });
                 if let Some(c) = r.jsonrpc.error_code.filter(|_| r.outcome == Outcome::JsonrpcError) {
@@ -273,7 +225,7 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, ProbeError> {
             }
             list.push(entry);
         }
-        if !args.no_checks {
+        if checks {
             report["checks"] = json!(probe_checks::run(&client, &tools, &target, &opts, &codes).await);
         }
         client.close().await;
@@ -293,15 +245,15 @@ pub fn run(args: ProbeArgs) -> Result<ExitCode, ProbeError> {
             .filter(|c| c["status"] == Finding::Problem.as_str())
             .count()
     });
-    match args.format {
+    match format {
         Format::Json => outln!("{report}"),
         Format::Text => print_text(&report, problems, check_problems),
     }
-    if !args.reports.is_empty() {
+    if !reports.is_empty() {
         let mut r = probe_report(&report);
         r.started = Some(started);
         r.suites[0].duration_ms = Some(t0.elapsed().as_millis() as u64);
-        mcp_triage_report::write_all(&args.reports, &r)?;
+        mcp_triage_report::write_all(&reports, &r)?;
     }
     if report.get("toolsError").is_some() {
         return Ok(Exit::Transport.into());
