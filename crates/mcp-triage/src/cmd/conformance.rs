@@ -279,7 +279,7 @@ fn run_generic(
 fn valid_tools(tools: &[ToolInfo]) -> Vec<(String, Value)> {
     let mut calls = Vec::new();
     for t in tools {
-        let header_problems = super::probe::header_problems(&t.definition);
+        let header_problems = super::tool_checks::header_problems(&t.definition);
         if !header_problems.is_empty() {
             eprintln!(
                 "mcp-triage: excluding tool {:?}: {}",

@@ -12,7 +12,7 @@ use mcp_triage_judge::plan::{plan, run_row, RowResult};
 use mcp_triage_kitchen::{start, KitchenError, KitchenOptions};
 use mcp_triage_report::{Case, Check, Report, ReportTarget, Status, Suite, WriteError};
 
-use super::call::Format;
+use super::format::Format;
 use std::io::IsTerminal;
 
 use super::client_args::{runtime, ArgsError};

@@ -9,8 +9,8 @@ use clap::Args;
 use mcp_triage_client::{Client, ClientOptions, ConnectError, Target};
 use serde_json::{json, Value};
 
-use super::call::Format;
 use super::client_args::{runtime, stderr_block, ArgsError, ConnArgs, LimitArgs, OAuthArgs};
+use super::format::Format;
 use super::signature::signature;
 
 pub const EXAMPLES: &str = "\

@@ -4,18 +4,11 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
+
+use crate::cmd::format::Format;
 
 use crate::cmd::client_args::{ConnArgs, InputArgs, LimitArgs, OAuthArgs, RetryArgs};
-
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum Format {
-    /// A readable account.
-    Text,
-    /// JSON for programs: call's record, list's tool definitions, probe's findings, demo's
-    /// records (one a line).
-    Json,
-}
 
 /// The `--help` heading of what a call sends and what it prints.
 const ARGS_AND_OUTPUT: &str = "Arguments and output";

@@ -8,8 +8,9 @@ use std::time::Duration;
 use mcp_triage_client::{CallOptions, ClientOptions, Interrupt, RetryOrigin, Target};
 use serde_json::{Map, Value};
 
-use super::args::{CallArgs, Format};
+use super::args::CallArgs;
 use crate::cmd::client_args::ArgsError;
+use crate::cmd::format::Format;
 
 /// Everything `call` needs to connect, call and print.
 #[derive(Debug)]

@@ -5,7 +5,8 @@
 mod args;
 mod config;
 
-pub use args::{CallArgs, Format};
+use super::format::Format;
+pub use args::CallArgs;
 pub use config::{config, CallConfig, ConfigError};
 
 use crate::exit::Exit;
@@ -47,7 +48,7 @@ enum Ended {
 /// None when the tool is fine or not listed (an unlisted tool is the server's to answer).
 fn invalid_tool(tools: &[mcp_triage_client::ToolInfo], name: &str) -> Option<CallError> {
     let t = tools.iter().find(|t| t.name == name)?;
-    let problems = super::probe::header_problems(&t.definition);
+    let problems = super::tool_checks::header_problems(&t.definition);
     if problems.is_empty() {
         return None;
     }

@@ -5,8 +5,8 @@
 use clap::Args;
 use mcp_triage_report::ReportTarget;
 
-use crate::cmd::call::Format;
 use crate::cmd::client_args::{ConnArgs, InputArgs, LimitArgs, OAuthArgs, RetryArgs};
+use crate::cmd::format::Format;
 
 #[derive(Args, Debug)]
 pub struct ProbeArgs {

@@ -6,8 +6,8 @@ use mcp_triage_client::{ClientOptions, Target};
 use mcp_triage_report::ReportTarget;
 
 use super::args::ProbeArgs;
-use crate::cmd::call::Format;
 use crate::cmd::client_args::ArgsError;
+use crate::cmd::format::Format;
 
 /// Everything `probe` needs to connect, probe and print.
 #[derive(Debug)]
