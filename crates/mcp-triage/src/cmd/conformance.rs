@@ -347,22 +347,11 @@ fn run_scripted(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    /// `conformance-client`'s arguments alone, parsed as the command line would parse them.
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: ConformanceArgs,
-    }
+    use crate::cmd::args_testing::try_parse;
 
     fn config_of(argv: &[&str]) -> Result<ConformanceConfig, TargetError> {
         let argv = std::iter::once("conformance-client").chain(argv.iter().copied());
-        config(
-            Cli::try_parse_from(argv)
-                .expect("arguments clap accepts")
-                .args,
-        )
+        config(try_parse::<ConformanceArgs, _, _>(argv).expect("arguments clap accepts"))
     }
 
     #[test]

@@ -390,22 +390,11 @@ fn matrix(results: &[RowResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    /// `demo`'s arguments alone, parsed as the command line would parse them.
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: DemoArgs,
-    }
+    use crate::cmd::args_testing::try_parse;
 
     fn config_of(argv: &[&str]) -> Result<DemoConfig, ConfigError> {
         let argv = std::iter::once("demo").chain(argv.iter().copied());
-        config(
-            Cli::try_parse_from(argv)
-                .expect("arguments clap accepts")
-                .args,
-        )
+        config(try_parse::<DemoArgs, _, _>(argv).expect("arguments clap accepts"))
     }
 
     #[test]

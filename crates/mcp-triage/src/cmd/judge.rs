@@ -153,15 +153,7 @@ pub fn run(options: JudgeOptions) -> Result<ExitCode, JudgeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    use clap::Parser;
-
-    /// `judge`'s arguments alone, parsed as the command line would parse them.
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: JudgeArgs,
-    }
+    use crate::cmd::args_testing::try_parse;
 
     #[test]
     fn arguments_become_the_judges_options() {
@@ -179,7 +171,7 @@ mod tests {
             "always",
             "-q",
         ];
-        let o: JudgeOptions = Cli::try_parse_from(argv).unwrap().args.into();
+        let o: JudgeOptions = try_parse::<JudgeArgs, _, _>(argv).unwrap().into();
         assert_eq!(o.client.as_deref(), Some("node client.js"));
         assert_eq!(o.scenarios, ["errors.tool_error"]);
         assert_eq!(o.timeout, 5.0);
@@ -190,11 +182,10 @@ mod tests {
 
     #[test]
     fn a_client_or_list_is_required_and_replay_flags_need_replay() {
-        assert!(Cli::try_parse_from(["judge"]).is_err());
-        assert!(Cli::try_parse_from(["judge", "--list", "--replay-speed", "2"]).is_err());
-        let o: JudgeOptions = Cli::try_parse_from(["judge", "--list", "--color", "never"])
+        assert!(try_parse::<JudgeArgs, _, _>(["judge"]).is_err());
+        assert!(try_parse::<JudgeArgs, _, _>(["judge", "--list", "--replay-speed", "2"]).is_err());
+        let o: JudgeOptions = try_parse::<JudgeArgs, _, _>(["judge", "--list", "--color", "never"])
             .unwrap()
-            .args
             .into();
         assert!(o.list && !o.color && o.client.is_none());
     }

@@ -287,19 +287,13 @@ async fn shutdown_signal() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    /// `kitchen`'s arguments alone, parsed as the command line would parse them.
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: KitchenArgs,
-    }
+    use crate::cmd::args_testing::try_parse;
 
     fn config(argv: &[&str]) -> KitchenConfig {
-        let cli = Cli::try_parse_from(std::iter::once("kitchen").chain(argv.iter().copied()))
-            .expect("valid arguments");
-        cli.args.into()
+        let cli =
+            try_parse::<KitchenArgs, _, _>(std::iter::once("kitchen").chain(argv.iter().copied()))
+                .expect("valid arguments");
+        cli.into()
     }
 
     #[test]
@@ -373,7 +367,7 @@ mod tests {
             &["--replay", "c.jsonl", "--scenario", "baseline"],
         ] {
             let argv = std::iter::once("kitchen").chain(argv.iter().copied());
-            assert!(Cli::try_parse_from(argv).is_err());
+            assert!(try_parse::<KitchenArgs, _, _>(argv).is_err());
         }
     }
 }

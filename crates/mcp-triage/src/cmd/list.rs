@@ -155,23 +155,12 @@ fn flags(t: &mcp_triage_client::ToolInfo) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
+    use crate::cmd::args_testing::try_parse;
     use std::time::Duration;
-
-    /// `list`'s arguments alone, parsed as the command line would parse them.
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: ListArgs,
-    }
 
     fn config_of(argv: &[&str]) -> Result<ListConfig, ArgsError> {
         let argv = std::iter::once("list").chain(argv.iter().copied());
-        config(
-            Cli::try_parse_from(argv)
-                .expect("arguments clap accepts")
-                .args,
-        )
+        config(try_parse::<ListArgs, _, _>(argv).expect("arguments clap accepts"))
     }
 
     #[test]

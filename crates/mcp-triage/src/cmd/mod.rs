@@ -8,6 +8,8 @@ macro_rules! outln {
     }};
 }
 
+#[cfg(test)]
+mod args_testing;
 pub mod call;
 pub mod capture_args;
 pub mod classify;

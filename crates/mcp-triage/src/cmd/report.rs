@@ -139,21 +139,12 @@ pub fn run(config: ReportConfig) -> Result<ExitCode, ReportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    use clap::Parser;
-
-    /// `report`'s arguments alone, parsed as the command line would parse them.
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: ReportArgs,
-    }
+    use crate::cmd::args_testing::try_parse;
 
     fn config(argv: &[&str]) -> ReportConfig {
         let argv = std::iter::once("report").chain(argv.iter().copied());
-        Cli::try_parse_from(argv)
+        try_parse::<ReportArgs, _, _>(argv)
             .expect("valid arguments")
-            .args
             .into()
     }
 
@@ -193,7 +184,7 @@ mod tests {
     #[test]
     fn a_bad_report_target_is_refused_by_its_parser() {
         let argv = ["report", "calls.jsonl", "--report", "junit"];
-        assert!(Cli::try_parse_from(argv).is_err());
+        assert!(try_parse::<ReportArgs, _, _>(argv).is_err());
     }
 
     #[test]

@@ -156,23 +156,12 @@ fn client_options(args: &CallArgs) -> Result<ClientOptions, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
+    use crate::cmd::args_testing::try_parse;
     use serde_json::json;
-
-    /// `call`'s arguments alone, parsed as the command line would parse them.
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: CallArgs,
-    }
 
     fn config_of(argv: &[&str]) -> Result<CallConfig, ConfigError> {
         let argv = std::iter::once("call").chain(argv.iter().copied());
-        config(
-            Cli::try_parse_from(argv)
-                .expect("arguments clap accepts")
-                .args,
-        )
+        config(try_parse::<CallArgs, _, _>(argv).expect("arguments clap accepts"))
     }
 
     #[test]

@@ -149,20 +149,15 @@ fn output_schema(path: &Path) -> Result<OutputSchema, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
+    use crate::cmd::args_testing::try_parse;
     use mcp_triage_core::{ProtocolVersion, RequestId};
 
-    /// `classify`'s arguments alone, parsed as the command line would parse them.
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: ClassifyArgs,
-    }
-
     fn config_of(argv: &[&str]) -> Result<ClassifyConfig, ConfigError> {
-        let cli = Cli::try_parse_from(std::iter::once("classify").chain(argv.iter().copied()))
-            .expect("arguments clap accepts");
-        config(cli.args)
+        let cli = try_parse::<ClassifyArgs, _, _>(
+            std::iter::once("classify").chain(argv.iter().copied()),
+        )
+        .expect("arguments clap accepts");
+        config(cli)
     }
 
     #[test]

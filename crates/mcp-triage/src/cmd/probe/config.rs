@@ -47,23 +47,12 @@ pub fn config(args: ProbeArgs) -> Result<ProbeConfig, ArgsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
+    use crate::cmd::args_testing::try_parse;
     use mcp_triage_report::Format as ReportFormat;
-
-    /// `probe`'s arguments alone, parsed as the command line would parse them.
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: ProbeArgs,
-    }
 
     fn config_of(argv: &[&str]) -> Result<ProbeConfig, ArgsError> {
         let argv = std::iter::once("probe").chain(argv.iter().copied());
-        config(
-            Cli::try_parse_from(argv)
-                .expect("arguments clap accepts")
-                .args,
-        )
+        config(try_parse::<ProbeArgs, _, _>(argv).expect("arguments clap accepts"))
     }
 
     #[test]

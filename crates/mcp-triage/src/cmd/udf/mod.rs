@@ -339,20 +339,13 @@ fn run_clickhouse(config: &ClickhouseConfig) -> Result<ExitCode, UdfError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    /// `udf`'s arguments alone, parsed as the command line would parse them.
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: UdfArgs,
-    }
+    use crate::cmd::args_testing::try_parse;
 
     fn config_of(argv: &[&str]) -> ClickhouseConfig {
         let argv = ["udf", "clickhouse"]
             .into_iter()
             .chain(argv.iter().copied());
-        let UdfConfig::Clickhouse(c) = Cli::try_parse_from(argv).expect("valid").args.into();
+        let UdfConfig::Clickhouse(c) = try_parse::<UdfArgs, _, _>(argv).expect("valid").into();
         c
     }
 
@@ -396,7 +389,7 @@ mod tests {
     #[test]
     fn an_unknown_format_is_refused_by_its_parser() {
         let argv = ["udf", "clickhouse", "--format", "CSV"];
-        let e = Cli::try_parse_from(argv).err().expect("refused");
+        let e = try_parse::<UdfArgs, _, _>(argv).err().expect("refused");
         assert!(e.to_string().contains("is not a supported format"), "{e}");
     }
 }
