@@ -120,20 +120,30 @@ assert n == want, f"{n} cases, judge --list has {want}"' "$out/$1.json" "$("$bin
     } >"docs/judge/$1.md"
   fi
 }
-echo "== judge: TypeScript SDK $ts_v" >&2
-judge_one ts-sdk "TypeScript SDK $ts_v" "interop/node_modules/.bin/node interop/judge/ts-sdk-client.mjs {url}"
-echo "== judge: Python SDK mcp $py_v" >&2
-judge_one python-sdk "Python SDK mcp $py_v" "$judge_python interop/judge/python-sdk-client.py {url}"
-echo "== judge: inspector-cli $insp_v" >&2
-judge_one inspector-cli "inspector-cli $insp_v" "bash interop/judge/inspector-cli.sh {url}"
-echo "== judge: TypeScript SDK v2 @modelcontextprotocol/client $ts2_v" >&2
-judge_one ts-sdk-v2 "TypeScript SDK v2 @modelcontextprotocol/client $ts2_v" "interop/node_modules/.bin/node interop/judge/ts-sdk-v2-client.mjs {url}"
-echo "== judge: Vercel AI SDK @ai-sdk/mcp $aisdk_v" >&2
-judge_one ai-sdk "Vercel AI SDK @ai-sdk/mcp $aisdk_v" "interop/node_modules/.bin/node interop/judge/ai-sdk-client.mjs {url}"
-echo "== judge: FastMCP $fastmcp_v" >&2
-judge_one fastmcp "FastMCP fastmcp $fastmcp_v" "$judge_python interop/judge/fastmcp-client.py {url}"
-echo "== judge: OpenAI Agents SDK $agents_v" >&2
-judge_one openai-agents "OpenAI Agents SDK openai-agents $agents_v" "$judge_python interop/judge/openai-agents-client.py {url}"
+# The third-party clients are judged side by side, JUDGE_JOBS (default 3) at a time: each judge
+# runs its own kitchens on port 0, and most of a case's time is a client waiting for its own
+# timeout on a cut stream (10 s), not CPU; one after another they took over 5 minutes of CI.
+# Each one's account goes to its own log, printed in order once all are done.
+judged=()
+judge_bg() { # judge_bg SLUG NAME CMD: judge_one in the background, its account in $out/SLUG.log
+  while [ "$(jobs -rp | wc -l)" -ge "${JUDGE_JOBS:-3}" ]; do sleep 0.2; done
+  (echo "== judge: $2"; judge_one "$@") >"$out/$1.log" 2>&1 &
+  judged+=("$1:$!")
+}
+judge_bg ts-sdk "TypeScript SDK $ts_v" "interop/node_modules/.bin/node interop/judge/ts-sdk-client.mjs {url}"
+judge_bg python-sdk "Python SDK mcp $py_v" "$judge_python interop/judge/python-sdk-client.py {url}"
+judge_bg inspector-cli "inspector-cli $insp_v" "bash interop/judge/inspector-cli.sh {url}"
+judge_bg ts-sdk-v2 "TypeScript SDK v2 @modelcontextprotocol/client $ts2_v" "interop/node_modules/.bin/node interop/judge/ts-sdk-v2-client.mjs {url}"
+judge_bg ai-sdk "Vercel AI SDK @ai-sdk/mcp $aisdk_v" "interop/node_modules/.bin/node interop/judge/ai-sdk-client.mjs {url}"
+judge_bg fastmcp "FastMCP fastmcp $fastmcp_v" "$judge_python interop/judge/fastmcp-client.py {url}"
+judge_bg openai-agents "OpenAI Agents SDK openai-agents $agents_v" "$judge_python interop/judge/openai-agents-client.py {url}"
+failed=()
+for j in "${judged[@]}"; do
+  slug="${j%%:*}"
+  if ! wait "${j##*:}"; then failed+=("$slug"); fi
+  cat "$out/$slug.log"
+done
+[ ${#failed[@]} = 0 ] || { echo "judge interop failed for: ${failed[*]}" >&2; exit 1; }
 # Our own client must pass every check (issue 6 acceptance). JUDGE_CALL=strict (default) fails
 # the run when it does not, report only prints its matrix, skip leaves it out. Skipped by itself
 # while this binary has no `call` command.
