@@ -69,12 +69,27 @@ enum Command {
     Udf(cmd::udf::UdfArgs),
 }
 
+/// What a command's run returns, any error boxed: `main` prints it and exits with `Usage`.
+type CommandResult = Result<ExitCode, Box<dyn std::error::Error>>;
+
+/// A command whose arguments can be refused: turned into its config first (ripgrep's low to
+/// high arguments), then run on that config only.
+fn configured<A, C, E, F>(
+    args: A,
+    config: fn(A) -> Result<C, E>,
+    run: fn(C) -> Result<ExitCode, F>,
+) -> CommandResult
+where
+    E: std::error::Error + 'static,
+    F: std::error::Error + 'static,
+{
+    run(config(args)?).map_err(Into::into)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result: Result<ExitCode, Box<dyn std::error::Error>> = match cli.command {
-        Command::Classify(args) => cmd::classify::config(args)
-            .map_err(Into::into)
-            .and_then(|c| cmd::classify::run(c).map_err(Into::into)),
+    let result: CommandResult = match cli.command {
+        Command::Classify(args) => configured(args, cmd::classify::config, cmd::classify::run),
         Command::Kitchen(args) => cmd::kitchen::run(args.into()).map_err(Into::into),
         Command::Judge(args) => cmd::judge::run(args.into()).map_err(Into::into),
         Command::Report(args) => cmd::report::run(args.into()).map_err(Into::into),
@@ -82,21 +97,13 @@ fn main() -> ExitCode {
             cmd::completions::completions(args, Cli::command()).map_err(Into::into)
         }
         Command::Man(args) => cmd::completions::man(args, Cli::command()).map_err(Into::into),
-        Command::Call(args) => cmd::call::config(args)
-            .map_err(Into::into)
-            .and_then(|c| cmd::call::run(c).map_err(Into::into)),
-        Command::List(args) => cmd::list::config(args)
-            .map_err(Into::into)
-            .and_then(|c| cmd::list::run(c).map_err(Into::into)),
-        Command::Demo(args) => cmd::demo::config(args)
-            .map_err(Into::into)
-            .and_then(|c| cmd::demo::run(c).map_err(Into::into)),
-        Command::Probe(args) => cmd::probe::config(args)
-            .map_err(Into::into)
-            .and_then(|c| cmd::probe::run(c).map_err(Into::into)),
-        Command::ConformanceClient(args) => cmd::conformance::config(args)
-            .map_err(Into::into)
-            .and_then(|c| cmd::conformance::run(c).map_err(Into::into)),
+        Command::Call(args) => configured(args, cmd::call::config, cmd::call::run),
+        Command::List(args) => configured(args, cmd::list::config, cmd::list::run),
+        Command::Demo(args) => configured(args, cmd::demo::config, cmd::demo::run),
+        Command::Probe(args) => configured(args, cmd::probe::config, cmd::probe::run),
+        Command::ConformanceClient(args) => {
+            configured(args, cmd::conformance::config, cmd::conformance::run)
+        }
         Command::Proxy(args) => cmd::proxy::run_proxy(args).map_err(Into::into),
         Command::Wrap(args) => cmd::proxy::run_wrap(args).map_err(Into::into),
         Command::Udf(args) => cmd::udf::run(args.into()).map_err(Into::into),
