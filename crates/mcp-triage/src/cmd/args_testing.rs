@@ -15,3 +15,10 @@ where
     let matches = A::augment_args(Command::new("mcp-triage")).try_get_matches_from(argv)?;
     A::from_arg_matches(&matches)
 }
+
+/// `argv` (the arguments alone, no command name) parsed into `A`, which the test expects clap
+/// to accept.
+pub(crate) fn parsed<A: Args + FromArgMatches>(argv: &[&str]) -> A {
+    try_parse(std::iter::once("mcp-triage").chain(argv.iter().copied()))
+        .expect("arguments clap accepts")
+}

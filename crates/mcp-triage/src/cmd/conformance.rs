@@ -347,11 +347,10 @@ fn run_scripted(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::args_testing::try_parse;
+    use crate::cmd::args_testing::parsed;
 
     fn config_of(argv: &[&str]) -> Result<ConformanceConfig, TargetError> {
-        let argv = std::iter::once("conformance-client").chain(argv.iter().copied());
-        config(try_parse::<ConformanceArgs, _, _>(argv).expect("arguments clap accepts"))
+        config(parsed(argv))
     }
 
     #[test]

@@ -390,11 +390,10 @@ fn matrix(results: &[RowResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::args_testing::try_parse;
+    use crate::cmd::args_testing::parsed;
 
     fn config_of(argv: &[&str]) -> Result<DemoConfig, ConfigError> {
-        let argv = std::iter::once("demo").chain(argv.iter().copied());
-        config(try_parse::<DemoArgs, _, _>(argv).expect("arguments clap accepts"))
+        config(parsed(argv))
     }
 
     #[test]

@@ -287,13 +287,10 @@ async fn shutdown_signal() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::args_testing::try_parse;
+    use crate::cmd::args_testing::{parsed, try_parse};
 
     fn config(argv: &[&str]) -> KitchenConfig {
-        let cli =
-            try_parse::<KitchenArgs, _, _>(std::iter::once("kitchen").chain(argv.iter().copied()))
-                .expect("valid arguments");
-        cli.into()
+        parsed::<KitchenArgs>(argv).into()
     }
 
     #[test]

@@ -155,12 +155,11 @@ fn flags(t: &mcp_triage_client::ToolInfo) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::args_testing::try_parse;
+    use crate::cmd::args_testing::parsed;
     use std::time::Duration;
 
     fn config_of(argv: &[&str]) -> Result<ListConfig, ArgsError> {
-        let argv = std::iter::once("list").chain(argv.iter().copied());
-        config(try_parse::<ListArgs, _, _>(argv).expect("arguments clap accepts"))
+        config(parsed(argv))
     }
 
     #[test]

@@ -139,13 +139,10 @@ pub fn run(config: ReportConfig) -> Result<ExitCode, ReportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::args_testing::try_parse;
+    use crate::cmd::args_testing::{parsed, try_parse};
 
     fn config(argv: &[&str]) -> ReportConfig {
-        let argv = std::iter::once("report").chain(argv.iter().copied());
-        try_parse::<ReportArgs, _, _>(argv)
-            .expect("valid arguments")
-            .into()
+        parsed::<ReportArgs>(argv).into()
     }
 
     #[test]

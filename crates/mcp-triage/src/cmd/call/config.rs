@@ -156,12 +156,11 @@ fn client_options(args: &CallArgs) -> Result<ClientOptions, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::args_testing::try_parse;
+    use crate::cmd::args_testing::parsed;
     use serde_json::json;
 
     fn config_of(argv: &[&str]) -> Result<CallConfig, ConfigError> {
-        let argv = std::iter::once("call").chain(argv.iter().copied());
-        config(try_parse::<CallArgs, _, _>(argv).expect("arguments clap accepts"))
+        config(parsed(argv))
     }
 
     #[test]

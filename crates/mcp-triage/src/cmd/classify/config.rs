@@ -149,15 +149,11 @@ fn output_schema(path: &Path) -> Result<OutputSchema, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::args_testing::try_parse;
+    use crate::cmd::args_testing::parsed;
     use mcp_triage_core::{ProtocolVersion, RequestId};
 
     fn config_of(argv: &[&str]) -> Result<ClassifyConfig, ConfigError> {
-        let cli = try_parse::<ClassifyArgs, _, _>(
-            std::iter::once("classify").chain(argv.iter().copied()),
-        )
-        .expect("arguments clap accepts");
-        config(cli)
+        config(parsed(argv))
     }
 
     #[test]

@@ -47,12 +47,11 @@ pub fn config(args: ProbeArgs) -> Result<ProbeConfig, ArgsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::args_testing::try_parse;
+    use crate::cmd::args_testing::parsed;
     use mcp_triage_report::Format as ReportFormat;
 
     fn config_of(argv: &[&str]) -> Result<ProbeConfig, ArgsError> {
-        let argv = std::iter::once("probe").chain(argv.iter().copied());
-        config(try_parse::<ProbeArgs, _, _>(argv).expect("arguments clap accepts"))
+        config(parsed(argv))
     }
 
     #[test]

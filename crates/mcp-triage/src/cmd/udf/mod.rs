@@ -339,13 +339,11 @@ fn run_clickhouse(config: &ClickhouseConfig) -> Result<ExitCode, UdfError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::args_testing::try_parse;
+    use crate::cmd::args_testing::{parsed, try_parse};
 
     fn config_of(argv: &[&str]) -> ClickhouseConfig {
-        let argv = ["udf", "clickhouse"]
-            .into_iter()
-            .chain(argv.iter().copied());
-        let UdfConfig::Clickhouse(c) = try_parse::<UdfArgs, _, _>(argv).expect("valid").into();
+        let argv = [&["clickhouse"][..], argv].concat();
+        let UdfConfig::Clickhouse(c) = parsed::<UdfArgs>(&argv).into();
         c
     }
 
