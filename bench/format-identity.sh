@@ -38,18 +38,24 @@ build_rev() { # build_rev REV DIR: prints the binary
   echo "$dir/target/release/mcp-triage"
 }
 
+# On exit: both sides' files kept when KEEP_DIR asks, scratch worktrees removed, servers stopped.
+worktrees=()
+finish() {
+  if [ -n "${KEEP_DIR:-}" ]; then cp -r "$out/old" "$out/new" "$KEEP_DIR"/ 2>/dev/null || true; fi
+  for w in "${worktrees[@]}"; do git -C "$root" worktree remove --force "$w" 2>/dev/null || true; done
+  cleanup
+}
+trap finish EXIT
+
 if [ "${1:-}" = --bins ]; then
   old_bin=$2 new_bin=$3
 else
   [ $# -ge 1 ] || { echo "usage: $0 OLD_REV [NEW_REV] | --bins OLD_BIN NEW_BIN" >&2; exit 2; }
-  worktrees=()
-  remove_worktrees() { for w in "${worktrees[@]}"; do git -C "$root" worktree remove --force "$w" 2>/dev/null || true; done; cleanup; }
-  trap remove_worktrees EXIT
-  worktrees+=("$out/old")
-  old_bin="$(build_rev "$1" "$out/old")"
+  worktrees+=("$out/build-old")
+  old_bin="$(build_rev "$1" "$out/build-old")"
   if [ -n "${2:-}" ]; then
-    worktrees+=("$out/new")
-    new_bin="$(build_rev "$2" "$out/new")"
+    worktrees+=("$out/build-new")
+    new_bin="$(build_rev "$2" "$out/build-new")"
   else
     cargo build -j 2 -q --release --manifest-path "$root/Cargo.toml" -p mcp-triage
     new_bin="$root/target/release/mcp-triage"
@@ -83,10 +89,8 @@ PY
   kill -TERM "$kitchen"; wait "$kitchen" 2>/dev/null || true
   printf '%s %s %s\n' "$(wc -l <"$dir/records.jsonl") records" "$(wc -l <"$dir/capture.jsonl") capture lines" \
     "$(wc -l <"$dir/journal.jsonl") journal entries, $(wc -l <"$dir/demo.jsonl") demo rows ($name)"
-  echo "$origin $proxy_origin" >"$dir/origins"
 }
 
-[ -n "${KEEP_DIR:-}" ] && trap "cp -r \"$out/old\" \"$out/new\" \"$KEEP_DIR\"/ 2>/dev/null; cleanup" EXIT
 run_side old "$old_bin"
 run_side new "$new_bin"
 python3 "$here/mask-run-values.py" "$out/old" "$out/new"
