@@ -24,6 +24,7 @@ use super::response_body::{ResponseTap, TapInner};
 use super::response_observer::{ResponseObserver, Stage};
 use super::shared::Shared;
 use super::upstream::{Sent, Upstream};
+use super::upstream_body::UpstreamBody;
 use crate::guard::{redact_query, Refusal};
 use crate::observe::Origin;
 use crate::record::{RecordKind, RecordOutcome};
@@ -173,7 +174,7 @@ fn answer_response(
     sh: &Arc<Shared>,
     upstream: &Upstream,
     mut ex: Exchange,
-    resp: Response<Incoming>,
+    resp: Response<Box<UpstreamBody>>,
 ) -> Response<ResponseTap> {
     let observer = &sh.observer;
     let (mut parts, body) = resp.into_parts();

@@ -14,8 +14,8 @@
 //! the reason), never a silent fallback. The client side stays plain HTTP: run the proxy next to
 //! the client, or put it behind a TLS terminator.
 //!
-//! Connections: the client's disconnect drops the response body, which drops the upstream body
-//! and so closes the upstream connection (HTTP/1 cannot reuse it mid-response) — the 2026-07-28
+//! Connections: the client's disconnect drops the response body, which holds the upstream
+//! connection and so closes it (HTTP/1 cannot reuse it mid-response) — the 2026-07-28
 //! way to cancel a request. An upstream that cannot be reached gets the client a `502`; one that
 //! accepted the request and closed without a response gets the client's connection closed the
 //! same way, so the client sees what it would have seen without the proxy.
@@ -28,6 +28,9 @@
 //!   corked (`cork`) and which may spin after traffic (`spin`).
 //! - `forward`: one exchange: the request head rewritten (`headers`), its body tapped
 //!   (`request_body`), sent through the connection's `upstream`, the response answered.
+//! - `upstream`: the upstream connection, spoken to by the proxy's own HTTP/1.1 (`h1`: heads
+//!   and chunked bodies, no I/O); `upstream_body`: the request written and the response read
+//!   on it; `upstream_io`: its socket (plain or TLS) that keeps an early answer readable.
 //! - `response_body`: the response body tapped on its way to the client; `deferred`: the
 //!   observer's work run after the client's bytes are written.
 //! - `response_observer`: the observer's side of one response, which builds and feeds the
@@ -42,6 +45,7 @@ mod deferred;
 mod errors;
 mod exchange;
 mod forward;
+mod h1;
 mod headers;
 mod no_response;
 mod options;
@@ -54,6 +58,8 @@ mod serve;
 mod shared;
 mod spin;
 mod upstream;
+mod upstream_body;
+mod upstream_io;
 
 pub(crate) use errors::error_chain;
 pub use headers::strip_hop_by_hop;

@@ -1,6 +1,6 @@
-//! The task of one client connection ([`Paired`]): hyper's server side and its upstream
-//! connections polled together, the client's writes corked until the end of the poll, and the
-//! observer's deferred work run after them.
+//! The task of one client connection ([`Paired`]): hyper's server side (which reads and writes
+//! the upstream connection too, see [`super::upstream`]) polled, the client's writes corked
+//! until the end of the poll, and the observer's deferred work run after them.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -8,27 +8,25 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
-use tokio::sync::mpsc;
-
 use super::cork::{Cork, CORK_LIMIT};
 use super::deferred::Deferred;
 use super::spin::Spin;
-use super::upstream::UpstreamConn;
 
-/// One client connection and its upstream connections, polled by one task: a wakeup from
+/// The future of hyper's server side of one client connection.
+pub(super) type ServerConn = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// One client connection and its upstream connection, polled by one task: a wakeup from
 /// either side is a wakeup of this task, never a hand-off to another thread.
 ///
-/// One poll runs until neither side has anything more to do right now (at most
-/// [`ROUNDS_PER_POLL`] rounds): the upstream connection hands the response head, each body chunk
-/// and the body's end to the server side one at a time (hyper's body channel holds one chunk),
-/// and each hand-off wakes this same task. Going round again at once, with the client's writes
-/// held in the [`Cork`] until the end of the poll, sends what arrived together in one write: an
-/// SSE response that came from the upstream in one segment (head, event, end of body) goes to
-/// the client in one segment too, instead of three writes that each wake the client.
+/// One poll runs until the connection has nothing more to do right now (at most
+/// [`ROUNDS_PER_POLL`] rounds): a part that wakes another during the poll (hyper's server side
+/// handing a body chunk to itself, a timer) gets the round it asked for at once. The client's
+/// writes are held in the [`Cork`] until the end of the poll, so what arrived together goes
+/// out in one write: an SSE response that came from the upstream in one segment (head, event,
+/// end of body) goes to the client in one segment too, instead of three writes that each wake
+/// the client.
 pub(super) struct Paired {
-    server: UpstreamConn,
-    upstream_conns: mpsc::UnboundedReceiver<UpstreamConn>,
-    driving: Vec<UpstreamConn>,
+    server: ServerConn,
     pub(super) deferred: Arc<Deferred>,
     pub(super) cork: Arc<Mutex<Cork>>,
     wake: Arc<TaskWake>,
@@ -71,8 +69,7 @@ impl Wake for TaskWake {
 
 impl Paired {
     pub(super) fn new(
-        server: UpstreamConn,
-        upstream_conns: mpsc::UnboundedReceiver<UpstreamConn>,
+        server: ServerConn,
         deferred: Arc<Deferred>,
         cork: Arc<Mutex<Cork>>,
         observe_after_write: bool,
@@ -80,8 +77,6 @@ impl Paired {
     ) -> Paired {
         Paired {
             server,
-            upstream_conns,
-            driving: Vec::new(),
             deferred,
             cork,
             wake: Arc::new(TaskWake::default()),
@@ -90,26 +85,10 @@ impl Paired {
         }
     }
 
-    /// One round: the upstream connections, then the server side (it may open a connection or
-    /// queue work for one), then the upstream connections again. True when the client is gone.
+    /// One round: the server side (and through it the upstream connection) polled. True when
+    /// the client is gone.
     fn round(&mut self, cx: &mut Context<'_>) -> bool {
-        while let Poll::Ready(Some(c)) = self.upstream_conns.poll_recv(cx) {
-            self.driving.push(c);
-        }
-        self.driving
-            .retain_mut(|c| c.as_mut().poll(cx).is_pending());
-        let done = self.server.as_mut().poll(cx).is_ready();
-        while let Poll::Ready(Some(c)) = self.upstream_conns.poll_recv(cx) {
-            let mut c = c;
-            if c.as_mut().poll(cx).is_pending() {
-                self.driving.push(c);
-            }
-        }
-        if !done {
-            self.driving
-                .retain_mut(|c| c.as_mut().poll(cx).is_pending());
-        }
-        done
+        self.server.as_mut().poll(cx).is_ready()
     }
 }
 
@@ -159,8 +138,8 @@ impl Future for Paired {
         }
         this.wake.polling.store(false, Ordering::SeqCst);
         if done {
-            // The client is gone: dropping the upstream connections closes them.
-            this.driving.clear();
+            // The client is gone: the server side, and with it the upstream connection, is
+            // dropped with this task.
             this.deferred.run();
             return Poll::Ready(());
         }

@@ -8,12 +8,12 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use hyper::body::Incoming;
 
 use super::activity::InFlight;
 use super::deferred::{Deferred, TapState};
 use super::errors::error_chain;
 use super::plan::End;
+use super::upstream_body::UpstreamBody;
 
 /// The upstream's response body on its way to the client, fed to the observer as it passes.
 pub struct ResponseTap {
@@ -27,7 +27,8 @@ pub struct ResponseTap {
 }
 
 pub(super) enum TapInner {
-    Upstream(Incoming),
+    /// Boxed: the body carries the upstream connection and the request still being sent.
+    Upstream(Box<UpstreamBody>),
     Fixed(Option<Bytes>),
 }
 
@@ -67,12 +68,12 @@ impl ResponseTap {
 
 impl Body for ResponseTap {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = self.get_mut();
         let inner = match &mut this.inner {
             TapInner::Fixed(b) => return Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
@@ -92,7 +93,7 @@ impl Body for ResponseTap {
             Poll::Ready(None) => this.ended(End::Finished),
             Poll::Pending => {}
         }
-        r
+        r.map(|f| f.map(|f| f.map_err(Into::into)))
     }
 
     fn is_end_stream(&self) -> bool {

@@ -200,7 +200,7 @@ async fn accept_loop(
                     cork: cork.clone(),
                 };
                 let sh = shared.clone();
-                let (upstream, upstream_conns) = Upstream::new();
+                let upstream = Upstream::new();
                 let deferred = upstream.deferred.clone();
                 // Formatted once per connection, not per request.
                 let peer: Arc<str> = peer.ip().to_string().into();
@@ -224,7 +224,6 @@ async fn accept_loop(
                     Box::pin(async move {
                         let _ = conn.await;
                     }),
-                    upstream_conns,
                     deferred,
                     cork,
                     shared.observe_after_write,

@@ -1,0 +1,164 @@
+//! The request head as the upstream gets it ([`encode_request_head`]), written from the
+//! `http` request head the client side made ready (origin form, the upstream's `Host`, `Via`),
+//! and how its body is framed.
+//!
+//! The framing follows what hyper's client did when it forwarded, so an upstream sees the same
+//! bytes as before: a `Content-Length` the client sent is kept; a body whose length is known
+//! gets one; a body of unknown length is sent chunked, except after `GET`, `HEAD` and `CONNECT`,
+//! which are sent without a body.
+
+use bytes::BytesMut;
+use http::header::{self, HeaderValue};
+use http::Method;
+
+/// How the request body goes upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RequestFraming {
+    /// No body bytes are sent (any the client sends are not forwarded).
+    Empty,
+    /// The body's bytes as they are, this many.
+    Length(u64),
+    /// Each frame as a chunk, then the last chunk.
+    Chunked,
+}
+
+/// Writes the head of `parts` to `out` and says how the body follows. `body_ended` is true when
+/// the body is known to be empty already; `exact` its length when known.
+///
+/// May add `Content-Length` or `Transfer-Encoding: chunked` to `parts.headers` (see the module
+/// doc); hop-by-hop headers must be gone already.
+pub(crate) fn encode_request_head(
+    parts: &mut http::request::Parts,
+    body_ended: bool,
+    exact: Option<u64>,
+    out: &mut BytesMut,
+) -> RequestFraming {
+    let framing = request_framing(parts, body_ended, exact);
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    out.reserve(256);
+    for part in [
+        parts.method.as_str().as_bytes(),
+        b" ",
+        path.as_bytes(),
+        b" HTTP/1.1\r\n",
+    ] {
+        out.extend_from_slice(part);
+    }
+    for (name, value) in &parts.headers {
+        for part in [name.as_str().as_bytes(), b": ", value.as_bytes(), b"\r\n"] {
+            out.extend_from_slice(part);
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+    framing
+}
+
+fn request_framing(
+    parts: &mut http::request::Parts,
+    body_ended: bool,
+    exact: Option<u64>,
+) -> RequestFraming {
+    if body_ended {
+        return RequestFraming::Empty;
+    }
+    if let Some(n) = content_length(&parts.headers) {
+        return RequestFraming::Length(n);
+    }
+    match exact {
+        Some(n) => {
+            parts
+                .headers
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(n));
+            RequestFraming::Length(n)
+        }
+        None if matches!(parts.method, Method::GET | Method::HEAD | Method::CONNECT) => {
+            RequestFraming::Empty
+        }
+        None => {
+            parts.headers.remove(header::CONTENT_LENGTH);
+            parts.headers.insert(
+                header::TRANSFER_ENCODING,
+                HeaderValue::from_static("chunked"),
+            );
+            RequestFraming::Chunked
+        }
+    }
+}
+
+/// The `Content-Length` of `headers` when every value names the same number.
+fn content_length(headers: &http::HeaderMap) -> Option<u64> {
+    let mut length = None;
+    for v in headers.get_all(header::CONTENT_LENGTH) {
+        for part in v.as_bytes().split(|&b| b == b',') {
+            let text = std::str::from_utf8(part.trim_ascii()).ok()?;
+            if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let n: u64 = text.parse().ok()?;
+            if length.is_some_and(|l| l != n) {
+                return None;
+            }
+            length = Some(n);
+        }
+    }
+    length
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(method: &str, headers: &[(&str, &str)]) -> http::request::Parts {
+        let mut b = http::Request::builder().method(method).uri("/mcp?x=1");
+        for (n, v) in headers {
+            b = b.header(*n, *v);
+        }
+        b.body(()).unwrap().into_parts().0
+    }
+
+    fn encode(
+        p: &mut http::request::Parts,
+        ended: bool,
+        exact: Option<u64>,
+    ) -> (String, RequestFraming) {
+        let mut out = BytesMut::new();
+        let f = encode_request_head(p, ended, exact, &mut out);
+        (String::from_utf8(out.to_vec()).unwrap(), f)
+    }
+
+    #[test]
+    fn a_length_the_client_sent_is_kept() {
+        let mut p = parts("POST", &[("host", "up:1"), ("content-length", "2")]);
+        let (head, f) = encode(&mut p, false, Some(2));
+        assert_eq!(f, RequestFraming::Length(2));
+        assert_eq!(
+            head,
+            "POST /mcp?x=1 HTTP/1.1\r\nhost: up:1\r\ncontent-length: 2\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn an_unknown_length_is_chunked_except_after_get() {
+        let mut p = parts("POST", &[("host", "up:1")]);
+        let (head, f) = encode(&mut p, false, None);
+        assert_eq!(f, RequestFraming::Chunked);
+        assert!(
+            head.ends_with("host: up:1\r\ntransfer-encoding: chunked\r\n\r\n"),
+            "{head}"
+        );
+        let mut p = parts("GET", &[("host", "up:1")]);
+        assert_eq!(encode(&mut p, false, None).1, RequestFraming::Empty);
+        let mut p = parts("DELETE", &[]);
+        let (head, f) = encode(&mut p, false, Some(3));
+        assert_eq!(f, RequestFraming::Length(3));
+        assert!(head.contains("content-length: 3\r\n"), "{head}");
+    }
+
+    #[test]
+    fn an_ended_body_sends_no_bytes() {
+        let mut p = parts("POST", &[("content-length", "0")]);
+        let (head, f) = encode(&mut p, true, Some(0));
+        assert_eq!(f, RequestFraming::Empty);
+        assert!(head.contains("content-length: 0\r\n"));
+    }
+}

@@ -1,0 +1,272 @@
+//! The upstream's response head ([`parse_response_head`]): read with `httparse` into the
+//! `http` types the observer and hyper's server side take, with how its body is framed.
+
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{StatusCode, Version};
+
+/// The most header lines of a response head (hyper's limit, which the proxy had before).
+pub(crate) const MAX_HEADERS: usize = 100;
+/// The longest response head the proxy reads: a longer one fails the exchange (`502`'s cousin:
+/// the client's connection is closed, as for any upstream that breaks before a response).
+pub(crate) const MAX_HEAD_BYTES: usize = 256 * 1024;
+
+/// Why a response head could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum HeadError {
+    #[error("the response head does not parse: {0}")]
+    Syntax(httparse::Error),
+    #[error("the response head is longer than {MAX_HEAD_BYTES} bytes")]
+    TooLong,
+    #[error("the response has an invalid status code {0}")]
+    Status(u16),
+    #[error("the response has an invalid header field {0:?}")]
+    Field(String),
+    #[error("the response's Content-Length is not one number: {0:?}")]
+    ContentLength(String),
+    #[error("the upstream switched protocols (101), which the proxy does not forward")]
+    SwitchingProtocols,
+}
+
+/// How a response body's end is found (RFC 9112 §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// No body: a `HEAD` request's response, 1xx, 204, 304, or a length of 0.
+    Empty,
+    Length(u64),
+    Chunked,
+    /// Neither length nor chunked: the body ends when the upstream closes the connection.
+    UntilClose,
+}
+
+/// A response head as read.
+#[derive(Debug)]
+pub(crate) struct ParsedResponse {
+    pub(crate) parts: http::response::Parts,
+    pub(crate) framing: Framing,
+    /// The connection may carry another exchange after this one.
+    pub(crate) keep_alive: bool,
+}
+
+/// Parses the response head at the start of `buf`: `Ok(None)` while it is incomplete, else the
+/// head and how many bytes it took. Interim (1xx) heads come back like final ones; the caller
+/// skips them.
+pub(crate) fn parse_response_head(
+    buf: &[u8],
+    request_was_head: bool,
+) -> Result<Option<(usize, ParsedResponse)>, HeadError> {
+    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut fields);
+    let n = match resp.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD_BYTES => {
+            return Err(HeadError::TooLong)
+        }
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(HeadError::Syntax(e)),
+    };
+    if n > MAX_HEAD_BYTES {
+        return Err(HeadError::TooLong);
+    }
+    let code = resp.code.unwrap_or(0);
+    let status = StatusCode::from_u16(code).map_err(|_| HeadError::Status(code))?;
+    if status == StatusCode::SWITCHING_PROTOCOLS {
+        return Err(HeadError::SwitchingProtocols);
+    }
+    let mut headers = HeaderMap::with_capacity(resp.headers.len());
+    for f in resp.headers.iter() {
+        let name = HeaderName::from_bytes(f.name.as_bytes())
+            .map_err(|_| HeadError::Field(f.name.to_string()))?;
+        let value =
+            HeaderValue::from_bytes(f.value).map_err(|_| HeadError::Field(f.name.to_string()))?;
+        headers.append(name, value);
+    }
+    let version = if resp.version == Some(0) {
+        Version::HTTP_10
+    } else {
+        Version::HTTP_11
+    };
+    let framing = framing(status, request_was_head, &headers)?;
+    let keep_alive = framing != Framing::UntilClose && keeps_alive(version, &headers);
+    let mut head = http::Response::new(());
+    *head.status_mut() = status;
+    *head.version_mut() = version;
+    *head.headers_mut() = headers;
+    if let Some(reason) = resp.reason.filter(|r| !r.is_empty()) {
+        if Some(reason) != status.canonical_reason() {
+            // hyper's server writes a reason it finds here instead of the canonical one.
+            if let Ok(r) = hyper::ext::ReasonPhrase::try_from(reason.as_bytes()) {
+                head.extensions_mut().insert(r);
+            }
+        }
+    }
+    let (parts, ()) = head.into_parts();
+    Ok(Some((
+        n,
+        ParsedResponse {
+            parts,
+            framing,
+            keep_alive,
+        },
+    )))
+}
+
+/// The body's framing from the status and the headers (RFC 9112 §6.3).
+fn framing(
+    status: StatusCode,
+    request_was_head: bool,
+    headers: &HeaderMap,
+) -> Result<Framing, HeadError> {
+    if request_was_head
+        || status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED
+    {
+        return Ok(Framing::Empty);
+    }
+    if let Some(last) = headers
+        .get_all(header::TRANSFER_ENCODING)
+        .iter()
+        .next_back()
+    {
+        let chunked = last
+            .as_bytes()
+            .rsplit(|&b| b == b',')
+            .next()
+            .is_some_and(|c| c.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+        return Ok(if chunked {
+            Framing::Chunked
+        } else {
+            Framing::UntilClose
+        });
+    }
+    let mut length = None;
+    for v in headers.get_all(header::CONTENT_LENGTH) {
+        for part in v.as_bytes().split(|&b| b == b',') {
+            let bad = || HeadError::ContentLength(String::from_utf8_lossy(v.as_bytes()).into());
+            let text = std::str::from_utf8(part.trim_ascii()).map_err(|_| bad())?;
+            if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad());
+            }
+            let n: u64 = text.parse().map_err(|_| bad())?;
+            if length.is_some_and(|l| l != n) {
+                return Err(bad());
+            }
+            length = Some(n);
+        }
+    }
+    Ok(match length {
+        Some(0) => Framing::Empty,
+        Some(n) => Framing::Length(n),
+        None => Framing::UntilClose,
+    })
+}
+
+/// Whether the connection stays open after this response (RFC 9112 §9.3).
+fn keeps_alive(version: Version, headers: &HeaderMap) -> bool {
+    let has = |token: &[u8]| {
+        headers.get_all(header::CONNECTION).iter().any(|v| {
+            v.as_bytes()
+                .split(|&b| b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
+        })
+    };
+    match version {
+        Version::HTTP_10 => has(b"keep-alive"),
+        _ => !has(b"close"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(head: &str) -> ParsedResponse {
+        let (n, r) = parse_response_head(head.as_bytes(), false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(n, head.len());
+        r
+    }
+
+    #[test]
+    fn length_chunked_and_until_close() {
+        let r = parse("HTTP/1.1 200 OK\r\nContent-Length: 12\r\nX-A: 1\r\nx-a: 2\r\n\r\n");
+        assert_eq!(r.framing, Framing::Length(12));
+        assert!(r.keep_alive);
+        assert_eq!(r.parts.headers.get_all("x-a").iter().count(), 2);
+        let r = parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n");
+        assert_eq!(r.framing, Framing::Chunked);
+        let r = parse("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n");
+        assert_eq!(r.framing, Framing::UntilClose);
+        assert!(!r.keep_alive);
+        let r = parse("HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        assert_eq!(r.framing, Framing::Empty);
+        assert!(!r.keep_alive);
+    }
+
+    #[test]
+    fn bodiless_statuses_and_head_requests_have_no_body() {
+        assert_eq!(
+            parse("HTTP/1.1 204 No Content\r\n\r\n").framing,
+            Framing::Empty
+        );
+        assert_eq!(
+            parse("HTTP/1.1 100 Continue\r\n\r\n").framing,
+            Framing::Empty
+        );
+        let head = "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n";
+        let (_, r) = parse_response_head(head.as_bytes(), true).unwrap().unwrap();
+        assert_eq!(r.framing, Framing::Empty);
+    }
+
+    #[test]
+    fn http_1_0_closes_unless_kept_alive() {
+        assert!(!parse("HTTP/1.0 200 OK\r\ncontent-length: 1\r\n\r\n").keep_alive);
+        let r = parse("HTTP/1.0 200 OK\r\ncontent-length: 1\r\nconnection: keep-alive\r\n\r\n");
+        assert!(r.keep_alive);
+    }
+
+    #[test]
+    fn a_custom_reason_is_kept_for_the_client() {
+        let r = parse("HTTP/1.1 404 Gone Fishing\r\ncontent-length: 0\r\n\r\n");
+        let reason = r
+            .parts
+            .extensions
+            .get::<hyper::ext::ReasonPhrase>()
+            .unwrap();
+        assert_eq!(reason.as_bytes(), b"Gone Fishing");
+        let r = parse("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n");
+        assert!(r
+            .parts
+            .extensions
+            .get::<hyper::ext::ReasonPhrase>()
+            .is_none());
+    }
+
+    #[test]
+    fn bad_heads_are_named() {
+        let err = |h: &str| parse_response_head(h.as_bytes(), false).unwrap_err();
+        assert!(matches!(
+            err("HTTP/1.1 2x0 OK\r\n\r\n"),
+            HeadError::Syntax(_)
+        ));
+        assert!(matches!(
+            err("HTTP/1.1 200 OK\r\ncontent-length: 1, 2\r\n\r\n"),
+            HeadError::ContentLength(_)
+        ));
+        assert!(matches!(
+            err("HTTP/1.1 200 OK\r\ncontent-length: -1\r\n\r\n"),
+            HeadError::ContentLength(_)
+        ));
+        assert_eq!(
+            err("HTTP/1.1 101 Switching Protocols\r\n\r\n"),
+            HeadError::SwitchingProtocols
+        );
+        assert!(parse_response_head(b"HTTP/1.1 200 OK\r\nx: 1\r\n", false)
+            .unwrap()
+            .is_none());
+        let long = format!("HTTP/1.1 200 OK\r\nx: {}", "a".repeat(MAX_HEAD_BYTES));
+        assert_eq!(err(&long), HeadError::TooLong);
+    }
+}
