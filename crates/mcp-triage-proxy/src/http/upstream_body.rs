@@ -12,7 +12,7 @@ use http_body::{Body, Frame, SizeHint};
 
 use super::h1::chunked::{encode_chunk, ChunkedDecoder, Decoded, LAST_CHUNK};
 use super::h1::request_head::RequestFraming;
-use super::h1::response_head::{parse_response_head, Framing, ParsedResponse};
+use super::h1::response_head::{take_response_head, Framing, ParsedResponse};
 use super::request_body::RequestTap;
 use super::upstream::{Conn, Upstream, UpstreamError};
 
@@ -119,8 +119,7 @@ impl RequestWriter {
         }
         loop {
             if !conn.read_buf.is_empty() {
-                if let Some((n, head)) = parse_response_head(&conn.read_buf, head_only)? {
-                    conn.read_buf.advance(n);
+                if let Some(head) = take_response_head(&mut conn.read_buf, head_only)? {
                     if head.parts.status.is_informational() {
                         continue;
                     }

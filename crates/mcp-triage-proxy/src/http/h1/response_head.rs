@@ -1,6 +1,7 @@
-//! The upstream's response head ([`parse_response_head`]): read with `httparse` into the
+//! The upstream's response head ([`take_response_head`]): read with `httparse` into the
 //! `http` types the observer and hyper's server side take, with how its body is framed.
 
+use bytes::BytesMut;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{StatusCode, Version};
 
@@ -48,13 +49,15 @@ pub(crate) struct ParsedResponse {
     pub(crate) keep_alive: bool,
 }
 
-/// Parses the response head at the start of `buf`: `Ok(None)` while it is incomplete, else the
-/// head and how many bytes it took. Interim (1xx) heads come back like final ones; the caller
-/// skips them.
-pub(crate) fn parse_response_head(
-    buf: &[u8],
+/// Parses the response head at the start of `buf` and takes it off: `Ok(None)` while it is
+/// incomplete (nothing is taken), else the head. Interim (1xx) heads come back like final ones;
+/// the caller skips them.
+///
+/// The header values share the head's bytes (one allocation for the head, none per value).
+pub(crate) fn take_response_head(
+    buf: &mut BytesMut,
     request_was_head: bool,
-) -> Result<Option<(usize, ParsedResponse)>, HeadError> {
+) -> Result<Option<ParsedResponse>, HeadError> {
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut fields);
     let n = match resp.parse(buf) {
@@ -73,42 +76,54 @@ pub(crate) fn parse_response_head(
     if status == StatusCode::SWITCHING_PROTOCOLS {
         return Err(HeadError::SwitchingProtocols);
     }
-    let mut headers = HeaderMap::with_capacity(resp.headers.len());
-    for f in resp.headers.iter() {
-        let name = HeaderName::from_bytes(f.name.as_bytes())
-            .map_err(|_| HeadError::Field(f.name.to_string()))?;
-        let value =
-            HeaderValue::from_bytes(f.value).map_err(|_| HeadError::Field(f.name.to_string()))?;
-        headers.append(name, value);
-    }
     let version = if resp.version == Some(0) {
         Version::HTTP_10
     } else {
         Version::HTTP_11
     };
+    // Where the parts lie in `buf`, to cut them from the head once it is split off.
+    let base = buf.as_ptr() as usize;
+    let at = |s: &[u8]| {
+        let start = s.as_ptr() as usize - base;
+        (start, start + s.len())
+    };
+    let reason = resp
+        .reason
+        .filter(|r| !r.is_empty())
+        .map(|r| at(r.as_bytes()));
+    let mut ranges = [((0, 0), (0, 0)); MAX_HEADERS];
+    for (slot, f) in ranges.iter_mut().zip(resp.headers.iter()) {
+        *slot = (at(f.name.as_bytes()), at(f.value));
+    }
+    let count = resp.headers.len();
+    let head = buf.split_to(n).freeze();
+    let mut headers = HeaderMap::with_capacity(count);
+    for &((ns, ne), (vs, ve)) in &ranges[..count] {
+        let field = || HeadError::Field(String::from_utf8_lossy(&head[ns..ne]).into_owned());
+        let n = HeaderName::from_bytes(&head[ns..ne]).map_err(|_| field())?;
+        let v = HeaderValue::from_maybe_shared(head.slice(vs..ve)).map_err(|_| field())?;
+        headers.append(n, v);
+    }
     let framing = framing(status, request_was_head, &headers)?;
     let keep_alive = framing != Framing::UntilClose && keeps_alive(version, &headers);
-    let mut head = http::Response::new(());
-    *head.status_mut() = status;
-    *head.version_mut() = version;
-    *head.headers_mut() = headers;
-    if let Some(reason) = resp.reason.filter(|r| !r.is_empty()) {
-        if Some(reason) != status.canonical_reason() {
+    let mut response = http::Response::new(());
+    *response.status_mut() = status;
+    *response.version_mut() = version;
+    *response.headers_mut() = headers;
+    if let Some(reason) = reason.map(|(s, e)| head.slice(s..e)) {
+        if Some(&reason[..]) != status.canonical_reason().map(str::as_bytes) {
             // hyper's server writes a reason it finds here instead of the canonical one.
-            if let Ok(r) = hyper::ext::ReasonPhrase::try_from(reason.as_bytes()) {
-                head.extensions_mut().insert(r);
+            if let Ok(r) = hyper::ext::ReasonPhrase::try_from(reason) {
+                response.extensions_mut().insert(r);
             }
         }
     }
-    let (parts, ()) = head.into_parts();
-    Ok(Some((
-        n,
-        ParsedResponse {
-            parts,
-            framing,
-            keep_alive,
-        },
-    )))
+    let (parts, ()) = response.into_parts();
+    Ok(Some(ParsedResponse {
+        parts,
+        framing,
+        keep_alive,
+    }))
 }
 
 /// The body's framing from the status and the headers (RFC 9112 §6.3).
@@ -181,12 +196,21 @@ fn keeps_alive(version: Version, headers: &HeaderMap) -> bool {
 mod tests {
     use super::*;
 
-    fn parse(head: &str) -> ParsedResponse {
-        let (n, r) = parse_response_head(head.as_bytes(), false)
-            .unwrap()
-            .unwrap();
-        assert_eq!(n, head.len());
+    fn take(head: &str, request_was_head: bool) -> Result<Option<ParsedResponse>, HeadError> {
+        let mut buf = BytesMut::from(head.as_bytes());
+        buf.extend_from_slice(b"BODY");
+        let r = take_response_head(&mut buf, request_was_head);
+        match &r {
+            Ok(Some(_)) => assert_eq!(&buf[..], b"BODY", "the head, and only it, is taken"),
+            Ok(None) => assert_eq!(buf.len(), head.len() + 4, "nothing is taken"),
+            // The connection is dropped: what was taken does not matter.
+            Err(_) => {}
+        }
         r
+    }
+
+    fn parse(head: &str) -> ParsedResponse {
+        take(head, false).unwrap().unwrap()
     }
 
     #[test]
@@ -216,8 +240,7 @@ mod tests {
             Framing::Empty
         );
         let head = "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n";
-        let (_, r) = parse_response_head(head.as_bytes(), true).unwrap().unwrap();
-        assert_eq!(r.framing, Framing::Empty);
+        assert_eq!(take(head, true).unwrap().unwrap().framing, Framing::Empty);
     }
 
     #[test]
@@ -246,7 +269,7 @@ mod tests {
 
     #[test]
     fn bad_heads_are_named() {
-        let err = |h: &str| parse_response_head(h.as_bytes(), false).unwrap_err();
+        let err = |h: &str| take(h, false).unwrap_err();
         assert!(matches!(
             err("HTTP/1.1 2x0 OK\r\n\r\n"),
             HeadError::Syntax(_)
@@ -263,9 +286,9 @@ mod tests {
             err("HTTP/1.1 101 Switching Protocols\r\n\r\n"),
             HeadError::SwitchingProtocols
         );
-        assert!(parse_response_head(b"HTTP/1.1 200 OK\r\nx: 1\r\n", false)
-            .unwrap()
-            .is_none());
+        let mut partial = BytesMut::from(&b"HTTP/1.1 200 OK\r\nx: 1\r\n"[..]);
+        assert!(take_response_head(&mut partial, false).unwrap().is_none());
+        assert_eq!(partial.len(), 23, "nothing is taken");
         let long = format!("HTTP/1.1 200 OK\r\nx: {}", "a".repeat(MAX_HEAD_BYTES));
         assert_eq!(err(&long), HeadError::TooLong);
     }
