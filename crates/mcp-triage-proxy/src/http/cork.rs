@@ -1,4 +1,4 @@
-//! The client side of a connection as hyper's server sees it ([`CorkedStream`]): reads go
+//! The client side of a connection ([`CorkedStream`]): reads go
 //! straight to the socket, writes wait in a bounded [`Cork`] that [`super::paired::Paired`]
 //! drains at the end of each poll.
 
@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
 /// Bytes for the client held until the end of the connection task's poll (see
-/// [`Paired`](super::paired::Paired)): hyper flushes after each step, the cork turns the steps of
+/// [`Paired`](super::paired::Paired)): the connection writes after each step, the cork turns the steps of
 /// one poll into one write. At most [`CORK_LIMIT`] bytes wait; past that a write waits for the
 /// socket, as it would without the cork, so a stream the client reads slowly still holds the proxy
 /// back (no unbounded buffer).
@@ -42,6 +42,12 @@ impl Cork {
     }
 
     /// Writes what is held; Pending (the waker registered) when the socket is full.
+    /// Writes everything held, then shuts the write side down: the connection's end.
+    pub(super) fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        std::task::ready!(self.drain(cx))?;
+        Pin::new(&mut self.half).poll_shutdown(cx)
+    }
+
     pub(super) fn drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.check()?;
         let mut at = 0;
@@ -69,7 +75,13 @@ impl Cork {
         result
     }
 
-    fn hold(&mut self, cx: &mut Context<'_>, parts: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+    /// Takes what fits of `parts` (all of it while the cork is below [`CORK_LIMIT`]);
+    /// `Pending` while it is full and the socket takes nothing.
+    pub(super) fn hold(
+        &mut self,
+        cx: &mut Context<'_>,
+        parts: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
         self.check()?;
         if self.buf.len() >= CORK_LIMIT {
             // Full: try the socket; still full, wait for it (the waker is registered).
@@ -80,7 +92,7 @@ impl Cork {
                 return Poll::Pending;
             }
         }
-        // Take what fits (a partial write, which hyper continues), so the cork never holds more
+        // Take what fits (a partial write, which the writer continues), so the cork never holds more
         // than its limit.
         let mut room = CORK_LIMIT - self.buf.len();
         let mut n = 0;
@@ -97,7 +109,7 @@ impl Cork {
     }
 }
 
-/// The client connection as hyper's server sees it: reads straight from the socket, writes into
+/// The client connection as [`super::client_conn`] sees it: reads straight from the socket, writes into
 /// the connection's [`Cork`].
 pub(super) struct CorkedStream {
     pub(super) read: OwnedReadHalf,
@@ -107,6 +119,15 @@ pub(super) struct CorkedStream {
 impl CorkedStream {
     fn cork(&self) -> std::sync::MutexGuard<'_, Cork> {
         self.cork.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds `bytes` to the cork whatever its fill (a few bytes the protocol owes now, such as
+    /// `100 Continue`); they go out at the end of the task's poll.
+    pub(super) fn hold_bytes(&self, bytes: &[u8]) {
+        let mut cork = self.cork();
+        if cork.check().is_ok() {
+            cork.buf.extend_from_slice(bytes);
+        }
     }
 }
 

@@ -39,7 +39,7 @@ impl TapState {
 
 /// Observer work of one client connection, run by [`Paired`](super::paired::Paired) in each poll.
 ///
-/// Why: a response tap sees a chunk *before* hyper writes it to the client (and the end of a body
+/// Why: a response tap sees a chunk *before* it is written to the client (and the end of a body
 /// before the last write is flushed). Classifying the chunk, reading the request, building records
 /// and handing them to the writer there would put all of it between the upstream's bytes and the
 /// client's. So the tap only notes what passed (a reference-counted `Bytes`, no copy) and queues

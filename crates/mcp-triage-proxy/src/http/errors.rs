@@ -2,7 +2,7 @@
 //! [`error_chain`], an error's text with its causes (also used by the OTLP exporter).
 
 /// The upstream accepted the request and closed without answering: close the client's
-/// connection too (hyper closes a connection whose service fails).
+/// connection too.
 #[derive(Debug)]
 pub(super) struct Cut;
 
@@ -14,7 +14,7 @@ impl std::fmt::Display for Cut {
 
 impl std::error::Error for Cut {}
 
-/// An error with its causes, `: `-separated (hyper's and reqwest's own messages leave out why a
+/// An error with its causes, `: `-separated (rustls's and reqwest's own messages leave out why a
 /// connection or a TLS handshake failed).
 pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::header::{self, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Uri};
-use hyper::body::Incoming;
 use mcp_triage_core::ResponseHead;
 use tokio::sync::oneshot;
 
+use super::client_body::ClientBody;
 use super::deferred::TapState;
 use super::errors::Cut;
 use super::exchange::Exchange;
@@ -36,7 +36,7 @@ pub(super) async fn handle(
     sh: Arc<Shared>,
     upstream: Upstream,
     peer: Arc<str>,
-    req: Request<Incoming>,
+    req: Request<ClientBody>,
 ) -> Result<Response<ResponseTap>, Cut> {
     let started = Instant::now();
     let (mut parts, body) = req.into_parts();
@@ -80,7 +80,7 @@ pub(super) async fn handle(
 fn begin_exchange(
     sh: &Shared,
     parts: &mut http::request::Parts,
-    body: Incoming,
+    body: ClientBody,
     peer: &str,
     started: Instant,
 ) -> (RequestTap, Exchange) {

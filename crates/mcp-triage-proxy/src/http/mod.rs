@@ -26,6 +26,9 @@
 //! - `serve`: [`start`], the accept loop and the connection cap (`activity`: which
 //!   connections are idle); each connection becomes one `paired` task, whose client side is
 //!   corked (`cork`) and which may spin after traffic (`spin`).
+//! - `client_conn`: the connection's loop, HTTP/1.1 spoken by the proxy's own code (`h1`:
+//!   heads and bodies' ends, no I/O): request heads read, each exchange handled, the answer
+//!   written; `client_body`: the client's socket as the loop and the request body read it.
 //! - `forward`: one exchange: the request head rewritten (`headers`), its body tapped
 //!   (`request_body`), sent through the connection's `upstream`, the response answered.
 //! - `upstream`: the upstream connection, spoken to by the proxy's own HTTP/1.1 (`h1`: heads
@@ -40,6 +43,8 @@
 //!   paths know of an exchange; `errors`: `Cut` and `error_chain`.
 
 mod activity;
+mod client_body;
+mod client_conn;
 mod cork;
 mod deferred;
 mod errors;
@@ -51,6 +56,7 @@ mod no_response;
 mod options;
 mod paired;
 mod plan;
+mod read_into;
 mod request_body;
 mod response_body;
 mod response_observer;

@@ -1,5 +1,5 @@
-//! The task of one client connection ([`Paired`]): hyper's server side (which reads and writes
-//! the upstream connection too, see [`super::upstream`]) polled, the client's writes corked
+//! The task of one client connection ([`Paired`]): the connection's loop
+//! ([`super::client_conn`], which reads and writes the upstream connection too) polled, the client's writes corked
 //! until the end of the poll, and the observer's deferred work run after them.
 
 use std::future::Future;
@@ -12,15 +12,15 @@ use super::cork::{Cork, CORK_LIMIT};
 use super::deferred::Deferred;
 use super::spin::Spin;
 
-/// The future of hyper's server side of one client connection.
+/// The future of one client connection's loop ([`super::client_conn::serve`]).
 pub(super) type ServerConn = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// One client connection and its upstream connection, polled by one task: a wakeup from
 /// either side is a wakeup of this task, never a hand-off to another thread.
 ///
 /// One poll runs until the connection has nothing more to do right now (at most
-/// [`ROUNDS_PER_POLL`] rounds): a part that wakes another during the poll (hyper's server side
-/// handing a body chunk to itself, a timer) gets the round it asked for at once. The client's
+/// [`ROUNDS_PER_POLL`] rounds): a part that wakes another during the poll (a request body
+/// batch that may be followed by another, a timer) gets the round it asked for at once. The client's
 /// writes are held in the [`Cork`] until the end of the poll, so what arrived together goes
 /// out in one write: an SSE response that came from the upstream in one segment (head, event,
 /// end of body) goes to the client in one segment too, instead of three writes that each wake

@@ -11,9 +11,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use tokio::sync::oneshot;
 
+use super::client_body::ClientBody;
 use super::errors::error_chain;
 
 /// How long a request body that the upstream never read is still read for its record.
@@ -31,7 +31,7 @@ pub(super) struct RequestCopy {
 /// The client's request body on its way upstream, copied (bounded) as it passes, and ended
 /// with an error when the client stalls longer than the body read timeout.
 pub struct RequestTap {
-    pub(super) inner: Option<Incoming>,
+    pub(super) inner: Option<ClientBody>,
     copy: RequestCopy,
     pub(super) max: u64,
     done: Option<oneshot::Sender<RequestCopy>>,
@@ -96,7 +96,7 @@ impl std::error::Error for BodyStalled {}
 
 impl RequestTap {
     pub(super) fn new(
-        body: Incoming,
+        body: ClientBody,
         max: u64,
         idle_limit: Duration,
         deadline: Duration,

@@ -115,7 +115,7 @@ impl Body for ResponseTap {
 impl Drop for ResponseTap {
     fn drop(&mut self) {
         if self.observed.is_some() {
-            // hyper may drop a body that is already at its end without polling it again.
+            // A body at its end may be dropped without a last poll (its length was reached).
             let done = matches!(&self.inner, TapInner::Upstream(i) if i.is_end_stream());
             self.ended(if done { End::Finished } else { End::Cancelled });
         }

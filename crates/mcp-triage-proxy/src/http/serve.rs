@@ -9,17 +9,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use http::header::HeaderValue;
-use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::activity::{ConnActivity, InFlight};
+use super::activity::ConnActivity;
+use super::client_body::ClientReader;
+use super::client_conn::{serve, ClientConn};
 use super::cork::{Cork, CorkedStream};
-use super::errors::Cut;
-use super::forward::handle;
 use super::options::{HostCheck, ProxyError, ProxyOptions};
 use super::paired::Paired;
 use super::shared::{tls_connector, Shared};
@@ -157,7 +154,8 @@ async fn accept_loop(
     options: ProxyOptions,
     refused: Arc<AtomicU64>,
 ) {
-    let graceful = GracefulShutdown::new();
+    // Open connections read no new request once this says true.
+    let (draining, draining_rx) = watch::channel(false);
     let mut conns = JoinSet::new();
     let mut tracked = Vec::new();
     let base = Instant::now();
@@ -199,31 +197,21 @@ async fn accept_loop(
                     read,
                     cork: cork.clone(),
                 };
-                let sh = shared.clone();
                 let upstream = Upstream::new();
                 let deferred = upstream.deferred.clone();
-                // Formatted once per connection, not per request.
-                let peer: Arc<str> = peer.ip().to_string().into();
                 let activity = ConnActivity::new(base);
-                let conn_activity = activity.clone();
-                let service = hyper::service::service_fn(move |req| {
-                    let in_flight = InFlight::new(&conn_activity);
-                    let exchange = handle(sh.clone(), upstream.clone(), peer.clone(), req);
-                    async move {
-                        let mut resp = exchange.await?;
-                        resp.body_mut().in_flight = Some(in_flight);
-                        Ok::<_, Cut>(resp)
-                    }
-                });
-                let conn = http1::Builder::new()
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(options.header_read_timeout)
-                    .serve_connection(TokioIo::new(stream), service);
-                let conn = graceful.watch(conn);
+                let client = ClientConn {
+                    sh: shared.clone(),
+                    upstream,
+                    // Formatted once per connection, not per request.
+                    peer: peer.ip().to_string().into(),
+                    activity: activity.clone(),
+                    header_read_timeout: options.header_read_timeout,
+                    draining: draining_rx.clone(),
+                };
+                let reader = ClientReader::new(stream);
                 let handle = conns.spawn(Paired::new(
-                    Box::pin(async move {
-                        let _ = conn.await;
-                    }),
+                    Box::pin(serve(client, reader, cork.clone())),
                     deferred,
                     cork,
                     shared.observe_after_write,
@@ -235,7 +223,12 @@ async fn accept_loop(
         }
     }
     drop(listener);
-    let _ = tokio::time::timeout(options.drain_timeout, graceful.shutdown()).await;
+    // Open exchanges may finish (idle connections close at once), within the drain timeout.
+    let _ = draining.send(true);
+    let _ = tokio::time::timeout(options.drain_timeout, async {
+        while conns.join_next().await.is_some() {}
+    })
+    .await;
     // Exchanges still open are closed now: dropping them emits their records (cancelled).
     conns.abort_all();
     while conns.join_next().await.is_some() {}

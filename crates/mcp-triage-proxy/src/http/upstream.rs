@@ -7,8 +7,9 @@
 //! client: hyper's client and its connection task cost about a fifth of the proxy's
 //! instructions per exchange (a dispatch channel, a `HeaderMap` parse and a body channel each
 //! way), where the proxy needs one socket read by whichever side of the exchange is being
-//! polled. The client side's hyper server polls both: [`send`](Upstream::send) until the
-//! response head, [`UpstreamBody`] until the body's end, both on the client connection's task.
+//! polled. The client side ([`super::client_conn`]) polls both: [`send`](Upstream::send) until
+//! the response head, [`UpstreamBody`] until the body's end, both on the client connection's
+//! task.
 
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
@@ -24,10 +25,11 @@ use super::errors::error_chain;
 use super::h1::chunked::ChunkedError;
 use super::h1::request_head::encode_request_head;
 use super::h1::response_head::HeadError;
+use super::read_into::READ_ROOM;
 use super::request_body::RequestTap;
 use super::shared::Shared;
 use super::upstream_body::{RequestWriter, UpstreamBody};
-use super::upstream_io::{EarlyAnswerIo, UpstreamIo, READ_ROOM};
+use super::upstream_io::{EarlyAnswerIo, UpstreamIo};
 
 /// The upstream side of one client connection: at most one HTTP/1.1 connection to the upstream,
 /// opened on the first request and again whenever the upstream closed it.

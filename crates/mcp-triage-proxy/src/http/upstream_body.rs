@@ -1,6 +1,6 @@
 //! One exchange on an upstream connection: [`RequestWriter`] sends the request (head, then the
 //! body as the client sends it) and reads until the response head; [`UpstreamBody`], the
-//! response body hyper's server side passes to the client, reads the rest, finishes sending
+//! response body the client side ([`super::client_conn`]) passes on, reads the rest, finishes sending
 //! the request body meanwhile, and puts the connection back when both ended cleanly.
 
 use std::pin::Pin;
@@ -10,7 +10,8 @@ use bytes::{Buf, Bytes, BytesMut};
 use http::Response;
 use http_body::{Body, Frame, SizeHint};
 
-use super::h1::chunked::{encode_chunk, ChunkedDecoder, Decoded, LAST_CHUNK};
+use super::h1::body::{BodyDecoder, Step};
+use super::h1::chunked::{encode_chunk, ChunkedDecoder, LAST_CHUNK};
 use super::h1::request_head::RequestFraming;
 use super::h1::response_head::{take_response_head, Framing, ParsedResponse};
 use super::request_body::RequestTap;
@@ -43,36 +44,41 @@ impl RequestWriter {
         }
     }
 
-    /// Writes what there is to write: `Ready(Ok)` once the whole request went out.
-    fn poll_write(
+    /// Writes one batch (what the client's body has ready, up to [`WRITE_HIGH`] bytes):
+    /// `Done` once the whole request went out, `More` when another batch may be ready now.
+    ///
+    /// One batch at a time, so that the caller looks at the response between batches: a
+    /// client sending a large body fast, to an upstream that reads it as fast, would otherwise
+    /// keep this writing (until the runtime's budget runs out, and again at the next poll)
+    /// while an early answer waits unread.
+    fn poll_write_batch(
         &mut self,
         conn: &mut Conn,
         cx: &mut Context<'_>,
-    ) -> Poll<Result<(), UpstreamError>> {
+    ) -> Poll<Result<Wrote, UpstreamError>> {
         if self.done {
-            return Poll::Ready(Ok(()));
+            return Poll::Ready(Ok(Wrote::Done));
         }
-        loop {
-            self.fill(cx)?;
-            if self.out.is_empty() {
-                if self.body.is_some() {
-                    // Waiting for the client's next bytes (its waker is registered).
-                    return Poll::Pending;
-                }
-                ready!(conn.io.poll_flush(cx)).map_err(UpstreamError::Write)?;
-                self.done = true;
-                return Poll::Ready(Ok(()));
+        self.fill(cx)?;
+        if self.out.is_empty() {
+            if self.body.is_some() {
+                // Waiting for the client's next bytes (its waker is registered).
+                return Poll::Pending;
             }
-            while !self.out.is_empty() {
-                let n = ready!(conn.io.poll_write(cx, &self.out)).map_err(UpstreamError::Write)?;
-                if n == 0 {
-                    return Poll::Ready(Err(UpstreamError::Write(
-                        std::io::ErrorKind::WriteZero.into(),
-                    )));
-                }
-                self.out.advance(n);
-            }
+            ready!(conn.io.poll_flush(cx)).map_err(UpstreamError::Write)?;
+            self.done = true;
+            return Poll::Ready(Ok(Wrote::Done));
         }
+        while !self.out.is_empty() {
+            let n = ready!(conn.io.poll_write(cx, &self.out)).map_err(UpstreamError::Write)?;
+            if n == 0 {
+                return Poll::Ready(Err(UpstreamError::Write(
+                    std::io::ErrorKind::WriteZero.into(),
+                )));
+            }
+            self.out.advance(n);
+        }
+        Poll::Ready(Ok(Wrote::More))
     }
 
     /// Frames the client's body into `out` while it has bytes ready and `out` has room.
@@ -108,77 +114,50 @@ impl RequestWriter {
     }
 
     /// Sends the request and reads until a final response head (1xx heads are read past).
+    /// The response is looked at before each batch of the request: an upstream may answer
+    /// before the body ended (a `413`), and then the rest is not sent.
     pub(super) fn poll_until_head(
         &mut self,
         conn: &mut Conn,
         head_only: bool,
         cx: &mut Context<'_>,
     ) -> Poll<Result<ParsedResponse, UpstreamError>> {
-        if let Poll::Ready(Err(e)) = self.poll_write(conn, cx) {
-            return Poll::Ready(Err(e));
-        }
         loop {
-            if !conn.read_buf.is_empty() {
-                if let Some(head) = take_response_head(&mut conn.read_buf, head_only)? {
-                    if head.parts.status.is_informational() {
-                        continue;
-                    }
-                    return Poll::Ready(Ok(head));
+            while !conn.read_buf.is_empty() {
+                match take_response_head(&mut conn.read_buf, head_only)? {
+                    Some(head) if head.parts.status.is_informational() => {}
+                    Some(head) => return Poll::Ready(Ok(head)),
+                    None => break,
                 }
             }
-            let n =
-                ready!(conn.io.poll_fill(cx, &mut conn.read_buf)).map_err(UpstreamError::Read)?;
-            if n == 0 {
-                return Poll::Ready(Err(if conn.read_buf.is_empty() {
-                    UpstreamError::ClosedBeforeResponse
-                } else {
-                    UpstreamError::ClosedInsideHead
-                }));
+            match conn.io.poll_fill(cx, &mut conn.read_buf) {
+                Poll::Ready(Ok(0)) => {
+                    return Poll::Ready(Err(if conn.read_buf.is_empty() {
+                        UpstreamError::ClosedBeforeResponse
+                    } else {
+                        UpstreamError::ClosedInsideHead
+                    }))
+                }
+                Poll::Ready(Ok(_)) => continue,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(UpstreamError::Read(e))),
+                Poll::Pending => {}
+            }
+            match self.poll_write_batch(conn, cx) {
+                Poll::Ready(Ok(Wrote::More)) => {}
+                Poll::Ready(Ok(Wrote::Done)) | Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
             }
         }
     }
 }
 
-/// How the response body's end is found, and how far it is.
-enum Decoder {
-    Length(u64),
-    Chunked(ChunkedDecoder),
-    UntilClose,
-}
-
-/// What one step of decoding found.
-enum Step {
-    Data(Bytes),
-    NeedMore,
-    End,
-}
-
-impl Decoder {
-    fn at_end(&self) -> bool {
-        match self {
-            Decoder::Length(left) => *left == 0,
-            Decoder::Chunked(d) => d.is_done(),
-            Decoder::UntilClose => false,
-        }
-    }
-
-    fn step(&mut self, buf: &mut BytesMut) -> Result<Step, UpstreamError> {
-        Ok(match self {
-            Decoder::Length(0) => Step::End,
-            Decoder::Length(_) | Decoder::UntilClose if buf.is_empty() => Step::NeedMore,
-            Decoder::Length(left) => {
-                let n = (*left).min(buf.len() as u64);
-                *left -= n;
-                Step::Data(buf.split_to(n as usize).freeze())
-            }
-            Decoder::UntilClose => Step::Data(buf.split().freeze()),
-            Decoder::Chunked(d) => match d.decode(buf)? {
-                Decoded::Data(b) => Step::Data(b),
-                Decoded::NeedMore => Step::NeedMore,
-                Decoded::End => Step::End,
-            },
-        })
-    }
+/// What one batch of the request came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wrote {
+    /// The whole request went out.
+    Done,
+    /// A batch went out; the next may be ready.
+    More,
 }
 
 /// The upstream's response body, read from the connection as the client side asks for it.
@@ -191,12 +170,10 @@ pub(super) struct UpstreamBody {
     conn: Option<Conn>,
     /// The request body, while it is still being sent.
     writer: Option<RequestWriter>,
-    decoder: Decoder,
+    decoder: BodyDecoder,
     /// The connection may carry another exchange once this one ended cleanly.
     keep_alive: bool,
     home: Upstream,
-    /// A failure held back for one poll (see [`Body::poll_frame`]).
-    failed: Option<UpstreamError>,
 }
 
 impl UpstreamBody {
@@ -208,10 +185,10 @@ impl UpstreamBody {
         home: Upstream,
     ) -> Response<Box<UpstreamBody>> {
         let decoder = match head.framing {
-            Framing::Empty => Decoder::Length(0),
-            Framing::Length(n) => Decoder::Length(n),
-            Framing::Chunked => Decoder::Chunked(ChunkedDecoder::default()),
-            Framing::UntilClose => Decoder::UntilClose,
+            Framing::Empty => BodyDecoder::Length(0),
+            Framing::Length(n) => BodyDecoder::Length(n),
+            Framing::Chunked => BodyDecoder::Chunked(ChunkedDecoder::default()),
+            Framing::UntilClose => BodyDecoder::UntilClose,
         };
         let mut body = Box::new(UpstreamBody {
             conn: Some(conn),
@@ -219,7 +196,6 @@ impl UpstreamBody {
             decoder,
             keep_alive: head.keep_alive,
             home,
-            failed: None,
         });
         if body.decoder.at_end() {
             body.finish();
@@ -241,23 +217,11 @@ impl UpstreamBody {
         }
     }
 
-    /// The body broke: the connection is closed, and the error is held back for one poll.
-    ///
-    /// Why: hyper's server side writes the response head and the chunks it polls into its own
-    /// buffer and flushes when the body has nothing ready; a body error in the same round drops
-    /// the buffer with the connection, and a client would lose the head and the bytes that did
-    /// come (when hyper's client forwarded, each chunk crossed a channel and was flushed before
-    /// the next poll saw the error). Returning `Pending` once, already woken, lets it flush.
-    fn fail(
-        &mut self,
-        e: UpstreamError,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, UpstreamError>>> {
+    /// The body broke: the connection is closed.
+    fn fail(&mut self, e: UpstreamError) -> Poll<Option<Result<Frame<Bytes>, UpstreamError>>> {
         self.writer = None;
         self.conn = None;
-        self.failed = Some(e);
-        cx.waker().wake_by_ref();
-        Poll::Pending
+        Poll::Ready(Some(Err(e)))
     }
 }
 
@@ -270,15 +234,14 @@ impl Body for UpstreamBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, UpstreamError>>> {
         let this = self.get_mut();
-        if let Some(e) = this.failed.take() {
-            return Poll::Ready(Some(Err(e)));
-        }
         let Some(conn) = this.conn.as_mut() else {
             return Poll::Ready(None);
         };
         if let Some(w) = this.writer.as_mut() {
-            match w.poll_write(conn, cx) {
-                Poll::Ready(Ok(())) => this.writer = None,
+            match w.poll_write_batch(conn, cx) {
+                Poll::Ready(Ok(Wrote::Done)) => this.writer = None,
+                // Another batch may be ready: come back for it after this frame.
+                Poll::Ready(Ok(Wrote::More)) => cx.waker().wake_by_ref(),
                 Poll::Ready(Err(_)) => {
                     // The response goes on; the connection cannot carry another exchange.
                     this.writer = None;
@@ -292,17 +255,17 @@ impl Body for UpstreamBody {
                 Ok(Step::Data(b)) => break Some(b),
                 Ok(Step::End) => break None,
                 Ok(Step::NeedMore) => {}
-                Err(e) => return this.fail(e, cx),
+                Err(e) => return this.fail(e.into()),
             }
             match conn.io.poll_fill(cx, &mut conn.read_buf) {
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(Ok(0)) if matches!(this.decoder, Decoder::UntilClose) => {
+                Poll::Ready(Ok(0)) if matches!(this.decoder, BodyDecoder::UntilClose) => {
                     this.keep_alive = false;
                     break None;
                 }
-                Poll::Ready(Ok(0)) => return this.fail(UpstreamError::ClosedMidBody, cx),
+                Poll::Ready(Ok(0)) => return this.fail(UpstreamError::ClosedMidBody),
                 Poll::Ready(Ok(_)) => {}
-                Poll::Ready(Err(e)) => return this.fail(UpstreamError::Read(e), cx),
+                Poll::Ready(Err(e)) => return this.fail(UpstreamError::Read(e)),
             }
         };
         if data.is_none() || this.decoder.at_end() {
@@ -312,13 +275,13 @@ impl Body for UpstreamBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.failed.is_none() && (self.conn.is_none() || self.decoder.at_end())
+        self.conn.is_none() || self.decoder.at_end()
     }
 
     fn size_hint(&self) -> SizeHint {
-        match (&self.decoder, &self.conn) {
+        match (self.decoder.remaining(), &self.conn) {
             (_, None) => SizeHint::with_exact(0),
-            (Decoder::Length(left), _) => SizeHint::with_exact(*left),
+            (Some(left), _) => SizeHint::with_exact(left),
             _ => SizeHint::default(),
         }
     }

@@ -1,15 +1,16 @@
 //! The upstream connection's socket ([`UpstreamIo`]): plain TCP or TLS, under both the
-//! [`EarlyAnswerIo`] wrapper that keeps an early answer readable; and [`poll_fill`], a read into
-//! the connection's buffer.
+//! [`EarlyAnswerIo`] wrapper that keeps an early answer readable.
 
 use std::io;
 use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
+
+use super::read_into::poll_read_into;
 
 /// The socket of one upstream connection.
 pub(super) enum UpstreamIo {
@@ -44,29 +45,15 @@ impl UpstreamIo {
         self.pinned_write().poll_flush(cx)
     }
 
-    /// Reads what the socket has into `buf`'s spare room (made at least [`READ_ROOM`] bytes):
-    /// the number of bytes read, 0 at the end of the stream.
+    /// Reads what the socket has into `buf` (see [`poll_read_into`]).
     pub(super) fn poll_fill(
         &mut self,
         cx: &mut Context<'_>,
         buf: &mut BytesMut,
     ) -> Poll<io::Result<usize>> {
-        if buf.capacity() - buf.len() < READ_ROOM {
-            buf.reserve(READ_ROOM);
-        }
-        let before = buf.len();
-        let spare = buf.spare_capacity_mut();
-        let mut rb = ReadBuf::uninit(spare);
-        ready!(self.pinned_read().poll_read(cx, &mut rb))?;
-        let n = rb.filled().len();
-        // SAFETY: `poll_read` initialised the first `n` bytes of the spare capacity.
-        unsafe { buf.set_len(before + n) };
-        Poll::Ready(Ok(n))
+        poll_read_into(self.pinned_read(), cx, buf)
     }
 }
-
-/// The room a read asks for: most MCP responses fit whole.
-pub(super) const READ_ROOM: usize = 16 * 1024;
 
 /// The upstream socket, keeping an early answer readable after the upstream stopped reading.
 ///

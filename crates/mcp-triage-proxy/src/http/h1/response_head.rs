@@ -1,5 +1,5 @@
 //! The upstream's response head ([`take_response_head`]): read with `httparse` into the
-//! `http` types the observer and hyper's server side take, with how its body is framed.
+//! `http` types the observer and the client side take, with how its body is framed.
 
 use bytes::BytesMut;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -39,6 +39,11 @@ pub(crate) enum Framing {
     /// Neither length nor chunked: the body ends when the upstream closes the connection.
     UntilClose,
 }
+
+/// A reason phrase other than the status's canonical one, carried in the response head's
+/// extensions so the client gets the upstream's words (`404 Gone Fishing`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Reason(pub(crate) bytes::Bytes);
 
 /// A response head as read.
 #[derive(Debug)]
@@ -112,10 +117,8 @@ pub(crate) fn take_response_head(
     *response.headers_mut() = headers;
     if let Some(reason) = reason.map(|(s, e)| head.slice(s..e)) {
         if Some(&reason[..]) != status.canonical_reason().map(str::as_bytes) {
-            // hyper's server writes a reason it finds here instead of the canonical one.
-            if let Ok(r) = hyper::ext::ReasonPhrase::try_from(reason) {
-                response.extensions_mut().insert(r);
-            }
+            // httparse let only visible characters, spaces and tabs through: safe to write.
+            response.extensions_mut().insert(Reason(reason));
         }
     }
     let (parts, ()) = response.into_parts();
@@ -253,18 +256,10 @@ mod tests {
     #[test]
     fn a_custom_reason_is_kept_for_the_client() {
         let r = parse("HTTP/1.1 404 Gone Fishing\r\ncontent-length: 0\r\n\r\n");
-        let reason = r
-            .parts
-            .extensions
-            .get::<hyper::ext::ReasonPhrase>()
-            .unwrap();
-        assert_eq!(reason.as_bytes(), b"Gone Fishing");
+        let reason = r.parts.extensions.get::<Reason>().unwrap();
+        assert_eq!(&reason.0[..], b"Gone Fishing");
         let r = parse("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n");
-        assert!(r
-            .parts
-            .extensions
-            .get::<hyper::ext::ReasonPhrase>()
-            .is_none());
+        assert!(r.parts.extensions.get::<Reason>().is_none());
     }
 
     #[test]
