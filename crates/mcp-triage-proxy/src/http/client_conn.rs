@@ -224,18 +224,41 @@ async fn write_response(
 
 /// One chunk of a chunked body: its size line, the data, CRLF.
 async fn write_chunk(cork: &Arc<Mutex<Cork>>, data: &[u8]) -> io::Result<()> {
-    let size = format!("{:x}\r\n", data.len());
-    write_all(cork, size.as_bytes()).await?;
-    write_all(cork, data).await?;
-    write_all(cork, b"\r\n").await
+    let mut line = [0u8; 18];
+    let size = chunk_size_line(data.len(), &mut line);
+    write_parts(cork, &[size, data, b"\r\n"]).await
+}
+
+/// `len` in hexadecimal and CRLF, in `buf`.
+fn chunk_size_line(mut len: usize, buf: &mut [u8; 18]) -> &[u8] {
+    let mut i = 16;
+    buf[16..].copy_from_slice(b"\r\n");
+    loop {
+        i -= 1;
+        buf[i] = b"0123456789abcdef"[len & 0xf];
+        len >>= 4;
+        if len == 0 {
+            return &buf[i..];
+        }
+    }
 }
 
 /// Hands `data` to the cork, waiting while it is full (the client reads slowly).
-async fn write_all(cork: &Arc<Mutex<Cork>>, mut data: &[u8]) -> io::Result<()> {
+async fn write_all(cork: &Arc<Mutex<Cork>>, data: &[u8]) -> io::Result<()> {
+    write_parts(cork, &[data]).await
+}
+
+/// Hands `parts` to the cork in order, waiting while it is full.
+async fn write_parts(cork: &Arc<Mutex<Cork>>, parts: &[&[u8]]) -> io::Result<()> {
+    let (mut part, mut at) = (0, 0);
     poll_fn(|cx| {
-        while !data.is_empty() {
-            let n = std::task::ready!(cork_of(cork).hold(cx, &[IoSlice::new(data)]))?;
-            data = &data[n..];
+        let mut c = cork_of(cork);
+        while let Some(p) = parts.get(part) {
+            if at == p.len() {
+                (part, at) = (part + 1, 0);
+                continue;
+            }
+            at += std::task::ready!(c.hold(cx, &[IoSlice::new(&p[at..])]))?;
         }
         Poll::Ready(Ok(()))
     })
@@ -251,4 +274,21 @@ fn refusal(why: &RequestHeadError) -> Vec<u8> {
         status.canonical_reason().unwrap_or("")
     )
     .into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_size_lines_are_hex() {
+        let mut buf = [0u8; 18];
+        assert_eq!(chunk_size_line(0, &mut buf), b"0\r\n");
+        assert_eq!(chunk_size_line(255, &mut buf), b"ff\r\n");
+        assert_eq!(chunk_size_line(0x1234_5678, &mut buf), b"12345678\r\n");
+        assert_eq!(
+            chunk_size_line(usize::MAX, &mut buf),
+            b"ffffffffffffffff\r\n"
+        );
+    }
 }

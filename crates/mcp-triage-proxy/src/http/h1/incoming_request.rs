@@ -2,6 +2,8 @@
 //! request head the exchange works with, and how its body is framed (RFC 9112 §6.3), with the
 //! rules hyper's server applied before, so a client sees the same answers to the same bytes.
 
+use std::mem::MaybeUninit;
+
 use bytes::BytesMut;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Uri, Version};
@@ -75,9 +77,11 @@ pub(crate) fn take_request_head(
     if blank > 0 {
         let _ = buf.split_to(blank);
     }
-    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut req = httparse::Request::new(&mut fields);
-    let n = match req.parse(buf) {
+    // Uninitialised slots, and the fields' places in a vector of their count: zeroing two
+    // arrays of MAX_HEADERS per head cost more than the parse itself.
+    let mut fields = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut []);
+    let n = match req.parse_with_uninit_headers(buf, &mut fields) {
         Ok(httparse::Status::Complete(n)) if n <= MAX_HEAD_BYTES => n,
         Ok(httparse::Status::Complete(_)) => return Err(RequestHeadError::TooLarge),
         Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD_BYTES => {
@@ -96,16 +100,16 @@ pub(crate) fn take_request_head(
         .map_err(|_| RequestHeadError::Method)?;
     let target = at(req.path.unwrap_or("").as_bytes());
     let http_11 = req.version == Some(1);
-    let mut ranges = [((0, 0), (0, 0)); MAX_HEADERS];
-    for (slot, f) in ranges.iter_mut().zip(req.headers.iter()) {
-        *slot = (at(f.name.as_bytes()), at(f.value));
-    }
-    let count = req.headers.len();
+    let ranges: Vec<_> = req
+        .headers
+        .iter()
+        .map(|f| (at(f.name.as_bytes()), at(f.value)))
+        .collect();
     let head = buf.split_to(n).freeze();
     let uri = Uri::from_maybe_shared(head.slice(target.0..target.1))
         .map_err(|_| RequestHeadError::Target)?;
-    let mut headers = HeaderMap::with_capacity(count);
-    for &((ns, ne), (vs, ve)) in &ranges[..count] {
+    let mut headers = HeaderMap::with_capacity(ranges.len());
+    for &((ns, ne), (vs, ve)) in &ranges {
         let field = || RequestHeadError::Field(String::from_utf8_lossy(&head[ns..ne]).into());
         let name = HeaderName::from_bytes(&head[ns..ne]).map_err(|_| field())?;
         let value = HeaderValue::from_maybe_shared(head.slice(vs..ve)).map_err(|_| field())?;

@@ -1,6 +1,8 @@
 //! The upstream's response head ([`take_response_head`]): read with `httparse` into the
 //! `http` types the observer and the client side take, with how its body is framed.
 
+use std::mem::MaybeUninit;
+
 use bytes::BytesMut;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{StatusCode, Version};
@@ -63,9 +65,16 @@ pub(crate) fn take_response_head(
     buf: &mut BytesMut,
     request_was_head: bool,
 ) -> Result<Option<ParsedResponse>, HeadError> {
-    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut resp = httparse::Response::new(&mut fields);
-    let n = match resp.parse(buf) {
+    // Uninitialised slots, and the fields' places in a vector of their count: zeroing two
+    // arrays of MAX_HEADERS per head cost more than the parse itself.
+    let mut fields = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut []);
+    let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+        &mut resp,
+        buf,
+        &mut fields,
+    );
+    let n = match parsed {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD_BYTES => {
             return Err(HeadError::TooLong)
@@ -96,14 +105,14 @@ pub(crate) fn take_response_head(
         .reason
         .filter(|r| !r.is_empty())
         .map(|r| at(r.as_bytes()));
-    let mut ranges = [((0, 0), (0, 0)); MAX_HEADERS];
-    for (slot, f) in ranges.iter_mut().zip(resp.headers.iter()) {
-        *slot = (at(f.name.as_bytes()), at(f.value));
-    }
-    let count = resp.headers.len();
+    let ranges: Vec<_> = resp
+        .headers
+        .iter()
+        .map(|f| (at(f.name.as_bytes()), at(f.value)))
+        .collect();
     let head = buf.split_to(n).freeze();
-    let mut headers = HeaderMap::with_capacity(count);
-    for &((ns, ne), (vs, ve)) in &ranges[..count] {
+    let mut headers = HeaderMap::with_capacity(ranges.len());
+    for &((ns, ne), (vs, ve)) in &ranges {
         let field = || HeadError::Field(String::from_utf8_lossy(&head[ns..ne]).into_owned());
         let n = HeaderName::from_bytes(&head[ns..ne]).map_err(|_| field())?;
         let v = HeaderValue::from_maybe_shared(head.slice(vs..ve)).map_err(|_| field())?;
