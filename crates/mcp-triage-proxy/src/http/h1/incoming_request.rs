@@ -5,11 +5,14 @@
 use std::mem::MaybeUninit;
 
 use bytes::BytesMut;
-use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::header::{self, HeaderMap};
 use http::{Method, Uri, Version};
 
-/// The most header lines of a request head (hyper's limit, which the proxy had before).
-pub(crate) const MAX_HEADERS: usize = 100;
+use super::fields::{
+    connection_lists, content_length, ends_in_chunked, field_ranges, header_map, InvalidLength,
+    MAX_HEADERS,
+};
+
 /// The longest request head read: a longer one is answered with `431` and the connection
 /// closed. 64 KiB is far beyond any MCP request's head and bounds what one client can make
 /// the proxy hold before it has sent a whole head.
@@ -91,30 +94,16 @@ pub(crate) fn take_request_head(
         Err(httparse::Error::TooManyHeaders) => return Err(RequestHeadError::TooLarge),
         Err(e) => return Err(RequestHeadError::Syntax(e)),
     };
-    let base = buf.as_ptr() as usize;
-    let at = |s: &[u8]| {
-        let start = s.as_ptr() as usize - base;
-        (start, start + s.len())
-    };
     let method = Method::from_bytes(req.method.unwrap_or("").as_bytes())
         .map_err(|_| RequestHeadError::Method)?;
-    let target = at(req.path.unwrap_or("").as_bytes());
+    let path = req.path.unwrap_or("");
+    let target_start = path.as_ptr() as usize - buf.as_ptr() as usize;
+    let target = target_start..target_start + path.len();
     let http_11 = req.version == Some(1);
-    let ranges: Vec<_> = req
-        .headers
-        .iter()
-        .map(|f| (at(f.name.as_bytes()), at(f.value)))
-        .collect();
+    let ranges = field_ranges(buf, req.headers);
     let head = buf.split_to(n).freeze();
-    let uri = Uri::from_maybe_shared(head.slice(target.0..target.1))
-        .map_err(|_| RequestHeadError::Target)?;
-    let mut headers = HeaderMap::with_capacity(ranges.len());
-    for &((ns, ne), (vs, ve)) in &ranges {
-        let field = || RequestHeadError::Field(String::from_utf8_lossy(&head[ns..ne]).into());
-        let name = HeaderName::from_bytes(&head[ns..ne]).map_err(|_| field())?;
-        let value = HeaderValue::from_maybe_shared(head.slice(vs..ve)).map_err(|_| field())?;
-        headers.append(name, value);
-    }
+    let uri = Uri::from_maybe_shared(head.slice(target)).map_err(|_| RequestHeadError::Target)?;
+    let mut headers = header_map(&head, &ranges).map_err(RequestHeadError::Field)?;
     let framing = body_framing(&mut headers, http_11)?;
     let keep_alive = keeps_alive(http_11, &headers);
     let expect_continue = http_11
@@ -145,35 +134,15 @@ fn body_framing(
     headers: &mut HeaderMap,
     http_11: bool,
 ) -> Result<Option<BodyFraming>, RequestHeadError> {
-    if let Some(last) = headers
-        .get_all(header::TRANSFER_ENCODING)
-        .iter()
-        .next_back()
-    {
-        let chunked = last
-            .as_bytes()
-            .rsplit(|&b| b == b',')
-            .next()
-            .is_some_and(|c| c.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+    if let Some(chunked) = ends_in_chunked(headers) {
         if !http_11 || !chunked {
             return Err(RequestHeadError::TransferEncoding);
         }
         headers.remove(header::CONTENT_LENGTH);
         return Ok(Some(BodyFraming::Chunked));
     }
-    let mut length = None;
-    for v in headers.get_all(header::CONTENT_LENGTH) {
-        let text = std::str::from_utf8(v.as_bytes().trim_ascii())
-            .map_err(|_| RequestHeadError::ContentLength)?;
-        if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(RequestHeadError::ContentLength);
-        }
-        let n: u64 = text.parse().map_err(|_| RequestHeadError::ContentLength)?;
-        if length.is_some_and(|l| l != n) {
-            return Err(RequestHeadError::ContentLength);
-        }
-        length = Some(n);
-    }
+    let length =
+        content_length(headers).map_err(|InvalidLength| RequestHeadError::ContentLength)?;
     Ok(match length {
         Some(0) | None => None,
         Some(n) => Some(BodyFraming::Length(n)),
@@ -183,17 +152,10 @@ fn body_framing(
 /// Whether the client keeps the connection open (RFC 9112 §9.3): HTTP/1.1 unless it says
 /// `close`; HTTP/1.0 only when it says `keep-alive` (and not `close`).
 fn keeps_alive(http_11: bool, headers: &HeaderMap) -> bool {
-    let has = |token: &[u8]| {
-        headers.get_all(header::CONNECTION).iter().any(|v| {
-            v.as_bytes()
-                .split(|&b| b == b',')
-                .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
-        })
-    };
-    if has(b"close") {
+    if connection_lists(headers, b"close") {
         return false;
     }
-    http_11 || has(b"keep-alive")
+    http_11 || connection_lists(headers, b"keep-alive")
 }
 
 #[cfg(test)]

@@ -7,9 +7,10 @@ use std::cell::RefCell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::BytesMut;
-use http::header::{self, HeaderValue};
+use http::header;
 use http::StatusCode;
 
+use super::fields::{content_length, lists};
 use super::response_head::Reason;
 
 /// How the response body goes to the client.
@@ -66,18 +67,17 @@ pub(crate) fn encode_response_head(
     let no_body_status = status.is_informational()
         || status == StatusCode::NO_CONTENT
         || status == StatusCode::NOT_MODIFIED;
-    let mut length = None;
+    let length = content_length(&parts.headers).ok().flatten();
     let (mut has_date, mut says_close) = (false, false);
     for (name, value) in &parts.headers {
         if *name == header::CONTENT_LENGTH {
             if no_body_status && status != StatusCode::NOT_MODIFIED {
                 continue;
             }
-            length = length.or(parse_length(value));
         } else if *name == header::DATE {
             has_date = true;
         } else if *name == header::CONNECTION {
-            says_close |= has_token(value, b"close");
+            says_close |= lists(value, b"close");
         }
         for part in [name.as_str().as_bytes(), b": ", value.as_bytes(), b"\r\n"] {
             out.extend_from_slice(part);
@@ -120,20 +120,6 @@ pub(crate) fn encode_response_head(
         framing,
         keep_alive,
     }
-}
-
-fn parse_length(v: &HeaderValue) -> Option<u64> {
-    let text = std::str::from_utf8(v.as_bytes().trim_ascii()).ok()?;
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
-}
-
-fn has_token(v: &HeaderValue, token: &[u8]) -> bool {
-    v.as_bytes()
-        .split(|&b| b == b',')
-        .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
 }
 
 thread_local! {

@@ -11,6 +11,8 @@ use bytes::BytesMut;
 use http::header::{self, HeaderValue};
 use http::Method;
 
+use super::fields::content_length;
+
 /// How the request body goes upstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RequestFraming {
@@ -61,7 +63,7 @@ fn request_framing(
     if body_ended {
         return RequestFraming::Empty;
     }
-    if let Some(n) = content_length(&parts.headers) {
+    if let Ok(Some(n)) = content_length(&parts.headers) {
         return RequestFraming::Length(n);
     }
     match exact {
@@ -83,25 +85,6 @@ fn request_framing(
             RequestFraming::Chunked
         }
     }
-}
-
-/// The `Content-Length` of `headers` when every value names the same number.
-fn content_length(headers: &http::HeaderMap) -> Option<u64> {
-    let mut length = None;
-    for v in headers.get_all(header::CONTENT_LENGTH) {
-        for part in v.as_bytes().split(|&b| b == b',') {
-            let text = std::str::from_utf8(part.trim_ascii()).ok()?;
-            if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-                return None;
-            }
-            let n: u64 = text.parse().ok()?;
-            if length.is_some_and(|l| l != n) {
-                return None;
-            }
-            length = Some(n);
-        }
-    }
-    length
 }
 
 #[cfg(test)]

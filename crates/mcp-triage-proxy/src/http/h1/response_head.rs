@@ -4,11 +4,14 @@
 use std::mem::MaybeUninit;
 
 use bytes::BytesMut;
-use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::header::{self, HeaderMap};
+
+use super::fields::{
+    connection_lists, content_length, ends_in_chunked, field_ranges, header_map, InvalidLength,
+    MAX_HEADERS,
+};
 use http::{StatusCode, Version};
 
-/// The most header lines of a response head (hyper's limit, which the proxy had before).
-pub(crate) const MAX_HEADERS: usize = 100;
 /// The longest response head the proxy reads: a longer one fails the exchange (`502`'s cousin:
 /// the client's connection is closed, as for any upstream that breaks before a response).
 pub(crate) const MAX_HEAD_BYTES: usize = 256 * 1024;
@@ -95,29 +98,13 @@ pub(crate) fn take_response_head(
     } else {
         Version::HTTP_11
     };
-    // Where the parts lie in `buf`, to cut them from the head once it is split off.
-    let base = buf.as_ptr() as usize;
-    let at = |s: &[u8]| {
-        let start = s.as_ptr() as usize - base;
-        (start, start + s.len())
-    };
-    let reason = resp
-        .reason
-        .filter(|r| !r.is_empty())
-        .map(|r| at(r.as_bytes()));
-    let ranges: Vec<_> = resp
-        .headers
-        .iter()
-        .map(|f| (at(f.name.as_bytes()), at(f.value)))
-        .collect();
+    let reason = resp.reason.filter(|r| !r.is_empty()).map(|r| {
+        let start = r.as_ptr() as usize - buf.as_ptr() as usize;
+        (start, start + r.len())
+    });
+    let ranges = field_ranges(buf, resp.headers);
     let head = buf.split_to(n).freeze();
-    let mut headers = HeaderMap::with_capacity(ranges.len());
-    for &((ns, ne), (vs, ve)) in &ranges {
-        let field = || HeadError::Field(String::from_utf8_lossy(&head[ns..ne]).into_owned());
-        let n = HeaderName::from_bytes(&head[ns..ne]).map_err(|_| field())?;
-        let v = HeaderValue::from_maybe_shared(head.slice(vs..ve)).map_err(|_| field())?;
-        headers.append(n, v);
-    }
+    let headers = header_map(&head, &ranges).map_err(HeadError::Field)?;
     let framing = framing(status, request_was_head, &headers)?;
     let keep_alive = framing != Framing::UntilClose && keeps_alive(version, &headers);
     let mut response = http::Response::new(());
@@ -151,37 +138,15 @@ fn framing(
     {
         return Ok(Framing::Empty);
     }
-    if let Some(last) = headers
-        .get_all(header::TRANSFER_ENCODING)
-        .iter()
-        .next_back()
-    {
-        let chunked = last
-            .as_bytes()
-            .rsplit(|&b| b == b',')
-            .next()
-            .is_some_and(|c| c.trim_ascii().eq_ignore_ascii_case(b"chunked"));
-        return Ok(if chunked {
-            Framing::Chunked
-        } else {
-            Framing::UntilClose
-        });
+    match ends_in_chunked(headers) {
+        Some(true) => return Ok(Framing::Chunked),
+        Some(false) => return Ok(Framing::UntilClose),
+        None => {}
     }
-    let mut length = None;
-    for v in headers.get_all(header::CONTENT_LENGTH) {
-        for part in v.as_bytes().split(|&b| b == b',') {
-            let bad = || HeadError::ContentLength(String::from_utf8_lossy(v.as_bytes()).into());
-            let text = std::str::from_utf8(part.trim_ascii()).map_err(|_| bad())?;
-            if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(bad());
-            }
-            let n: u64 = text.parse().map_err(|_| bad())?;
-            if length.is_some_and(|l| l != n) {
-                return Err(bad());
-            }
-            length = Some(n);
-        }
-    }
+    let length = content_length(headers).map_err(|InvalidLength| {
+        let values: Vec<_> = headers.get_all(header::CONTENT_LENGTH).iter().collect();
+        HeadError::ContentLength(format!("{values:?}"))
+    })?;
     Ok(match length {
         Some(0) => Framing::Empty,
         Some(n) => Framing::Length(n),
@@ -191,16 +156,9 @@ fn framing(
 
 /// Whether the connection stays open after this response (RFC 9112 §9.3).
 fn keeps_alive(version: Version, headers: &HeaderMap) -> bool {
-    let has = |token: &[u8]| {
-        headers.get_all(header::CONNECTION).iter().any(|v| {
-            v.as_bytes()
-                .split(|&b| b == b',')
-                .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
-        })
-    };
     match version {
-        Version::HTTP_10 => has(b"keep-alive"),
-        _ => !has(b"close"),
+        Version::HTTP_10 => connection_lists(headers, b"keep-alive"),
+        _ => !connection_lists(headers, b"close"),
     }
 }
 
