@@ -386,7 +386,7 @@ impl Record {
             .client
             .as_ref()
             .and_then(|c| match (&c.name, &c.version, &c.user_agent) {
-                (Some(n), Some(v), _) => Some(format!("{n}@{v}")),
+                (Some(n), Some(v), _) => Some([n.as_str(), "@", v.as_str()].concat()),
                 (Some(n), None, _) => Some(n.clone()),
                 (None, _, Some(ua)) => Some(ua.clone()),
                 _ => None,
