@@ -298,7 +298,7 @@ impl Observer {
         let mut id = String::with_capacity(self.prefix.len() + 1 + digits.len() - at);
         id.push_str(&self.prefix);
         id.push('-');
-        id.push_str(std::str::from_utf8(&digits[at..]).expect("decimal digits are ASCII"));
+        id.push_str(mcp_triage_core::scan::utf8(&digits[at..]).expect("decimal digits are ASCII"));
         Record::new(id, rfc3339(now_ms()), kind, self.transport)
     }
 
@@ -325,6 +325,11 @@ impl Observer {
     pub fn count_post(&self, origin: &Origin) -> Option<u64> {
         let sid = origin.session_id.as_ref()?;
         let mut st = self.lock();
+        // a known session: one lookup (state_session looks twice)
+        if let Some(s) = st.sessions.0.get_mut(sid.as_str()) {
+            s.posts += 1;
+            return Some(s.posts);
+        }
         let s = st.state_session(sid);
         s.posts += 1;
         Some(s.posts)
@@ -378,8 +383,21 @@ impl Observer {
             })
     }
 
-    /// Opens a call for a client request.
+    /// Opens a call for a client request, starting now.
     pub fn start_call(&self, id: &Value, method: &str, params: &Value, origin: &Origin) -> Call {
+        self.start_call_at(id, method, params, origin, Instant::now())
+    }
+
+    /// [`Observer::start_call`] for a request that arrived at `started` (the HTTP proxy knows
+    /// when: no second reading of the clock).
+    pub fn start_call_at(
+        &self,
+        id: &Value,
+        method: &str,
+        params: &Value,
+        origin: &Origin,
+        started: Instant,
+    ) -> Call {
         let mut record = Box::new(self.new_record(RecordKind::Request));
         record.method = Some(method.to_string());
         record.id = Some(id.clone());
@@ -398,7 +416,7 @@ impl Observer {
             (method == "initialize").then(|| self.note_initialize(&mut record, params, origin));
         Call {
             record,
-            started: Instant::now(),
+            started,
             attempt_key,
             is_initialize_of,
         }
@@ -430,7 +448,12 @@ impl Observer {
     /// linked to the call it continues, and the attempt is numbered against the earlier ones of
     /// the same client, tool and arguments. Returns the attempt's key, under which the call's
     /// end notes how the attempt went.
-    fn note_tool_call(&self, record: &mut Record, params: &Value, client_key: String) -> AttemptKey {
+    fn note_tool_call(
+        &self,
+        record: &mut Record,
+        params: &Value,
+        client_key: String,
+    ) -> AttemptKey {
         let tool = params.get("name").and_then(Value::as_str).unwrap_or("");
         record.tool = Some(tool.to_string());
         let args = params.get("arguments").unwrap_or(&Value::Null);
@@ -451,12 +474,11 @@ impl Observer {
             tool: tool.to_string(),
             arguments_hash: hash,
         };
-        let mut st = self.lock();
+        let mut guard = self.lock();
+        let st = &mut *guard;
         if is_mrtr_round {
-            if let Some((original, rounds)) = st
-                .mrtr
-                .0
-                .get_mut(&(key.client.clone(), tool.to_string()))
+            if let Some((original, rounds)) =
+                st.mrtr.0.get_mut(&(key.client.clone(), tool.to_string()))
             {
                 *rounds += 1;
                 record.mrtr = Some(MrtrLink {
@@ -465,26 +487,33 @@ impl Observer {
                 });
             }
         }
-        let attempt = match st.attempts.0.get(&key) {
-            // A repeat of a failed attempt is a retry; one of a success or of a call still in
-            // flight is a new call (the client may mean to run it twice).
-            Some(p) if p.failed == Some(true) && !is_mrtr_round => {
-                let safety = st.tools.0.get(tool).copied();
-                retry_attempt(record, p.clone(), tool, safety, has_key)
-            }
-            _ => Attempt {
-                record_id: record.record_id.clone(),
-                attempt: 1,
-                failed: None,
-                may_have_executed: false,
-                first_record_id: record.record_id.clone(),
-            },
+        let first = |record: &Record| Attempt {
+            record_id: record.record_id.clone(),
+            attempt: 1,
+            failed: None,
+            may_have_executed: false,
+            first_record_id: record.record_id.clone(),
         };
-        record.attempt = Some(attempt.attempt);
-        // A repeated call replaces its entry in place: no copy of the key for the table.
+        // One lookup of the key (three strings to hash and compare): a repeated call replaces
+        // its entry in place, a new one is inserted.
         match st.attempts.0.get_mut(&key) {
-            Some(a) => *a = attempt,
-            None => st.attempts.insert(key.clone(), attempt),
+            Some(prev) => {
+                // A repeat of a failed attempt is a retry; one of a success or of a call still
+                // in flight is a new call (the client may mean to run it twice).
+                let next = if prev.failed == Some(true) && !is_mrtr_round {
+                    let safety = st.tools.0.get(tool).copied();
+                    retry_attempt(record, prev.clone(), tool, safety, has_key)
+                } else {
+                    first(record)
+                };
+                record.attempt = Some(next.attempt);
+                *prev = next;
+            }
+            None => {
+                let next = first(record);
+                record.attempt = Some(next.attempt);
+                st.attempts.insert(key.clone(), next);
+            }
         }
         key
     }
@@ -629,10 +658,16 @@ impl Observer {
     /// records to write after this one: the task's `taskEnd`, and `TASK_UNFINISHED` ends of
     /// tasks the bounded table let go.
     fn track_task(&self, call: &mut Call, verdict: &Verdict) -> Vec<Record> {
+        let creates = call.method() == "tools/call" && verdict.outcome == Outcome::TaskCreated;
+        let polls = matches!(call.method(), "tasks/get" | "tasks/result");
+        if !creates && !polls {
+            // most calls: neither the clock nor the lock
+            return Vec::new();
+        }
         let now = Instant::now();
         let mut out = Vec::new();
         let mut st = self.lock();
-        if call.method() == "tools/call" && verdict.outcome == Outcome::TaskCreated {
+        if creates {
             let Some(id) = verdict.task_id.clone() else {
                 return out;
             };
@@ -651,9 +686,6 @@ impl Observer {
             let evicted = st.tasks.open(task, now);
             drop(st);
             out.extend(evicted.into_iter().map(|(t, why)| self.unfinished(t, why)));
-            return out;
-        }
-        if !matches!(call.method(), "tasks/get" | "tasks/result") {
             return out;
         }
         let Some(id) = call.record.task_id.clone() else {

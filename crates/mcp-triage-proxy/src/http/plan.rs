@@ -143,8 +143,8 @@ impl Plan {
         for m in messages {
             match m {
                 Message::Request { id, method, params } => {
-                    let mut call = observer.start_call(id, method, params, &ex.origin);
-                    call.started = ex.started;
+                    let mut call =
+                        observer.start_call_at(id, method, params, &ex.origin, ex.started);
                     call.record.session_post_count = post_count;
                     call.record.http_method = Some(ex.http_method.as_str().to_owned());
                     call.record.path = Some(ex.path.clone());
@@ -278,7 +278,7 @@ impl Plan {
         let end = &seen.end;
         let mut first: Option<RecordOutcome> = None;
         let cancelled = matches!(end, End::Cancelled);
-        let (verdict, response) = match self.classifier.map(|c| match end {
+        let (mut verdict, response) = match self.classifier.map(|c| match end {
             End::Finished => c.finish_with_response(),
             End::Broken(why) => {
                 c.interrupted_with_response(Interruption::ConnectionLost(why.clone()))
@@ -296,7 +296,6 @@ impl Plan {
         });
         // A single call (no batch, no other record) takes the verdict; several share copies.
         let sole = self.calls.len() == 1 && self.messages.is_empty() && self.standalone.is_none();
-        let mut verdict = verdict;
         let stamp = |r: &mut Record| {
             r.request_bytes = self.request_bytes;
             r.response_bytes = seen.bytes;
@@ -535,18 +534,45 @@ fn tools_of(mut response: Value) -> Option<Vec<Value>> {
     }
 }
 
-/// Whether the response is an SSE stream (`text/event-stream`).
+/// Whether the response is an SSE stream (`text/event-stream`, in any case). Compared in
+/// place: lower-casing the header into a new `String` first cost an allocation each time it was
+/// asked (twice per exchange).
 pub(super) fn is_sse(head: &ResponseHead) -> bool {
+    const SSE: &[u8] = b"text/event-stream";
     head.get("content-type").is_some_and(|c| {
         c.trim_start()
-            .to_ascii_lowercase()
-            .starts_with("text/event-stream")
+            .as_bytes()
+            .get(..SSE.len())
+            .is_some_and(|start| start.eq_ignore_ascii_case(SSE))
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `is_sse` answers as lower-casing the header and comparing its start did.
+    #[test]
+    fn sse_is_told_by_the_start_of_the_content_type_in_any_case() {
+        for (content_type, sse) in [
+            ("text/event-stream", true),
+            ("  Text/Event-Stream; charset=utf-8", true),
+            ("TEXT/EVENT-STREAMING", true),
+            ("text/event-strea", false),
+            ("application/json", false),
+            ("", false),
+            ("\u{e9}text/event-stream", false),
+        ] {
+            let head = ResponseHead::new(200).content_type(content_type);
+            let old = content_type
+                .trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/event-stream");
+            assert_eq!(is_sse(&head), sse, "{content_type:?}");
+            assert_eq!(old, sse, "{content_type:?}");
+        }
+        assert!(!is_sse(&ResponseHead::new(200)));
+    }
 
     /// `request_id_of` reads what serde's untagged `RequestId` reads from a value, and refuses
     /// what it refuses.
