@@ -99,7 +99,7 @@ impl Plan {
             .origin
             .session_id
             .clone()
-            .filter(|_| observer.may_log_header("mcp-session-id"));
+            .filter(|_| observer.may_log_session_id());
         r.protocol_version = ex.origin.protocol_version.clone();
         r.session_post_count = post_count;
         if copy.overflow {
