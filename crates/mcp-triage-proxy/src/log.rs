@@ -38,14 +38,23 @@ pub trait RecordConsumer: Send {
 }
 
 /// Where records go: cheap to clone, one per producer.
+///
+/// Records travel boxed: a `Record` is about a kilobyte, and by value the channel copied it in
+/// and out of its block and the writer moved it again, each a `memcpy` of the whole record
+/// (with the pointer alone, about 1k instructions per exchange less under callgrind).
 #[derive(Clone)]
 pub struct RecordSink {
-    tx: UnboundedSender<Record>,
+    tx: UnboundedSender<Box<Record>>,
 }
 
 impl RecordSink {
     /// Queues a record. Never blocks; a record sent after the writer ended is counted lost.
     pub fn send(&self, record: Record) {
+        self.send_boxed(Box::new(record));
+    }
+
+    /// [`RecordSink::send`] for a record built in a box already (an observer's call).
+    pub fn send_boxed(&self, record: Box<Record>) {
         let _ = self.tx.send(record);
     }
 }
@@ -315,7 +324,7 @@ impl LineBatch {
 }
 
 fn write_loop(
-    rx: UnboundedReceiver<Record>,
+    rx: UnboundedReceiver<Box<Record>>,
     out: Option<LineBatch>,
     consumers: Vec<Box<dyn RecordConsumer>>,
 ) -> WriterStats {

@@ -200,6 +200,9 @@ impl State {
 pub struct Observer {
     options: ObserveOptions,
     redacted: HashSet<String>,
+    /// `may_log_header("mcp-session-id")`, asked for every record: the set does not change,
+    /// and each lookup lower-cased the name into a new `String` first.
+    log_session_id: bool,
     prefix: String,
     seq: AtomicU64,
     state: Mutex<State>,
@@ -210,20 +213,22 @@ pub struct Observer {
 /// One open request, closed by [`Observer::finish_call`].
 #[derive(Debug)]
 pub struct Call {
-    /// The record being built.
-    pub record: Record,
+    /// The record being built. Boxed: a call moves from the observer into the plan's list, out
+    /// of it and into [`Observer::finish_call`] and on to the writer, and each move of an
+    /// inline `Record` (about a kilobyte) was a `memcpy`.
+    pub record: Box<Record>,
     /// When the exchange began (set it to the request's arrival).
     pub started: Instant,
-    client_key: String,
+    /// The attempt table's key of a `tools/call` (its `client` is the client's key).
     attempt_key: Option<AttemptKey>,
-    method: String,
     is_initialize_of: Option<ClientId>,
 }
 
 impl Call {
-    /// The JSON-RPC method.
+    /// The JSON-RPC method: the record's (set by [`Observer::start_call`]; one `String`, not a
+    /// second copy in the call).
     pub fn method(&self) -> &str {
-        &self.method
+        self.record.method.as_deref().unwrap_or("")
     }
 }
 
@@ -238,9 +243,11 @@ impl Observer {
                 .iter()
                 .map(|h| h.to_ascii_lowercase()),
         );
+        let log_session_id = !redacted.contains("mcp-session-id");
         Observer {
             options,
             redacted,
+            log_session_id,
             prefix: format!("{:x}-{:x}", std::process::id(), now_ms()),
             seq: AtomicU64::new(0),
             state: Mutex::new(State {
@@ -266,6 +273,11 @@ impl Observer {
         !self.redacted.contains(&name.to_ascii_lowercase())
     }
 
+    /// [`Observer::may_log_header`] for `Mcp-Session-Id`, which every record asks.
+    pub fn may_log_session_id(&self) -> bool {
+        self.log_session_id
+    }
+
     /// Headers with redacted names removed, for records.
     pub fn loggable_headers<'a>(
         &self,
@@ -280,17 +292,24 @@ impl Observer {
     /// A fresh record with id and time set.
     pub fn new_record(&self, kind: RecordKind) -> Record {
         let n = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
-        Record::new(
-            format!("{}-{n}", self.prefix),
-            rfc3339(now_ms()),
-            kind,
-            self.transport,
-        )
+        // `prefix-n` by hand: `format!` was about 300 instructions of every record.
+        let mut digits = [0u8; 20];
+        let at = decimal(n, &mut digits);
+        let mut id = String::with_capacity(self.prefix.len() + 1 + digits.len() - at);
+        id.push_str(&self.prefix);
+        id.push('-');
+        id.push_str(mcp_triage_core::scan::utf8(&digits[at..]).expect("decimal digits are ASCII"));
+        Record::new(id, rfc3339(now_ms()), kind, self.transport)
     }
 
     /// Sends a finished record.
     pub fn emit(&self, record: Record) {
         self.sink.send(record);
+    }
+
+    /// [`Observer::emit`] for a record in a box already (a call's).
+    pub fn emit_boxed(&self, record: Box<Record>) {
+        self.sink.send_boxed(record);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -299,16 +318,18 @@ impl Observer {
     }
 
     fn session_id_for_log(&self, origin: &Origin) -> Option<String> {
-        origin
-            .session_id
-            .clone()
-            .filter(|_| self.may_log_header("mcp-session-id"))
+        origin.session_id.clone().filter(|_| self.log_session_id)
     }
 
     /// Counts one POST of the request's legacy session and returns its number.
     pub fn count_post(&self, origin: &Origin) -> Option<u64> {
         let sid = origin.session_id.as_ref()?;
         let mut st = self.lock();
+        // a known session: one lookup (state_session looks twice)
+        if let Some(s) = st.sessions.0.get_mut(sid.as_str()) {
+            s.posts += 1;
+            return Some(s.posts);
+        }
         let s = st.state_session(sid);
         s.posts += 1;
         Some(s.posts)
@@ -334,7 +355,9 @@ impl Observer {
         self.lock().sessions.0.remove(session_id);
     }
 
-    fn client_of(&self, origin: &Origin, params: &Value) -> (Option<ClientId>, String) {
+    /// Who sent a message: its session's client, else the one its `_meta` (or `initialize`)
+    /// names, else its `User-Agent`.
+    fn client_of(&self, origin: &Origin, params: &Value) -> Option<ClientId> {
         let st = self.lock();
         let session = origin
             .session_id
@@ -342,45 +365,50 @@ impl Observer {
             .and_then(|s| st.sessions.0.get(s));
         // Two lookups rather than `pointer("/_meta/io.modelcontextprotocol~1clientInfo")`, which
         // splits and unescapes the pointer for every call (1% of the instructions per exchange).
-        let meta_client = params
-            .get("_meta")
-            .and_then(|m| m.get("io.modelcontextprotocol/clientInfo"))
-            .or_else(|| params.get("clientInfo"))
-            .map(client_info);
-        let client = session
+        let meta_client = || {
+            params
+                .get("_meta")
+                .and_then(|m| m.get("io.modelcontextprotocol/clientInfo"))
+                .or_else(|| params.get("clientInfo"))
+                .map(client_info)
+        };
+        session
             .and_then(|s| s.client.clone())
-            .or(meta_client)
+            .or_else(meta_client)
             .or_else(|| {
                 origin.user_agent.as_ref().map(|ua| ClientId {
                     user_agent: Some(ua.clone()),
                     ..ClientId::default()
                 })
-            });
-        let key = match &origin.session_id {
-            Some(sid) => ["s:", sid].concat(),
-            None => format!(
-                "c:{}|{}",
-                origin.peer,
-                client
-                    .as_ref()
-                    .map(|c| format!("{:?}|{:?}|{:?}", c.name, c.version, c.user_agent))
-                    .unwrap_or_default()
-            ),
-        };
-        (client, key)
+            })
     }
 
-    /// Opens a call for a client request.
+    /// Opens a call for a client request, starting now.
     pub fn start_call(&self, id: &Value, method: &str, params: &Value, origin: &Origin) -> Call {
-        let mut record = self.new_record(RecordKind::Request);
+        self.start_call_at(id, method, params, origin, Instant::now())
+    }
+
+    /// [`Observer::start_call`] for a request that arrived at `started` (the HTTP proxy knows
+    /// when: no second reading of the clock).
+    pub fn start_call_at(
+        &self,
+        id: &Value,
+        method: &str,
+        params: &Value,
+        origin: &Origin,
+        started: Instant,
+    ) -> Call {
+        let mut record = Box::new(self.new_record(RecordKind::Request));
         record.method = Some(method.to_string());
         record.id = Some(id.clone());
         record.session_id = self.session_id_for_log(origin);
-        let (client, client_key) = self.client_of(origin, params);
-        record.client = client;
+        record.client = self.client_of(origin, params);
         record.protocol_version = self.protocol_version_of(origin, params);
-        let attempt_key =
-            (method == "tools/call").then(|| self.note_tool_call(&mut record, params, &client_key));
+        // The client's key only where it is used: the attempt table of `tools/call`.
+        let attempt_key = (method == "tools/call").then(|| {
+            let key = client_key(origin, record.client.as_ref());
+            self.note_tool_call(&mut record, params, key)
+        });
         if method.starts_with("tasks/") {
             self.link_task_request(&mut record, params);
         }
@@ -388,10 +416,8 @@ impl Observer {
             (method == "initialize").then(|| self.note_initialize(&mut record, params, origin));
         Call {
             record,
-            started: Instant::now(),
-            client_key,
+            started,
             attempt_key,
-            method: method.to_string(),
             is_initialize_of,
         }
     }
@@ -422,7 +448,12 @@ impl Observer {
     /// linked to the call it continues, and the attempt is numbered against the earlier ones of
     /// the same client, tool and arguments. Returns the attempt's key, under which the call's
     /// end notes how the attempt went.
-    fn note_tool_call(&self, record: &mut Record, params: &Value, client_key: &str) -> AttemptKey {
+    fn note_tool_call(
+        &self,
+        record: &mut Record,
+        params: &Value,
+        client_key: String,
+    ) -> AttemptKey {
         let tool = params.get("name").and_then(Value::as_str).unwrap_or("");
         record.tool = Some(tool.to_string());
         let args = params.get("arguments").unwrap_or(&Value::Null);
@@ -439,16 +470,15 @@ impl Observer {
         let is_mrtr_round =
             params.get("inputResponses").is_some() || params.get("requestState").is_some();
         let key = AttemptKey {
-            client: client_key.to_string(),
+            client: client_key,
             tool: tool.to_string(),
             arguments_hash: hash,
         };
-        let mut st = self.lock();
+        let mut guard = self.lock();
+        let st = &mut *guard;
         if is_mrtr_round {
-            if let Some((original, rounds)) = st
-                .mrtr
-                .0
-                .get_mut(&(client_key.to_string(), tool.to_string()))
+            if let Some((original, rounds)) =
+                st.mrtr.0.get_mut(&(key.client.clone(), tool.to_string()))
             {
                 *rounds += 1;
                 record.mrtr = Some(MrtrLink {
@@ -457,24 +487,34 @@ impl Observer {
                 });
             }
         }
-        let prev = st.attempts.0.get(&key).cloned();
-        let attempt = match prev {
-            // A repeat of a failed attempt is a retry; one of a success or of a call still in
-            // flight is a new call (the client may mean to run it twice).
-            Some(p) if p.failed == Some(true) && !is_mrtr_round => {
-                let safety = st.tools.0.get(tool).copied();
-                retry_attempt(record, p, tool, safety, has_key)
-            }
-            _ => Attempt {
-                record_id: record.record_id.clone(),
-                attempt: 1,
-                failed: None,
-                may_have_executed: false,
-                first_record_id: record.record_id.clone(),
-            },
+        let first = |record: &Record| Attempt {
+            record_id: record.record_id.clone(),
+            attempt: 1,
+            failed: None,
+            may_have_executed: false,
+            first_record_id: record.record_id.clone(),
         };
-        record.attempt = Some(attempt.attempt);
-        st.attempts.insert(key.clone(), attempt);
+        // One lookup of the key (three strings to hash and compare): a repeated call replaces
+        // its entry in place, a new one is inserted.
+        match st.attempts.0.get_mut(&key) {
+            Some(prev) => {
+                // A repeat of a failed attempt is a retry; one of a success or of a call still
+                // in flight is a new call (the client may mean to run it twice).
+                let next = if prev.failed == Some(true) && !is_mrtr_round {
+                    let safety = st.tools.0.get(tool).copied();
+                    retry_attempt(record, prev.clone(), tool, safety, has_key)
+                } else {
+                    first(record)
+                };
+                record.attempt = Some(next.attempt);
+                *prev = next;
+            }
+            None => {
+                let next = first(record);
+                record.attempt = Some(next.attempt);
+                st.attempts.insert(key.clone(), next);
+            }
+        }
         key
     }
 
@@ -526,7 +566,9 @@ impl Observer {
                 call.record.http_statuses.push(s);
             }
         }
-        call.record.set_verdict(Some(&call.method), verdict);
+        let method = call.record.method.take();
+        call.record.set_verdict(method.as_deref(), verdict);
+        call.record.method = method;
         {
             let mut st = self.lock();
             if let Some(key) = &call.attempt_key {
@@ -541,14 +583,17 @@ impl Observer {
                         a.may_have_executed = executed;
                     }
                 }
-                let tool = call.record.tool.clone().unwrap_or_default();
-                let mk = (call.client_key.clone(), tool);
+                // The MRTR key only when a round starts or ends (two copies of strings).
+                let mk = || {
+                    let tool = call.record.tool.clone().unwrap_or_default();
+                    (key.client.clone(), tool)
+                };
                 if outcome == Outcome::InputRequired {
                     if call.record.mrtr.is_none() {
-                        st.mrtr.insert(mk, (call.record.record_id.clone(), 0));
+                        st.mrtr.insert(mk(), (call.record.record_id.clone(), 0));
                     }
                 } else if call.record.mrtr.is_some() {
-                    st.mrtr.0.remove(&mk);
+                    st.mrtr.0.remove(&mk());
                 }
             }
 
@@ -574,12 +619,12 @@ impl Observer {
         if let (Some(client), Some(sid)) = (call.is_initialize_of.take(), session_id) {
             let client = Some(client).filter(|c| c.name.is_some());
             self.session_started(sid, client, call.record.protocol_version.clone());
-            if self.may_log_header("mcp-session-id") {
+            if self.log_session_id {
                 call.record.session_id = Some(sid.to_string());
             }
         }
         call.record.call_record = call.record.to_call_record().map(Box::new);
-        self.emit(call.record);
+        self.emit_boxed(call.record);
         for r in task_records {
             self.emit(r);
         }
@@ -613,10 +658,16 @@ impl Observer {
     /// records to write after this one: the task's `taskEnd`, and `TASK_UNFINISHED` ends of
     /// tasks the bounded table let go.
     fn track_task(&self, call: &mut Call, verdict: &Verdict) -> Vec<Record> {
+        let creates = call.method() == "tools/call" && verdict.outcome == Outcome::TaskCreated;
+        let polls = matches!(call.method(), "tasks/get" | "tasks/result");
+        if !creates && !polls {
+            // most calls: neither the clock nor the lock
+            return Vec::new();
+        }
         let now = Instant::now();
         let mut out = Vec::new();
         let mut st = self.lock();
-        if call.method == "tools/call" && verdict.outcome == Outcome::TaskCreated {
+        if creates {
             let Some(id) = verdict.task_id.clone() else {
                 return out;
             };
@@ -635,9 +686,6 @@ impl Observer {
             let evicted = st.tasks.open(task, now);
             drop(st);
             out.extend(evicted.into_iter().map(|(t, why)| self.unfinished(t, why)));
-            return out;
-        }
-        if !matches!(call.method.as_str(), "tasks/get" | "tasks/result") {
             return out;
         }
         let Some(id) = call.record.task_id.clone() else {
@@ -720,8 +768,8 @@ impl Observer {
         let mut r = self.new_record(kind);
         r.method = method;
         r.session_id = self.session_id_for_log(origin);
-        let (client, key) = self.client_of(origin, &Value::Null);
-        r.client = client;
+        r.client = self.client_of(origin, &Value::Null);
+        let key = client_key(origin, r.client.as_ref());
         r.protocol_version = origin.protocol_version.clone();
         if let Some(id) = &id {
             if kind == RecordKind::Response {
@@ -737,8 +785,8 @@ impl Observer {
         let mut r = self.new_record(RecordKind::ServerRequest);
         r.method = Some(method);
         r.session_id = self.session_id_for_log(origin);
-        let (client, key) = self.client_of(origin, &Value::Null);
-        r.client = client;
+        r.client = self.client_of(origin, &Value::Null);
+        let key = client_key(origin, r.client.as_ref());
         r.via_record_id = Some(via.to_string());
         r.outcome = RecordOutcome::Observed;
         self.lock()
@@ -746,6 +794,34 @@ impl Observer {
             .insert((key, id.to_string()), r.record_id.clone());
         r.id = Some(id);
         self.emit(r);
+    }
+}
+
+/// The key under which the state tables know a client: its session, else its address and who
+/// it says it is.
+fn client_key(origin: &Origin, client: Option<&ClientId>) -> String {
+    match &origin.session_id {
+        Some(sid) => ["s:", sid].concat(),
+        None => format!(
+            "c:{}|{}",
+            origin.peer,
+            client
+                .map(|c| format!("{:?}|{:?}|{:?}", c.name, c.version, c.user_agent))
+                .unwrap_or_default()
+        ),
+    }
+}
+
+/// `n` in decimal at the end of `buf`; returns where the digits start.
+fn decimal(mut n: u64, buf: &mut [u8; 20]) -> usize {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return at;
+        }
     }
 }
 

@@ -386,7 +386,7 @@ impl Record {
             .client
             .as_ref()
             .and_then(|c| match (&c.name, &c.version, &c.user_agent) {
-                (Some(n), Some(v), _) => Some(format!("{n}@{v}")),
+                (Some(n), Some(v), _) => Some([n.as_str(), "@", v.as_str()].concat()),
                 (Some(n), None, _) => Some(n.clone()),
                 (None, _, Some(ua)) => Some(ua.clone()),
                 _ => None,
@@ -397,59 +397,73 @@ impl Record {
         } else {
             self.transport
         };
-        let mut r = CallRecord::new(client, transport, "tools/call");
-        r.record_id = Some(self.record_id.clone());
-        r.protocol_version = self
-            .protocol_version
-            .clone()
-            .unwrap_or_else(|| "unknown".to_string());
-        r.tool = self.tool.clone();
-        r.post_count = u32::from(self.transport == "http");
-        r.http_statuses = self.http_statuses.clone();
-        r.jsonrpc = JsonRpcInfo {
-            id: self.id.clone().unwrap_or(Value::Null),
-            error_code: v.code,
-        };
-        r.result_type = v.result_type.clone();
-        r.layer = v.outcome.layer();
-        r.outcome = v.outcome;
-        if self.retry_of.is_some() {
-            r.retry_origin = RetryOrigin::BusinessLogic;
-            r.retry_of = self.retry_of.clone();
-        }
         let duration_ms = self.duration_ms.round() as u64;
-        r.attempts = vec![AttemptRecord {
-            id: self.id.clone().unwrap_or(Value::Null),
-            kind: if self.mrtr.is_some() {
-                AttemptKind::InputRound
-            } else {
-                AttemptKind::Call
-            }
-            .as_str()
-            .into(),
-            retry_of: None,
-            status: self.http_statuses.first().copied(),
-            content_type: None,
-            stream: v.stream.clone(),
-            verdict: v.clone(),
-            duration_ms,
-            decision: None,
-        }];
-        r.rounds = self.mrtr.as_ref().map_or(0, |m| m.round);
-        r.duration_ms = duration_ms;
-        r.session_id = self.session_id.clone();
-        r.message = v.message.clone();
-        r.warnings = v.warnings.clone();
+        let (retry_origin, retry_of) = match &self.retry_of {
+            Some(of) => (RetryOrigin::BusinessLogic, Some(of.clone())),
+            None => (RetryOrigin::None, None),
+        };
+        let mut warnings = v.warnings.clone();
         for w in &self.warnings {
-            r.warnings.push(Warning {
+            warnings.push(Warning {
                 code: w.code.clone(),
                 detail: w.detail.clone(),
             });
         }
-        r.arguments_hash = self.arguments_hash.clone().unwrap_or_default();
-        r.arguments_size = self.arguments_bytes.unwrap_or(0) as u64;
-        r.arguments = self.arguments.clone();
-        Some(r)
+        // Every member at once, rather than `CallRecord::new` and assignments over it: `new`
+        // allocates a protocol version ("unknown") that the record's own replaces at once.
+        Some(CallRecord {
+            record_version: mcp_triage_core::record::RECORD_VERSION,
+            record_id: Some(self.record_id.clone()),
+            client,
+            protocol_version: self
+                .protocol_version
+                .clone()
+                .unwrap_or_else(|| "unknown".to_string()),
+            transport: transport.to_string(),
+            target: None,
+            scenario: None,
+            method: "tools/call".to_string(),
+            tool: self.tool.clone(),
+            post_count: u32::from(self.transport == "http"),
+            http_statuses: self.http_statuses.clone(),
+            jsonrpc: JsonRpcInfo {
+                id: self.id.clone().unwrap_or(Value::Null),
+                error_code: v.code,
+            },
+            result_type: v.result_type.clone(),
+            layer: v.outcome.layer(),
+            outcome: v.outcome,
+            retry_origin,
+            retry_of,
+            attempts: vec![AttemptRecord {
+                id: self.id.clone().unwrap_or(Value::Null),
+                kind: if self.mrtr.is_some() {
+                    AttemptKind::InputRound
+                } else {
+                    AttemptKind::Call
+                }
+                .as_str()
+                .into(),
+                retry_of: None,
+                status: self.http_statuses.first().copied(),
+                content_type: None,
+                stream: v.stream.clone(),
+                verdict: v.clone(),
+                duration_ms,
+                decision: None,
+            }],
+            rounds: self.mrtr.as_ref().map_or(0, |m| m.round),
+            duration_ms,
+            session_id: self.session_id.clone(),
+            server_info: None,
+            message: v.message.clone(),
+            stderr_tail: Vec::new(),
+            warnings,
+            arguments_hash: self.arguments_hash.clone().unwrap_or_default(),
+            arguments_size: self.arguments_bytes.unwrap_or(0) as u64,
+            arguments: self.arguments.clone(),
+            result: None,
+        })
     }
 
     /// Takes outcome, layer and `classified` from a verdict for `method`.

@@ -82,16 +82,27 @@ impl ArgumentsDigest {
 /// Lowercase hex of `bytes`: the form of `argumentsHash` (a SHA-256 digest) in records. One
 /// allocation, not one per byte: the proxy computes it for every `tools/call` it forwards.
 pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    // Into a buffer of the final size, two digits a byte: no capacity check per character
-    // (pushing chars cost about 800 instructions for a SHA-256, once per proxied call).
+    // Into a buffer of the final size, a byte's two digits at a time from a table (pushing
+    // chars cost about 800 instructions for a SHA-256, once per proxied call; nibble by
+    // nibble about 350).
     let mut out = vec![0u8; bytes.len() * 2];
     for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
-        pair[0] = DIGITS[usize::from(b >> 4)];
-        pair[1] = DIGITS[usize::from(b & 0x0f)];
+        pair.copy_from_slice(&HEX_PAIRS[usize::from(*b)]);
     }
     String::from_utf8(out).expect("hex digits are ASCII")
 }
+
+/// The two lowercase hex digits of every byte value.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut pairs = [[0u8; 2]; 256];
+    let mut b = 0;
+    while b < 256 {
+        pairs[b] = [DIGITS[b >> 4], DIGITS[b & 0x0f]];
+        b += 1;
+    }
+    pairs
+};
 
 #[cfg(test)]
 mod tests {
@@ -103,6 +114,9 @@ mod tests {
     fn hex_is_lowercase_two_digits_a_byte() {
         assert_eq!(hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
         assert_eq!(hex(&[]), "");
+        let every: Vec<u8> = (0..=255).collect();
+        let by_format: String = every.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex(&every), by_format);
     }
 
     #[test]

@@ -11,22 +11,31 @@ pub fn rfc3339(ms: u64) -> String {
     if y > 9999 {
         return format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{frac:03}Z");
     }
-    // Digit by digit: every proxy record carries a timestamp, and `format!` here was about 2%
-    // of the proxy's instructions per exchange.
-    let mut out = String::with_capacity(24);
-    for (value, width, then) in [
-        (y as u64, 4, '-'),
-        (m, 2, '-'),
-        (d, 2, 'T'),
-        (hh, 2, ':'),
-        (mm, 2, ':'),
-        (ss, 2, '.'),
-        (frac, 3, 'Z'),
-    ] {
-        push_digits(&mut out, value, width);
-        out.push(then);
-    }
-    out
+    // Into a fixed buffer, two digits at a time from a table: every proxy record carries a
+    // timestamp, and pushing char by char with a power of ten per digit was about 1k
+    // instructions per record (`format!`, before that, about 2% of the proxy's per exchange).
+    let mut b = *b"0000-00-00T00:00:00.000Z";
+    b[0..2].copy_from_slice(&two_digits(y as u64 / 100));
+    b[2..4].copy_from_slice(&two_digits(y as u64 % 100));
+    b[5..7].copy_from_slice(&two_digits(m));
+    b[8..10].copy_from_slice(&two_digits(d));
+    b[11..13].copy_from_slice(&two_digits(hh));
+    b[14..16].copy_from_slice(&two_digits(mm));
+    b[17..19].copy_from_slice(&two_digits(ss));
+    b[20] = b'0' + (frac / 100) as u8;
+    b[21..23].copy_from_slice(&two_digits(frac % 100));
+    String::from_utf8(b.to_vec()).expect("digits and separators are ASCII")
+}
+
+/// `n` (below 100) as two decimal digits.
+fn two_digits(n: u64) -> [u8; 2] {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+    let i = (n as usize % 100) * 2;
+    [PAIRS[i], PAIRS[i + 1]]
 }
 
 /// Year, month, day of a day count since 1970-01-01 (H. Hinnant's civil-from-days, the
@@ -42,13 +51,6 @@ pub fn civil_from_days(days: i64) -> (i64, u64, u64) {
     let d = (doy - (153 * mp + 2) / 5 + 1) as u64;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u64;
     (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-/// The last `width` decimal digits of `value`, zero-padded.
-fn push_digits(out: &mut String, value: u64, width: u32) {
-    for place in (0..width).rev() {
-        out.push(char::from(b'0' + (value / 10u64.pow(place) % 10) as u8));
-    }
 }
 
 /// Now, as milliseconds since the Unix epoch (0 when the clock is before it).
@@ -71,6 +73,21 @@ mod tests {
         assert_eq!(rfc3339(1_796_255_999_999), "2026-12-02T23:59:59.999Z");
         assert_eq!(rfc3339(253_402_300_799_999), "9999-12-31T23:59:59.999Z");
         assert_eq!(rfc3339(253_402_300_800_000), "10000-01-01T00:00:00.000Z");
+    }
+
+    /// The digit writer against `format!` over every field's whole range (a step through the
+    /// millisecond clock that is prime to every field's period).
+    #[test]
+    fn the_digits_are_those_format_writes() {
+        let mut ms = 0u64;
+        while ms < 253_402_300_800_000 {
+            let (days, rem) = ((ms / 1000) / 86_400, (ms / 1000) % 86_400);
+            let (y, m, d) = civil_from_days(days as i64);
+            let (hh, mm, ss, frac) = (rem / 3600, rem % 3600 / 60, rem % 60, ms % 1000);
+            let want = format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{frac:03}Z");
+            assert_eq!(rfc3339(ms), want, "{ms}");
+            ms += 1_234_567_891;
+        }
     }
 
     /// Every day from 1970 to 2100 against a plain day-by-day count, so the arithmetic of

@@ -33,9 +33,6 @@ pub(super) struct Plan {
     pub(super) batch_copy: Option<(Vec<u8>, bool)>,
     /// Why the response is not classified, when it is not (see [`Plan::unclassifiable`]).
     pub(super) unclassified: Option<String>,
-    /// The record id that server requests seen on this stream point to.
-    pub(super) via: String,
-    pub(super) origin: Origin,
     pub(super) request_bytes: u64,
 }
 
@@ -57,8 +54,6 @@ impl Plan {
             learn_tools: false,
             batch_copy: None,
             unclassified: None,
-            via: String::new(),
-            origin: ex.origin.clone(),
             request_bytes: copy.total,
         };
         let is_post = ex.http_method == Method::POST;
@@ -104,7 +99,7 @@ impl Plan {
             .origin
             .session_id
             .clone()
-            .filter(|_| observer.may_log_header("mcp-session-id"));
+            .filter(|_| observer.may_log_session_id());
         r.protocol_version = ex.origin.protocol_version.clone();
         r.session_post_count = post_count;
         if copy.overflow {
@@ -130,7 +125,6 @@ impl Plan {
                 call_context(sh, RequestId::String("\u{0}get-stream".into()), None),
             ));
         }
-        self.via = r.record_id.clone();
         self.standalone = Some(r);
     }
 
@@ -149,10 +143,10 @@ impl Plan {
         for m in messages {
             match m {
                 Message::Request { id, method, params } => {
-                    let mut call = observer.start_call(id, method, params, &ex.origin);
-                    call.started = ex.started;
+                    let mut call =
+                        observer.start_call_at(id, method, params, &ex.origin, ex.started);
                     call.record.session_post_count = post_count;
-                    call.record.http_method = Some(ex.http_method.to_string());
+                    call.record.http_method = Some(ex.http_method.as_str().to_owned());
                     call.record.path = Some(ex.path.clone());
                     if method == "tools/list" && !batch {
                         self.learn_tools = true;
@@ -162,7 +156,7 @@ impl Plan {
                 other => {
                     let mut r = observer.message_record(other, &ex.origin);
                     r.session_post_count = post_count;
-                    r.http_method = Some(ex.http_method.to_string());
+                    r.http_method = Some(ex.http_method.as_str().to_owned());
                     r.path = Some(ex.path.clone());
                     self.messages.push(r);
                 }
@@ -171,9 +165,12 @@ impl Plan {
         if batch && !self.calls.is_empty() {
             self.batch_copy = Some((Vec::new(), false));
         } else if let Some(call) = self.calls.first() {
-            let id =
-                serde_json::from_value::<RequestId>(call.record.id.clone().unwrap_or_default())
-                    .unwrap_or(RequestId::String(String::new()));
+            let id = call
+                .record
+                .id
+                .as_ref()
+                .and_then(request_id_of)
+                .unwrap_or(RequestId::String(String::new()));
             self.classifier = Some(ResponseClassifier::new(
                 head,
                 call_context(sh, id, call.record.protocol_version.as_deref())
@@ -192,12 +189,6 @@ impl Plan {
                 call_context(sh, RequestId::String("\u{0}messages".into()), None),
             ));
         }
-        self.via = self
-            .calls
-            .first()
-            .map(|c| c.record.record_id.clone())
-            .or_else(|| self.messages.first().map(|r| r.record_id.clone()))
-            .unwrap_or_default();
     }
 
     /// The response is forwarded but not judged, for `why`: chunks that arrived before the
@@ -213,14 +204,17 @@ impl Plan {
         }
     }
 
-    pub(super) fn feed(&mut self, sh: &Shared, chunk: &Bytes, max_copy: u64) {
+    /// Feeds a chunk of the body to the classifier (server requests on it are recorded with
+    /// the request's `origin`, the exchange's: not copied into the plan, which lives as long)
+    /// and to the batch copy.
+    pub(super) fn feed(&mut self, sh: &Shared, origin: &Origin, chunk: &Bytes, max_copy: u64) {
         if let Some(c) = self.classifier.as_mut() {
             if !c.is_decided() {
                 c.feed(chunk);
                 while let Some(ev) = c.poll_event() {
                     if let StreamEvent::ServerRequest { id, method, .. } = ev {
-                        sh.observer
-                            .server_request(id, method, &self.origin, &self.via);
+                        let via = via(&self.calls, &self.messages, self.standalone.as_ref());
+                        sh.observer.server_request(id, method, origin, via);
                     }
                 }
             }
@@ -266,7 +260,7 @@ impl Plan {
             r.request_bytes = self.request_bytes;
             r.cancelled = cancelled;
             r.http_method
-                .get_or_insert_with(|| ex.http_method.to_string());
+                .get_or_insert_with(|| ex.http_method.as_str().to_owned());
             r.path.get_or_insert_with(|| ex.path.clone());
             r.http_statuses.extend(status);
             r.set_verdict(None, verdict.clone());
@@ -284,7 +278,7 @@ impl Plan {
         let end = &seen.end;
         let mut first: Option<RecordOutcome> = None;
         let cancelled = matches!(end, End::Cancelled);
-        let (verdict, response) = match self.classifier.map(|c| match end {
+        let (mut verdict, response) = match self.classifier.map(|c| match end {
             End::Finished => c.finish_with_response(),
             End::Broken(why) => {
                 c.interrupted_with_response(Interruption::ConnectionLost(why.clone()))
@@ -300,6 +294,8 @@ impl Plan {
         let mut batch_verdicts = self.batch_copy.map(|(buf, overflow)| {
             batch_verdicts(head, &buf, overflow, &self.calls, obs.options().limits)
         });
+        // A single call (no batch, no other record) takes the verdict; several share copies.
+        let sole = self.calls.len() == 1 && self.messages.is_empty() && self.standalone.is_none();
         let stamp = |r: &mut Record| {
             r.request_bytes = self.request_bytes;
             r.response_bytes = seen.bytes;
@@ -310,10 +306,10 @@ impl Plan {
         };
         for (i, mut call) in self.calls.into_iter().enumerate() {
             stamp(&mut call.record);
-            let v = match (&verdict, batch_verdicts.as_mut()) {
-                (_, Some(vs)) => vs[i].take(),
-                (Some(v), None) => Some(v.clone()),
-                (None, None) => None,
+            let v = match batch_verdicts.as_mut() {
+                Some(vs) => vs[i].take(),
+                None if sole => verdict.take(),
+                None => verdict.clone(),
             };
             let unclassified = self.unclassified.as_deref();
             finish_call(
@@ -349,6 +345,18 @@ impl Plan {
         }
         first.unwrap_or_default()
     }
+}
+
+/// The record id that server requests seen on a stream point to: the first call's, else the
+/// first message's, else the standalone record's. Looked up when a server request is seen
+/// rather than copied into every plan.
+fn via<'a>(calls: &'a [Call], messages: &'a [Record], standalone: Option<&'a Record>) -> &'a str {
+    calls
+        .first()
+        .map(|c| c.record.record_id.as_str())
+        .or_else(|| messages.first().map(|r| r.record_id.as_str()))
+        .or_else(|| standalone.map(|r| r.record_id.as_str()))
+        .unwrap_or("")
 }
 
 /// What the response came to, as [`Plan::finish`] records it.
@@ -413,7 +421,7 @@ fn finish_standalone(
     let head = seen.head;
     let end = &seen.end;
     r.duration_ms = ex.started.elapsed().as_secs_f64() * 1000.0;
-    r.http_method = Some(ex.http_method.to_string());
+    r.http_method = Some(ex.http_method.as_str().to_owned());
     r.path = Some(ex.path.clone());
     match r.kind {
         RecordKind::Stream => {
@@ -473,7 +481,7 @@ fn batch_verdicts(
         .iter()
         .map(|call| {
             let id_value = call.record.id.clone().unwrap_or_default();
-            let id = serde_json::from_value::<RequestId>(id_value.clone()).ok()?;
+            let id = request_id_of(&id_value)?;
             let ctx = CallContext::new(id).with_limits(limits);
             if overflow {
                 return None;
@@ -490,6 +498,18 @@ fn batch_verdicts(
             })
         })
         .collect()
+}
+
+/// The request id `serde_json::from_value::<RequestId>` reads from `id`, without its detour
+/// through serde's buffered untagged enum (a clone of the value and about 200 instructions per
+/// exchange): an integer that fits an `i64`, or a string; nothing for floats, larger integers
+/// and the other JSON types.
+fn request_id_of(id: &Value) -> Option<RequestId> {
+    match id {
+        Value::Number(n) => n.as_i64().map(RequestId::Number),
+        Value::String(s) => Some(RequestId::String(s.clone())),
+        _ => None,
+    }
 }
 
 /// The classifier's context for the request `id`: the observer's limits, the clock, and every
@@ -514,18 +534,73 @@ fn tools_of(mut response: Value) -> Option<Vec<Value>> {
     }
 }
 
-/// Whether the response is an SSE stream (`text/event-stream`).
+/// Whether the response is an SSE stream (`text/event-stream`, in any case). Compared in
+/// place: lower-casing the header into a new `String` first cost an allocation each time it was
+/// asked (twice per exchange).
 pub(super) fn is_sse(head: &ResponseHead) -> bool {
+    const SSE: &[u8] = b"text/event-stream";
     head.get("content-type").is_some_and(|c| {
         c.trim_start()
-            .to_ascii_lowercase()
-            .starts_with("text/event-stream")
+            .as_bytes()
+            .get(..SSE.len())
+            .is_some_and(|start| start.eq_ignore_ascii_case(SSE))
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `is_sse` answers as lower-casing the header and comparing its start did.
+    #[test]
+    fn sse_is_told_by_the_start_of_the_content_type_in_any_case() {
+        for (content_type, sse) in [
+            ("text/event-stream", true),
+            ("  Text/Event-Stream; charset=utf-8", true),
+            ("TEXT/EVENT-STREAMING", true),
+            ("text/event-strea", false),
+            ("application/json", false),
+            ("", false),
+            ("\u{e9}text/event-stream", false),
+        ] {
+            let head = ResponseHead::new(200).content_type(content_type);
+            let old = content_type
+                .trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/event-stream");
+            assert_eq!(is_sse(&head), sse, "{content_type:?}");
+            assert_eq!(old, sse, "{content_type:?}");
+        }
+        assert!(!is_sse(&ResponseHead::new(200)));
+    }
+
+    /// `request_id_of` reads what serde's untagged `RequestId` reads from a value, and refuses
+    /// what it refuses.
+    #[test]
+    fn request_ids_are_read_as_serde_reads_them() {
+        let ids = serde_json::json!([
+            0,
+            1,
+            -1,
+            9_223_372_036_854_775_807i64,
+            -9_223_372_036_854_775_808i64,
+            9_223_372_036_854_775_808u64,
+            18_446_744_073_709_551_615u64,
+            1.0,
+            1.5,
+            "",
+            "7",
+            "a\"b",
+            null,
+            true,
+            [],
+            {}
+        ]);
+        for id in ids.as_array().unwrap() {
+            let serde = serde_json::from_value::<RequestId>(id.clone()).ok();
+            assert_eq!(request_id_of(id), serde, "{id}");
+        }
+    }
 
     /// What a single `tools/list` call's plan does: the classifier keeps the response, and the
     /// tools are read from it at the end, JSON or SSE; over `maxBodyBytes` nothing is learnt.

@@ -81,11 +81,16 @@ impl ResponseObserver {
                     pending.push(chunk.clone());
                 }
             }
-            Stage::Active(plan) => plan.feed(
-                &self.sh,
-                chunk,
-                self.sh.observer.options().limits.max_body_bytes,
-            ),
+            Stage::Active(plan) => {
+                if let Some(ex) = self.ex.as_ref() {
+                    plan.feed(
+                        &self.sh,
+                        &ex.origin,
+                        chunk,
+                        self.sh.observer.options().limits.max_body_bytes,
+                    )
+                }
+            }
         }
     }
 
@@ -127,8 +132,10 @@ impl ResponseObserver {
                     "the response started before the request was read and outgrew the wait buffer; it was forwarded but not classified".to_string(),
                 );
             }
-            for c in &pending {
-                plan.feed(&self.sh, c, max);
+            if let Some(ex) = self.ex.as_ref() {
+                for c in &pending {
+                    plan.feed(&self.sh, &ex.origin, c, max);
+                }
             }
         }
         self.stage = Stage::Active(plan);
