@@ -71,11 +71,11 @@ pub(super) enum Sent {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub(crate) enum UpstreamError {
-    #[error("the connection ended before a response head")]
+    #[error("end of stream before any byte of a response")]
     ClosedBeforeResponse,
-    #[error("the connection ended inside the response head")]
+    #[error("end of stream inside the response head")]
     ClosedInsideHead,
-    #[error("the connection ended before the response body did")]
+    #[error("end of stream before the response body's end")]
     ClosedMidBody,
     #[error(transparent)]
     Head(#[from] HeadError),
