@@ -167,29 +167,44 @@ pub fn write_u64<W: Write>(w: &mut W, n: u64) -> io::Result<()> {
 /// Two digits per division, from a table (what itoa does): a record line's ids, byte counts
 /// and durations are mostly 2 to 5 digits, and a division per digit was about 30
 /// instructions each.
-fn write_u64_long<W: Write>(w: &mut W, mut n: u64) -> io::Result<()> {
-    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
-2021222324252627282930313233343536373839\
-4041424344454647484950515253545556575859\
-6061626364656667686970717273747576777879\
-8081828384858687888990919293949596979899";
-    let mut digits = [0u8; 20];
+fn write_u64_long<W: Write>(w: &mut W, n: u64) -> io::Result<()> {
+    let (digits, start) = decimal_digits(n);
+    w.write_all(&digits[start..])
+}
+
+/// "00" "01" … "99": two decimal digits per lookup.
+pub const DIGIT_PAIRS: [u8; 200] = {
+    let mut table = [0u8; 200];
+    let mut k = 0;
+    while k < 100 {
+        table[2 * k] = b'0' + (k / 10) as u8;
+        table[2 * k + 1] = b'0' + (k % 10) as u8;
+        k += 1;
+    }
+    table
+};
+
+/// `n`'s decimal digits at the end of a buffer of `'0'`s, and the index they start at: the
+/// `'0'`s before them are the padding a fixed width asks for (the C ABI's record line writes
+/// time fields that way). Two digits per division, from [`DIGIT_PAIRS`].
+pub fn decimal_digits(mut n: u64) -> ([u8; 20], usize) {
+    let mut digits = [b'0'; 20];
     let mut i = digits.len();
     while n >= 100 {
         let pair = (n % 100) as usize * 2;
         n /= 100;
         i -= 2;
-        digits[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+        digits[i..i + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
     }
     if n >= 10 {
         let pair = n as usize * 2;
         i -= 2;
-        digits[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+        digits[i..i + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
     } else {
         i -= 1;
         digits[i] = b'0' + n as u8;
     }
-    w.write_all(&digits[i..])
+    (digits, i)
 }
 
 /// `n` in decimal, with a `-` when negative.
@@ -256,6 +271,20 @@ mod tests {
         let mut out = Vec::new();
         write(&mut out).unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn decimal_digits_end_a_buffer_padded_with_zeros() {
+        for n in [0u64, 7, 42, 100, 65_535, u64::MAX] {
+            let (digits, start) = decimal_digits(n);
+            assert_eq!(&digits[start..], n.to_string().as_bytes());
+            assert!(digits[..start].iter().all(|&b| b == b'0'));
+        }
+        assert_eq!(
+            &decimal_digits(7).0[16..],
+            b"0007",
+            "zero padding to a width"
+        );
     }
 
     #[test]

@@ -144,38 +144,12 @@ impl Sink<'_> {
         }
     }
 
-    /// "00" "01" … "99".
-    const PAIRS: [u8; 200] = {
-        let mut table = [0u8; 200];
-        let mut k = 0;
-        while k < 100 {
-            table[2 * k] = b'0' + (k / 10) as u8;
-            table[2 * k + 1] = b'0' + (k % 10) as u8;
-            k += 1;
-        }
-        table
-    };
+    /// "00" "01" … "99" (the core's table, which its record writer uses too).
+    const PAIRS: [u8; 200] = mcp_triage_core::json_text::DIGIT_PAIRS;
 
     fn uint_long(&mut self, n: u64, width: usize) {
-        const PAIRS: [u8; 200] = Sink::PAIRS;
-        let mut digits = [b'0'; 20];
-        let mut i = digits.len();
-        let mut n = n;
-        while n >= 100 {
-            let pair = (n % 100) as usize * 2;
-            n /= 100;
-            i -= 2;
-            digits[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-        }
-        if n >= 10 {
-            let pair = n as usize * 2;
-            i -= 2;
-            digits[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-        } else {
-            i -= 1;
-            digits[i] = b'0' + n as u8;
-        }
-        // the array starts as zeros: the padding is already there
+        let (digits, i) = mcp_triage_core::json_text::decimal_digits(n);
+        // the buffer is '0's before the digits: the padding is already there
         self.put(&digits[i.min(digits.len() - width.min(digits.len()))..]);
     }
 
