@@ -16,7 +16,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::BytesMut;
-use http::{Method, Request, Response, Version};
+use http::Method;
 use http_body::Body;
 use http_body_util::BodyExt;
 use tokio::sync::watch;
@@ -24,13 +24,12 @@ use tokio::sync::watch;
 use super::activity::{ConnActivity, InFlight};
 use super::client_body::{lock, ClientBody, SharedReader};
 use super::cork::Cork;
-use super::forward::handle;
+use super::forward::{handle, Answer};
 use super::h1::chunked::LAST_CHUNK;
 use super::h1::incoming_request::{
     take_request_head, ParsedRequest, RequestHeadError, MAX_HEAD_BYTES,
 };
 use super::h1::outgoing_response::{encode_response_head, RequestFacts, ResponseFraming};
-use super::response_body::ResponseTap;
 use super::shared::Shared;
 use super::upstream::Upstream;
 
@@ -133,16 +132,16 @@ async fn exchange(
     let in_flight = InFlight::new(&conn.activity);
     let facts = RequestFacts {
         head_only: req.parts.method == Method::HEAD,
-        http_11: req.parts.version == Version::HTTP_11,
+        http_11: req.parts.http_11,
         keep_alive: req.keep_alive && !*conn.draining.borrow(),
     };
     lock(reader).start_body(req.framing, req.expect_continue);
-    let request = Request::from_parts(req.parts, ClientBody::new(reader.clone()));
     let handled = handle(
         conn.sh.clone(),
         conn.upstream.clone(),
         conn.peer.clone(),
-        request,
+        req.parts,
+        ClientBody::new(reader.clone()),
     );
     let answered = tokio::select! {
         answered = handled => answered,
@@ -150,11 +149,11 @@ async fn exchange(
         () = poll_fn(|cx| poll_client_gone(reader, cx)) => return false,
     };
     // The upstream closed without a response: close the client's connection the same way.
-    let Ok(mut response) = answered else {
+    let Ok(mut answer) = answered else {
         return false;
     };
-    response.body_mut().in_flight = Some(in_flight);
-    let keep_alive = write_response(reader, cork, response, facts).await;
+    answer.body.in_flight = Some(in_flight);
+    let keep_alive = write_response(reader, cork, answer, facts).await;
     keep_alive && lock(reader).body_done()
 }
 
@@ -177,10 +176,13 @@ fn poll_client_gone(reader: &SharedReader, cx: &mut Context<'_>) -> Poll<()> {
 async fn write_response(
     reader: &SharedReader,
     cork: &Arc<Mutex<Cork>>,
-    response: Response<ResponseTap>,
+    answer: Answer,
     facts: RequestFacts,
 ) -> bool {
-    let (parts, mut body) = response.into_parts();
+    let Answer {
+        head: parts,
+        mut body,
+    } = answer;
     let mut head = BytesMut::new();
     let exact = body.size_hint().exact();
     let written = encode_response_head(&parts, body.is_end_stream(), exact, facts, &mut head);

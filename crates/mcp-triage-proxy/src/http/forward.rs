@@ -8,8 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{self, HeaderName, HeaderValue};
-use http::{Request, Response, StatusCode, Uri};
+use http::StatusCode;
 use mcp_triage_core::ResponseHead;
 use tokio::sync::oneshot;
 
@@ -17,6 +16,8 @@ use super::client_body::ClientBody;
 use super::deferred::TapState;
 use super::errors::Cut;
 use super::exchange::Exchange;
+use super::h1::fields::{FieldValue, Fields, Known};
+use super::h1::parts::{RequestParts, ResponseParts};
 use super::headers::{header_string, strip_hop_by_hop, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use super::no_response::{answer_failure, PendingGuard};
 use super::request_body::{RequestCopy, RequestTap};
@@ -29,6 +30,12 @@ use crate::guard::{redact_query, Refusal};
 use crate::observe::Origin;
 use crate::record::{RecordKind, RecordOutcome};
 
+/// The answer to one request: the response head for the client and its body.
+pub(super) struct Answer {
+    pub(super) head: ResponseParts,
+    pub(super) body: ResponseTap,
+}
+
 /// Serves one request of a client connection: refused when `Host` or `Origin` fails the checks,
 /// else forwarded upstream and answered with the upstream's response, or with the proxy's own
 /// answer (or a closed connection) when none came.
@@ -36,13 +43,13 @@ pub(super) async fn handle(
     sh: Arc<Shared>,
     upstream: Upstream,
     peer: Arc<str>,
-    req: Request<ClientBody>,
-) -> Result<Response<ResponseTap>, Cut> {
+    mut parts: RequestParts,
+    body: ClientBody,
+) -> Result<Answer, Cut> {
     let started = Instant::now();
-    let (mut parts, body) = req.into_parts();
     if let Some(policy) = &sh.host_policy {
-        let host = parts.headers.get(header::HOST).map(HeaderValue::as_bytes);
-        let origin = parts.headers.get(header::ORIGIN).map(HeaderValue::as_bytes);
+        let host = parts.fields.get(Known::Host);
+        let origin = parts.fields.get(Known::Origin);
         if let Err(refusal) = policy.check(host, origin) {
             return Ok(refuse(&sh, &parts, &peer, started, refusal));
         }
@@ -56,7 +63,7 @@ pub(super) async fn handle(
         sh: sh.clone(),
         ex: Some(ex),
     };
-    let send = upstream.send(&sh, Request::from_parts(parts, tap));
+    let send = upstream.send(&sh, parts, tap);
     let limit = sh.response_timeout;
     let result = if limit.is_zero() {
         send.await
@@ -69,7 +76,7 @@ pub(super) async fn handle(
     };
     let ex = guard.ex.take().expect("the guard is disarmed only here");
     match result {
-        Sent::Response(resp) => Ok(answer_response(&sh, &upstream, ex, resp)),
+        Sent::Response(head, body) => Ok(answer_response(&sh, &upstream, ex, head, body)),
         failed => answer_failure(&sh, ex, failed, &body_stalled, &body_malformed),
     }
 }
@@ -79,93 +86,69 @@ pub(super) async fn handle(
 /// it for the record on its way.
 fn begin_exchange(
     sh: &Shared,
-    parts: &mut http::request::Parts,
+    parts: &mut RequestParts,
     body: ClientBody,
     peer: &str,
     started: Instant,
 ) -> (RequestTap, Exchange) {
     let origin = Origin {
-        session_id: header_string(&parts.headers, &MCP_SESSION_ID),
-        protocol_version: header_string(&parts.headers, &MCP_PROTOCOL_VERSION),
-        user_agent: header_string(&parts.headers, &header::USER_AGENT),
+        session_id: header_string(&parts.fields, MCP_SESSION_ID),
+        protocol_version: header_string(&parts.fields, MCP_PROTOCOL_VERSION),
+        user_agent: header_string(&parts.fields, Known::UserAgent),
         peer: String::from(peer),
     };
     let observer = &sh.observer;
-    let request_headers = observer.options().log_headers.then(|| {
-        observer.loggable_headers(
-            parts
-                .headers
-                .iter()
-                .map(|(n, v)| (n.as_str(), v.as_bytes())),
-        )
-    });
-    let path = parts
-        .uri
-        .path_and_query()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_else(|| "/".to_string());
+    let request_headers = observer
+        .options()
+        .log_headers
+        .then(|| observer.loggable_headers(parts.fields.iter()));
     let (tap, request) = RequestTap::new(
         body,
         observer.options().max_request_bytes,
         sh.body_read_timeout,
         sh.body_deadline,
     );
-    strip_hop_by_hop(&mut parts.headers);
+    strip_hop_by_hop(&mut parts.fields);
+    let path = parts.path();
     let capture = sh.capture.as_ref().map(|c| {
         c.begin(
             "http",
             parts.method.as_str(),
-            &path,
-            parts
-                .headers
-                .iter()
-                .map(|(n, v)| (n.as_str(), v.as_bytes())),
+            path,
+            parts.fields.iter(),
             origin.session_id.as_deref(),
         )
     });
-    rewrite_for_upstream(sh, parts, &path);
     let ex = Exchange {
         started,
         origin,
         http_method: parts.method.clone(),
-        path: redact_query(&path, &sh.redact_query_params).into_owned(),
+        path: redact_query(path, &sh.redact_query_params).into_owned(),
         request,
         request_headers,
         capture,
     };
+    rewrite_for_upstream(sh, &mut parts.fields);
     (tap, ex)
 }
 
-/// The request head as the upstream gets it: origin-form URI, HTTP/1.1, the upstream's `Host`
-/// (the client's in `X-Forwarded-Host`), `Via`, and no credentials meant for the proxy.
-fn rewrite_for_upstream(sh: &Shared, parts: &mut http::request::Parts, path: &str) {
-    // Origin form (RFC 9112 §3.2.1): the upstream is reached directly, `Host` names it.
-    let uri = Uri::builder()
-        .path_and_query(path)
-        .build()
-        .expect("a request's path-and-query is a URI");
+/// The request head's fields as the upstream gets them (the head is written in origin form,
+/// HTTP/1.1): the upstream's `Host` (the client's in `X-Forwarded-Host`), `Via`, and no
+/// credentials meant for the proxy.
+fn rewrite_for_upstream(sh: &Shared, fields: &mut Fields) {
     // Credentials for this proxy, not for the upstream.
-    parts.headers.remove(header::PROXY_AUTHORIZATION);
+    fields.remove(Known::ProxyAuthorization);
     // The upstream routes on its own name; the client's (checked in `handle` when the proxy checks
     // hosts) goes along, with the scheme the client used (the proxy listens on plain HTTP), so
     // an upstream that advertises its own URLs (OAuth resource metadata, an issuer) can name
     // the proxy's address the client reached instead of one the client cannot use.
-    if let Some(client_host) = parts.headers.get(header::HOST).cloned() {
-        parts
-            .headers
-            .insert(HeaderName::from_static("x-forwarded-host"), client_host);
-        parts.headers.insert(
-            HeaderName::from_static("x-forwarded-proto"),
-            HeaderValue::from_static("http"),
-        );
+    if let Some(client_host) = fields.value_of(Known::Host) {
+        fields.insert(Known::XForwardedHost, client_host);
+        fields.insert(Known::XForwardedProto, FieldValue::from_static("http"));
     }
-    parts.headers.insert(header::HOST, sh.host.clone());
+    fields.insert(Known::Host, FieldValue::from(sh.host.clone()));
     // RFC 9110 §7.6.3: a gateway sends Via in each request it forwards.
-    parts
-        .headers
-        .append(header::VIA, HeaderValue::from_static("1.1 mcp-triage"));
-    parts.uri = uri;
-    parts.version = http::Version::HTTP_11;
+    fields.append(Known::Via, FieldValue::from_static("1.1 mcp-triage"));
 }
 
 /// The upstream's response on its way to the client: hop-by-hop headers removed, the head noted
@@ -174,43 +157,23 @@ fn answer_response(
     sh: &Arc<Shared>,
     upstream: &Upstream,
     mut ex: Exchange,
-    resp: Response<Box<UpstreamBody>>,
-) -> Response<ResponseTap> {
+    mut head: ResponseParts,
+    body: Box<UpstreamBody>,
+) -> Answer {
     let observer = &sh.observer;
-    let (mut parts, body) = resp.into_parts();
-    let head = ResponseHead {
-        status: parts.status.as_u16(),
-        headers: parts
-            .headers
-            .iter()
-            .map(|(n, v)| {
-                (
-                    n.as_str().to_string(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect(),
-    };
-    let response_headers = observer.options().log_headers.then(|| {
-        observer.loggable_headers(
-            parts
-                .headers
-                .iter()
-                .map(|(n, v)| (n.as_str(), v.as_bytes())),
-        )
-    });
-    strip_hop_by_hop(&mut parts.headers);
+    let observed = observed_head(&head);
+    let response_headers = observer
+        .options()
+        .log_headers
+        .then(|| observer.loggable_headers(head.fields.iter()));
+    strip_hop_by_hop(&mut head.fields);
     if let (Some(c), Some(capture)) = (ex.capture.as_mut(), sh.capture.as_ref()) {
-        let headers = parts
-            .headers
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.as_bytes()));
-        c.response_head(parts.status.as_u16(), capture.headers(headers));
+        c.response_head(head.status.as_u16(), capture.headers(head.fields.iter()));
     }
     let obs = ResponseObserver {
         sh: sh.clone(),
-        session_assigned: header_string(&parts.headers, &MCP_SESSION_ID),
-        head,
+        session_assigned: header_string(&head.fields, MCP_SESSION_ID),
+        head: observed,
         response_headers,
         bytes: 0,
         stage: Stage::Waiting {
@@ -220,20 +183,41 @@ fn answer_response(
         },
         ex: Some(ex),
     };
-    Response::from_parts(
-        parts,
-        ResponseTap {
-            in_flight: None,
-            inner: TapInner::Upstream(body),
-            observed: Some((
-                Arc::new(Mutex::new(TapState {
-                    obs: Some(Box::new(obs)),
-                    ..TapState::default()
-                })),
-                upstream.deferred.clone(),
-            )),
-        },
-    )
+    let body = ResponseTap {
+        in_flight: None,
+        inner: TapInner::Upstream(body),
+        observed: Some((
+            Arc::new(Mutex::new(TapState {
+                obs: Some(Box::new(obs)),
+                ..TapState::default()
+            })),
+            upstream.deferred.clone(),
+        )),
+    };
+    Answer { head, body }
+}
+
+/// The response's fields the observer reads: those the classifier reads (`Content-Type`,
+/// `Retry-After`, `WWW-Authenticate`) and `Content-Length` (for a body declared over the
+/// limit). Why not all: each is copied into owned strings that live as long as the exchange,
+/// and the rest were never read.
+const OBSERVED_FIELDS: [Known; 4] = [
+    Known::ContentType,
+    Known::ContentLength,
+    Known::RetryAfter,
+    Known::WwwAuthenticate,
+];
+
+/// The head the observer and the classifier take (see [`OBSERVED_FIELDS`]).
+fn observed_head(head: &ResponseParts) -> ResponseHead {
+    let mut observed = ResponseHead::new(head.status.as_u16());
+    for name in OBSERVED_FIELDS {
+        for v in head.fields.get_all(name) {
+            let value = String::from_utf8_lossy(v).into_owned();
+            observed.headers.push((name.as_str().to_string(), value));
+        }
+    }
+    observed
 }
 
 /// The proxy's own answer to a request it will not forward (DNS-rebinding protection): a `403`
@@ -241,42 +225,31 @@ fn answer_response(
 /// `Origin`) naming the reason, and a record saying `REFUSED` with the reason as a warning.
 fn refuse(
     sh: &Shared,
-    parts: &http::request::Parts,
+    parts: &RequestParts,
     peer: &str,
     started: Instant,
     refusal: Refusal,
-) -> Response<ResponseTap> {
+) -> Answer {
     let observer = &sh.observer;
     let mut r = observer.new_record(RecordKind::Http);
     r.http_method = Some(parts.method.to_string());
-    r.path = Some(
-        redact_query(
-            parts.uri.path_and_query().map_or("/", |p| p.as_str()),
-            &sh.redact_query_params,
-        )
-        .into_owned(),
-    );
+    r.path = Some(redact_query(parts.path(), &sh.redact_query_params).into_owned());
     r.http_statuses = vec![403];
     r.outcome = RecordOutcome::Refused;
     r.layer = Some(mcp_triage_core::Layer::Transport);
     r.classified = false;
-    r.client =
-        header_string(&parts.headers, &header::USER_AGENT).map(|ua| crate::record::ClientId {
-            user_agent: Some(ua),
-            ..Default::default()
-        });
+    r.client = header_string(&parts.fields, Known::UserAgent).map(|ua| crate::record::ClientId {
+        user_agent: Some(ua),
+        ..Default::default()
+    });
     r.warnings.push(crate::record::ProxyWarning {
         code: refusal.code.into(),
         detail: format!("{} (from {peer})", refusal.reason),
     });
-    r.request_headers = observer.options().log_headers.then(|| {
-        observer.loggable_headers(
-            parts
-                .headers
-                .iter()
-                .map(|(n, v)| (n.as_str(), v.as_bytes())),
-        )
-    });
+    r.request_headers = observer
+        .options()
+        .log_headers
+        .then(|| observer.loggable_headers(parts.fields.iter()));
     r.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
     observer.emit(r);
     let body = serde_json::json!({
@@ -286,11 +259,13 @@ fn refuse(
             "message": format!("Forbidden by the mcp-triage proxy: {}", refusal.reason),
         },
     });
-    Response::builder()
-        .status(StatusCode::FORBIDDEN)
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(ResponseTap::fixed(Bytes::from(body.to_string())))
-        .expect("a static response is valid")
+    Answer {
+        head: ResponseParts::own(
+            StatusCode::FORBIDDEN,
+            &[(Known::ContentType, "application/json")],
+        ),
+        body: ResponseTap::fixed(Bytes::from(body.to_string())),
+    }
 }
 
 /// Completes `limit` after the request body was read whole (the copy for the record arrived;

@@ -1,91 +1,99 @@
 //! Header handling shared by the request and response paths: the hop-by-hop headers that never
 //! cross the proxy, and the MCP header names the observer reads.
 
-use http::header::{self, HeaderMap, HeaderName};
+use super::h1::fields::{Fields, Known};
 
-/// Hop-by-hop header names (RFC 9110 §7.6.1), removed in both directions besides those the
-/// `Connection` header lists. `HeaderName`s rather than strings, as are [`MCP_SESSION_ID`] and
-/// [`MCP_PROTOCOL_VERSION`]: a `HeaderMap` looked up by a string parses and checks the name on
-/// every call, which was about 2% of the proxy's instructions per exchange.
-static HOP_BY_HOP: [HeaderName; 7] = [
-    header::CONNECTION,
-    HeaderName::from_static("proxy-connection"),
-    HeaderName::from_static("keep-alive"),
-    header::TE,
-    header::TRAILER,
-    header::TRANSFER_ENCODING,
-    header::UPGRADE,
-];
-pub(super) static MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
-pub(super) static MCP_PROTOCOL_VERSION: HeaderName =
-    HeaderName::from_static("mcp-protocol-version");
+pub(super) const MCP_SESSION_ID: Known = Known::McpSessionId;
+pub(super) const MCP_PROTOCOL_VERSION: Known = Known::McpProtocolVersion;
 
-pub(super) fn header_string(h: &HeaderMap, name: &HeaderName) -> Option<String> {
-    h.get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
+/// The first value of `name` as an owned string (see [`Fields::get_str`]).
+pub(super) fn header_string(fields: &Fields, name: Known) -> Option<String> {
+    fields.get_str(name).map(str::to_string)
 }
 
-/// Removes hop-by-hop headers: the fixed list and every name `Connection` lists.
-pub fn strip_hop_by_hop(h: &mut HeaderMap) {
-    // Most heads carry none (a name `Connection` lists counts only with a `Connection`): one
-    // look at each name costs a tenth of the removals, which hash every name of the list.
-    if !h.keys().any(|n| HOP_BY_HOP.contains(n)) {
+/// Removes hop-by-hop headers (RFC 9110 §7.6.1): the fixed list ([`Known::is_hop_by_hop`])
+/// and every name `Connection` lists.
+pub(super) fn strip_hop_by_hop(fields: &mut Fields) {
+    // Most heads carry none (a name `Connection` lists counts only with a `Connection`).
+    if !fields.has_hop_by_hop() {
         return;
     }
-    let listed: Vec<HeaderName> = h
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|t| HeaderName::from_bytes(t.trim().as_bytes()).ok())
+    let listed: Vec<Vec<u8>> = fields
+        .get_all(Known::Connection)
+        .flat_map(|v| v.split(|&b| b == b','))
+        .map(|t| t.trim_ascii().to_ascii_lowercase())
+        .filter(|t| !t.is_empty())
         .collect();
     for n in listed {
-        h.remove(n);
+        fields.remove_named(&n);
     }
-    for n in &HOP_BY_HOP {
-        h.remove(n);
+    for k in [
+        Known::Connection,
+        Known::ProxyConnection,
+        Known::KeepAlive,
+        Known::Te,
+        Known::Trailer,
+        Known::TransferEncoding,
+        Known::Upgrade,
+    ] {
+        debug_assert!(k.is_hop_by_hop());
+        fields.remove(k);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::header::HeaderValue;
+    use crate::http::h1::fields::tests::fields;
+
+    fn names(f: &Fields) -> Vec<&str> {
+        f.iter().map(|(n, _)| n).collect()
+    }
 
     #[test]
     fn hop_by_hop_headers_go() {
-        let mut h = HeaderMap::new();
-        h.insert("connection", HeaderValue::from_static("close, x-private"));
-        h.insert("x-private", HeaderValue::from_static("1"));
-        h.insert("keep-alive", HeaderValue::from_static("timeout=5"));
-        h.insert("transfer-encoding", HeaderValue::from_static("chunked"));
-        h.insert("mcp-session-id", HeaderValue::from_static("s"));
-        h.insert("content-type", HeaderValue::from_static("application/json"));
+        let mut h = fields(&[
+            ("Connection", "close, X-Private"),
+            ("x-private", "1"),
+            ("keep-alive", "timeout=5"),
+            ("transfer-encoding", "chunked"),
+            ("mcp-session-id", "s"),
+            ("content-type", "application/json"),
+        ]);
         strip_hop_by_hop(&mut h);
-        let names: Vec<_> = h.keys().map(|k| k.as_str()).collect();
-        assert_eq!(names.len(), 2, "{names:?}");
-        assert!(h.contains_key("mcp-session-id") && h.contains_key("content-type"));
+        assert_eq!(names(&h), ["mcp-session-id", "content-type"]);
     }
 
     #[test]
     fn one_hop_by_hop_header_goes_and_the_rest_stay_in_order() {
-        let mut h = HeaderMap::new();
-        h.insert(
-            "content-type",
-            HeaderValue::from_static("text/event-stream"),
-        );
-        h.insert("x-private", HeaderValue::from_static("1"));
-        h.insert("te", HeaderValue::from_static("trailers"));
-        h.insert("mcp-session-id", HeaderValue::from_static("s"));
+        let mut h = fields(&[
+            ("content-type", "text/event-stream"),
+            ("x-private", "1"),
+            ("te", "trailers"),
+            ("mcp-session-id", "s"),
+        ]);
         strip_hop_by_hop(&mut h);
-        let names: Vec<_> = h.keys().map(|k| k.as_str()).collect();
-        assert_eq!(names, ["content-type", "x-private", "mcp-session-id"]);
-        let before = h.clone();
+        assert_eq!(names(&h), ["content-type", "x-private", "mcp-session-id"]);
         strip_hop_by_hop(&mut h);
         assert_eq!(
-            h, before,
+            names(&h),
+            ["content-type", "x-private", "mcp-session-id"],
             "a head without hop-by-hop headers is left as it is"
         );
+    }
+
+    #[test]
+    fn a_known_name_connection_lists_goes_too() {
+        let mut h = fields(&[("connection", "Via"), ("via", "1.0 x"), ("host", "h")]);
+        strip_hop_by_hop(&mut h);
+        assert_eq!(names(&h), ["host"]);
+    }
+
+    #[test]
+    fn session_ids_are_read_as_visible_text_only() {
+        let h = fields(&[("Mcp-Session-Id", "abc"), ("user-agent", "caf\u{e9}")]);
+        assert_eq!(header_string(&h, MCP_SESSION_ID).as_deref(), Some("abc"));
+        assert_eq!(header_string(&h, Known::UserAgent), None);
+        assert_eq!(header_string(&h, MCP_PROTOCOL_VERSION), None);
     }
 }

@@ -68,7 +68,6 @@ mod upstream_body;
 mod upstream_io;
 
 pub(crate) use errors::error_chain;
-pub use headers::strip_hop_by_hop;
 pub use options::{
     HostCheck, ProxyError, ProxyOptions, DEFAULT_BODY_DEADLINE, DEFAULT_BODY_READ_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_RESPONSE_TIMEOUT, DEFAULT_SPIN,

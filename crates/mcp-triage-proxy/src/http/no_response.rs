@@ -7,13 +7,15 @@
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use http::header;
-use http::{Response, StatusCode};
+use http::StatusCode;
 use mcp_triage_core::{ResponseHead, Verdict};
 use tokio::sync::oneshot;
 
 use super::errors::{error_chain, Cut};
 use super::exchange::Exchange;
+use super::forward::Answer;
+use super::h1::fields::Known;
+use super::h1::parts::ResponseParts;
 use super::plan::Plan;
 use super::request_body::{BodyStalled, RequestCopy, REQUEST_DRAIN};
 use super::response_body::ResponseTap;
@@ -106,7 +108,7 @@ pub(super) fn answer_failure(
     failed: Sent,
     body_stalled: &OnceLock<BodyStalled>,
     body_malformed: &OnceLock<String>,
-) -> Result<Response<ResponseTap>, Cut> {
+) -> Result<Answer, Cut> {
     let (status, verdict, reached) = failure_verdict(sh, failed, body_stalled, body_malformed);
     let detail = verdict.detail.clone().unwrap_or_default();
     // The record waits for the rest of the request body (at most REQUEST_DRAIN), the
@@ -121,17 +123,19 @@ pub(super) fn answer_failure(
     match status {
         Some(status) => {
             let body = format!("mcp-triage proxy: {detail}\n");
-            let mut resp = Response::builder()
-                .status(status)
-                .header(header::CONTENT_TYPE, "text/plain; charset=utf-8");
-            if status == StatusCode::REQUEST_TIMEOUT || status == StatusCode::BAD_REQUEST {
-                // The rest of the body is unread: the connection cannot carry another
-                // request.
-                resp = resp.header(header::CONNECTION, "close");
-            }
-            Ok(resp
-                .body(ResponseTap::fixed(Bytes::from(body)))
-                .expect("a static response is valid"))
+            let text = (Known::ContentType, "text/plain; charset=utf-8");
+            // After a 408 or 400 the rest of the body is unread: the connection cannot carry
+            // another request.
+            let fields: &[_] =
+                if status == StatusCode::REQUEST_TIMEOUT || status == StatusCode::BAD_REQUEST {
+                    &[text, (Known::Connection, "close")]
+                } else {
+                    &[text]
+                };
+            Ok(Answer {
+                head: ResponseParts::own(status, fields),
+                body: ResponseTap::fixed(Bytes::from(body)),
+            })
         }
         None => Err(Cut),
     }
@@ -193,6 +197,6 @@ fn failure_verdict(
             });
             (Some(StatusCode::GATEWAY_TIMEOUT), v, true)
         }
-        Sent::Response(_) => unreachable!("matched above"),
+        Sent::Response(..) => unreachable!("matched above"),
     }
 }

@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use http::header::HeaderValue;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -86,7 +85,7 @@ pub async fn start(
     let shared = Arc::new(Shared {
         observer: Observer::new(options.observe.clone(), sink, "http"),
         connect_to: format!("{}:{}", authority.host(), options.upstream_port()),
-        host: HeaderValue::from_str(authority.as_str()).expect("an authority is a header value"),
+        host: bytes::Bytes::copy_from_slice(authority.as_str().as_bytes()),
         authority,
         tls,
         connect_timeout: options.connect_timeout,

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::header::HeaderValue;
 use http::uri::Authority;
 use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
 use tokio_rustls::TlsConnector;
@@ -20,7 +19,8 @@ pub(super) struct Shared {
     pub(super) authority: Authority,
     /// `host:port` to connect to (port 80, or 443 for https, when the origin has none).
     pub(super) connect_to: String,
-    pub(super) host: HeaderValue,
+    /// The upstream's `Host` value, shared by every request head.
+    pub(super) host: bytes::Bytes,
     /// For an https upstream: the connector and the name its certificate must carry.
     pub(super) tls: Option<(TlsConnector, ServerName<'static>)>,
     /// See [`ProxyOptions::connect_timeout`](super::options::ProxyOptions::connect_timeout).

@@ -16,13 +16,14 @@ use std::task::Poll;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use http::{Method, Request, Response};
+use http::Method;
 use http_body::Body;
 use tokio::net::TcpStream;
 
 use super::deferred::Deferred;
 use super::errors::error_chain;
 use super::h1::chunked::ChunkedError;
+use super::h1::parts::{RequestParts, ResponseParts};
 use super::h1::request_head::encode_request_head;
 use super::h1::response_head::HeadError;
 use super::read_into::READ_ROOM;
@@ -58,7 +59,8 @@ pub(super) struct ConnectFailed(String);
 
 /// What sending a request upstream came to.
 pub(super) enum Sent {
-    Response(Response<Box<UpstreamBody>>),
+    /// The response head and its body, still to be read.
+    Response(ResponseParts, Box<UpstreamBody>),
     ConnectFailed(String),
     /// The upstream took the request and failed before a response head, or the request body
     /// failed (the client's body stalled or broke).
@@ -129,11 +131,15 @@ impl Upstream {
             })
     }
 
-    /// Sends `req` on the open connection if it is still usable, else on a new one, and waits
-    /// for the response head; the body goes on being sent while the response is read (an
-    /// upstream may answer before the request body ended).
-    pub(super) async fn send(&self, sh: &Shared, req: Request<RequestTap>) -> Sent {
-        let (mut parts, body) = req.into_parts();
+    /// Sends the request (`parts`, `body`) on the open connection if it is still usable, else
+    /// on a new one, and waits for the response head; the body goes on being sent while the
+    /// response is read (an upstream may answer before the request body ended).
+    pub(super) async fn send(
+        &self,
+        sh: &Shared,
+        mut parts: RequestParts,
+        body: RequestTap,
+    ) -> Sent {
         let mut head = BytesMut::new();
         let framing = encode_request_head(
             &mut parts,
@@ -153,7 +159,10 @@ impl Upstream {
         let head =
             std::future::poll_fn(|cx| writer.poll_until_head(&mut conn, head_only, cx)).await;
         match head {
-            Ok(head) => Sent::Response(UpstreamBody::response(head, conn, writer, self.clone())),
+            Ok(head) => {
+                let (head, body) = UpstreamBody::response(head, conn, writer, self.clone());
+                Sent::Response(head, body)
+            }
             Err(e) => Sent::Failed(e),
         }
     }

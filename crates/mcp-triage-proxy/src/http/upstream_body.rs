@@ -7,11 +7,11 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use bytes::{Buf, Bytes, BytesMut};
-use http::Response;
 use http_body::{Body, Frame, SizeHint};
 
 use super::h1::body::{BodyDecoder, Step};
 use super::h1::chunked::{encode_chunk, ChunkedDecoder, LAST_CHUNK};
+use super::h1::parts::ResponseParts;
 use super::h1::request_head::RequestFraming;
 use super::h1::response_head::{take_response_head, Framing, ParsedResponse};
 use super::request_body::RequestTap;
@@ -183,7 +183,7 @@ impl UpstreamBody {
         conn: Conn,
         writer: RequestWriter,
         home: Upstream,
-    ) -> Response<Box<UpstreamBody>> {
+    ) -> (ResponseParts, Box<UpstreamBody>) {
         let decoder = match head.framing {
             Framing::Empty => BodyDecoder::Length(0),
             Framing::Length(n) => BodyDecoder::Length(n),
@@ -200,7 +200,7 @@ impl UpstreamBody {
         if body.decoder.at_end() {
             body.finish();
         }
-        Response::from_parts(head.parts, body)
+        (head.parts, body)
     }
 
     /// The body ended: the connection goes back for the next exchange when the request went

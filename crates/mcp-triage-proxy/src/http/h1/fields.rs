@@ -1,41 +1,339 @@
-//! What the heads of both directions share: header fields read from a head's bytes into a
-//! `HeaderMap` that shares them, and the fields that frame a message or say what becomes of the
-//! connection, read the same way for requests and responses (RFC 9110 §8.6, RFC 9112 §6–§9).
+//! What the heads of both directions share: a head's header fields ([`Fields`]), read in place
+//! from the head's bytes and edited without copying them, and the fields that frame a message
+//! or say what becomes of the connection, read the same way for requests and responses
+//! (RFC 9110 §8.6, RFC 9112 §6–§9).
 
 use bytes::Bytes;
-use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 /// The most header lines of a head (hyper's limit, which the proxy had before).
 pub(crate) const MAX_HEADERS: usize = 100;
 
-/// Where a field's name and value lie in a head: `((name start, end), (value start, end))`.
-pub(crate) type FieldRange = ((usize, usize), (usize, usize));
-
-/// The places of `fields` (parsed from `buf`) in `buf`, so they can be cut from the head once
-/// it is split off the read buffer.
-pub(crate) fn field_ranges(buf: &[u8], fields: &[httparse::Header<'_>]) -> Vec<FieldRange> {
-    let base = buf.as_ptr() as usize;
-    let at = |s: &[u8]| {
-        let start = s.as_ptr() as usize - base;
-        (start, start + s.len())
-    };
-    fields
-        .iter()
-        .map(|f| (at(f.name.as_bytes()), at(f.value)))
-        .collect()
+/// Field names the proxy looks for, or meets in most heads, recognised once when a head is
+/// read: finding one is then comparing a number, and writing one needs no UTF-8 check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Known {
+    Accept,
+    AcceptEncoding,
+    Authorization,
+    CacheControl,
+    Connection,
+    ContentLength,
+    ContentType,
+    Date,
+    Expect,
+    Host,
+    KeepAlive,
+    McpProtocolVersion,
+    McpSessionId,
+    Origin,
+    ProxyAuthorization,
+    ProxyConnection,
+    RetryAfter,
+    Server,
+    Te,
+    Trailer,
+    TransferEncoding,
+    Upgrade,
+    UserAgent,
+    Via,
+    WwwAuthenticate,
+    XForwardedHost,
+    XForwardedProto,
 }
 
-/// The fields of `head` at `ranges`, each value sharing the head's bytes (no copy, no
-/// allocation per value). `Err` names a field whose name or value is not valid.
-pub(crate) fn header_map(head: &Bytes, ranges: &[FieldRange]) -> Result<HeaderMap, String> {
-    let mut headers = HeaderMap::with_capacity(ranges.len());
-    for &((ns, ne), (vs, ve)) in ranges {
-        let bad = || String::from_utf8_lossy(&head[ns..ne]).into_owned();
-        let name = HeaderName::from_bytes(&head[ns..ne]).map_err(|_| bad())?;
-        let value = HeaderValue::from_maybe_shared(head.slice(vs..ve)).map_err(|_| bad())?;
-        headers.append(name, value);
+impl Known {
+    /// The name in lower case.
+    pub(crate) const fn as_str(self) -> &'static str {
+        match self {
+            Known::Accept => "accept",
+            Known::AcceptEncoding => "accept-encoding",
+            Known::Authorization => "authorization",
+            Known::CacheControl => "cache-control",
+            Known::Connection => "connection",
+            Known::ContentLength => "content-length",
+            Known::ContentType => "content-type",
+            Known::Date => "date",
+            Known::Expect => "expect",
+            Known::Host => "host",
+            Known::KeepAlive => "keep-alive",
+            Known::McpProtocolVersion => "mcp-protocol-version",
+            Known::McpSessionId => "mcp-session-id",
+            Known::Origin => "origin",
+            Known::ProxyAuthorization => "proxy-authorization",
+            Known::ProxyConnection => "proxy-connection",
+            Known::RetryAfter => "retry-after",
+            Known::Server => "server",
+            Known::Te => "te",
+            Known::Trailer => "trailer",
+            Known::TransferEncoding => "transfer-encoding",
+            Known::Upgrade => "upgrade",
+            Known::UserAgent => "user-agent",
+            Known::Via => "via",
+            Known::WwwAuthenticate => "www-authenticate",
+            Known::XForwardedHost => "x-forwarded-host",
+            Known::XForwardedProto => "x-forwarded-proto",
+        }
     }
-    Ok(headers)
+
+    /// The known name `lower` (a name in lower case) is, if any.
+    pub(crate) fn of(lower: &[u8]) -> Option<Known> {
+        Some(match lower {
+            b"accept" => Known::Accept,
+            b"accept-encoding" => Known::AcceptEncoding,
+            b"authorization" => Known::Authorization,
+            b"cache-control" => Known::CacheControl,
+            b"connection" => Known::Connection,
+            b"content-length" => Known::ContentLength,
+            b"content-type" => Known::ContentType,
+            b"date" => Known::Date,
+            b"expect" => Known::Expect,
+            b"host" => Known::Host,
+            b"keep-alive" => Known::KeepAlive,
+            b"mcp-protocol-version" => Known::McpProtocolVersion,
+            b"mcp-session-id" => Known::McpSessionId,
+            b"origin" => Known::Origin,
+            b"proxy-authorization" => Known::ProxyAuthorization,
+            b"proxy-connection" => Known::ProxyConnection,
+            b"retry-after" => Known::RetryAfter,
+            b"server" => Known::Server,
+            b"te" => Known::Te,
+            b"trailer" => Known::Trailer,
+            b"transfer-encoding" => Known::TransferEncoding,
+            b"upgrade" => Known::Upgrade,
+            b"user-agent" => Known::UserAgent,
+            b"via" => Known::Via,
+            b"www-authenticate" => Known::WwwAuthenticate,
+            b"x-forwarded-host" => Known::XForwardedHost,
+            b"x-forwarded-proto" => Known::XForwardedProto,
+            _ => return None,
+        })
+    }
+
+    /// Hop-by-hop (RFC 9110 §7.6.1): never crosses the proxy, besides the names `Connection`
+    /// lists.
+    pub(crate) const fn is_hop_by_hop(self) -> bool {
+        matches!(
+            self,
+            Known::Connection
+                | Known::ProxyConnection
+                | Known::KeepAlive
+                | Known::Te
+                | Known::Trailer
+                | Known::TransferEncoding
+                | Known::Upgrade
+        )
+    }
+}
+
+/// A field's name: known, or where it lies in the head (lower case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Name {
+    Known(Known),
+    At(usize, usize),
+}
+
+/// A field's value: where it lies in the head, or bytes the proxy supplied.
+#[derive(Debug, Clone)]
+enum Text {
+    At(usize, usize),
+    Static(&'static [u8]),
+    Shared(Bytes),
+}
+
+#[derive(Debug, Clone)]
+struct Field {
+    name: Name,
+    value: Text,
+    /// Taken out ([`Fields::remove`]): kept in place so the others keep their order.
+    removed: bool,
+}
+
+/// A value to put in a head ([`Fields::insert`], [`Fields::append`]).
+#[derive(Debug, Clone)]
+pub(crate) struct FieldValue(Text);
+
+impl FieldValue {
+    pub(crate) const fn from_static(value: &'static str) -> FieldValue {
+        FieldValue(Text::Static(value.as_bytes()))
+    }
+}
+
+impl From<Bytes> for FieldValue {
+    fn from(b: Bytes) -> FieldValue {
+        FieldValue(Text::Shared(b))
+    }
+}
+
+/// Where the fields of a head lie in the buffer it was parsed from ([`Located::of`]), until the
+/// head is cut off the buffer and they become [`Fields`].
+pub(crate) struct Located(Vec<Field>);
+
+impl Located {
+    /// The places of `parsed` (read by `httparse` from `buf`) in `buf`.
+    pub(crate) fn of(buf: &[u8], parsed: &[httparse::Header<'_>]) -> Located {
+        let base = buf.as_ptr() as usize;
+        let at = |s: &[u8]| {
+            let start = s.as_ptr() as usize - base;
+            (start, start + s.len())
+        };
+        Located(
+            parsed
+                .iter()
+                .map(|f| {
+                    let (s, e) = at(f.name.as_bytes());
+                    let (vs, ve) = at(f.value);
+                    Field {
+                        name: Name::At(s, e),
+                        value: Text::At(vs, ve),
+                        removed: false,
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    /// Lower-cases the names in `buf` (the buffer they were located in), as `http::HeaderName`
+    /// did, so what the proxy forwards and records keeps the names it always had; and
+    /// recognises the [`Known`] ones.
+    pub(crate) fn lowercase_names(&mut self, buf: &mut [u8]) {
+        for f in &mut self.0 {
+            if let Name::At(s, e) = f.name {
+                let name = &mut buf[s..e];
+                name.make_ascii_lowercase();
+                if let Some(k) = Known::of(name) {
+                    f.name = Name::Known(k);
+                }
+            }
+        }
+    }
+}
+
+/// The header fields of one head: those received, in their order, then those the proxy added.
+/// Names are lower case (see [`Located::lowercase_names`]) and compared exactly.
+///
+/// Why not `http::HeaderMap`: building one hashed and copied every name and checked every
+/// value again after `httparse` had, for both heads of an exchange, which cost about a tenth
+/// of the proxy's instructions per exchange; a head has a handful of fields, which a scan finds
+/// as fast, and the names the proxy looks for are recognised once ([`Known`]). Unlike a
+/// `HeaderMap`, a value appended under a name already present comes last rather than beside
+/// the others of its name (the order of different names carries no meaning, RFC 9110 §5.3).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Fields {
+    head: Bytes,
+    fields: Vec<Field>,
+}
+
+impl Fields {
+    /// The fields of `head`, located in it before it was cut off its buffer.
+    pub(crate) fn new(head: Bytes, at: Located) -> Fields {
+        Fields { head, fields: at.0 }
+    }
+
+    fn name(&self, n: Name) -> &str {
+        match n {
+            Name::Known(k) => k.as_str(),
+            // httparse let only token characters (ASCII) through in a name.
+            Name::At(s, e) => std::str::from_utf8(&self.head[s..e]).unwrap_or_default(),
+        }
+    }
+
+    fn value<'a>(&'a self, t: &'a Text) -> &'a [u8] {
+        match t {
+            Text::At(s, e) => &self.head[*s..*e],
+            Text::Static(b) => b,
+            Text::Shared(b) => b,
+        }
+    }
+
+    fn live(&self) -> impl Iterator<Item = &Field> {
+        self.fields.iter().filter(|f| !f.removed)
+    }
+
+    /// Every field (name, value) in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.live()
+            .map(|f| (self.name(f.name), self.value(&f.value)))
+    }
+
+    /// Every value of `name`, in order.
+    pub(crate) fn get_all(&self, name: Known) -> impl Iterator<Item = &[u8]> {
+        self.live()
+            .filter(move |f| f.name == Name::Known(name))
+            .map(|f| self.value(&f.value))
+    }
+
+    /// The first value of `name`.
+    pub(crate) fn get(&self, name: Known) -> Option<&[u8]> {
+        self.get_all(name).next()
+    }
+
+    /// The first value of `name` as text, `None` too when it has other than visible ASCII,
+    /// spaces and tabs (what `http::HeaderValue::to_str` let through).
+    pub(crate) fn get_str(&self, name: Known) -> Option<&str> {
+        let v = self.get(name)?;
+        let visible = v.iter().all(|&b| b == b'\t' || (0x20..0x7f).contains(&b));
+        visible.then(|| std::str::from_utf8(v).ok()).flatten()
+    }
+
+    /// The first value of `name`, to put in another field.
+    pub(crate) fn value_of(&self, name: Known) -> Option<FieldValue> {
+        let f = self.live().find(|f| f.name == Name::Known(name))?;
+        Some(FieldValue(f.value.clone()))
+    }
+
+    /// Takes out every field named `name`.
+    pub(crate) fn remove(&mut self, name: Known) {
+        for f in self.fields.iter_mut() {
+            if f.name == Name::Known(name) {
+                f.removed = true;
+            }
+        }
+    }
+
+    /// Takes out every field named `lower` (a name in lower case, known or not).
+    pub(crate) fn remove_named(&mut self, lower: &[u8]) {
+        if let Some(k) = Known::of(lower) {
+            return self.remove(k);
+        }
+        for i in 0..self.fields.len() {
+            if let Name::At(s, e) = self.fields[i].name {
+                if &self.head[s..e] == lower {
+                    self.fields[i].removed = true;
+                }
+            }
+        }
+    }
+
+    /// Sets `name` to `value`: in the place of its first field when it has one (the others
+    /// go), else last.
+    pub(crate) fn insert(&mut self, name: Known, value: FieldValue) {
+        let first = self
+            .fields
+            .iter()
+            .position(|f| !f.removed && f.name == Name::Known(name));
+        let Some(first) = first else {
+            return self.append(name, value);
+        };
+        self.remove(name);
+        let f = &mut self.fields[first];
+        f.value = value.0;
+        f.removed = false;
+    }
+
+    /// Adds a field last.
+    pub(crate) fn append(&mut self, name: Known, value: FieldValue) {
+        self.fields.push(Field {
+            name: Name::Known(name),
+            value: value.0,
+            removed: false,
+        });
+    }
+
+    /// Whether a hop-by-hop field is among them (see [`Known::is_hop_by_hop`]).
+    pub(crate) fn has_hop_by_hop(&self) -> bool {
+        self.live()
+            .any(|f| matches!(f.name, Name::Known(k) if k.is_hop_by_hop()))
+    }
 }
 
 /// `Content-Length` that is not one number (RFC 9110 §8.6: every value, and every member of a
@@ -44,10 +342,10 @@ pub(crate) fn header_map(head: &Bytes, ranges: &[FieldRange]) -> Result<HeaderMa
 pub(crate) struct InvalidLength;
 
 /// The message's `Content-Length`, `None` without one.
-pub(crate) fn content_length(headers: &HeaderMap) -> Result<Option<u64>, InvalidLength> {
+pub(crate) fn content_length(fields: &Fields) -> Result<Option<u64>, InvalidLength> {
     let mut length = None;
-    for v in headers.get_all(header::CONTENT_LENGTH) {
-        for part in v.as_bytes().split(|&b| b == b',') {
+    for v in fields.get_all(Known::ContentLength) {
+        for part in v.split(|&b| b == b',') {
             let digits = part.trim_ascii();
             if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
                 return Err(InvalidLength);
@@ -66,63 +364,66 @@ pub(crate) fn content_length(headers: &HeaderMap) -> Result<Option<u64>, Invalid
 }
 
 /// Whether the last `Transfer-Encoding` ends in `chunked`; `None` without the field.
-pub(crate) fn ends_in_chunked(headers: &HeaderMap) -> Option<bool> {
-    let last = headers
-        .get_all(header::TRANSFER_ENCODING)
-        .iter()
-        .next_back()?;
+pub(crate) fn ends_in_chunked(fields: &Fields) -> Option<bool> {
+    let last = fields.get_all(Known::TransferEncoding).last()?;
     Some(
-        last.as_bytes()
-            .rsplit(|&b| b == b',')
+        last.rsplit(|&b| b == b',')
             .next()
             .is_some_and(|c| c.trim_ascii().eq_ignore_ascii_case(b"chunked")),
     )
 }
 
 /// Whether `v`, a comma-separated list, has `token` (compared without case).
-pub(crate) fn lists(v: &HeaderValue, token: &[u8]) -> bool {
-    v.as_bytes()
-        .split(|&b| b == b',')
+pub(crate) fn lists(v: &[u8], token: &[u8]) -> bool {
+    v.split(|&b| b == b',')
         .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
 }
 
 /// Whether a `Connection` field lists `token` (`close`, `keep-alive`).
-pub(crate) fn connection_lists(headers: &HeaderMap, token: &[u8]) -> bool {
-    headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .any(|v| lists(v, token))
+pub(crate) fn connection_lists(fields: &Fields, token: &[u8]) -> bool {
+    fields.get_all(Known::Connection).any(|v| lists(v, token))
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn map(fields: &[(&str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (n, v) in fields {
-            h.append(
-                HeaderName::from_bytes(n.as_bytes()).unwrap(),
-                HeaderValue::from_str(v).unwrap(),
-            );
-        }
-        h
+    /// The fields of a head written as `name: value` lines, read as the proxy reads one.
+    pub(crate) fn fields(lines: &[(&str, &str)]) -> Fields {
+        let text: String = lines.iter().map(|(n, v)| format!("{n}: {v}\r\n")).collect();
+        let mut buf = bytes::BytesMut::from(format!("{text}\r\n").as_bytes());
+        let mut parsed = [httparse::EMPTY_HEADER; 16];
+        let mut at = match httparse::parse_headers(&buf, &mut parsed).unwrap() {
+            httparse::Status::Complete((_, parsed)) => Located::of(&buf, parsed),
+            httparse::Status::Partial => panic!("a whole head"),
+        };
+        at.lowercase_names(&mut buf);
+        Fields::new(buf.freeze(), at)
+    }
+
+    fn names(f: &Fields) -> Vec<String> {
+        f.iter()
+            .map(|(n, v)| format!("{n}={}", String::from_utf8_lossy(v)))
+            .collect()
     }
 
     #[test]
     fn lengths_must_agree_and_be_digits() {
-        assert_eq!(content_length(&map(&[])), Ok(None));
+        assert_eq!(content_length(&fields(&[])), Ok(None));
         assert_eq!(
-            content_length(&map(&[("content-length", " 12 ")])),
+            content_length(&fields(&[("content-length", " 12 ")])),
             Ok(Some(12))
         );
         assert_eq!(
-            content_length(&map(&[("content-length", "3, 3"), ("content-length", "3")])),
+            content_length(&fields(&[
+                ("Content-Length", "3, 3"),
+                ("content-length", "3")
+            ])),
             Ok(Some(3))
         );
         for bad in ["1, 2", "-1", "+1", "", "0x10", "99999999999999999999999"] {
             assert_eq!(
-                content_length(&map(&[("content-length", bad)])),
+                content_length(&fields(&[("content-length", bad)])),
                 Err(InvalidLength),
                 "{bad:?}"
             );
@@ -131,28 +432,106 @@ mod tests {
 
     #[test]
     fn chunked_must_come_last_and_connection_tokens_are_found() {
-        assert_eq!(ends_in_chunked(&map(&[])), None);
+        assert_eq!(ends_in_chunked(&fields(&[])), None);
         assert_eq!(
-            ends_in_chunked(&map(&[("transfer-encoding", "gzip, Chunked")])),
+            ends_in_chunked(&fields(&[("transfer-encoding", "gzip, Chunked")])),
             Some(true)
         );
         assert_eq!(
-            ends_in_chunked(&map(&[("transfer-encoding", "chunked, gzip")])),
+            ends_in_chunked(&fields(&[("transfer-encoding", "chunked, gzip")])),
             Some(false)
         );
-        let h = map(&[("connection", "keep-alive"), ("connection", "x, Close")]);
+        let h = fields(&[("connection", "keep-alive"), ("Connection", "x, Close")]);
         assert!(connection_lists(&h, b"close") && connection_lists(&h, b"keep-alive"));
         assert!(!connection_lists(&h, b"upgrade"));
     }
 
     #[test]
-    fn fields_share_the_heads_bytes() {
-        let head = Bytes::from_static(b"x-a: 1\r\nX-B: two\r\n");
-        let ranges = [((0, 3), (5, 6)), ((8, 11), (13, 16))];
-        let h = header_map(&head, &ranges).unwrap();
-        assert_eq!(h.get("x-a").unwrap(), "1");
-        assert_eq!(h.get("x-b").unwrap(), "two");
-        let bad = Bytes::from_static(b"x(a: 1");
-        assert_eq!(header_map(&bad, &[((0, 3), (5, 6))]).unwrap_err(), "x(a");
+    fn names_are_read_in_lower_case_and_values_as_sent() {
+        let f = fields(&[("X-A", "1"), ("Host", "Two"), ("x-a", "3"), ("HOST", "4")]);
+        assert_eq!(names(&f), ["x-a=1", "host=Two", "x-a=3", "host=4"]);
+        assert_eq!(f.get(Known::Host), Some(&b"Two"[..]));
+        assert_eq!(f.get_all(Known::Host).collect::<Vec<_>>(), [&b"Two"[..], b"4"]);
+        assert_eq!(f.get_str(Known::Host), Some("Two"));
+        assert_eq!(f.get(Known::Via), None);
+        let odd = fields(&[("via", "caf\u{e9}")]);
+        assert_eq!(odd.get_str(Known::Via), None, "not visible ASCII");
+        assert_eq!(odd.get(Known::Via), Some("caf\u{e9}".as_bytes()));
+    }
+
+    #[test]
+    fn every_known_name_is_recognised_by_its_own_spelling() {
+        let all = [
+            Known::Accept,
+            Known::AcceptEncoding,
+            Known::Authorization,
+            Known::CacheControl,
+            Known::Connection,
+            Known::ContentLength,
+            Known::ContentType,
+            Known::Date,
+            Known::Expect,
+            Known::Host,
+            Known::KeepAlive,
+            Known::McpProtocolVersion,
+            Known::McpSessionId,
+            Known::Origin,
+            Known::ProxyAuthorization,
+            Known::ProxyConnection,
+            Known::RetryAfter,
+            Known::Server,
+            Known::Te,
+            Known::Trailer,
+            Known::TransferEncoding,
+            Known::Upgrade,
+            Known::UserAgent,
+            Known::Via,
+            Known::WwwAuthenticate,
+            Known::XForwardedHost,
+            Known::XForwardedProto,
+        ];
+        for k in all {
+            assert_eq!(Known::of(k.as_str().as_bytes()), Some(k), "{k:?}");
+        }
+        assert_eq!(Known::of(b"x-unknown"), None);
+        assert_eq!(Known::of(b"Host"), None, "only lower case is looked up");
+    }
+
+    #[test]
+    fn edits_keep_the_order_a_header_map_had() {
+        let mut f = fields(&[
+            ("host", "a"),
+            ("x-forwarded-host", "1"),
+            ("x-private", "p"),
+            ("x-forwarded-host", "2"),
+            ("via", "v"),
+        ]);
+        f.insert(Known::XForwardedHost, FieldValue::from_static("new"));
+        f.insert(Known::Host, FieldValue::from(Bytes::from_static(b"b")));
+        f.insert(Known::Server, FieldValue::from_static("s"));
+        f.append(Known::Via, FieldValue::from_static("1.1 p"));
+        assert_eq!(
+            names(&f),
+            [
+                "host=b",
+                "x-forwarded-host=new",
+                "x-private=p",
+                "via=v",
+                "server=s",
+                "via=1.1 p"
+            ]
+        );
+        let host = f.value_of(Known::Host).unwrap();
+        f.insert(Known::XForwardedProto, host);
+        f.remove(Known::Via);
+        f.remove_named(b"x-private");
+        f.remove_named(b"server");
+        assert_eq!(
+            names(&f),
+            ["host=b", "x-forwarded-host=new", "x-forwarded-proto=b"]
+        );
+        assert!(!f.has_hop_by_hop());
+        f.append(Known::Te, FieldValue::from_static("trailers"));
+        assert!(f.has_hop_by_hop());
     }
 }

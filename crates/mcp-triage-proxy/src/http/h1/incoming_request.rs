@@ -1,17 +1,17 @@
-//! The client's request head ([`take_request_head`]): read with `httparse` into the `http`
-//! request head the exchange works with, and how its body is framed (RFC 9112 §6.3), with the
-//! rules hyper's server applied before, so a client sees the same answers to the same bytes.
+//! The client's request head ([`take_request_head`]): read with `httparse` into the
+//! [`RequestParts`] the exchange works with, and how its body is framed (RFC 9112 §6.3), with
+//! the rules hyper's server applied before, so a client sees the same answers to the same bytes.
 
 use std::mem::MaybeUninit;
 
 use bytes::BytesMut;
-use http::header::{self, HeaderMap};
-use http::{Method, Uri, Version};
+use http::{Method, Uri};
 
 use super::fields::{
-    connection_lists, content_length, ends_in_chunked, field_ranges, header_map, InvalidLength,
+    connection_lists, content_length, ends_in_chunked, Fields, InvalidLength, Known, Located,
     MAX_HEADERS,
 };
+use super::parts::RequestParts;
 
 /// The longest request head read: a longer one is answered with `431` and the connection
 /// closed. 64 KiB is far beyond any MCP request's head and bounds what one client can make
@@ -30,8 +30,6 @@ pub(crate) enum RequestHeadError {
     Method,
     #[error("the request target is not a valid URI")]
     Target,
-    #[error("the request has an invalid header field {0:?}")]
-    Field(String),
     #[error("the request's Content-Length is not one number")]
     ContentLength,
     #[error("the request's Transfer-Encoding does not end in chunked, or comes with HTTP/1.0")]
@@ -58,7 +56,7 @@ pub(crate) enum BodyFraming {
 /// A request head as read.
 #[derive(Debug)]
 pub(crate) struct ParsedRequest {
-    pub(crate) parts: http::request::Parts,
+    pub(crate) parts: RequestParts,
     /// `None`: no body.
     pub(crate) framing: Option<BodyFraming>,
     /// The client may send another request on the connection after this one.
@@ -69,7 +67,8 @@ pub(crate) struct ParsedRequest {
 
 /// Parses the request head at the start of `buf` and takes it off: `Ok(None)` while it is
 /// incomplete (nothing is taken). Empty lines before a request line are skipped (RFC 9112
-/// §2.2). The header values share the head's bytes.
+/// §2.2). The fields stay in the head's bytes (one allocation for the head's places, none per
+/// field).
 pub(crate) fn take_request_head(
     buf: &mut BytesMut,
 ) -> Result<Option<ParsedRequest>, RequestHeadError> {
@@ -100,28 +99,24 @@ pub(crate) fn take_request_head(
     let target_start = path.as_ptr() as usize - buf.as_ptr() as usize;
     let target = target_start..target_start + path.len();
     let http_11 = req.version == Some(1);
-    let ranges = field_ranges(buf, req.headers);
+    let mut at = Located::of(buf, req.headers);
+    at.lowercase_names(&mut buf[..n]);
     let head = buf.split_to(n).freeze();
     let uri = Uri::from_maybe_shared(head.slice(target)).map_err(|_| RequestHeadError::Target)?;
-    let mut headers = header_map(&head, &ranges).map_err(RequestHeadError::Field)?;
-    let framing = body_framing(&mut headers, http_11)?;
-    let keep_alive = keeps_alive(http_11, &headers);
+    let mut fields = Fields::new(head, at);
+    let framing = body_framing(&mut fields, http_11)?;
+    let keep_alive = keeps_alive(http_11, &fields);
     let expect_continue = http_11
-        && headers
-            .get(header::EXPECT)
-            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-    let mut request = http::Request::new(());
-    *request.method_mut() = method;
-    *request.uri_mut() = uri;
-    *request.version_mut() = if http_11 {
-        Version::HTTP_11
-    } else {
-        Version::HTTP_10
-    };
-    *request.headers_mut() = headers;
-    let (parts, ()) = request.into_parts();
+        && fields
+            .get(Known::Expect)
+            .is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
     Ok(Some(ParsedRequest {
-        parts,
+        parts: RequestParts {
+            method,
+            uri,
+            http_11,
+            fields,
+        },
         framing,
         keep_alive,
         expect_continue,
@@ -131,18 +126,17 @@ pub(crate) fn take_request_head(
 /// The body's framing: chunked when `Transfer-Encoding` ends in chunked (a `Content-Length`
 /// beside it is dropped, as hyper did), else the `Content-Length`, else none.
 fn body_framing(
-    headers: &mut HeaderMap,
+    fields: &mut Fields,
     http_11: bool,
 ) -> Result<Option<BodyFraming>, RequestHeadError> {
-    if let Some(chunked) = ends_in_chunked(headers) {
+    if let Some(chunked) = ends_in_chunked(fields) {
         if !http_11 || !chunked {
             return Err(RequestHeadError::TransferEncoding);
         }
-        headers.remove(header::CONTENT_LENGTH);
+        fields.remove(Known::ContentLength);
         return Ok(Some(BodyFraming::Chunked));
     }
-    let length =
-        content_length(headers).map_err(|InvalidLength| RequestHeadError::ContentLength)?;
+    let length = content_length(fields).map_err(|InvalidLength| RequestHeadError::ContentLength)?;
     Ok(match length {
         Some(0) | None => None,
         Some(n) => Some(BodyFraming::Length(n)),
@@ -151,11 +145,11 @@ fn body_framing(
 
 /// Whether the client keeps the connection open (RFC 9112 §9.3): HTTP/1.1 unless it says
 /// `close`; HTTP/1.0 only when it says `keep-alive` (and not `close`).
-fn keeps_alive(http_11: bool, headers: &HeaderMap) -> bool {
-    if connection_lists(headers, b"close") {
+fn keeps_alive(http_11: bool, fields: &Fields) -> bool {
+    if connection_lists(fields, b"close") {
         return false;
     }
-    http_11 || connection_lists(headers, b"keep-alive")
+    http_11 || connection_lists(fields, b"keep-alive")
 }
 
 #[cfg(test)]
@@ -183,14 +177,20 @@ mod tests {
         assert_eq!(r.parts.uri.path_and_query().unwrap().as_str(), "/mcp?x=1");
         assert_eq!(r.framing, Some(BodyFraming::Length(4)));
         assert!(r.keep_alive && !r.expect_continue);
-        assert_eq!(r.parts.headers.get_all("x-a").iter().count(), 2);
+        assert_eq!(
+            r.parts.fields.iter().filter(|(n, _)| *n == "x-a").count(),
+            2
+        );
+        assert!(r.parts.http_11);
+        let names: Vec<_> = r.parts.fields.iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["host", "content-length", "x-a", "x-a"]);
     }
 
     #[test]
     fn chunked_wins_over_a_length_and_must_come_last() {
         let r = parse("POST / HTTP/1.1\r\ncontent-length: 9\r\ntransfer-encoding: chunked\r\n\r\n");
         assert_eq!(r.framing, Some(BodyFraming::Chunked));
-        assert!(r.parts.headers.get("content-length").is_none());
+        assert_eq!(r.parts.fields.get(Known::ContentLength), None);
         let e = take("POST / HTTP/1.1\r\ntransfer-encoding: chunked, gzip\r\n\r\n").unwrap_err();
         assert_eq!(e, RequestHeadError::TransferEncoding);
         let e = take("POST / HTTP/1.0\r\ntransfer-encoding: chunked\r\n\r\n").unwrap_err();

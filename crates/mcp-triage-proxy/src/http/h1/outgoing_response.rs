@@ -1,5 +1,5 @@
-//! The response head as the client gets it ([`encode_response_head`]), written from the `http`
-//! response head the exchange made ready, and how its body is framed, following what hyper's
+//! The response head as the client gets it ([`encode_response_head`]), written from the
+//! [`ResponseParts`] the exchange made ready, and how its body is framed, following what hyper's
 //! server wrote when it answered clients: the same framing choice, `Date` added when missing,
 //! `Connection` saying what the proxy will do with the connection.
 
@@ -7,11 +7,10 @@ use std::cell::RefCell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::BytesMut;
-use http::header;
 use http::StatusCode;
 
 use super::fields::{content_length, lists};
-use super::response_head::Reason;
+use super::parts::ResponseParts;
 
 /// How the response body goes to the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +43,7 @@ pub(crate) struct Written {
 /// Writes the head of `parts` to `out`. `body_ended` is true when the body is known to be
 /// empty already; `exact` its length when known.
 pub(crate) fn encode_response_head(
-    parts: &http::response::Parts,
+    parts: &ResponseParts,
     body_ended: bool,
     exact: Option<u64>,
     req: RequestFacts,
@@ -59,27 +58,24 @@ pub(crate) fn encode_response_head(
     });
     out.extend_from_slice(status.as_str().as_bytes());
     out.extend_from_slice(b" ");
-    match parts.extensions.get::<Reason>() {
-        Some(reason) => out.extend_from_slice(&reason.0),
+    match &parts.reason {
+        Some(reason) => out.extend_from_slice(reason),
         None => out.extend_from_slice(status.canonical_reason().unwrap_or("<none>").as_bytes()),
     }
     out.extend_from_slice(b"\r\n");
     let no_body_status = status.is_informational()
         || status == StatusCode::NO_CONTENT
         || status == StatusCode::NOT_MODIFIED;
-    let length = content_length(&parts.headers).ok().flatten();
+    let length = content_length(&parts.fields).ok().flatten();
     let (mut has_date, mut says_close) = (false, false);
-    for (name, value) in &parts.headers {
-        if *name == header::CONTENT_LENGTH {
-            if no_body_status && status != StatusCode::NOT_MODIFIED {
-                continue;
-            }
-        } else if *name == header::DATE {
-            has_date = true;
-        } else if *name == header::CONNECTION {
-            says_close |= lists(value, b"close");
+    for (name, value) in parts.fields.iter() {
+        match name {
+            "content-length" if no_body_status && status != StatusCode::NOT_MODIFIED => continue,
+            "date" => has_date = true,
+            "connection" => says_close |= lists(value, b"close"),
+            _ => {}
         }
-        for part in [name.as_str().as_bytes(), b": ", value.as_bytes(), b"\r\n"] {
+        for part in [name.as_bytes(), b": ", value, b"\r\n"] {
             out.extend_from_slice(part);
         }
     }
@@ -150,16 +146,16 @@ mod tests {
         keep_alive: true,
     };
 
-    fn head(status: u16, headers: &[(&str, &str)]) -> http::response::Parts {
-        let mut b = http::Response::builder().status(status);
-        for (n, v) in headers {
-            b = b.header(*n, *v);
+    fn head(status: u16, headers: &[(&str, &str)]) -> ResponseParts {
+        ResponseParts {
+            status: StatusCode::from_u16(status).unwrap(),
+            reason: None,
+            fields: super::super::fields::tests::fields(headers),
         }
-        b.body(()).unwrap().into_parts().0
     }
 
     fn encode(
-        p: &http::response::Parts,
+        p: &ResponseParts,
         ended: bool,
         exact: Option<u64>,
         req: RequestFacts,
@@ -245,8 +241,7 @@ mod tests {
     #[test]
     fn the_upstreams_own_reason_reaches_the_client() {
         let mut p = head(404, &[("date", "x")]);
-        p.extensions
-            .insert(Reason(bytes::Bytes::from_static(b"Gone Fishing")));
+        p.reason = Some(bytes::Bytes::from_static(b"Gone Fishing"));
         let (text, _) = encode(&p, true, Some(0), KEEP);
         assert!(text.starts_with("HTTP/1.1 404 Gone Fishing\r\n"), "{text}");
     }

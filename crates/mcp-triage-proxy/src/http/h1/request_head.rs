@@ -1,5 +1,5 @@
 //! The request head as the upstream gets it ([`encode_request_head`]), written from the
-//! `http` request head the client side made ready (origin form, the upstream's `Host`, `Via`),
+//! [`RequestParts`] the client side made ready (the upstream's `Host`, `Via`), in origin form,
 //! and how its body is framed.
 //!
 //! The framing follows what hyper's client did when it forwarded, so an upstream sees the same
@@ -7,11 +7,11 @@
 //! gets one; a body of unknown length is sent chunked, except after `GET`, `HEAD` and `CONNECT`,
 //! which are sent without a body.
 
-use bytes::BytesMut;
-use http::header::{self, HeaderValue};
+use bytes::{Bytes, BytesMut};
 use http::Method;
 
-use super::fields::content_length;
+use super::fields::{content_length, FieldValue, Known};
+use super::parts::RequestParts;
 
 /// How the request body goes upstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,16 +27,16 @@ pub(crate) enum RequestFraming {
 /// Writes the head of `parts` to `out` and says how the body follows. `body_ended` is true when
 /// the body is known to be empty already; `exact` its length when known.
 ///
-/// May add `Content-Length` or `Transfer-Encoding: chunked` to `parts.headers` (see the module
+/// May add `Content-Length` or `Transfer-Encoding: chunked` to `parts.fields` (see the module
 /// doc); hop-by-hop headers must be gone already.
 pub(crate) fn encode_request_head(
-    parts: &mut http::request::Parts,
+    parts: &mut RequestParts,
     body_ended: bool,
     exact: Option<u64>,
     out: &mut BytesMut,
 ) -> RequestFraming {
     let framing = request_framing(parts, body_ended, exact);
-    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let path = parts.path();
     out.reserve(256);
     for part in [
         parts.method.as_str().as_bytes(),
@@ -46,8 +46,8 @@ pub(crate) fn encode_request_head(
     ] {
         out.extend_from_slice(part);
     }
-    for (name, value) in &parts.headers {
-        for part in [name.as_str().as_bytes(), b": ", value.as_bytes(), b"\r\n"] {
+    for (name, value) in parts.fields.iter() {
+        for part in [name.as_bytes(), b": ", value, b"\r\n"] {
             out.extend_from_slice(part);
         }
     }
@@ -56,32 +56,29 @@ pub(crate) fn encode_request_head(
 }
 
 fn request_framing(
-    parts: &mut http::request::Parts,
+    parts: &mut RequestParts,
     body_ended: bool,
     exact: Option<u64>,
 ) -> RequestFraming {
     if body_ended {
         return RequestFraming::Empty;
     }
-    if let Ok(Some(n)) = content_length(&parts.headers) {
+    if let Ok(Some(n)) = content_length(&parts.fields) {
         return RequestFraming::Length(n);
     }
     match exact {
         Some(n) => {
-            parts
-                .headers
-                .insert(header::CONTENT_LENGTH, HeaderValue::from(n));
+            let value = FieldValue::from(Bytes::from(n.to_string()));
+            parts.fields.insert(Known::ContentLength, value);
             RequestFraming::Length(n)
         }
         None if matches!(parts.method, Method::GET | Method::HEAD | Method::CONNECT) => {
             RequestFraming::Empty
         }
         None => {
-            parts.headers.remove(header::CONTENT_LENGTH);
-            parts.headers.insert(
-                header::TRANSFER_ENCODING,
-                HeaderValue::from_static("chunked"),
-            );
+            parts.fields.remove(Known::ContentLength);
+            let chunked = FieldValue::from_static("chunked");
+            parts.fields.insert(Known::TransferEncoding, chunked);
             RequestFraming::Chunked
         }
     }
@@ -91,19 +88,16 @@ fn request_framing(
 mod tests {
     use super::*;
 
-    fn parts(method: &str, headers: &[(&str, &str)]) -> http::request::Parts {
-        let mut b = http::Request::builder().method(method).uri("/mcp?x=1");
-        for (n, v) in headers {
-            b = b.header(*n, *v);
+    fn parts(method: &str, headers: &[(&str, &str)]) -> RequestParts {
+        RequestParts {
+            method: Method::from_bytes(method.as_bytes()).unwrap(),
+            uri: http::Uri::from_static("/mcp?x=1"),
+            http_11: true,
+            fields: super::super::fields::tests::fields(headers),
         }
-        b.body(()).unwrap().into_parts().0
     }
 
-    fn encode(
-        p: &mut http::request::Parts,
-        ended: bool,
-        exact: Option<u64>,
-    ) -> (String, RequestFraming) {
+    fn encode(p: &mut RequestParts, ended: bool, exact: Option<u64>) -> (String, RequestFraming) {
         let mut out = BytesMut::new();
         let f = encode_request_head(p, ended, exact, &mut out);
         (String::from_utf8(out.to_vec()).unwrap(), f)

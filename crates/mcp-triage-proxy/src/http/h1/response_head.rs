@@ -1,16 +1,16 @@
 //! The upstream's response head ([`take_response_head`]): read with `httparse` into the
-//! `http` types the observer and the client side take, with how its body is framed.
+//! [`ResponseParts`] the observer and the client side take, with how its body is framed.
 
 use std::mem::MaybeUninit;
 
 use bytes::BytesMut;
-use http::header::{self, HeaderMap};
+use http::StatusCode;
 
 use super::fields::{
-    connection_lists, content_length, ends_in_chunked, field_ranges, header_map, InvalidLength,
+    connection_lists, content_length, ends_in_chunked, Fields, InvalidLength, Known, Located,
     MAX_HEADERS,
 };
-use http::{StatusCode, Version};
+use super::parts::ResponseParts;
 
 /// The longest response head the proxy reads: a longer one fails the exchange (`502`'s cousin:
 /// the client's connection is closed, as for any upstream that breaks before a response).
@@ -26,8 +26,6 @@ pub(crate) enum HeadError {
     TooLong,
     #[error("the response has an invalid status code {0}")]
     Status(u16),
-    #[error("the response has an invalid header field {0:?}")]
-    Field(String),
     #[error("the response's Content-Length is not one number: {0:?}")]
     ContentLength(String),
     #[error("the upstream switched protocols (101), which the proxy does not forward")]
@@ -45,15 +43,10 @@ pub(crate) enum Framing {
     UntilClose,
 }
 
-/// A reason phrase other than the status's canonical one, carried in the response head's
-/// extensions so the client gets the upstream's words (`404 Gone Fishing`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Reason(pub(crate) bytes::Bytes);
-
 /// A response head as read.
 #[derive(Debug)]
 pub(crate) struct ParsedResponse {
-    pub(crate) parts: http::response::Parts,
+    pub(crate) parts: ResponseParts,
     pub(crate) framing: Framing,
     /// The connection may carry another exchange after this one.
     pub(crate) keep_alive: bool,
@@ -63,7 +56,7 @@ pub(crate) struct ParsedResponse {
 /// incomplete (nothing is taken), else the head. Interim (1xx) heads come back like final ones;
 /// the caller skips them.
 ///
-/// The header values share the head's bytes (one allocation for the head, none per value).
+/// The fields stay in the head's bytes (one allocation for the head's places, none per field).
 pub(crate) fn take_response_head(
     buf: &mut BytesMut,
     request_was_head: bool,
@@ -93,33 +86,27 @@ pub(crate) fn take_response_head(
     if status == StatusCode::SWITCHING_PROTOCOLS {
         return Err(HeadError::SwitchingProtocols);
     }
-    let version = if resp.version == Some(0) {
-        Version::HTTP_10
-    } else {
-        Version::HTTP_11
-    };
+    let http_10 = resp.version == Some(0);
     let reason = resp.reason.filter(|r| !r.is_empty()).map(|r| {
         let start = r.as_ptr() as usize - buf.as_ptr() as usize;
         (start, start + r.len())
     });
-    let ranges = field_ranges(buf, resp.headers);
+    let mut at = Located::of(buf, resp.headers);
+    at.lowercase_names(&mut buf[..n]);
     let head = buf.split_to(n).freeze();
-    let headers = header_map(&head, &ranges).map_err(HeadError::Field)?;
-    let framing = framing(status, request_was_head, &headers)?;
-    let keep_alive = framing != Framing::UntilClose && keeps_alive(version, &headers);
-    let mut response = http::Response::new(());
-    *response.status_mut() = status;
-    *response.version_mut() = version;
-    *response.headers_mut() = headers;
-    if let Some(reason) = reason.map(|(s, e)| head.slice(s..e)) {
-        if Some(&reason[..]) != status.canonical_reason().map(str::as_bytes) {
-            // httparse let only visible characters, spaces and tabs through: safe to write.
-            response.extensions_mut().insert(Reason(reason));
-        }
-    }
-    let (parts, ()) = response.into_parts();
+    // httparse let only visible characters, spaces and tabs through: safe to write.
+    let reason = reason
+        .map(|(s, e)| head.slice(s..e))
+        .filter(|r| Some(&r[..]) != status.canonical_reason().map(str::as_bytes));
+    let fields = Fields::new(head, at);
+    let framing = framing(status, request_was_head, &fields)?;
+    let keep_alive = framing != Framing::UntilClose && keeps_alive(http_10, &fields);
     Ok(Some(ParsedResponse {
-        parts,
+        parts: ResponseParts {
+            status,
+            reason,
+            fields,
+        },
         framing,
         keep_alive,
     }))
@@ -129,7 +116,7 @@ pub(crate) fn take_response_head(
 fn framing(
     status: StatusCode,
     request_was_head: bool,
-    headers: &HeaderMap,
+    fields: &Fields,
 ) -> Result<Framing, HeadError> {
     if request_was_head
         || status.is_informational()
@@ -138,13 +125,16 @@ fn framing(
     {
         return Ok(Framing::Empty);
     }
-    match ends_in_chunked(headers) {
+    match ends_in_chunked(fields) {
         Some(true) => return Ok(Framing::Chunked),
         Some(false) => return Ok(Framing::UntilClose),
         None => {}
     }
-    let length = content_length(headers).map_err(|InvalidLength| {
-        let values: Vec<_> = headers.get_all(header::CONTENT_LENGTH).iter().collect();
+    let length = content_length(fields).map_err(|InvalidLength| {
+        let values: Vec<_> = fields
+            .get_all(Known::ContentLength)
+            .map(String::from_utf8_lossy)
+            .collect();
         HeadError::ContentLength(format!("{values:?}"))
     })?;
     Ok(match length {
@@ -155,10 +145,11 @@ fn framing(
 }
 
 /// Whether the connection stays open after this response (RFC 9112 §9.3).
-fn keeps_alive(version: Version, headers: &HeaderMap) -> bool {
-    match version {
-        Version::HTTP_10 => connection_lists(headers, b"keep-alive"),
-        _ => !connection_lists(headers, b"close"),
+fn keeps_alive(http_10: bool, fields: &Fields) -> bool {
+    if http_10 {
+        connection_lists(fields, b"keep-alive")
+    } else {
+        !connection_lists(fields, b"close")
     }
 }
 
@@ -188,7 +179,10 @@ mod tests {
         let r = parse("HTTP/1.1 200 OK\r\nContent-Length: 12\r\nX-A: 1\r\nx-a: 2\r\n\r\n");
         assert_eq!(r.framing, Framing::Length(12));
         assert!(r.keep_alive);
-        assert_eq!(r.parts.headers.get_all("x-a").iter().count(), 2);
+        assert_eq!(
+            r.parts.fields.iter().filter(|(n, _)| *n == "x-a").count(),
+            2
+        );
         let r = parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n");
         assert_eq!(r.framing, Framing::Chunked);
         let r = parse("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n");
@@ -223,10 +217,9 @@ mod tests {
     #[test]
     fn a_custom_reason_is_kept_for_the_client() {
         let r = parse("HTTP/1.1 404 Gone Fishing\r\ncontent-length: 0\r\n\r\n");
-        let reason = r.parts.extensions.get::<Reason>().unwrap();
-        assert_eq!(&reason.0[..], b"Gone Fishing");
+        assert_eq!(r.parts.reason.as_deref(), Some(&b"Gone Fishing"[..]));
         let r = parse("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n");
-        assert!(r.parts.extensions.get::<Reason>().is_none());
+        assert_eq!(r.parts.reason, None);
     }
 
     #[test]
