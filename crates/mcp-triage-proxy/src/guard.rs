@@ -259,7 +259,7 @@ pub fn redact_query<'a>(path: &'a str, names: &[String]) -> Cow<'a, str> {
     };
     let secret = |name: &str| {
         // A name without `%` or `+` decodes to itself: no copy needed.
-        let decoded = if name.contains(['%', '+']) {
+        let decoded = if name.bytes().any(|b| b == b'%' || b == b'+') {
             Cow::Owned(mcp_triage_wire::percent::decode_form(name))
         } else {
             Cow::Borrowed(name)

@@ -72,14 +72,61 @@ mod before_main {
 /// The process's allocator: mimalloc or the system's, as decided before `main`.
 pub struct PerCommand;
 
-/// The allocator this process uses; the same one on every call (see [`MIMALLOC`]).
-#[inline]
-fn chosen() -> &'static dyn GlobalAlloc {
-    if MIMALLOC.load(Ordering::Relaxed) {
-        &mimalloc::MiMalloc
-    } else {
-        &System
+/// mimalloc, through its plain entry points where the alignment allows.
+///
+/// Why not `mimalloc::MiMalloc` alone: it takes mimalloc's aligned entry points for every
+/// request, which check the alignment and look for a fitting block on each call: about 60
+/// instructions per allocation where the plain one takes about 25, and a proxied exchange
+/// makes some 75 allocations. mimalloc's blocks are whole words and start on a word boundary
+/// (its size classes count words), so a request aligned to a word or less is served aligned
+/// by the plain entry points; any other goes to `MiMalloc`.
+mod mi {
+    use std::alloc::{GlobalAlloc, Layout};
+    use std::ffi::c_void;
+
+    use libmimalloc_sys as ffi;
+    use mimalloc::MiMalloc;
+
+    /// The largest alignment every mimalloc block has.
+    const WORD: usize = std::mem::size_of::<usize>();
+
+    // SAFETY (all four): the caller upholds `GlobalAlloc`'s contract; a layout aligned to at
+    // most a word is served by mimalloc's plain functions (see the module doc), any other by
+    // `MiMalloc`, and a block from either is freed and resized by mimalloc's own functions,
+    // which take blocks of both kinds.
+    pub(super) unsafe fn alloc(layout: Layout) -> *mut u8 {
+        if layout.align() <= WORD {
+            unsafe { ffi::mi_malloc(layout.size()).cast() }
+        } else {
+            unsafe { MiMalloc.alloc(layout) }
+        }
     }
+
+    pub(super) unsafe fn alloc_zeroed(layout: Layout) -> *mut u8 {
+        if layout.align() <= WORD {
+            unsafe { ffi::mi_zalloc(layout.size()).cast() }
+        } else {
+            unsafe { MiMalloc.alloc_zeroed(layout) }
+        }
+    }
+
+    pub(super) unsafe fn dealloc(ptr: *mut u8) {
+        unsafe { ffi::mi_free(ptr.cast::<c_void>()) }
+    }
+
+    pub(super) unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if layout.align() <= WORD {
+            unsafe { ffi::mi_realloc(ptr.cast::<c_void>(), new_size).cast() }
+        } else {
+            unsafe { MiMalloc.realloc(ptr, layout, new_size) }
+        }
+    }
+}
+
+/// Whether this process runs on mimalloc (see [`MIMALLOC`]): the same answer on every call.
+#[inline]
+fn on_mimalloc() -> bool {
+    MIMALLOC.load(Ordering::Relaxed)
 }
 
 // SAFETY: every call goes to one of two sound allocators, and always the same one for the life
@@ -87,25 +134,71 @@ fn chosen() -> &'static dyn GlobalAlloc {
 // is always freed or resized by the allocator that gave it.
 unsafe impl GlobalAlloc for PerCommand {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        unsafe { chosen().alloc(layout) }
+        if on_mimalloc() {
+            unsafe { mi::alloc(layout) }
+        } else {
+            unsafe { System.alloc(layout) }
+        }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        unsafe { chosen().alloc_zeroed(layout) }
+        if on_mimalloc() {
+            unsafe { mi::alloc_zeroed(layout) }
+        } else {
+            unsafe { System.alloc_zeroed(layout) }
+        }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { chosen().dealloc(ptr, layout) }
+        if on_mimalloc() {
+            unsafe { mi::dealloc(ptr) }
+        } else {
+            unsafe { System.dealloc(ptr, layout) }
+        }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        unsafe { chosen().realloc(ptr, layout, new_size) }
+        if on_mimalloc() {
+            unsafe { mi::realloc(ptr, layout, new_size) }
+        } else {
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::wants_mimalloc;
+    use super::{mi, wants_mimalloc};
+    use std::alloc::Layout;
+
+    #[test]
+    fn mimalloc_blocks_have_the_alignment_asked_for() {
+        for align in [1, 2, 4, 8, 16, 32, 64, 4096] {
+            for size in [1, 7, 8, 9, 24, 40, 100, 5000, 1 << 20] {
+                let layout = Layout::from_size_align(size, align).unwrap();
+                // SAFETY: a non-zero size; each block is freed once, by mimalloc.
+                unsafe {
+                    let p = mi::alloc(layout);
+                    assert!(
+                        !p.is_null() && (p as usize).is_multiple_of(align),
+                        "{size} / {align}"
+                    );
+                    p.write_bytes(0xa5, size);
+                    let q = mi::realloc(p, layout, size * 3);
+                    assert!(
+                        !q.is_null() && (q as usize).is_multiple_of(align),
+                        "{size} / {align} grown"
+                    );
+                    assert_eq!(*q.add(size - 1), 0xa5, "the contents move along");
+                    mi::dealloc(q);
+                    let z = mi::alloc_zeroed(layout);
+                    assert!((z as usize).is_multiple_of(align));
+                    assert!((0..size).all(|i| *z.add(i) == 0), "{size} / {align} zeroed");
+                    mi::dealloc(z);
+                }
+            }
+        }
+    }
 
     fn wants(args: &[&str]) -> bool {
         wants_mimalloc(args.iter().map(|a| a.as_bytes()))

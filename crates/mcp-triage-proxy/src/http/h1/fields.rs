@@ -451,7 +451,10 @@ pub(crate) mod tests {
         let f = fields(&[("X-A", "1"), ("Host", "Two"), ("x-a", "3"), ("HOST", "4")]);
         assert_eq!(names(&f), ["x-a=1", "host=Two", "x-a=3", "host=4"]);
         assert_eq!(f.get(Known::Host), Some(&b"Two"[..]));
-        assert_eq!(f.get_all(Known::Host).collect::<Vec<_>>(), [&b"Two"[..], b"4"]);
+        assert_eq!(
+            f.get_all(Known::Host).collect::<Vec<_>>(),
+            [&b"Two"[..], b"4"]
+        );
         assert_eq!(f.get_str(Known::Host), Some("Two"));
         assert_eq!(f.get(Known::Via), None);
         let odd = fields(&[("via", "caf\u{e9}")]);
