@@ -5,9 +5,8 @@
 use std::time::Instant;
 
 use http::Method;
-use tokio::sync::oneshot;
 
-use super::request_body::RequestCopy;
+use super::request_body::PendingCopy;
 use crate::capture::ExchangeCapture;
 use crate::observe::Origin;
 
@@ -17,7 +16,7 @@ pub(super) struct Exchange {
     pub(super) origin: Origin,
     pub(super) http_method: Method,
     pub(super) path: String,
-    pub(super) request: oneshot::Receiver<RequestCopy>,
+    pub(super) request: PendingCopy,
     pub(super) request_headers: Option<Vec<(String, String)>>,
     /// The exchange's capture, with `--capture`.
     pub(super) capture: Option<Box<ExchangeCapture>>,

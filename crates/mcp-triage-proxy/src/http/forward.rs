@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::StatusCode;
 use mcp_triage_core::ResponseHead;
-use tokio::sync::oneshot;
 
 use super::client_body::ClientBody;
 use super::deferred::TapState;
@@ -20,7 +19,7 @@ use super::h1::fields::{FieldValue, Fields, Known};
 use super::h1::parts::{RequestParts, ResponseParts};
 use super::headers::{header_string, strip_hop_by_hop, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use super::no_response::{answer_failure, PendingGuard};
-use super::request_body::{RequestCopy, RequestTap};
+use super::request_body::{PendingCopy, RequestTap};
 use super::response_body::{ResponseTap, TapInner};
 use super::response_observer::{ResponseObserver, Stage};
 use super::shared::Shared;
@@ -271,12 +270,7 @@ fn refuse(
 /// Completes `limit` after the request body was read whole (the copy for the record arrived;
 /// it is put back for the record); never when the body never ends, which the body read
 /// timeout covers.
-async fn response_deadline(request: &mut oneshot::Receiver<RequestCopy>, limit: Duration) {
-    let copy = (&mut *request).await;
-    let (tx, rx) = oneshot::channel();
-    if let Ok(c) = copy {
-        let _ = tx.send(c);
-    }
-    *request = rx;
+async fn response_deadline(request: &mut PendingCopy, limit: Duration) {
+    request.arrived().await;
     tokio::time::sleep(limit).await;
 }

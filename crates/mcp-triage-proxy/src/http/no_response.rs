@@ -9,7 +9,6 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use http::StatusCode;
 use mcp_triage_core::{ResponseHead, Verdict};
-use tokio::sync::oneshot;
 
 use super::errors::{error_chain, Cut};
 use super::exchange::Exchange;
@@ -17,7 +16,7 @@ use super::forward::Answer;
 use super::h1::fields::Known;
 use super::h1::parts::ResponseParts;
 use super::plan::Plan;
-use super::request_body::{BodyStalled, RequestCopy, REQUEST_DRAIN};
+use super::request_body::{BodyStalled, PendingCopy, RequestCopy, REQUEST_DRAIN};
 use super::response_body::ResponseTap;
 use super::shared::Shared;
 use super::upstream::Sent;
@@ -56,7 +55,7 @@ pub(super) fn record_without_response(
     answered: u16,
     write: impl FnOnce(Plan, &Shared, &Exchange) -> RecordOutcome + Send + 'static,
 ) {
-    if let Ok(copy) = ex.request.try_recv() {
+    if let Some(copy) = ex.request.try_take() {
         let capture = ex.capture.take();
         let plan = plan_without_response(sh, &ex, &copy);
         let verdict = write(plan, sh, &ex);
@@ -68,12 +67,8 @@ pub(super) fn record_without_response(
     };
     let sh = sh.clone();
     rt.spawn(async move {
-        let rx = std::mem::replace(&mut ex.request, oneshot::channel().1);
-        let copy = tokio::time::timeout(REQUEST_DRAIN, rx)
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default();
+        let pending = std::mem::replace(&mut ex.request, PendingCopy::Taken);
+        let copy = pending.take_within(REQUEST_DRAIN).await;
         let capture = ex.capture.take();
         let plan = plan_without_response(&sh, &ex, &copy);
         let verdict = write(plan, &sh, &ex);

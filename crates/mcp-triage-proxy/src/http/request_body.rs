@@ -12,6 +12,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use tokio::sync::oneshot;
+use tokio::time::{Instant, Sleep};
 
 use super::client_body::ClientBody;
 use super::errors::error_chain;
@@ -28,6 +29,47 @@ pub(super) struct RequestCopy {
     pub(super) overflow: bool,
 }
 
+/// The request body's copy as the response side waits for it: still coming through the tap's
+/// oneshot, or arrived. Why not the receiver alone: the response timeout starts once the copy
+/// arrived, and a receiver cannot be looked at without taking its value (putting it back took
+/// a new channel per exchange).
+pub(super) enum PendingCopy {
+    Coming(oneshot::Receiver<RequestCopy>),
+    Arrived(RequestCopy),
+    /// Given out by [`PendingCopy::try_take`].
+    Taken,
+}
+
+impl PendingCopy {
+    /// The copy, if it arrived (taken: later calls give `None`).
+    pub(super) fn try_take(&mut self) -> Option<RequestCopy> {
+        let copy = match self {
+            PendingCopy::Coming(rx) => rx.try_recv().ok()?,
+            PendingCopy::Arrived(copy) => std::mem::take(copy),
+            PendingCopy::Taken => return None,
+        };
+        *self = PendingCopy::Taken;
+        Some(copy)
+    }
+
+    /// Completes once the copy arrived (kept for [`PendingCopy::try_take`]), or the tap was
+    /// dropped without one (then there is none to take), as awaiting the receiver did.
+    pub(super) async fn arrived(&mut self) {
+        if let PendingCopy::Coming(rx) = self {
+            *self = match rx.await {
+                Ok(copy) => PendingCopy::Arrived(copy),
+                Err(_) => PendingCopy::Taken,
+            };
+        }
+    }
+
+    /// The copy, waiting at most `limit` for it (empty when it did not come).
+    pub(super) async fn take_within(mut self, limit: Duration) -> RequestCopy {
+        let _ = tokio::time::timeout(limit, self.arrived()).await;
+        self.try_take().unwrap_or_default()
+    }
+}
+
 /// The client's request body on its way upstream, copied (bounded) as it passes, and ended
 /// with an error when the client stalls longer than the body read timeout.
 pub struct RequestTap {
@@ -39,16 +81,20 @@ pub struct RequestTap {
     idle_limit: Duration,
     /// Armed at the first wait for the client after a frame (not while the upstream is the one
     /// holding the body back: then the tap is not polled).
-    idle: Option<Pin<Box<tokio::time::Sleep>>>,
+    idle: Option<Pin<Box<Sleep>>>,
     /// The whole-body deadline
-    /// ([`ProxyOptions::body_deadline`](super::options::ProxyOptions::body_deadline)), armed at the
-    /// request head.
-    deadline: Option<(Duration, Pin<Box<tokio::time::Sleep>>)>,
+    /// ([`ProxyOptions::body_deadline`](super::options::ProxyOptions::body_deadline)), counted
+    /// from the request head: its length, when it passes, and its timer, made at the first poll
+    /// that finds the body unfinished (most bodies come whole with their head and need none).
+    deadline: Option<BodyDeadline>,
     /// Set when a timeout ended the body, with which.
     pub(super) timed_out: Arc<std::sync::OnceLock<BodyStalled>>,
     /// Set when the client's body could not be read (a broken chunked encoding), with why.
     pub(super) malformed: Arc<std::sync::OnceLock<String>>,
 }
+
+/// The whole-body deadline's length, when it passes, and its timer once made.
+type BodyDeadline = (Duration, Instant, Option<Pin<Box<Sleep>>>);
 
 /// Why the proxy ended a request body the client was still sending.
 #[derive(Debug, Clone, Copy)]
@@ -100,7 +146,7 @@ impl RequestTap {
         max: u64,
         idle_limit: Duration,
         deadline: Duration,
-    ) -> (RequestTap, oneshot::Receiver<RequestCopy>) {
+    ) -> (RequestTap, PendingCopy) {
         let (tx, rx) = oneshot::channel();
         let mut tap = RequestTap {
             inner: Some(body),
@@ -109,15 +155,14 @@ impl RequestTap {
             done: Some(tx),
             idle_limit,
             idle: None,
-            deadline: (!deadline.is_zero())
-                .then(|| (deadline, Box::pin(tokio::time::sleep(deadline)))),
+            deadline: (!deadline.is_zero()).then(|| (deadline, Instant::now() + deadline, None)),
             timed_out: Arc::new(std::sync::OnceLock::new()),
             malformed: Arc::new(std::sync::OnceLock::new()),
         };
         if tap.inner.as_ref().is_some_and(Body::is_end_stream) {
             tap.complete();
         }
-        (tap, rx)
+        (tap, PendingCopy::Coming(rx))
     }
 
     fn keep(copy: &mut RequestCopy, max: u64, data: &[u8]) {
@@ -163,8 +208,9 @@ impl Body for RequestTap {
         };
         let ended = Body::is_end_stream(inner);
         let mut expired = None;
-        if let Some((limit, sleep)) = this.deadline.as_mut() {
-            if !ended && sleep.as_mut().poll(cx).is_ready() {
+        if let (false, Some((limit, at, sleep))) = (ended, this.deadline.as_mut()) {
+            let sleep = sleep.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(*at)));
+            if sleep.as_mut().poll(cx).is_ready() {
                 expired = Some(*limit);
             }
         }
@@ -237,5 +283,52 @@ impl Drop for RequestTap {
                 let _ = tx.send(copy);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn copy(bytes: &[u8]) -> RequestCopy {
+        RequestCopy {
+            bytes: bytes.to_vec(),
+            total: bytes.len() as u64,
+            overflow: false,
+        }
+    }
+
+    #[test]
+    fn a_copy_is_taken_once_it_came_and_only_once() {
+        let (tx, rx) = oneshot::channel();
+        let mut pending = PendingCopy::Coming(rx);
+        assert!(pending.try_take().is_none(), "not come yet");
+        tx.send(copy(b"{}")).unwrap();
+        assert_eq!(pending.try_take().unwrap().bytes, b"{}");
+        assert!(pending.try_take().is_none(), "taken already");
+    }
+
+    #[tokio::test]
+    async fn waiting_for_the_copy_keeps_it_for_the_record() {
+        let (tx, rx) = oneshot::channel();
+        let mut pending = PendingCopy::Coming(rx);
+        tx.send(copy(b"abc")).unwrap();
+        pending.arrived().await;
+        pending.arrived().await;
+        assert_eq!(pending.try_take().unwrap().total, 3);
+        let (tx, rx) = oneshot::channel::<RequestCopy>();
+        drop(tx);
+        let mut gone = PendingCopy::Coming(rx);
+        gone.arrived().await;
+        assert!(gone.try_take().is_none(), "a tap gone without a copy");
+        let (_tx, rx) = oneshot::channel::<RequestCopy>();
+        let empty = PendingCopy::Coming(rx)
+            .take_within(Duration::from_millis(20))
+            .await;
+        assert_eq!(
+            (empty.total, empty.bytes.len()),
+            (0, 0),
+            "none within the limit"
+        );
     }
 }

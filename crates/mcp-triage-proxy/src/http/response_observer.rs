@@ -6,11 +6,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use mcp_triage_core::ResponseHead;
-use tokio::sync::oneshot;
 
 use super::exchange::Exchange;
 use super::plan::{is_sse, End, Observed, Plan};
-use super::request_body::{RequestCopy, REQUEST_DRAIN};
+use super::request_body::{PendingCopy, RequestCopy, REQUEST_DRAIN};
 use super::shared::Shared;
 use mcp_triage_wire::capture::BodyEnd;
 
@@ -96,7 +95,7 @@ impl ResponseObserver {
 
     fn try_activate(&mut self) {
         let Some(ex) = self.ex.as_mut() else { return };
-        if let Ok(copy) = ex.request.try_recv() {
+        if let Some(copy) = ex.request.try_take() {
             self.activate(copy);
         }
     }
@@ -150,14 +149,10 @@ impl ResponseObserver {
             // The request body is still being read (the server answered early): finish once it
             // has been, off the forwarding path.
             let Some(ex) = self.ex.as_mut() else { return };
-            let rx = std::mem::replace(&mut ex.request, oneshot::channel().1);
+            let pending = std::mem::replace(&mut ex.request, PendingCopy::Taken);
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
                 rt.spawn(async move {
-                    let copy = tokio::time::timeout(REQUEST_DRAIN, rx)
-                        .await
-                        .ok()
-                        .and_then(Result::ok)
-                        .unwrap_or_default();
+                    let copy = pending.take_within(REQUEST_DRAIN).await;
                     self.activate(copy);
                     self.close(end);
                 });

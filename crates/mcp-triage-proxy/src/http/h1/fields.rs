@@ -350,9 +350,11 @@ pub(crate) fn content_length(fields: &Fields) -> Result<Option<u64>, InvalidLeng
             if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
                 return Err(InvalidLength);
             }
-            let n: u64 = std::str::from_utf8(digits)
-                .ok()
-                .and_then(|t| t.parse().ok())
+            let n = digits
+                .iter()
+                .try_fold(0u64, |n, &d| {
+                    n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+                })
                 .ok_or(InvalidLength)?;
             if length.is_some_and(|l| l != n) {
                 return Err(InvalidLength);
