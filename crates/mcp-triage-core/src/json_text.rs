@@ -116,6 +116,23 @@ impl<'w, W: Write> ObjectWriter<'w, W> {
 /// U+0000-U+001F as `\b \t \n \f \r` or `\u00xx` (lower-case hex), everything else as it is.
 pub fn write_str<W: Write>(w: &mut W, s: &str) -> io::Result<()> {
     w.write_all(b"\"")?;
+    write_escaped(w, s)?;
+    w.write_all(b"\"")
+}
+
+/// One JSON string made of `parts` one after the other, as [`write_str`] writes their
+/// concatenation (escaping maps each character on its own, so the parts can be escaped apart):
+/// a string such as `name@version` is written without building it first.
+pub fn write_str_parts<W: Write>(w: &mut W, parts: &[&str]) -> io::Result<()> {
+    w.write_all(b"\"")?;
+    for part in parts {
+        write_escaped(w, part)?;
+    }
+    w.write_all(b"\"")
+}
+
+/// The inside of a JSON string: `s` with serde_json's escaping, without the quotes.
+fn write_escaped<W: Write>(w: &mut W, s: &str) -> io::Result<()> {
     let bytes = s.as_bytes();
     let mut start = 0;
     while start < bytes.len() {
@@ -150,8 +167,7 @@ pub fn write_str<W: Write>(w: &mut W, s: &str) -> io::Result<()> {
             w.write_all(short)?;
         }
     }
-    w.write_all(&bytes[start..])?;
-    w.write_all(b"\"")
+    w.write_all(&bytes[start..])
 }
 
 /// `n` in decimal.
@@ -347,6 +363,20 @@ mod tests {
             prop_assert_eq!(text(|w| write_str(w, &s)), serde_json::to_string(&s).unwrap());
             let v = serde_json::Value::String(s);
             prop_assert_eq!(text(|w| write_value(w, &v)), serde_json::to_string(&v).unwrap());
+        }
+
+        /// Parts escaped apart make the string of their concatenation, wherever it is cut.
+        #[test]
+        fn string_parts_are_written_as_their_concatenation(
+            parts in proptest::collection::vec(prop_oneof![
+                "[ -~]{0,12}", "[\\x00-\\x1f\"\\\\a]{0,8}", any::<String>()
+            ], 0..4)
+        ) {
+            let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+            prop_assert_eq!(
+                text(|w| write_str_parts(w, &refs)),
+                serde_json::to_string(&parts.concat()).unwrap()
+            );
         }
     }
 }

@@ -623,7 +623,8 @@ impl Observer {
                 call.record.session_id = Some(sid.to_string());
             }
         }
-        call.record.call_record = call.record.to_call_record().map(Box::new);
+        // The line carries the call record; the writer writes it from the record itself.
+        call.record.with_call_record = true;
         self.emit_boxed(call.record);
         for r in task_records {
             self.emit(r);
