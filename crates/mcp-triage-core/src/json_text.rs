@@ -114,9 +114,21 @@ impl<'w, W: Write> ObjectWriter<'w, W> {
 
 /// A JSON string with serde_json's escaping: `"` and `\` escaped, the control characters
 /// U+0000-U+001F as `\b \t \n \f \r` or `\u00xx` (lower-case hex), everything else as it is.
+///
+/// A string with nothing to escape (almost every string in a record line: ids, names, times,
+/// hashes) is written in one piece without entering the escaping loop.
+#[inline]
 pub fn write_str<W: Write>(w: &mut W, s: &str) -> io::Result<()> {
+    let plain = crate::scan::plain_len(s.as_bytes());
     w.write_all(b"\"")?;
-    write_escaped(w, s)?;
+    if plain == s.len() {
+        w.write_all(s.as_bytes())?;
+    } else {
+        // `plain` is at an ASCII byte (a quote, a backslash or a control character): a char
+        // boundary
+        w.write_all(&s.as_bytes()[..plain])?;
+        write_escaped(w, &s[plain..])?;
+    }
     w.write_all(b"\"")
 }
 
