@@ -9,6 +9,7 @@
 //! a field added to [`Record`] and not here fails them.
 
 use std::io::{self, Write};
+use std::ops::Range;
 
 use mcp_triage_core::json_text::{
     write_array, write_i64, write_str, write_str_parts, write_u64, ObjectWriter,
@@ -37,11 +38,16 @@ impl RecordKind {
 
 impl Record {
     /// Writes the record's JSON text (one line: JSON escapes every control character): the same
-    /// bytes as `serde_json::to_writer(w, self)`, several times cheaper.
-    pub fn write_json<W: Write>(&self, w: &mut W) -> io::Result<()> {
-        let mut o = ObjectWriter::open(w)?;
+    /// bytes as `serde_json::to_writer(w, self)` (with the call record it carries), several
+    /// times cheaper.
+    ///
+    /// Into a `Vec` (the log writer's batch): the call record's attempt has the record's own
+    /// verdict, whose text is copied from the line already written rather than written twice
+    /// (about 450 instructions per `tools/call`).
+    pub fn write_json(&self, out: &mut Vec<u8>) -> io::Result<()> {
+        let mut o = ObjectWriter::open(out)?;
         self.write_request_members(&mut o)?;
-        self.write_outcome_members(&mut o)?;
+        let verdict_text = self.write_outcome_members(&mut o)?;
         self.write_link_members(&mut o)?;
         o.uint("requestBytes", self.request_bytes)?;
         o.uint("responseBytes", self.response_bytes)?;
@@ -58,7 +64,7 @@ impl Record {
             write_array(o.key("responseHeaders")?, h, header)?;
         }
         if let Some(v) = self.call_verdict().filter(|_| self.with_call_record) {
-            self.write_call_record(o.key("callRecord")?, v)?;
+            self.write_call_record(o.key("callRecord")?, v, verdict_text)?;
         }
         o.close()
     }
@@ -68,7 +74,13 @@ impl Record {
     /// `CallRecord` built and dropped for it (the tests hold the two equal). The members a
     /// proxy never has (`target`, `scenario`, `serverInfo`, `stderrTail`, `result`, an
     /// attempt's `retryOf`, `contentType` and `decision`) are left out, as serde leaves them.
-    fn write_call_record<W: Write>(&self, w: &mut W, v: &Verdict) -> io::Result<()> {
+    /// `verdict_text` is where `v`'s text already is in `w`.
+    fn write_call_record(
+        &self,
+        w: &mut Vec<u8>,
+        v: &Verdict,
+        verdict_text: Option<Range<usize>>,
+    ) -> io::Result<()> {
         let mut o = ObjectWriter::open(w)?;
         o.uint("recordVersion", u64::from(RECORD_VERSION))?;
         o.str("recordId", &self.record_id)?;
@@ -102,7 +114,7 @@ impl Record {
         o.opt_str("retryOf", self.retry_of.as_deref())?;
         let w = o.key("attempts")?;
         w.write_all(b"[")?;
-        self.write_attempt(w, id, v)?;
+        self.write_attempt(w, id, v, verdict_text)?;
         w.write_all(b"]")?;
         o.uint("rounds", u64::from(self.call_rounds()))?;
         o.uint("durationMs", self.call_duration_ms())?;
@@ -119,7 +131,13 @@ impl Record {
     }
 
     /// The call record's one attempt (the proxy never resends).
-    fn write_attempt<W: Write>(&self, w: &mut W, id: &Value, v: &Verdict) -> io::Result<()> {
+    fn write_attempt(
+        &self,
+        w: &mut Vec<u8>,
+        id: &Value,
+        v: &Verdict,
+        verdict_text: Option<Range<usize>>,
+    ) -> io::Result<()> {
         let mut o = ObjectWriter::open(w)?;
         o.value("id", id)?;
         o.str("kind", self.call_attempt_kind())?;
@@ -127,7 +145,11 @@ impl Record {
         if let Some(s) = &v.stream {
             s.write_json(o.key("stream")?)?;
         }
-        v.write_json(o.key("verdict")?)?;
+        let w = o.key("verdict")?;
+        match verdict_text {
+            Some(text) => w.extend_from_within(text),
+            None => v.write_json(w)?,
+        }
         o.uint("durationMs", self.call_duration_ms())?;
         o.close()
     }
@@ -174,16 +196,27 @@ impl Record {
     }
 
     /// From `outcome` to `attempt`: what it came to.
-    fn write_outcome_members<W: Write>(&self, o: &mut ObjectWriter<'_, W>) -> io::Result<()> {
+    /// Returns where the verdict's text is in the line, when there is one.
+    fn write_outcome_members(
+        &self,
+        o: &mut ObjectWriter<'_, Vec<u8>>,
+    ) -> io::Result<Option<Range<usize>>> {
         o.str("outcome", self.outcome.as_str())?;
         o.opt_str("layer", self.layer.map(|l| l.as_str()))?;
         o.bool("classified", self.classified)?;
-        if let Some(v) = &self.verdict {
-            v.write_json(o.key("verdict")?)?;
-        }
+        let verdict_text = match &self.verdict {
+            Some(v) => {
+                let w = o.key("verdict")?;
+                let start = w.len();
+                v.write_json(w)?;
+                Some(start..w.len())
+            }
+            None => None,
+        };
         o.opt_str("retryOrigin", self.retry_origin)?;
         o.opt_str("retryOf", self.retry_of.as_deref())?;
-        o.opt_uint("attempt", self.attempt.map(u64::from))
+        o.opt_uint("attempt", self.attempt.map(u64::from))?;
+        Ok(verdict_text)
     }
 
     /// From `mrtr` to `taskPolls`: the records this one is linked to.
