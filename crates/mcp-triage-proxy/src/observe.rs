@@ -66,7 +66,7 @@ impl Default for ObserveOptions {
     }
 }
 
-pub use crate::message::{parse_messages, Message};
+pub use crate::message::{parse_messages, parse_requests, Message, Params};
 
 /// SHA-256 (hex) and size of the canonical JSON of `arguments`: the wire crate's
 /// [`ArgumentsDigest`](mcp_triage_wire::canonical::ArgumentsDigest), which the client and the
@@ -357,20 +357,19 @@ impl Observer {
 
     /// Who sent a message: its session's client, else the one its `_meta` (or `initialize`)
     /// names, else its `User-Agent`.
-    fn client_of(&self, origin: &Origin, params: &Value) -> Option<ClientId> {
+    fn client_of(&self, origin: &Origin, params: &Params) -> Option<ClientId> {
         let st = self.lock();
         let session = origin
             .session_id
             .as_ref()
             .and_then(|s| st.sessions.0.get(s));
-        // Two lookups rather than `pointer("/_meta/io.modelcontextprotocol~1clientInfo")`, which
-        // splits and unescapes the pointer for every call (1% of the instructions per exchange).
         let meta_client = || {
             params
-                .get("_meta")
-                .and_then(|m| m.get("io.modelcontextprotocol/clientInfo"))
-                .or_else(|| params.get("clientInfo"))
-                .map(client_info)
+                .meta
+                .client_info
+                .as_ref()
+                .or(params.client_info.as_ref())
+                .cloned()
         };
         session
             .and_then(|s| s.client.clone())
@@ -385,35 +384,47 @@ impl Observer {
 
     /// Opens a call for a client request, starting now.
     pub fn start_call(&self, id: &Value, method: &str, params: &Value, origin: &Origin) -> Call {
-        self.start_call_at(id, method, params, origin, Instant::now())
+        let params = Box::new(Params::of(params));
+        self.start_call_at(
+            id.clone(),
+            method.to_string(),
+            params,
+            origin,
+            Instant::now(),
+        )
     }
 
     /// [`Observer::start_call`] for a request that arrived at `started` (the HTTP proxy knows
-    /// when: no second reading of the clock).
+    /// when: no second reading of the clock), with its `params` read as [`Params`]
+    /// ([`parse_requests`]). Takes the message's parts: they become the record's.
     pub fn start_call_at(
         &self,
-        id: &Value,
-        method: &str,
-        params: &Value,
+        id: Value,
+        method: String,
+        mut params: Box<Params>,
         origin: &Origin,
         started: Instant,
     ) -> Call {
         let mut record = Box::new(self.new_record(RecordKind::Request));
-        record.method = Some(method.to_string());
-        record.id = Some(id.clone());
+        record.id = Some(id);
         record.session_id = self.session_id_for_log(origin);
-        record.client = self.client_of(origin, params);
-        record.protocol_version = self.protocol_version_of(origin, params);
-        // The client's key only where it is used: the attempt table of `tools/call`.
-        let attempt_key = (method == "tools/call").then(|| {
-            let key = client_key(origin, record.client.as_ref());
-            self.note_tool_call(&mut record, params, key)
-        });
-        if method.starts_with("tasks/") {
-            self.link_task_request(&mut record, params);
+        record.client = self.client_of(origin, &params);
+        record.protocol_version = self.protocol_version_of(origin, &params);
+        let mut attempt_key = None;
+        let mut is_initialize_of = None;
+        match method.as_str() {
+            "tools/call" => {
+                // The client's key only where it is used: the attempt table of `tools/call`.
+                let key = client_key(origin, record.client.as_ref());
+                attempt_key = Some(self.note_tool_call(&mut record, &mut params, key));
+            }
+            "initialize" => {
+                is_initialize_of = Some(self.note_initialize(&mut record, &params, origin));
+            }
+            m if m.starts_with("tasks/") => self.link_task_request(&mut record, &params),
+            _ => {}
         }
-        let is_initialize_of =
-            (method == "initialize").then(|| self.note_initialize(&mut record, params, origin));
+        record.method = Some(method);
         Call {
             record,
             started,
@@ -424,16 +435,11 @@ impl Observer {
 
     /// The request's protocol revision: its `MCP-Protocol-Version` header, else the one in its
     /// `_meta` (where 2026-07-28 requests carry it), else the one its session has.
-    fn protocol_version_of(&self, origin: &Origin, params: &Value) -> Option<String> {
+    fn protocol_version_of(&self, origin: &Origin, params: &Params) -> Option<String> {
         origin
             .protocol_version
             .clone()
-            .or_else(|| {
-                params
-                    .pointer("/_meta/io.modelcontextprotocol~1protocolVersion")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            })
+            .or_else(|| params.meta.protocol_version.clone())
             .or_else(|| {
                 let st = self.lock();
                 origin
@@ -451,29 +457,26 @@ impl Observer {
     fn note_tool_call(
         &self,
         record: &mut Record,
-        params: &Value,
+        params: &mut Params,
         client_key: String,
     ) -> AttemptKey {
-        let tool = params.get("name").and_then(Value::as_str).unwrap_or("");
-        record.tool = Some(tool.to_string());
-        let args = params.get("arguments").unwrap_or(&Value::Null);
-        let (hash, bytes) = arguments_hash(args);
+        let tool = params.name.take().unwrap_or_default();
+        let args = params.arguments.take().unwrap_or(Value::Null);
+        let (hash, bytes) = arguments_hash(&args);
         record.arguments_hash = Some(hash.clone());
         record.arguments_bytes = Some(bytes);
         if self.options.log_arguments {
-            record.arguments = Some(args.clone());
+            record.arguments = Some(args);
         }
-        let has_key = params
-            .get("_meta")
-            .and_then(|m| m.get(IDEMPOTENCY_KEY))
-            .is_some_and(|k| !k.is_null());
-        let is_mrtr_round =
-            params.get("inputResponses").is_some() || params.get("requestState").is_some();
+        let has_key = params.meta.idempotency_key;
+        let is_mrtr_round = params.mrtr_round;
         let key = AttemptKey {
             client: client_key,
-            tool: tool.to_string(),
+            tool,
             arguments_hash: hash,
         };
+        let tool = key.tool.as_str();
+        record.tool = Some(tool.to_string());
         let mut guard = self.lock();
         let st = &mut *guard;
         if is_mrtr_round {
@@ -520,11 +523,8 @@ impl Observer {
 
     /// An `initialize`: the client it names (empty when it names none), which becomes the
     /// record's client when it has a name.
-    fn note_initialize(&self, record: &mut Record, params: &Value, origin: &Origin) -> ClientId {
-        let c = params
-            .get("clientInfo")
-            .map(client_info)
-            .unwrap_or_default();
+    fn note_initialize(&self, record: &mut Record, params: &Params, origin: &Origin) -> ClientId {
+        let c = params.client_info.clone().unwrap_or_default();
         if c.name.is_some() {
             record.client = Some(c.clone());
             // Over stdio the session exists before the answer: later requests may be sent
@@ -534,10 +534,7 @@ impl Observer {
                 let s = st.state_session(sid);
                 s.client = Some(c.clone());
                 // The requested revision until the answer names the negotiated one.
-                s.protocol_version = params
-                    .get("protocolVersion")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
+                s.protocol_version = params.protocol_version.clone();
             }
         }
         c
@@ -623,7 +620,8 @@ impl Observer {
                 call.record.session_id = Some(sid.to_string());
             }
         }
-        call.record.call_record = call.record.to_call_record().map(Box::new);
+        // The line carries the call record; the writer writes it from the record itself.
+        call.record.with_call_record = true;
         self.emit_boxed(call.record);
         for r in task_records {
             self.emit(r);
@@ -641,8 +639,8 @@ impl Observer {
     }
 
     /// A `tasks/*` request names its task; link it to the call that created it.
-    fn link_task_request(&self, record: &mut Record, params: &Value) {
-        let Some(id) = params.get("taskId").and_then(Value::as_str) else {
+    fn link_task_request(&self, record: &mut Record, params: &Params) {
+        let Some(id) = params.task_id.as_deref() else {
             return;
         };
         record.task_id = Some(id.to_string());
@@ -755,7 +753,7 @@ impl Observer {
 
     /// A record for a client notification or answer; `in_reply_to` is filled for answers whose
     /// server request was observed.
-    pub fn message_record(&self, msg: &Message, origin: &Origin) -> Record {
+    pub fn message_record<P>(&self, msg: &Message<P>, origin: &Origin) -> Record {
         let (kind, method, id) = match msg {
             Message::Notification { method } => {
                 (RecordKind::Notification, Some(method.clone()), None)
@@ -768,7 +766,7 @@ impl Observer {
         let mut r = self.new_record(kind);
         r.method = method;
         r.session_id = self.session_id_for_log(origin);
-        r.client = self.client_of(origin, &Value::Null);
+        r.client = self.client_of(origin, &Params::default());
         let key = client_key(origin, r.client.as_ref());
         r.protocol_version = origin.protocol_version.clone();
         if let Some(id) = &id {
@@ -785,7 +783,7 @@ impl Observer {
         let mut r = self.new_record(RecordKind::ServerRequest);
         r.method = Some(method);
         r.session_id = self.session_id_for_log(origin);
-        r.client = self.client_of(origin, &Value::Null);
+        r.client = self.client_of(origin, &Params::default());
         let key = client_key(origin, r.client.as_ref());
         r.via_record_id = Some(via.to_string());
         r.outcome = RecordOutcome::Observed;
@@ -822,15 +820,6 @@ fn decimal(mut n: u64, buf: &mut [u8; 20]) -> usize {
         if n == 0 {
             return at;
         }
-    }
-}
-
-fn client_info(v: &Value) -> ClientId {
-    let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-    ClientId {
-        name: s("name"),
-        version: s("version"),
-        user_agent: None,
     }
 }
 
@@ -1028,7 +1017,7 @@ mod tests {
         assert_eq!(o.count_post(&origin), Some(3));
         o.server_request(json!(9), "elicitation/create".into(), &origin, "via-1");
         let answer = o.message_record(
-            &Message::Response {
+            &Message::<Value>::Response {
                 id: json!(9),
                 is_error: false,
             },

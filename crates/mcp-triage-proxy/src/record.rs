@@ -320,13 +320,17 @@ pub struct Record {
     /// Response headers (with `--log-headers`), redacted names removed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_headers: Option<Vec<(String, String)>>,
-    /// For a `tools/call`: the same exchange as the core's [`CallRecord`] (the client's record
-    /// model, `docs/record.schema.json`), so one reader handles client and proxy logs.
+    /// Whether the line carries a `callRecord`: a finished `tools/call` (set by
+    /// [`crate::observe::Observer::finish_call`]) does, the same exchange as the core's
+    /// [`CallRecord`] (the client's record model, `docs/record.schema.json`), so one reader
+    /// handles client and proxy logs. [`Record::to_call_record`] builds it; the line writer
+    /// writes it from the record's own members.
     ///
-    /// Boxed: a record moves from the forwarding task through the channel to the writer, and
-    /// inline the call record was 600 of its 1,624 bytes, copied in every move.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub call_record: Option<Box<CallRecord>>,
+    /// Why a flag and not the `CallRecord`: building it copied a dozen of the record's strings
+    /// and its verdict, about 2.8k instructions per `tools/call` with dropping it again, only
+    /// for the writer to turn them into text.
+    #[serde(skip)]
+    pub with_call_record: bool,
 }
 
 impl Record {
@@ -370,34 +374,25 @@ impl Record {
             warnings: Vec::new(),
             request_headers: None,
             response_headers: None,
-            call_record: None,
+            with_call_record: false,
         }
+    }
+
+    /// The verdict of a finished `tools/call` exchange, which its [`CallRecord`] is made of
+    /// (none for another method, or before the verdict).
+    pub fn call_verdict(&self) -> Option<&Verdict> {
+        self.verdict
+            .as_ref()
+            .filter(|_| self.method.as_deref() == Some("tools/call"))
     }
 
     /// The [`CallRecord`] of a finished `tools/call` exchange: one attempt (the proxy never
     /// resends), `retryOrigin` `business_logic` with `retryOf` when the client repeated a failed
-    /// call, observer warnings (`UNSAFE_RETRY`) after the verdict's.
+    /// call, observer warnings (`UNSAFE_RETRY`) after the verdict's. The line writer writes the
+    /// same members without building it (`record_json`), held equal to it by its tests.
     pub fn to_call_record(&self) -> Option<CallRecord> {
-        let v = self.verdict.as_ref()?;
-        if self.method.as_deref() != Some("tools/call") {
-            return None;
-        }
-        let client = self
-            .client
-            .as_ref()
-            .and_then(|c| match (&c.name, &c.version, &c.user_agent) {
-                (Some(n), Some(v), _) => Some([n.as_str(), "@", v.as_str()].concat()),
-                (Some(n), None, _) => Some(n.clone()),
-                (None, _, Some(ua)) => Some(ua.clone()),
-                _ => None,
-            })
-            .unwrap_or_else(|| "unknown".to_string());
-        let transport = if self.transport == "http" {
-            "proxy"
-        } else {
-            self.transport
-        };
-        let duration_ms = self.duration_ms.round() as u64;
+        let v = self.call_verdict()?;
+        let duration_ms = self.call_duration_ms();
         let (retry_origin, retry_of) = match &self.retry_of {
             Some(of) => (RetryOrigin::BusinessLogic, Some(of.clone())),
             None => (RetryOrigin::None, None),
@@ -409,22 +404,17 @@ impl Record {
                 detail: w.detail.clone(),
             });
         }
-        // Every member at once, rather than `CallRecord::new` and assignments over it: `new`
-        // allocates a protocol version ("unknown") that the record's own replaces at once.
         Some(CallRecord {
             record_version: mcp_triage_core::record::RECORD_VERSION,
             record_id: Some(self.record_id.clone()),
-            client,
-            protocol_version: self
-                .protocol_version
-                .clone()
-                .unwrap_or_else(|| "unknown".to_string()),
-            transport: transport.to_string(),
+            client: self.call_client().concat(),
+            protocol_version: self.call_protocol_version().to_string(),
+            transport: self.call_transport().to_string(),
             target: None,
             scenario: None,
             method: "tools/call".to_string(),
             tool: self.tool.clone(),
-            post_count: u32::from(self.transport == "http"),
+            post_count: self.call_post_count(),
             http_statuses: self.http_statuses.clone(),
             jsonrpc: JsonRpcInfo {
                 id: self.id.clone().unwrap_or(Value::Null),
@@ -437,13 +427,7 @@ impl Record {
             retry_of,
             attempts: vec![AttemptRecord {
                 id: self.id.clone().unwrap_or(Value::Null),
-                kind: if self.mrtr.is_some() {
-                    AttemptKind::InputRound
-                } else {
-                    AttemptKind::Call
-                }
-                .as_str()
-                .into(),
+                kind: self.call_attempt_kind().into(),
                 retry_of: None,
                 status: self.http_statuses.first().copied(),
                 content_type: None,
@@ -452,7 +436,7 @@ impl Record {
                 duration_ms,
                 decision: None,
             }],
-            rounds: self.mrtr.as_ref().map_or(0, |m| m.round),
+            rounds: self.call_rounds(),
             duration_ms,
             session_id: self.session_id.clone(),
             server_info: None,
@@ -464,6 +448,68 @@ impl Record {
             arguments: self.arguments.clone(),
             result: None,
         })
+    }
+
+    /// The call record's `client`, in pieces to concatenate: `name@version`, else the name,
+    /// else the `User-Agent`, else `unknown`.
+    pub(crate) fn call_client(&self) -> [&str; 3] {
+        match &self.client {
+            Some(ClientId {
+                name: Some(n),
+                version: Some(v),
+                ..
+            }) => [n, "@", v],
+            Some(ClientId {
+                name: Some(n),
+                version: None,
+                ..
+            }) => [n, "", ""],
+            Some(ClientId {
+                name: None,
+                user_agent: Some(ua),
+                ..
+            }) => [ua, "", ""],
+            _ => ["unknown", "", ""],
+        }
+    }
+
+    /// The call record's `protocolVersion`: the record's, else `unknown`.
+    pub(crate) fn call_protocol_version(&self) -> &str {
+        self.protocol_version.as_deref().unwrap_or("unknown")
+    }
+
+    /// The call record's `transport`: `proxy` for HTTP (the client's word for a proxied call).
+    pub(crate) fn call_transport(&self) -> &'static str {
+        if self.transport == "http" {
+            "proxy"
+        } else {
+            self.transport
+        }
+    }
+
+    /// The call record's `postCount`: one POST over HTTP, none over stdio.
+    pub(crate) fn call_post_count(&self) -> u32 {
+        u32::from(self.transport == "http")
+    }
+
+    /// The call record's `durationMs` (and its attempt's): the record's, rounded.
+    pub(crate) fn call_duration_ms(&self) -> u64 {
+        self.duration_ms.round() as u64
+    }
+
+    /// The kind of the call record's one attempt: an MRTR round or a call as first sent.
+    pub(crate) fn call_attempt_kind(&self) -> &'static str {
+        if self.mrtr.is_some() {
+            AttemptKind::InputRound
+        } else {
+            AttemptKind::Call
+        }
+        .as_str()
+    }
+
+    /// The call record's `rounds`: the MRTR round, 0 for none.
+    pub(crate) fn call_rounds(&self) -> u32 {
+        self.mrtr.as_ref().map_or(0, |m| m.round)
     }
 
     /// Takes outcome, layer and `classified` from a verdict for `method`.

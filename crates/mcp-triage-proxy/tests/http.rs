@@ -580,7 +580,8 @@ async fn call_records_follow_the_record_schema() {
     let records = rig.finish().await;
     let calls: Vec<_> = records
         .iter()
-        .filter_map(|r| r.call_record.as_ref())
+        .filter(|r| r.with_call_record)
+        .filter_map(|r| r.to_call_record())
         .collect();
     assert_eq!(calls.len(), 2);
     for c in &calls {

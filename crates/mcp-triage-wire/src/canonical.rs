@@ -5,50 +5,69 @@
 //! feature (`preserve_order`) switches for the whole build; the digest of a call's arguments
 //! must not change because some dependency turned that feature on.
 
+use std::io::{self, Write};
+
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// The canonical JSON text of `v`.
 pub fn to_canonical_json(v: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(v, &mut out);
-    out
+    let mut out = Vec::new();
+    write_canonical(v, &mut out).expect("writing into a Vec does not fail");
+    String::from_utf8(out).expect("JSON text is UTF-8")
 }
 
-fn write_canonical(v: &Value, out: &mut String) {
+/// Writes the canonical text of `v` into `out` (a `String`'s bytes, or the digest's hasher).
+fn write_canonical<W: Write>(v: &Value, out: &mut W) -> io::Result<()> {
     match v {
         Value::Object(m) => {
             let mut members: Vec<(&String, &Value)> = m.iter().collect();
             members.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
+            out.write_all(b"{")?;
             for (i, (k, v)) in members.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.write_all(b",")?;
                 }
-                write_string(k, out);
-                out.push(':');
-                write_canonical(v, out);
+                // serde_json's escaping of a string is canonical already (the shortest form)
+                serde_json::to_writer(&mut *out, k)?;
+                out.write_all(b":")?;
+                write_canonical(v, out)?;
             }
-            out.push('}');
+            out.write_all(b"}")
         }
         Value::Array(a) => {
-            out.push('[');
+            out.write_all(b"[")?;
             for (i, v) in a.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.write_all(b",")?;
                 }
-                write_canonical(v, out);
+                write_canonical(v, out)?;
             }
-            out.push(']');
+            out.write_all(b"]")
         }
-        Value::String(s) => write_string(s, out),
-        other => out.push_str(&other.to_string()),
+        // strings, numbers, booleans and null as serde_json writes them
+        other => serde_json::to_writer(&mut *out, other).map_err(io::Error::from),
     }
 }
 
-fn write_string(s: &str, out: &mut String) {
-    // serde_json's escaping of a string is canonical already (the shortest form)
-    out.push_str(&Value::from(s).to_string());
+/// The canonical text fed straight to SHA-256 as it is written, and counted: the digest of
+/// the text without the text. Why: every proxied `tools/call` is digested, and the text was
+/// built in a `String` only to be hashed and dropped.
+struct Hashing {
+    sha: Sha256,
+    size: u64,
+}
+
+impl Write for Hashing {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.sha.update(bytes);
+        self.size += bytes.len() as u64;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The digest of a tool call's arguments: SHA-256 of their canonical JSON text, and that
@@ -65,10 +84,14 @@ pub struct ArgumentsDigest {
 impl ArgumentsDigest {
     /// The digest of `arguments`.
     pub fn of(arguments: &Value) -> ArgumentsDigest {
-        let text = to_canonical_json(arguments);
+        let mut hashing = Hashing {
+            sha: Sha256::new(),
+            size: 0,
+        };
+        write_canonical(arguments, &mut hashing).expect("hashing does not fail");
         ArgumentsDigest {
-            hex: hex(&Sha256::digest(text.as_bytes())),
-            size: text.len() as u64,
+            hex: hex(&hashing.sha.finalize()),
+            size: hashing.size,
         }
     }
 
@@ -180,6 +203,10 @@ mod tests {
             // parses (the value itself is not compared: serde_json's default float parser is
             // not exact for every f64, which is no concern of the canonical form)
             prop_assert!(serde_json::from_str::<Value>(&text).is_ok());
+            // the digest is SHA-256 of that very text, hashed as it is written
+            let d = ArgumentsDigest::of(&v);
+            prop_assert_eq!(&d.hex, &hex(&Sha256::digest(text.as_bytes())));
+            prop_assert_eq!(d.size, text.len() as u64);
             prop_assert_eq!(text, serde_json::to_string(&v).unwrap());
         }
     }

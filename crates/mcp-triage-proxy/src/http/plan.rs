@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::exchange::Exchange;
 use super::request_body::RequestCopy;
 use super::shared::Shared;
-use crate::observe::{parse_messages, Call, Message, Origin};
+use crate::observe::{parse_requests, Call, Message, Origin, Params};
 use crate::record::{Record, RecordKind, RecordOutcome};
 
 /// How the response was observed, once the request's message(s) are known.
@@ -58,7 +58,7 @@ impl Plan {
         };
         let is_post = ex.http_method == Method::POST;
         let parsed = if is_post && !copy.overflow {
-            parse_messages(&copy.bytes)
+            parse_requests(&copy.bytes)
         } else {
             None
         };
@@ -69,7 +69,7 @@ impl Plan {
         };
         match parsed {
             Some((messages, batch)) => {
-                plan.record_messages(sh, head, ex, &messages, batch, post_count)
+                plan.record_messages(sh, head, ex, messages, batch, post_count)
             }
             None => plan.record_standalone(sh, head, ex, copy, post_count),
         }
@@ -135,7 +135,7 @@ impl Plan {
         sh: &Shared,
         head: &ResponseHead,
         ex: &Exchange,
-        messages: &[Message],
+        messages: Vec<Message<Box<Params>>>,
         batch: bool,
         post_count: Option<u64>,
     ) {
@@ -143,18 +143,18 @@ impl Plan {
         for m in messages {
             match m {
                 Message::Request { id, method, params } => {
+                    if method == "tools/list" && !batch {
+                        self.learn_tools = true;
+                    }
                     let mut call =
                         observer.start_call_at(id, method, params, &ex.origin, ex.started);
                     call.record.session_post_count = post_count;
                     call.record.http_method = Some(ex.http_method.as_str().to_owned());
                     call.record.path = Some(ex.path.clone());
-                    if method == "tools/list" && !batch {
-                        self.learn_tools = true;
-                    }
                     self.calls.push(call);
                 }
                 other => {
-                    let mut r = observer.message_record(other, &ex.origin);
+                    let mut r = observer.message_record(&other, &ex.origin);
                     r.session_post_count = post_count;
                     r.http_method = Some(ex.http_method.as_str().to_owned());
                     r.path = Some(ex.path.clone());
