@@ -3,7 +3,7 @@
 //! or say what becomes of the connection, read the same way for requests and responses
 //! (RFC 9110 §8.6, RFC 9112 §6–§9).
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 /// The most header lines of a head (hyper's limit, which the proxy had before).
 pub(crate) const MAX_HEADERS: usize = 100;
@@ -144,6 +144,10 @@ enum Text {
 struct Field {
     name: Name,
     value: Text,
+    /// Where the whole line `name: value` lies in the head, when it was sent exactly so (one
+    /// space after the colon) and is unedited: written by copying it (see
+    /// [`Fields::write_to`]).
+    line: Option<(usize, usize)>,
     /// Taken out ([`Fields::remove`]): kept in place so the others keep their order.
     removed: bool,
 }
@@ -182,9 +186,11 @@ impl Located {
                 .map(|f| {
                     let (s, e) = at(f.name.as_bytes());
                     let (vs, ve) = at(f.value);
+                    let exact = vs == e + 2 && &buf[e..vs] == b": ";
                     Field {
                         name: Name::At(s, e),
                         value: Text::At(vs, ve),
+                        line: exact.then_some((s, ve)),
                         removed: false,
                     }
                 })
@@ -317,6 +323,7 @@ impl Fields {
         self.remove(name);
         let f = &mut self.fields[first];
         f.value = value.0;
+        f.line = None;
         f.removed = false;
     }
 
@@ -325,14 +332,53 @@ impl Fields {
         self.fields.push(Field {
             name: Name::Known(name),
             value: value.0,
+            line: None,
             removed: false,
         });
+    }
+
+    /// Writes every field as a `name: value` line (CRLF-ended) to `out`. Runs of unedited lines
+    /// that were sent exactly so, one after another, are copied from the head in one piece: the
+    /// same bytes as writing each line's four parts, in a fraction of the copies.
+    pub(crate) fn write_to(&self, out: &mut BytesMut) {
+        // (start, end) of the run of lines in the head, its last CRLF not included.
+        let mut run: Option<(usize, usize)> = None;
+        for f in self.live() {
+            match (f.line, run) {
+                (Some((s, e)), Some((rs, re))) if &self.head[re..s] == b"\r\n" => {
+                    run = Some((rs, e));
+                }
+                (Some(line), _) => {
+                    self.write_run(run, out);
+                    run = Some(line);
+                }
+                (None, _) => {
+                    self.write_run(run.take(), out);
+                    put_field(out, self.name(f.name), self.value(&f.value));
+                }
+            }
+        }
+        self.write_run(run, out);
+    }
+
+    fn write_run(&self, run: Option<(usize, usize)>, out: &mut BytesMut) {
+        if let Some((s, e)) = run {
+            out.extend_from_slice(&self.head[s..e]);
+            out.extend_from_slice(b"\r\n");
+        }
     }
 
     /// Whether a hop-by-hop field is among them (see [`Known::is_hop_by_hop`]).
     pub(crate) fn has_hop_by_hop(&self) -> bool {
         self.live()
             .any(|f| matches!(f.name, Name::Known(k) if k.is_hop_by_hop()))
+    }
+}
+
+/// Writes one `name: value` line, CRLF-ended.
+pub(crate) fn put_field(out: &mut BytesMut, name: &str, value: &[u8]) {
+    for part in [name.as_bytes(), b": ", value, b"\r\n"] {
+        out.extend_from_slice(part);
     }
 }
 
@@ -462,6 +508,48 @@ pub(crate) mod tests {
         let odd = fields(&[("via", "caf\u{e9}")]);
         assert_eq!(odd.get_str(Known::Via), None, "not visible ASCII");
         assert_eq!(odd.get(Known::Via), Some("caf\u{e9}".as_bytes()));
+    }
+
+    /// A head's fields as [`Fields::write_to`] writes them.
+    fn written(f: &Fields) -> String {
+        let mut out = BytesMut::new();
+        f.write_to(&mut out);
+        String::from_utf8(out.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn fields_are_written_as_their_parts_whether_copied_or_not() {
+        let mut buf = BytesMut::from(
+            &b"Host: a\r\nX-Tight:1\r\nx-b: two  \r\nAccept: */*\r\nx-c: 3\nx-d:\r\nx-e: 5\r\n\r\n"
+                [..],
+        );
+        let mut parsed = [httparse::EMPTY_HEADER; 16];
+        let mut at = match httparse::parse_headers(&buf, &mut parsed).unwrap() {
+            httparse::Status::Complete((_, parsed)) => Located::of(&buf, parsed),
+            httparse::Status::Partial => panic!("a whole head"),
+        };
+        at.lowercase_names(&mut buf);
+        let mut f = Fields::new(buf.freeze(), at);
+        let by_parts = |f: &Fields| {
+            let mut out = BytesMut::new();
+            for (n, v) in f.iter() {
+                put_field(&mut out, n, v);
+            }
+            String::from_utf8(out.to_vec()).unwrap()
+        };
+        assert_eq!(
+            written(&f),
+            "host: a\r\nx-tight: 1\r\nx-b: two\r\naccept: */*\r\nx-c: 3\r\nx-d: \r\nx-e: 5\r\n"
+        );
+        assert_eq!(written(&f), by_parts(&f));
+        f.insert(Known::Host, FieldValue::from_static("b"));
+        f.remove(Known::Accept);
+        f.append(Known::Via, FieldValue::from_static("1.1 p"));
+        assert_eq!(
+            written(&f),
+            "host: b\r\nx-tight: 1\r\nx-b: two\r\nx-c: 3\r\nx-d: \r\nx-e: 5\r\nvia: 1.1 p\r\n"
+        );
+        assert_eq!(written(&f), by_parts(&f));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::BytesMut;
 use http::StatusCode;
 
-use super::fields::{content_length, lists};
+use super::fields::{connection_lists, content_length, put_field, Known};
 use super::parts::ResponseParts;
 
 /// How the response body goes to the client.
@@ -67,17 +67,17 @@ pub(crate) fn encode_response_head(
         || status == StatusCode::NO_CONTENT
         || status == StatusCode::NOT_MODIFIED;
     let length = content_length(&parts.fields).ok().flatten();
-    let (mut has_date, mut says_close) = (false, false);
-    for (name, value) in parts.fields.iter() {
-        match name {
-            "content-length" if no_body_status && status != StatusCode::NOT_MODIFIED => continue,
-            "date" => has_date = true,
-            "connection" => says_close |= lists(value, b"close"),
-            _ => {}
+    let has_date = parts.fields.get(Known::Date).is_some();
+    let says_close = connection_lists(&parts.fields, b"close");
+    if no_body_status && status != StatusCode::NOT_MODIFIED {
+        // Such a response has no body: a length would be taken for one.
+        for (name, value) in parts.fields.iter() {
+            if name != Known::ContentLength.as_str() {
+                put_field(out, name, value);
+            }
         }
-        for part in [name.as_bytes(), b": ", value, b"\r\n"] {
-            out.extend_from_slice(part);
-        }
+    } else {
+        parts.fields.write_to(out);
     }
     let mut keep_alive = req.keep_alive && !says_close;
     let framing = if req.head_only || no_body_status {

@@ -46,11 +46,7 @@ pub(crate) fn encode_request_head(
     ] {
         out.extend_from_slice(part);
     }
-    for (name, value) in parts.fields.iter() {
-        for part in [name.as_bytes(), b": ", value, b"\r\n"] {
-            out.extend_from_slice(part);
-        }
-    }
+    parts.fields.write_to(out);
     out.extend_from_slice(b"\r\n");
     framing
 }
