@@ -125,6 +125,9 @@ impl Known {
     }
 }
 
+/// Fields a head's vector has room for beyond those read (see [`Located::of`]).
+const ADDED_ROOM: usize = 4;
+
 /// A field's name: known, or where it lies in the head (lower case).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Name {
@@ -180,22 +183,21 @@ impl Located {
             let start = s.as_ptr() as usize - base;
             (start, start + s.len())
         };
-        Located(
-            parsed
-                .iter()
-                .map(|f| {
-                    let (s, e) = at(f.name.as_bytes());
-                    let (vs, ve) = at(f.value);
-                    let exact = vs == e + 2 && &buf[e..vs] == b": ";
-                    Field {
-                        name: Name::At(s, e),
-                        value: Text::At(vs, ve),
-                        line: exact.then_some((s, ve)),
-                        removed: false,
-                    }
-                })
-                .collect(),
-        )
+        // Room for the fields the proxy adds to a request (`X-Forwarded-*`, `Via`, framing)
+        // without growing the vector.
+        let mut fields = Vec::with_capacity(parsed.len() + ADDED_ROOM);
+        fields.extend(parsed.iter().map(|f| {
+            let (s, e) = at(f.name.as_bytes());
+            let (vs, ve) = at(f.value);
+            let exact = vs == e + 2 && &buf[e..vs] == b": ";
+            Field {
+                name: Name::At(s, e),
+                value: Text::At(vs, ve),
+                line: exact.then_some((s, ve)),
+                removed: false,
+            }
+        }));
+        Located(fields)
     }
 
     /// Lower-cases the names in `buf` (the buffer they were located in), as `http::HeaderName`
@@ -233,6 +235,18 @@ impl Fields {
     /// The fields of `head`, located in it before it was cut off its buffer.
     pub(crate) fn new(head: Bytes, at: Located) -> Fields {
         Fields { head, fields: at.0 }
+    }
+
+    /// An upper bound of the bytes the fields take written (for a buffer's size): the head
+    /// they were read in and what was added since.
+    pub(crate) fn written_len_hint(&self) -> usize {
+        let added: usize = self
+            .fields
+            .iter()
+            .filter(|f| f.line.is_none())
+            .map(|f| self.name(f.name).len() + self.value(&f.value).len() + 4)
+            .sum();
+        self.head.len() + added
     }
 
     fn name(&self, n: Name) -> &str {
@@ -275,10 +289,14 @@ impl Fields {
 
     /// The first value of `name` as text, `None` too when it has other than visible ASCII,
     /// spaces and tabs (what `http::HeaderValue::to_str` let through).
+    ///
+    /// Checked as ASCII only: no value holds a control character other than a tab (httparse
+    /// refuses them in a head, and the proxy's own values are text), so ASCII is visible ASCII
+    /// here, and the check runs a word at a time.
     pub(crate) fn get_str(&self, name: Known) -> Option<&str> {
         let v = self.get(name)?;
-        let visible = v.iter().all(|&b| b == b'\t' || (0x20..0x7f).contains(&b));
-        visible.then(|| std::str::from_utf8(v).ok()).flatten()
+        debug_assert!(!v.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f));
+        v.is_ascii().then(|| std::str::from_utf8(v).ok()).flatten()
     }
 
     /// The first value of `name`, to put in another field.

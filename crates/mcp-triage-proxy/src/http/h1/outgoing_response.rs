@@ -50,7 +50,8 @@ pub(crate) fn encode_response_head(
     out: &mut BytesMut,
 ) -> Written {
     let status = parts.status;
-    out.reserve(256);
+    // The status line, `Date`, a length or `Connection` the proxy adds, the blank line.
+    out.reserve(parts.fields.written_len_hint() + 128);
     out.extend_from_slice(if req.http_11 {
         b"HTTP/1.1 "
     } else {

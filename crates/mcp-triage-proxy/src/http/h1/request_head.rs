@@ -37,7 +37,8 @@ pub(crate) fn encode_request_head(
 ) -> RequestFraming {
     let framing = request_framing(parts, body_ended, exact);
     let path = parts.path();
-    out.reserve(256);
+    // The request line (method, path, version) and the blank line.
+    out.reserve(parts.fields.written_len_hint() + path.len() + 32);
     for part in [
         parts.method.as_str().as_bytes(),
         b" ",
