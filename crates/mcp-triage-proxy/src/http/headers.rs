@@ -11,8 +11,8 @@ pub(super) fn header_string(fields: &Fields, name: Known) -> Option<String> {
     fields.get_str(name).map(str::to_string)
 }
 
-/// Removes hop-by-hop headers (RFC 9110 §7.6.1): the fixed list ([`Known::is_hop_by_hop`])
-/// and every name `Connection` lists.
+/// Removes hop-by-hop headers (RFC 9110 §7.6.1): the fixed list ([`Known::HOP_BY_HOP`]) and
+/// every name `Connection` lists.
 pub(super) fn strip_hop_by_hop(fields: &mut Fields) {
     // Most heads carry none (a name `Connection` lists counts only with a `Connection`).
     if !fields.has_hop_by_hop() {
@@ -27,16 +27,7 @@ pub(super) fn strip_hop_by_hop(fields: &mut Fields) {
     for n in listed {
         fields.remove_named(&n);
     }
-    for k in [
-        Known::Connection,
-        Known::ProxyConnection,
-        Known::KeepAlive,
-        Known::Te,
-        Known::Trailer,
-        Known::TransferEncoding,
-        Known::Upgrade,
-    ] {
-        debug_assert!(k.is_hop_by_hop());
+    for k in Known::HOP_BY_HOP {
         fields.remove(k);
     }
 }

@@ -109,19 +109,21 @@ impl Known {
         })
     }
 
-    /// Hop-by-hop (RFC 9110 §7.6.1): never crosses the proxy, besides the names `Connection`
-    /// lists.
-    pub(crate) const fn is_hop_by_hop(self) -> bool {
-        matches!(
-            self,
-            Known::Connection
-                | Known::ProxyConnection
-                | Known::KeepAlive
-                | Known::Te
-                | Known::Trailer
-                | Known::TransferEncoding
-                | Known::Upgrade
-        )
+    /// The hop-by-hop names (RFC 9110 §7.6.1): they never cross the proxy, nor do the names
+    /// `Connection` lists.
+    pub(crate) const HOP_BY_HOP: [Known; 7] = [
+        Known::Connection,
+        Known::ProxyConnection,
+        Known::KeepAlive,
+        Known::Te,
+        Known::Trailer,
+        Known::TransferEncoding,
+        Known::Upgrade,
+    ];
+
+    /// One of [`Known::HOP_BY_HOP`].
+    pub(crate) fn is_hop_by_hop(self) -> bool {
+        Known::HOP_BY_HOP.contains(&self)
     }
 }
 
