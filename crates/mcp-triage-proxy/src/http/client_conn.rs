@@ -24,12 +24,13 @@ use tokio::sync::watch;
 use super::activity::{ConnActivity, InFlight};
 use super::client_body::{lock, ClientBody, SharedReader};
 use super::cork::Cork;
-use super::forward::{handle, Answer};
+use super::forward::handle;
 use super::h1::chunked::LAST_CHUNK;
 use super::h1::incoming_request::{
     take_request_head, ParsedRequest, RequestHeadError, MAX_HEAD_BYTES,
 };
 use super::h1::outgoing_response::{encode_response_head, RequestFacts, ResponseFraming};
+use super::response_body::Answer;
 use super::shared::Shared;
 use super::upstream::Upstream;
 

@@ -20,7 +20,7 @@ use super::h1::parts::{RequestParts, ResponseParts};
 use super::headers::{header_string, strip_hop_by_hop, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use super::no_response::{answer_failure, PendingGuard};
 use super::request_body::{PendingCopy, RequestTap};
-use super::response_body::{ResponseTap, TapInner};
+use super::response_body::{Answer, ResponseTap, TapInner};
 use super::response_observer::{ResponseObserver, Stage};
 use super::shared::Shared;
 use super::upstream::{Sent, Upstream};
@@ -28,12 +28,6 @@ use super::upstream_body::UpstreamBody;
 use crate::guard::{redact_query, Refusal};
 use crate::observe::Origin;
 use crate::record::{RecordKind, RecordOutcome};
-
-/// The answer to one request: the response head for the client and its body.
-pub(super) struct Answer {
-    pub(super) head: ResponseParts,
-    pub(super) body: ResponseTap,
-}
 
 /// Serves one request of a client connection: refused when `Host` or `Origin` fails the checks,
 /// else forwarded upstream and answered with the upstream's response, or with the proxy's own

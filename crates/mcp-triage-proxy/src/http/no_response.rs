@@ -12,12 +12,11 @@ use mcp_triage_core::{ResponseHead, Verdict};
 
 use super::errors::{error_chain, Cut};
 use super::exchange::Exchange;
-use super::forward::Answer;
 use super::h1::fields::Known;
 use super::h1::parts::ResponseParts;
 use super::plan::Plan;
 use super::request_body::{BodyStalled, PendingCopy, RequestCopy, REQUEST_DRAIN};
-use super::response_body::ResponseTap;
+use super::response_body::{Answer, ResponseTap};
 use super::shared::Shared;
 use super::upstream::Sent;
 use crate::capture::ExchangeCapture;

@@ -12,8 +12,17 @@ use http_body::{Body, Frame, SizeHint};
 use super::activity::InFlight;
 use super::deferred::{Deferred, TapState};
 use super::errors::error_chain;
+use super::h1::parts::ResponseParts;
 use super::plan::End;
 use super::upstream_body::UpstreamBody;
+
+/// The answer to one request: the response head for the client and its body. Made by
+/// [`super::forward`] (the upstream's response, or the proxy's refusal) and
+/// [`super::no_response`] (the proxy's own answer), written by [`super::client_conn`].
+pub(super) struct Answer {
+    pub(super) head: ResponseParts,
+    pub(super) body: ResponseTap,
+}
 
 /// The upstream's response body on its way to the client, fed to the observer as it passes.
 pub struct ResponseTap {
