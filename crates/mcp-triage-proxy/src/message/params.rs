@@ -90,7 +90,8 @@ fn client_of(v: &Value) -> ClientId {
 }
 
 /// The visitor methods of the JSON scalars, each giving `$value` (a value that is no object
-/// reads as an empty one); `but_unit` leaves `visit_unit` to the visitor.
+/// reads as an empty one); `but_unit` leaves `visit_unit` to the visitor, `but_str_and_unit`
+/// `visit_str` too.
 macro_rules! scalars {
     ($value:expr) => {
         scalars!($value, but_unit);
@@ -99,6 +100,12 @@ macro_rules! scalars {
         }
     };
     ($value:expr, but_unit) => {
+        scalars!($value, but_str_and_unit);
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+    };
+    ($value:expr, but_str_and_unit) => {
         fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
             Ok($value)
         }
@@ -109,9 +116,6 @@ macro_rules! scalars {
             Ok($value)
         }
         fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-            Ok($value)
-        }
-        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
             Ok($value)
         }
     };
@@ -347,21 +351,11 @@ impl<'de> Visitor<'de> for TextVisitor {
         check_seq(seq).map(|()| Text(None))
     }
 
-    fn visit_bool<E>(self, _: bool) -> Result<Text, E> {
-        Ok(Text(None))
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Text, E> {
-        Ok(Text(None))
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Text, E> {
-        Ok(Text(None))
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Text, E> {
-        Ok(Text(None))
-    }
     fn visit_unit<E>(self) -> Result<Text, E> {
         Ok(Text(None))
     }
+
+    scalars!(Text(None), but_str_and_unit);
 }
 
 /// Any JSON: whether it is something other than `null`.
