@@ -1,10 +1,14 @@
 //! Byte scanners shared by everything here that reads or writes JSON strings on a hot path: the
-//! core's common-shape reader (`json/fast.rs`), its verdict writer, and the C ABI's request
-//! reader and record writer (`mcp-triage-ffi`).
+//! core's common-shape reader (`json/fast.rs`), its verdict writer, the C ABI's request
+//! reader and record writer (`mcp-triage-ffi`), and the proxy's request reader; and
+//! [`Scanner`], the token reader of JSON text of the common shape those readers stand on.
 //!
 //! Why one home: the token rule ("a JSON string runs to the first `"`, `\` or control
 //! character") was written in three places, byte by byte, at about 10 instructions a byte; this
 //! scans eight bytes per step (bench/nginx-module-overhead.sh, `ffi_bench gateway`).
+
+mod scanner;
+pub use scanner::Scanner;
 
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH: u64 = 0x8080_8080_8080_8080;

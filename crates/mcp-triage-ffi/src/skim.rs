@@ -1,5 +1,6 @@
 //! The common shape of a request body read without serde: one object whose members are plain
-//! strings (no escapes), integers, literals, and objects and arrays of those.
+//! strings (no escapes), integers, literals, and objects and arrays of those, read with the
+//! core's [`Scanner`] (the token rules live there).
 //!
 //! Why: a gateway parses every request body, and serde_json's visitor machinery cost about 4,000
 //! instructions for a 100-byte `tools/call` (bench/nginx-module-overhead.sh). This reader finds
@@ -7,6 +8,8 @@
 //! counts, as there); anything else (an escape, a fraction, `jsonrpc`, `method`, `name` or `id`
 //! of another type, nesting deeper than [`MAX_DEPTH`], any syntax error, bytes that are not
 //! UTF-8) makes it give up with `None`, and the body goes through serde as before.
+
+use mcp_triage_core::scan::Scanner;
 
 /// Deeper arguments go to the serde path (which stops at 128 levels).
 const MAX_DEPTH: usize = 32;
@@ -26,158 +29,44 @@ pub(crate) struct Skimmed<'a> {
     pub tool: Option<&'a str>,
 }
 
-struct Scanner<'a> {
-    text: &'a str,
-    pos: usize,
-}
-
 /// The members of `body` when it has the common shape, else `None` (see the module comment).
 pub(crate) fn skim(body: &[u8]) -> Option<Skimmed<'_>> {
-    let mut s = Scanner {
-        text: std::str::from_utf8(body).ok()?,
-        pos: 0,
-    };
+    let mut s = Scanner::new(std::str::from_utf8(body).ok()?, MAX_DEPTH);
     let mut out = Skimmed::default();
     s.ws();
     s.object(|s, key| {
         match key {
             "jsonrpc" => out.jsonrpc = Some(s.string()?),
             "method" => out.method = Some(s.string()?),
-            "id" => out.id = Some(s.id()?),
-            "params" => out.tool = s.params()?,
-            _ => s.skip(1)?,
+            "id" => out.id = Some(id(s)?),
+            "params" => out.tool = params(s)?,
+            _ => s.skip(2)?,
         }
         Some(())
     })?;
-    s.ws();
-    (s.pos == s.text.len()).then_some(out)
+    s.at_end().then_some(out)
 }
 
-impl<'a> Scanner<'a> {
-    fn peek(&self) -> Option<u8> {
-        self.text.as_bytes().get(self.pos).copied()
+/// The id as written: an integer or a string of the common shape.
+fn id<'a>(s: &mut Scanner<'a>) -> Option<SkimmedId<'a>> {
+    if s.peek()? == b'"' {
+        s.string().map(SkimmedId::String)
+    } else {
+        s.integer().map(SkimmedId::Number)
     }
+}
 
-    fn ws(&mut self) {
-        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
-            self.pos += 1;
-        }
-    }
-
-    fn eat(&mut self, byte: u8) -> Option<()> {
-        (self.peek()? == byte).then(|| self.pos += 1)
-    }
-
-    /// A string without escapes or control characters.
-    fn string(&mut self) -> Option<&'a str> {
-        self.eat(b'"')?;
-        let bytes = self.text.as_bytes();
-        let start = self.pos;
-        self.pos += mcp_triage_core::scan::plain_len(bytes.get(start..)?);
-        if *bytes.get(self.pos)? != b'"' {
-            return None; // an escape or a control character: the serde path reads it
-        }
-        self.pos += 1;
-        Some(&self.text[start..self.pos - 1])
-    }
-
-    /// An integer of at most 18 digits, no leading zero, not `-0`, no fraction or exponent.
-    fn integer(&mut self) -> Option<i64> {
-        let (n, len) = mcp_triage_core::scan::short_integer(self.text.as_bytes().get(self.pos..)?)?;
-        self.pos += len;
-        Some(n)
-    }
-
-    fn id(&mut self) -> Option<SkimmedId<'a>> {
-        if self.peek()? == b'"' {
-            self.string().map(SkimmedId::String)
+/// `params`: an object; its `name` (a string) is the tool.
+fn params<'a>(s: &mut Scanner<'a>) -> Option<Option<&'a str>> {
+    let mut name = None;
+    s.enter(2)?;
+    s.object(|s, key| {
+        if key == "name" {
+            name = Some(s.string()?);
         } else {
-            self.integer().map(SkimmedId::Number)
+            s.skip(3)?;
         }
-    }
-
-    /// `params`: an object; its `name` (a string) is the tool.
-    fn params(&mut self) -> Option<Option<&'a str>> {
-        let mut name = None;
-        self.object(|s, key| {
-            if key == "name" {
-                name = Some(s.string()?);
-            } else {
-                s.skip(2)?;
-            }
-            Some(())
-        })?;
-        Some(name)
-    }
-
-    /// An object; `member` reads each member's value (white space around it is skipped here).
-    fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
-        self.eat(b'{')?;
-        self.ws();
-        if self.eat(b'}').is_some() {
-            return Some(());
-        }
-        loop {
-            let key = self.string()?;
-            self.ws();
-            self.eat(b':')?;
-            self.ws();
-            member(self, key)?;
-            self.ws();
-            match self.peek()? {
-                b',' => {
-                    self.pos += 1;
-                    self.ws();
-                }
-                b'}' => {
-                    self.pos += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
-        }
-    }
-
-    /// Any value of the common shape at nesting `depth`, read and dropped.
-    fn skip(&mut self, depth: usize) -> Option<()> {
-        if depth > MAX_DEPTH {
-            return None;
-        }
-        match self.peek()? {
-            b'"' => self.string().map(drop),
-            b'{' => self.object(|s, _| s.skip(depth + 1)),
-            b'[' => {
-                self.pos += 1;
-                self.ws();
-                if self.eat(b']').is_some() {
-                    return Some(());
-                }
-                loop {
-                    self.skip(depth + 1)?;
-                    self.ws();
-                    match self.peek()? {
-                        b',' => {
-                            self.pos += 1;
-                            self.ws();
-                        }
-                        b']' => {
-                            self.pos += 1;
-                            return Some(());
-                        }
-                        _ => return None,
-                    }
-                }
-            }
-            b't' => self.word("true"),
-            b'f' => self.word("false"),
-            b'n' => self.word("null"),
-            _ => self.integer().map(drop),
-        }
-    }
-
-    fn word(&mut self, word: &str) -> Option<()> {
-        self.text[self.pos..]
-            .starts_with(word)
-            .then(|| self.pos += word.len())
-    }
+        Some(())
+    })?;
+    Some(name)
 }
