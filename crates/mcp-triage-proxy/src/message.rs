@@ -23,6 +23,7 @@ use serde::de::{
 use serde::Deserializer;
 use serde_json::Value;
 
+mod fast;
 mod params;
 pub use params::{Meta, Params};
 
@@ -66,7 +67,15 @@ pub fn parse_messages(body: &[u8]) -> Option<(Vec<Message>, bool)> {
 /// [`parse_messages`] with each request's `params` read as [`Params`]: the same messages,
 /// accepted and refused alike (the tests hold the two equal). Boxed: `Params` is a few hundred
 /// bytes, and a message moves from the parser into a list and on into the observer's call.
+///
+/// A body of the common shape (one object, no escapes, short integers) is read without serde
+/// (`message::fast`); anything else by the serde visitors.
 pub fn parse_requests(body: &[u8]) -> Option<(Vec<Message<Box<Params>>>, bool)> {
+    if let Ok(text) = mcp_triage_core::scan::utf8(body) {
+        if let Some(read) = fast::read_one(text) {
+            return read.map(|m| (vec![m], false));
+        }
+    }
     parse_as(body)
 }
 

@@ -122,7 +122,7 @@ macro_rules! scalars {
 }
 
 /// The member names of `params` the observer reads.
-enum ParamKey {
+pub(super) enum ParamKey {
     Name,
     Arguments,
     TaskId,
@@ -133,7 +133,7 @@ enum ParamKey {
     Other,
 }
 
-fn param_key(name: &str) -> ParamKey {
+pub(super) fn param_key(name: &str) -> ParamKey {
     match name {
         "name" => ParamKey::Name,
         "arguments" => ParamKey::Arguments,
@@ -191,14 +191,14 @@ impl<'de> Visitor<'de> for ParamsVisitor {
 }
 
 /// The member names of `_meta` the observer reads.
-enum MetaKey {
+pub(super) enum MetaKey {
     ClientInfo,
     ProtocolVersion,
     IdempotencyKey,
     Other,
 }
 
-fn meta_key(name: &str) -> MetaKey {
+pub(super) fn meta_key(name: &str) -> MetaKey {
     match name {
         META_CLIENT_INFO => MetaKey::ClientInfo,
         META_PROTOCOL_VERSION => MetaKey::ProtocolVersion,
@@ -248,13 +248,13 @@ impl<'de> Visitor<'de> for MetaVisitor {
 struct Client(ClientId);
 
 /// The member names of a `clientInfo` the observer reads.
-enum ClientKey {
+pub(super) enum ClientKey {
     Name,
     Version,
     Other,
 }
 
-fn client_key(name: &str) -> ClientKey {
+pub(super) fn client_key(name: &str) -> ClientKey {
     match name {
         "name" => ClientKey::Name,
         "version" => ClientKey::Version,
