@@ -7,8 +7,8 @@
 
 use std::io::{self, Write};
 
+use ring::digest::{Context, SHA256};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 /// The canonical JSON text of `v`.
 pub fn to_canonical_json(v: &Value) -> String {
@@ -54,7 +54,7 @@ fn write_canonical<W: Write>(v: &Value, out: &mut W) -> io::Result<()> {
 /// the text without the text. Why: every proxied `tools/call` is digested, and the text was
 /// built in a `String` only to be hashed and dropped.
 struct Hashing {
-    sha: Sha256,
+    sha: Context,
     size: u64,
 }
 
@@ -85,12 +85,12 @@ impl ArgumentsDigest {
     /// The digest of `arguments`.
     pub fn of(arguments: &Value) -> ArgumentsDigest {
         let mut hashing = Hashing {
-            sha: Sha256::new(),
+            sha: Context::new(&SHA256),
             size: 0,
         };
         write_canonical(arguments, &mut hashing).expect("hashing does not fail");
         ArgumentsDigest {
-            hex: hex(&hashing.sha.finalize()),
+            hex: hex(hashing.sha.finish().as_ref()),
             size: hashing.size,
         }
     }
@@ -158,10 +158,15 @@ mod tests {
     #[test]
     fn the_digest_is_the_one_already_written() {
         let d = ArgumentsDigest::of(&json!({"message": "hi"}));
+        // `printf '{"message":"hi"}' | sha256sum`
         assert_eq!(
             d.hex,
-            hex(&Sha256::digest(br#"{"message":"hi"}"#)),
-            "canonical text of {{\"message\":\"hi\"}}"
+            "adbd982b8fe0bbd8477f09262028d3ac264001dc36e3c7579905e72c0b718755"
+        );
+        // `printf '{}' | sha256sum`: the digest of a call without arguments
+        assert_eq!(
+            ArgumentsDigest::of(&json!({})).hex,
+            "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
         );
         assert_eq!(d.size, 16);
         assert_eq!(d.prefixed(), format!("sha256:{}", d.hex));
@@ -203,9 +208,9 @@ mod tests {
             // parses (the value itself is not compared: serde_json's default float parser is
             // not exact for every f64, which is no concern of the canonical form)
             prop_assert!(serde_json::from_str::<Value>(&text).is_ok());
-            // the digest is SHA-256 of that very text, hashed as it is written
+            // the digest is SHA-256 of that very text (in one piece), hashed as it is written
             let d = ArgumentsDigest::of(&v);
-            prop_assert_eq!(&d.hex, &hex(&Sha256::digest(text.as_bytes())));
+            prop_assert_eq!(&d.hex, &hex(ring::digest::digest(&SHA256, text.as_bytes()).as_ref()));
             prop_assert_eq!(d.size, text.len() as u64);
             prop_assert_eq!(text, serde_json::to_string(&v).unwrap());
         }
