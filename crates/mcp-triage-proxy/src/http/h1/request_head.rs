@@ -24,6 +24,9 @@ pub(crate) enum RequestFraming {
     Chunked,
 }
 
+/// Bodies up to this size get room behind the head in its buffer (see [`encode_request_head`]).
+const SMALL_BODY: usize = 16 * 1024;
+
 /// Writes the head of `parts` to `out` and says how the body follows. `body_ended` is true when
 /// the body is known to be empty already; `exact` its length when known.
 ///
@@ -37,8 +40,14 @@ pub(crate) fn encode_request_head(
 ) -> RequestFraming {
     let framing = request_framing(parts, body_ended, exact);
     let path = parts.path();
-    // The request line (method, path, version) and the blank line.
-    out.reserve(parts.fields.written_len_hint() + path.len() + 32);
+    // The request line (method, path, version) and the blank line; and room for a small body,
+    // which the writer appends to the head to send both at once (growing the buffer then
+    // moved the head: about 400 instructions per `tools/call`).
+    let body_room = match framing {
+        RequestFraming::Length(n) if n <= SMALL_BODY as u64 => n as usize,
+        _ => 0,
+    };
+    out.reserve(parts.fields.written_len_hint() + path.len() + 32 + body_room);
     for part in [
         parts.method.as_str().as_bytes(),
         b" ",
