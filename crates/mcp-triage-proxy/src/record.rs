@@ -202,15 +202,6 @@ pub struct MrtrLink {
     pub original_record_id: String,
 }
 
-/// A warning the observer raises about the traffic (not about one response's bytes).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ProxyWarning {
-    /// Stable identifier, e.g. `unsafeRetry`.
-    pub code: String,
-    /// One sentence for people.
-    pub detail: String,
-}
-
 /// One observed exchange.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -311,9 +302,10 @@ pub struct Record {
     /// True when the client went away before the response ended (the upstream request was closed).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cancelled: bool,
-    /// Observer warnings (`unsafeRetry`, ...).
+    /// Observer warnings about the traffic, not about one response's bytes (`UNSAFE_RETRY`,
+    /// ...): the core's [`Warning`], as a call record's `warnings` are made of them too.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<ProxyWarning>,
+    pub warnings: Vec<Warning>,
     /// Request headers (with `--log-headers`), redacted names removed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_headers: Option<Vec<(String, String)>>,
@@ -397,13 +389,7 @@ impl Record {
             Some(of) => (RetryOrigin::BusinessLogic, Some(of.clone())),
             None => (RetryOrigin::None, None),
         };
-        let mut warnings = v.warnings.clone();
-        for w in &self.warnings {
-            warnings.push(Warning {
-                code: w.code.clone(),
-                detail: w.detail.clone(),
-            });
-        }
+        let warnings = [&v.warnings[..], &self.warnings].concat();
         Some(CallRecord {
             record_version: mcp_triage_core::record::RECORD_VERSION,
             record_id: Some(self.record_id.clone()),

@@ -18,7 +18,7 @@ use mcp_triage_core::record::RECORD_VERSION;
 use mcp_triage_core::{RetryOrigin, Verdict};
 use serde_json::Value;
 
-use crate::record::{ClientId, MrtrLink, ProxyWarning, Record, RecordKind};
+use crate::record::{ClientId, MrtrLink, Record, RecordKind};
 
 impl RecordKind {
     /// The record's `kind` string (`request`, `serverRequest`, `taskEnd`, ...).
@@ -55,7 +55,7 @@ impl Record {
             o.bool("cancelled", true)?;
         }
         if !self.warnings.is_empty() {
-            write_array(o.key("warnings")?, &self.warnings, proxy_warning)?;
+            write_array(o.key("warnings")?, &self.warnings, |w, x| x.write_json(w))?;
         }
         if let Some(h) = &self.request_headers {
             write_array(o.key("requestHeaders")?, h, header)?;
@@ -252,14 +252,6 @@ fn mrtr<W: Write>(w: &mut W, m: &MrtrLink) -> io::Result<()> {
     o.close()
 }
 
-/// The member names as serde writes them: `ProxyWarning` is not renamed.
-fn proxy_warning<W: Write>(w: &mut W, p: &ProxyWarning) -> io::Result<()> {
-    let mut o = ObjectWriter::open(w)?;
-    o.str("code", &p.code)?;
-    o.str("detail", &p.detail)?;
-    o.close()
-}
-
 /// A header as serde writes a `(String, String)`: a two-element array.
 fn header<W: Write>(w: &mut W, (name, value): &(String, String)) -> io::Result<()> {
     w.write_all(b"[")?;
@@ -423,7 +415,7 @@ mod tests {
             (r.request_bytes, r.response_bytes, r.cancelled) = bytes;
             r.warnings = warns
                 .into_iter()
-                .map(|(code, detail)| ProxyWarning { code, detail })
+                .map(|(code, detail)| Warning { code, detail })
                 .collect();
             r.request_headers = headers.clone();
             r.response_headers = headers;
