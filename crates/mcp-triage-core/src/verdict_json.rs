@@ -69,14 +69,6 @@ fn auth_challenge<W: Write>(w: &mut W, a: &AuthChallenge) -> io::Result<()> {
     o.close()
 }
 
-impl StreamStats {
-    /// Writes the stream's statistics as serde_json writes them (a verdict's `stream`, and an
-    /// attempt's, which the proxy's record writer writes without a `CallRecord`).
-    pub fn write_json<W: Write>(&self, w: &mut W) -> io::Result<()> {
-        stream_stats(w, self)
-    }
-}
-
 pub(crate) fn stream_stats<W: Write>(w: &mut W, s: &StreamStats) -> io::Result<()> {
     let mut o = ObjectWriter::open(w)?;
     o.uint("events", s.events)?;
