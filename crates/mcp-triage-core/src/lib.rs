@@ -42,6 +42,7 @@ mod limits;
 mod protocol;
 pub mod record;
 mod record_json;
+pub mod record_text;
 pub mod retry;
 mod rules;
 pub mod scan;
@@ -55,6 +56,7 @@ pub use http::ResponseHead;
 pub use limits::Limits;
 pub use protocol::{CallContext, ProtocolVersion, RequestId, RequestKind, RequestSession};
 pub use record::{AttemptRecord, CallRecord, Decision, JsonRpcInfo, RetryOrigin, ServerInfo};
+pub use record_text::{AttemptText, Attempts, CallRecordText};
 pub use schema::{OutputSchema, SchemaError, SchemaMismatch};
 pub use sse::StreamEvent;
 pub use verdict::{

@@ -1,16 +1,22 @@
-//! A call record's JSON text written member by member ([`CallRecord::write_json`]), as the
-//! verdict's is (`verdict_json`): the proxy writes a call record inside every `tools/call`
-//! record line, and serde's derived serialiser was most of its writer's cost.
+//! A call record's JSON text written member by member, from its borrowed view
+//! ([`CallRecordText::write_json`]), as the verdict's is (`verdict_json`): the proxy writes a
+//! call record inside every `tools/call` record line, and serde's derived serialiser was most
+//! of its writer's cost.
 //!
-//! The bytes are exactly those of `serde_json::to_writer(w, record)`, which stays the
-//! definition: the tests compare the two on generated records, so a field added to
-//! [`CallRecord`] and not here fails them.
+//! This writer is the format's one home: the client's [`CallRecord::write_json`] and the
+//! proxy's record line both write through it (`record_text` says why a view). The bytes are
+//! exactly those of `serde_json::to_writer(w, record)`, which stays the definition: the tests
+//! compare the two on generated records, so a field added to [`CallRecord`] and not here (or
+//! not to the view) fails them.
 
 use std::io::{self, Write};
 
-use crate::json_text::{write_array, write_i64, write_str, write_u64, ObjectWriter};
-use crate::record::{AttemptRecord, CallRecord, Decision, JsonRpcInfo, RetryOrigin, ServerInfo};
-use crate::verdict_json::{stream_stats, warnings};
+use crate::json_text::{
+    write_array, write_i64, write_str, write_str_parts, write_u64, ObjectWriter,
+};
+use crate::record::{CallRecord, Decision, RetryOrigin, ServerInfo};
+use crate::record_text::{AttemptText, Attempts, CallRecordText};
+use crate::verdict_json::{stream_stats, warning_lists};
 
 impl RetryOrigin {
     /// The wire name (`none`, `sdk`, `business_logic`, `manual`).
@@ -25,79 +31,105 @@ impl RetryOrigin {
 }
 
 impl CallRecord {
-    /// Writes the record's JSON text: the same bytes as `serde_json::to_writer(w, self)`,
-    /// several times cheaper (see the module documentation).
-    pub fn write_json<W: Write>(&self, w: &mut W) -> io::Result<()> {
-        let mut o = ObjectWriter::open(w)?;
+    /// Writes the record's JSON text: the same bytes as `serde_json::to_writer(out, self)`,
+    /// several times cheaper (see the module documentation), through its view.
+    pub fn write_json(&self, out: &mut Vec<u8>) -> io::Result<()> {
+        self.as_text().write_json(out)
+    }
+}
+
+impl CallRecordText<'_> {
+    /// Writes the JSON text of the record the view stands for: the same bytes as
+    /// `serde_json::to_writer(out, &self.to_call_record())`, without building it.
+    ///
+    /// Into a `Vec`, so that an attempt's verdict already written into it can be copied
+    /// ([`AttemptText::verdict_at`]).
+    pub fn write_json(&self, out: &mut Vec<u8>) -> io::Result<()> {
+        let mut o = ObjectWriter::open(out)?;
         o.uint("recordVersion", u64::from(self.record_version))?;
-        o.opt_str("recordId", self.record_id.as_deref())?;
-        o.str("client", &self.client)?;
-        o.str("protocolVersion", &self.protocol_version)?;
-        o.str("transport", &self.transport)?;
-        o.opt_str("target", self.target.as_deref())?;
-        o.opt_str("scenario", self.scenario.as_deref())?;
-        o.str("method", &self.method)?;
-        o.opt_str("tool", self.tool.as_deref())?;
+        o.opt_str("recordId", self.record_id)?;
+        write_str_parts(o.key("client")?, &self.client)?;
+        o.str("protocolVersion", self.protocol_version)?;
+        o.str("transport", self.transport)?;
+        o.opt_str("target", self.target)?;
+        o.opt_str("scenario", self.scenario)?;
+        o.str("method", self.method)?;
+        o.opt_str("tool", self.tool)?;
         o.uint("postCount", u64::from(self.post_count))?;
-        write_array(o.key("httpStatuses")?, &self.http_statuses, |w, s| {
+        write_array(o.key("httpStatuses")?, self.http_statuses, |w, s| {
             write_u64(w, u64::from(*s))
         })?;
-        jsonrpc(o.key("jsonrpc")?, &self.jsonrpc)?;
-        match &self.result_type {
+        {
+            let mut j = ObjectWriter::open(o.key("jsonrpc")?)?;
+            j.value("id", self.id)?;
+            if let Some(code) = self.error_code {
+                write_i64(j.key("errorCode")?, code)?;
+            }
+            j.close()?;
+        }
+        match self.result_type {
             Some(t) => o.str("resultType", t)?,
             None => o.key("resultType")?.write_all(b"null")?,
         }
         o.str("layer", self.layer.as_str())?;
         o.str("outcome", self.outcome.as_str())?;
         o.str("retryOrigin", self.retry_origin.as_str())?;
-        o.opt_str("retryOf", self.retry_of.as_deref())?;
-        write_array(o.key("attempts")?, &self.attempts, |w, a| attempt(w, a))?;
+        o.opt_str("retryOf", self.retry_of)?;
+        let w = o.key("attempts")?;
+        match &self.attempts {
+            Attempts::Records(list) => {
+                write_array(w, list, |w, a| AttemptText::of(a).write_json(w))?
+            }
+            Attempts::One(a) => {
+                w.push(b'[');
+                a.write_json(w)?;
+                w.push(b']');
+            }
+        }
         o.uint("rounds", u64::from(self.rounds))?;
         o.uint("durationMs", self.duration_ms)?;
-        o.opt_str("sessionId", self.session_id.as_deref())?;
-        if let Some(s) = &self.server_info {
+        o.opt_str("sessionId", self.session_id)?;
+        if let Some(s) = self.server_info {
             server_info(o.key("serverInfo")?, s)?;
         }
-        o.opt_str("message", self.message.as_deref())?;
+        o.opt_str("message", self.message)?;
         if !self.stderr_tail.is_empty() {
-            write_array(o.key("stderrTail")?, &self.stderr_tail, |w, l| {
+            write_array(o.key("stderrTail")?, self.stderr_tail, |w, l| {
                 write_str(w, l)
             })?;
         }
-        warnings(o.key("warnings")?, &self.warnings)?;
-        o.str("argumentsHash", &self.arguments_hash)?;
+        warning_lists(o.key("warnings")?, &self.warnings)?;
+        o.str("argumentsHash", self.arguments_hash)?;
         o.uint("argumentsSize", self.arguments_size)?;
-        o.opt_value("arguments", self.arguments.as_ref())?;
-        o.opt_value("result", self.result.as_ref())?;
+        o.opt_value("arguments", self.arguments)?;
+        o.opt_value("result", self.result)?;
         o.close()
     }
 }
 
-fn jsonrpc<W: Write>(w: &mut W, j: &JsonRpcInfo) -> io::Result<()> {
-    let mut o = ObjectWriter::open(w)?;
-    o.value("id", &j.id)?;
-    if let Some(code) = j.error_code {
-        write_i64(o.key("errorCode")?, code)?;
+impl AttemptText<'_> {
+    /// Writes the attempt's JSON text, the verdict's copied from `verdict_at` when set.
+    fn write_json(&self, out: &mut Vec<u8>) -> io::Result<()> {
+        let mut o = ObjectWriter::open(out)?;
+        o.value("id", self.id)?;
+        o.str("kind", self.kind)?;
+        o.opt_uint("retryOf", self.retry_of.map(|i| i as u64))?;
+        o.opt_uint("status", self.status.map(u64::from))?;
+        o.opt_str("contentType", self.content_type)?;
+        if let Some(s) = self.stream {
+            stream_stats(o.key("stream")?, s)?;
+        }
+        let w = o.key("verdict")?;
+        match &self.verdict_at {
+            Some(text) => w.extend_from_within(text.clone()),
+            None => self.verdict.write_json(w)?,
+        }
+        o.uint("durationMs", self.duration_ms)?;
+        if let Some(d) = self.decision {
+            decision(o.key("decision")?, d)?;
+        }
+        o.close()
     }
-    o.close()
-}
-
-fn attempt<W: Write>(w: &mut W, a: &AttemptRecord) -> io::Result<()> {
-    let mut o = ObjectWriter::open(w)?;
-    o.value("id", &a.id)?;
-    o.str("kind", &a.kind)?;
-    o.opt_uint("retryOf", a.retry_of.map(|i| i as u64))?;
-    o.opt_uint("status", a.status.map(u64::from))?;
-    o.opt_str("contentType", a.content_type.as_deref())?;
-    if let Some(s) = &a.stream {
-        stream_stats(o.key("stream")?, s)?;
-    }
-    a.verdict.write_json(o.key("verdict")?)?;
-    o.uint("durationMs", a.duration_ms)?;
-    if let Some(d) = &a.decision {
-        decision(o.key("decision")?, d)?;
-    }
-    o.close()
 }
 
 fn decision<W: Write>(w: &mut W, d: &Decision) -> io::Result<()> {
@@ -121,6 +153,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
+    use crate::record::{AttemptRecord, JsonRpcInfo};
     use crate::verdict::{Outcome, StreamStats, Verdict, Warning};
 
     fn text(r: &CallRecord) -> String {
@@ -269,10 +302,60 @@ mod tests {
         }
     }
 
+    /// `s` in two pieces at its `k`-th character boundary (or its end).
+    fn split_at_char(s: &str, k: usize) -> (&str, &str) {
+        let at = s.char_indices().nth(k).map_or(s.len(), |(i, _)| i);
+        s.split_at(at)
+    }
+
     proptest! {
         #[test]
         fn generated_records_are_written_as_serde_writes_them(r in any_record()) {
             prop_assert_eq!(text(&r), serde_json::to_string(&r).unwrap());
+        }
+
+        /// The view of an owned record stands for that record, every member of it.
+        #[test]
+        fn a_records_view_stands_for_the_record(r in any_record()) {
+            prop_assert_eq!(r.as_text().to_call_record(), r);
+        }
+
+        /// The shapes only a borrowed view has (the proxy's): `client` in pieces, warnings in
+        /// two lists, one borrowed attempt whose verdict text is copied from earlier in the
+        /// output. Written as serde writes the record the view stands for.
+        #[test]
+        fn a_borrowed_view_is_written_as_serde_writes_its_record(
+            r in any_record(),
+            a in any_attempt(),
+            (cut, split, copy) in (0..6usize, 0..3usize, any::<bool>()),
+            before in any_text(),
+        ) {
+            let (head, tail) = split_at_char(&r.client, cut);
+            let (ours, theirs) = r.warnings.split_at(split.min(r.warnings.len()));
+            let mut out = before.into_bytes();
+            let verdict_at = copy.then(|| {
+                let start = out.len();
+                a.verdict.write_json(&mut out).unwrap();
+                start..out.len()
+            });
+            let mut attempt = AttemptText::of(&a);
+            attempt.verdict_at = verdict_at;
+            let view = CallRecordText {
+                client: [head, "@", tail],
+                warnings: [ours, theirs],
+                attempts: Attempts::One(attempt),
+                ..r.as_text()
+            };
+            let start = out.len();
+            view.write_json(&mut out).unwrap();
+            let owned = view.to_call_record();
+            prop_assert_eq!(&owned.client, &format!("{head}@{tail}"));
+            prop_assert_eq!(&owned.warnings, &r.warnings);
+            prop_assert_eq!(&owned.attempts, &vec![a.clone()]);
+            prop_assert_eq!(
+                String::from_utf8(out[start..].to_vec()).unwrap(),
+                serde_json::to_string(&owned).unwrap()
+            );
         }
     }
 }

@@ -69,14 +69,6 @@ fn auth_challenge<W: Write>(w: &mut W, a: &AuthChallenge) -> io::Result<()> {
     o.close()
 }
 
-impl StreamStats {
-    /// Writes the stream's statistics as serde_json writes them (a verdict's `stream`, and an
-    /// attempt's, which the proxy's record writer writes without a `CallRecord`).
-    pub fn write_json<W: Write>(&self, w: &mut W) -> io::Result<()> {
-        stream_stats(w, self)
-    }
-}
-
 pub(crate) fn stream_stats<W: Write>(w: &mut W, s: &StreamStats) -> io::Result<()> {
     let mut o = ObjectWriter::open(w)?;
     o.uint("events", s.events)?;
@@ -101,17 +93,33 @@ fn limit<W: Write>(w: &mut W, l: &LimitHit) -> io::Result<()> {
 }
 
 pub(crate) fn warnings<W: Write>(w: &mut W, list: &[Warning]) -> io::Result<()> {
+    warning_lists(w, &[list])
+}
+
+/// Several lists of warnings written as one array, one after the other: a call record's
+/// `warnings` are its verdict's and its observer's, not copied into one list to be written.
+pub(crate) fn warning_lists<W: Write>(w: &mut W, lists: &[&[Warning]]) -> io::Result<()> {
     w.write_all(b"[")?;
-    for (i, warning) in list.iter().enumerate() {
-        if i > 0 {
+    let mut first = true;
+    for warning in lists.iter().flat_map(|l| l.iter()) {
+        if !first {
             w.write_all(b",")?;
         }
-        let mut o = ObjectWriter::open(&mut *w)?;
-        o.str("code", &warning.code)?;
-        o.str("detail", &warning.detail)?;
-        o.close()?;
+        first = false;
+        warning.write_json(w)?;
     }
     w.write_all(b"]")
+}
+
+impl Warning {
+    /// Writes the warning's JSON text as serde_json writes it (`{"code":..,"detail":..}`): a
+    /// verdict's, a call record's and the proxy's record line's warnings.
+    pub fn write_json<W: Write>(&self, w: &mut W) -> io::Result<()> {
+        let mut o = ObjectWriter::open(w)?;
+        o.str("code", &self.code)?;
+        o.str("detail", &self.detail)?;
+        o.close()
+    }
 }
 
 #[cfg(test)]

@@ -12,13 +12,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use mcp_triage_core::{Limits, Outcome, Verdict};
+use mcp_triage_core::{Limits, Outcome, Verdict, Warning};
 use serde_json::Value;
 
 use crate::log::RecordSink;
-use crate::record::{
-    now_ms, rfc3339, ClientId, MrtrLink, ProxyWarning, Record, RecordKind, RecordOutcome,
-};
+use crate::record::{now_ms, rfc3339, ClientId, MrtrLink, Record, RecordKind, RecordOutcome};
 use crate::tasks::{Evicted, OpenTask, OpenTasks};
 
 /// Most entries kept in each table; the oldest-looking entry is evicted beyond it.
@@ -131,7 +129,7 @@ fn retry_attempt(
             None => "its annotations were never seen in tools/list",
             _ => "tools/list marks it neither read-only nor idempotent",
         };
-        record.warnings.push(ProxyWarning {
+        record.warnings.push(Warning {
             code: "UNSAFE_RETRY".into(),
             detail: format!(
                 "tools/call {tool:?} was sent again after attempt {} ({}) may have executed; {why} and the call carries no _meta {IDEMPOTENCY_KEY:?}",
@@ -744,7 +742,7 @@ impl Observer {
                 t.task_id, self.options.max_open_tasks
             ),
         };
-        r.warnings.push(ProxyWarning {
+        r.warnings.push(Warning {
             code: "TASK_UNFINISHED".into(),
             detail,
         });

@@ -5,8 +5,12 @@
 //! request, which POST answered it, the session's POST count) are optional and omitted when they
 //! do not apply. Arguments appear only as a hash and a size unless the operator asked for them.
 
+use std::ops::Range;
+
+use mcp_triage_core::record::RECORD_VERSION;
 use mcp_triage_core::{
-    AttemptRecord, CallRecord, JsonRpcInfo, Layer, Outcome, RetryOrigin, Verdict, Warning,
+    AttemptText, Attempts, CallRecord, CallRecordText, Layer, Outcome, RetryOrigin, Verdict,
+    Warning,
 };
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
@@ -202,15 +206,6 @@ pub struct MrtrLink {
     pub original_record_id: String,
 }
 
-/// A warning the observer raises about the traffic (not about one response's bytes).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ProxyWarning {
-    /// Stable identifier, e.g. `unsafeRetry`.
-    pub code: String,
-    /// One sentence for people.
-    pub detail: String,
-}
-
 /// One observed exchange.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -311,9 +306,10 @@ pub struct Record {
     /// True when the client went away before the response ended (the upstream request was closed).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cancelled: bool,
-    /// Observer warnings (`unsafeRetry`, ...).
+    /// Observer warnings about the traffic, not about one response's bytes (`UNSAFE_RETRY`,
+    /// ...): the core's [`Warning`], as a call record's `warnings` are made of them too.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<ProxyWarning>,
+    pub warnings: Vec<Warning>,
     /// Request headers (with `--log-headers`), redacted names removed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_headers: Option<Vec<(String, String)>>,
@@ -323,8 +319,8 @@ pub struct Record {
     /// Whether the line carries a `callRecord`: a finished `tools/call` (set by
     /// [`crate::observe::Observer::finish_call`]) does, the same exchange as the core's
     /// [`CallRecord`] (the client's record model, `docs/record.schema.json`), so one reader
-    /// handles client and proxy logs. [`Record::to_call_record`] builds it; the line writer
-    /// writes it from the record's own members.
+    /// handles client and proxy logs. [`Record::call_record_text`] lends the record's own
+    /// members to the core's writer; [`Record::to_call_record`] builds it from the same view.
     ///
     /// Why a flag and not the `CallRecord`: building it copied a dozen of the record's strings
     /// and its verdict, about 2.8k instructions per `tools/call` with dropping it again, only
@@ -386,73 +382,82 @@ impl Record {
             .filter(|_| self.method.as_deref() == Some("tools/call"))
     }
 
-    /// The [`CallRecord`] of a finished `tools/call` exchange: one attempt (the proxy never
-    /// resends), `retryOrigin` `business_logic` with `retryOf` when the client repeated a failed
-    /// call, observer warnings (`UNSAFE_RETRY`) after the verdict's. The line writer writes the
-    /// same members without building it (`record_json`), held equal to it by its tests.
+    /// The [`CallRecord`] of a finished `tools/call` exchange (none for another method, or
+    /// before the verdict): the owned form of [`Record::call_record_text`], for readers that
+    /// need one (tests). The line writer writes the view instead, building nothing.
     pub fn to_call_record(&self) -> Option<CallRecord> {
+        Some(self.call_record_text(None)?.to_call_record())
+    }
+
+    /// The call record of a finished `tools/call` exchange as a view of the record's own
+    /// members: the one mapping from a proxy record to the client's record model, which both
+    /// the line's `callRecord` (`record_json`) and [`Record::to_call_record`] are made of. One
+    /// attempt (the proxy never resends), `retryOrigin` `business_logic` with `retryOf` when
+    /// the client repeated a failed call, the observer's warnings (`UNSAFE_RETRY`) after the
+    /// verdict's. The members a proxy never has (`target`, `scenario`, `serverInfo`,
+    /// `stderrTail`, `result`, an attempt's `retryOf`, `contentType` and `decision`) are
+    /// absent. `verdict_at`: where the verdict's text already is in the output the view will
+    /// be written into ([`AttemptText::verdict_at`]).
+    pub(crate) fn call_record_text(
+        &self,
+        verdict_at: Option<Range<usize>>,
+    ) -> Option<CallRecordText<'_>> {
         let v = self.call_verdict()?;
+        let id = self.id.as_ref().unwrap_or(&Value::Null);
         let duration_ms = self.call_duration_ms();
-        let (retry_origin, retry_of) = match &self.retry_of {
-            Some(of) => (RetryOrigin::BusinessLogic, Some(of.clone())),
-            None => (RetryOrigin::None, None),
+        let retry_origin = match self.retry_of {
+            Some(_) => RetryOrigin::BusinessLogic,
+            None => RetryOrigin::None,
         };
-        let mut warnings = v.warnings.clone();
-        for w in &self.warnings {
-            warnings.push(Warning {
-                code: w.code.clone(),
-                detail: w.detail.clone(),
-            });
-        }
-        Some(CallRecord {
-            record_version: mcp_triage_core::record::RECORD_VERSION,
-            record_id: Some(self.record_id.clone()),
-            client: self.call_client().concat(),
-            protocol_version: self.call_protocol_version().to_string(),
-            transport: self.call_transport().to_string(),
+        let attempt = AttemptText {
+            id,
+            kind: self.call_attempt_kind(),
+            retry_of: None,
+            status: self.http_statuses.first().copied(),
+            content_type: None,
+            stream: v.stream.as_ref(),
+            verdict: v,
+            verdict_at,
+            duration_ms,
+            decision: None,
+        };
+        Some(CallRecordText {
+            record_version: RECORD_VERSION,
+            record_id: Some(&self.record_id),
+            client: self.call_client(),
+            protocol_version: self.call_protocol_version(),
+            transport: self.call_transport(),
             target: None,
             scenario: None,
-            method: "tools/call".to_string(),
-            tool: self.tool.clone(),
+            method: "tools/call",
+            tool: self.tool.as_deref(),
             post_count: self.call_post_count(),
-            http_statuses: self.http_statuses.clone(),
-            jsonrpc: JsonRpcInfo {
-                id: self.id.clone().unwrap_or(Value::Null),
-                error_code: v.code,
-            },
-            result_type: v.result_type.clone(),
+            http_statuses: &self.http_statuses,
+            id,
+            error_code: v.code,
+            result_type: v.result_type.as_deref(),
             layer: v.outcome.layer(),
             outcome: v.outcome,
             retry_origin,
-            retry_of,
-            attempts: vec![AttemptRecord {
-                id: self.id.clone().unwrap_or(Value::Null),
-                kind: self.call_attempt_kind().into(),
-                retry_of: None,
-                status: self.http_statuses.first().copied(),
-                content_type: None,
-                stream: v.stream.clone(),
-                verdict: v.clone(),
-                duration_ms,
-                decision: None,
-            }],
+            retry_of: self.retry_of.as_deref(),
+            attempts: Attempts::One(attempt),
             rounds: self.call_rounds(),
             duration_ms,
-            session_id: self.session_id.clone(),
+            session_id: self.session_id.as_deref(),
             server_info: None,
-            message: v.message.clone(),
-            stderr_tail: Vec::new(),
-            warnings,
-            arguments_hash: self.arguments_hash.clone().unwrap_or_default(),
+            message: v.message.as_deref(),
+            stderr_tail: &[],
+            warnings: [&v.warnings, &self.warnings],
+            arguments_hash: self.arguments_hash.as_deref().unwrap_or(""),
             arguments_size: self.arguments_bytes.unwrap_or(0) as u64,
-            arguments: self.arguments.clone(),
+            arguments: self.arguments.as_ref(),
             result: None,
         })
     }
 
     /// The call record's `client`, in pieces to concatenate: `name@version`, else the name,
     /// else the `User-Agent`, else `unknown`.
-    pub(crate) fn call_client(&self) -> [&str; 3] {
+    fn call_client(&self) -> [&str; 3] {
         match &self.client {
             Some(ClientId {
                 name: Some(n),
@@ -474,12 +479,12 @@ impl Record {
     }
 
     /// The call record's `protocolVersion`: the record's, else `unknown`.
-    pub(crate) fn call_protocol_version(&self) -> &str {
+    fn call_protocol_version(&self) -> &str {
         self.protocol_version.as_deref().unwrap_or("unknown")
     }
 
     /// The call record's `transport`: `proxy` for HTTP (the client's word for a proxied call).
-    pub(crate) fn call_transport(&self) -> &'static str {
+    fn call_transport(&self) -> &'static str {
         if self.transport == "http" {
             "proxy"
         } else {
@@ -488,17 +493,17 @@ impl Record {
     }
 
     /// The call record's `postCount`: one POST over HTTP, none over stdio.
-    pub(crate) fn call_post_count(&self) -> u32 {
+    fn call_post_count(&self) -> u32 {
         u32::from(self.transport == "http")
     }
 
     /// The call record's `durationMs` (and its attempt's): the record's, rounded.
-    pub(crate) fn call_duration_ms(&self) -> u64 {
+    fn call_duration_ms(&self) -> u64 {
         self.duration_ms.round() as u64
     }
 
     /// The kind of the call record's one attempt: an MRTR round or a call as first sent.
-    pub(crate) fn call_attempt_kind(&self) -> &'static str {
+    fn call_attempt_kind(&self) -> &'static str {
         if self.mrtr.is_some() {
             AttemptKind::InputRound
         } else {
@@ -508,7 +513,7 @@ impl Record {
     }
 
     /// The call record's `rounds`: the MRTR round, 0 for none.
-    pub(crate) fn call_rounds(&self) -> u32 {
+    fn call_rounds(&self) -> u32 {
         self.mrtr.as_ref().map_or(0, |m| m.round)
     }
 

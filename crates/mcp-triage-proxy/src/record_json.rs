@@ -11,14 +11,9 @@
 use std::io::{self, Write};
 use std::ops::Range;
 
-use mcp_triage_core::json_text::{
-    write_array, write_i64, write_str, write_str_parts, write_u64, ObjectWriter,
-};
-use mcp_triage_core::record::RECORD_VERSION;
-use mcp_triage_core::{RetryOrigin, Verdict};
-use serde_json::Value;
+use mcp_triage_core::json_text::{write_array, write_str, write_u64, ObjectWriter};
 
-use crate::record::{ClientId, MrtrLink, ProxyWarning, Record, RecordKind};
+use crate::record::{ClientId, MrtrLink, Record, RecordKind};
 
 impl RecordKind {
     /// The record's `kind` string (`request`, `serverRequest`, `taskEnd`, ...).
@@ -41,6 +36,10 @@ impl Record {
     /// bytes as `serde_json::to_writer(w, self)` (with the call record it carries), several
     /// times cheaper.
     ///
+    /// The `callRecord` is written by the core's call record writer
+    /// (`CallRecordText::write_json`, the format's one home) from a view of this record's own
+    /// members ([`Record::call_record_text`]): no `CallRecord` is built for it.
+    ///
     /// Into a `Vec` (the log writer's batch): the call record's attempt has the record's own
     /// verdict, whose text is copied from the line already written rather than written twice
     /// (about 450 instructions per `tools/call`).
@@ -55,7 +54,7 @@ impl Record {
             o.bool("cancelled", true)?;
         }
         if !self.warnings.is_empty() {
-            write_array(o.key("warnings")?, &self.warnings, proxy_warning)?;
+            write_array(o.key("warnings")?, &self.warnings, |w, x| x.write_json(w))?;
         }
         if let Some(h) = &self.request_headers {
             write_array(o.key("requestHeaders")?, h, header)?;
@@ -63,112 +62,12 @@ impl Record {
         if let Some(h) = &self.response_headers {
             write_array(o.key("responseHeaders")?, h, header)?;
         }
-        if let Some(v) = self.call_verdict().filter(|_| self.with_call_record) {
-            self.write_call_record(o.key("callRecord")?, v, verdict_text)?;
-        }
-        o.close()
-    }
-
-    /// The `callRecord`: the bytes `CallRecord::write_json` writes for
-    /// [`Record::to_call_record`], written from the record's own members instead of from a
-    /// `CallRecord` built and dropped for it (the tests hold the two equal). The members a
-    /// proxy never has (`target`, `scenario`, `serverInfo`, `stderrTail`, `result`, an
-    /// attempt's `retryOf`, `contentType` and `decision`) are left out, as serde leaves them.
-    /// `verdict_text` is where `v`'s text already is in `w`.
-    fn write_call_record(
-        &self,
-        w: &mut Vec<u8>,
-        v: &Verdict,
-        verdict_text: Option<Range<usize>>,
-    ) -> io::Result<()> {
-        let mut o = ObjectWriter::open(w)?;
-        o.uint("recordVersion", u64::from(RECORD_VERSION))?;
-        o.str("recordId", &self.record_id)?;
-        write_str_parts(o.key("client")?, &self.call_client())?;
-        o.str("protocolVersion", self.call_protocol_version())?;
-        o.str("transport", self.call_transport())?;
-        o.str("method", "tools/call")?;
-        o.opt_str("tool", self.tool.as_deref())?;
-        o.uint("postCount", u64::from(self.call_post_count()))?;
-        statuses(o.key("httpStatuses")?, &self.http_statuses)?;
-        let id = self.id.as_ref().unwrap_or(&Value::Null);
-        {
-            let mut j = ObjectWriter::open(o.key("jsonrpc")?)?;
-            j.value("id", id)?;
-            if let Some(code) = v.code {
-                write_i64(j.key("errorCode")?, code)?;
+        if self.with_call_record {
+            if let Some(call) = self.call_record_text(verdict_text) {
+                call.write_json(o.key("callRecord")?)?;
             }
-            j.close()?;
         }
-        match &v.result_type {
-            Some(t) => o.str("resultType", t)?,
-            None => o.key("resultType")?.write_all(b"null")?,
-        }
-        o.str("layer", v.outcome.layer().as_str())?;
-        o.str("outcome", v.outcome.as_str())?;
-        let retry_origin = match self.retry_of {
-            Some(_) => RetryOrigin::BusinessLogic,
-            None => RetryOrigin::None,
-        };
-        o.str("retryOrigin", retry_origin.as_str())?;
-        o.opt_str("retryOf", self.retry_of.as_deref())?;
-        let w = o.key("attempts")?;
-        w.write_all(b"[")?;
-        self.write_attempt(w, id, v, verdict_text)?;
-        w.write_all(b"]")?;
-        o.uint("rounds", u64::from(self.call_rounds()))?;
-        o.uint("durationMs", self.call_duration_ms())?;
-        o.opt_str("sessionId", self.session_id.as_deref())?;
-        o.opt_str("message", v.message.as_deref())?;
-        self.write_call_warnings(o.key("warnings")?, v)?;
-        o.str(
-            "argumentsHash",
-            self.arguments_hash.as_deref().unwrap_or(""),
-        )?;
-        o.uint("argumentsSize", self.arguments_bytes.unwrap_or(0) as u64)?;
-        o.opt_value("arguments", self.arguments.as_ref())?;
         o.close()
-    }
-
-    /// The call record's one attempt (the proxy never resends).
-    fn write_attempt(
-        &self,
-        w: &mut Vec<u8>,
-        id: &Value,
-        v: &Verdict,
-        verdict_text: Option<Range<usize>>,
-    ) -> io::Result<()> {
-        let mut o = ObjectWriter::open(w)?;
-        o.value("id", id)?;
-        o.str("kind", self.call_attempt_kind())?;
-        o.opt_uint("status", self.http_statuses.first().map(|s| u64::from(*s)))?;
-        if let Some(s) = &v.stream {
-            s.write_json(o.key("stream")?)?;
-        }
-        let w = o.key("verdict")?;
-        match verdict_text {
-            Some(text) => w.extend_from_within(text),
-            None => v.write_json(w)?,
-        }
-        o.uint("durationMs", self.call_duration_ms())?;
-        o.close()
-    }
-
-    /// The call record's warnings: the verdict's, then the observer's.
-    fn write_call_warnings<W: Write>(&self, w: &mut W, v: &Verdict) -> io::Result<()> {
-        let codes = v.warnings.iter().map(|x| (&x.code, &x.detail));
-        let ours = self.warnings.iter().map(|x| (&x.code, &x.detail));
-        w.write_all(b"[")?;
-        for (i, (code, detail)) in codes.chain(ours).enumerate() {
-            if i > 0 {
-                w.write_all(b",")?;
-            }
-            let mut o = ObjectWriter::open(&mut *w)?;
-            o.str("code", code)?;
-            o.str("detail", detail)?;
-            o.close()?;
-        }
-        w.write_all(b"]")
     }
 
     /// From `recordId` to `httpStatuses`: what was sent, by whom.
@@ -249,14 +148,6 @@ fn mrtr<W: Write>(w: &mut W, m: &MrtrLink) -> io::Result<()> {
     let mut o = ObjectWriter::open(w)?;
     o.uint("round", u64::from(m.round))?;
     o.str("originalRecordId", &m.original_record_id)?;
-    o.close()
-}
-
-/// The member names as serde writes them: `ProxyWarning` is not renamed.
-fn proxy_warning<W: Write>(w: &mut W, p: &ProxyWarning) -> io::Result<()> {
-    let mut o = ObjectWriter::open(w)?;
-    o.str("code", &p.code)?;
-    o.str("detail", &p.detail)?;
     o.close()
 }
 
@@ -423,7 +314,7 @@ mod tests {
             (r.request_bytes, r.response_bytes, r.cancelled) = bytes;
             r.warnings = warns
                 .into_iter()
-                .map(|(code, detail)| ProxyWarning { code, detail })
+                .map(|(code, detail)| Warning { code, detail })
                 .collect();
             r.request_headers = headers.clone();
             r.response_headers = headers;

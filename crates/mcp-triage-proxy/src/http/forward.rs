@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::StatusCode;
-use mcp_triage_core::ResponseHead;
+use mcp_triage_core::{ResponseHead, Warning};
 
 use super::client_body::ClientBody;
 use super::deferred::TapState;
@@ -235,7 +235,7 @@ fn refuse(
         user_agent: Some(ua),
         ..Default::default()
     });
-    r.warnings.push(crate::record::ProxyWarning {
+    r.warnings.push(Warning {
         code: refusal.code.into(),
         detail: format!("{} (from {peer})", refusal.reason),
     });

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use http::Method;
 use mcp_triage_core::{
     classify, CallContext, Interruption, Outcome, ProtocolVersion, RequestId, RequestKind,
-    RequestSession, ResponseClassifier, ResponseHead, StreamEvent, Verdict,
+    RequestSession, ResponseClassifier, ResponseHead, StreamEvent, Verdict, Warning,
 };
 use serde_json::Value;
 
@@ -104,7 +104,7 @@ impl Plan {
         r.session_post_count = post_count;
         if copy.overflow {
             r.classified = false;
-            r.warnings.push(crate::record::ProxyWarning {
+            r.warnings.push(Warning {
                 code: "REQUEST_NOT_CLASSIFIED".into(),
                 detail: format!(
                     "the request body ({} bytes) is larger than maxRequestBytes = {}; it was forwarded whole but not read",
@@ -113,7 +113,7 @@ impl Plan {
                 ),
             });
         } else if is_post {
-            r.warnings.push(crate::record::ProxyWarning {
+            r.warnings.push(Warning {
                 code: "REQUEST_NOT_JSONRPC".into(),
                 detail: "the POSTed body is not a JSON-RPC message or batch".into(),
             });

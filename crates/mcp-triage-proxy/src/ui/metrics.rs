@@ -314,7 +314,8 @@ fn escape_help(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{rfc3339, ProxyWarning, RecordKind};
+    use crate::record::{rfc3339, RecordKind};
+    use mcp_triage_core::Warning;
 
     fn call(tool: &str, outcome: &str, layer: &str, ms: f64) -> Record {
         let mut r = Record::new("1".into(), rfc3339(0), RecordKind::Request, "http");
@@ -429,7 +430,7 @@ mod tests {
         let mut retry = call("inc", "TOOL_SUCCESS", "application", 1.0);
         retry.retry_of = Some("7".into());
         m.observe(&retry);
-        retry.warnings.push(ProxyWarning {
+        retry.warnings.push(Warning {
             code: "UNSAFE_RETRY".into(),
             detail: "x".into(),
         });
