@@ -164,6 +164,17 @@ pub fn short_integer(bytes: &[u8]) -> Option<(i64, usize)> {
     Some((if negative { -n } else { n }, end))
 }
 
+/// `bytes` as text when they are ASCII, else `None`: a header value or a token that must be
+/// ASCII, checked once (not checked as ASCII and then again as UTF-8).
+pub fn ascii(bytes: &[u8]) -> Option<&str> {
+    #[cfg(target_arch = "x86_64")]
+    let ascii = !sse2::has_non_ascii(bytes);
+    #[cfg(not(target_arch = "x86_64"))]
+    let ascii = bytes.is_ascii();
+    // SAFETY: ASCII is UTF-8.
+    ascii.then(|| unsafe { std::str::from_utf8_unchecked(bytes) })
+}
+
 /// `bytes` as text: ASCII (what headers, ids and paths almost always are) is checked a word at
 /// a time without the UTF-8 decoder's per-call setup; anything else goes through it.
 pub fn utf8(bytes: &[u8]) -> Result<&str, std::str::Utf8Error> {
@@ -281,6 +292,17 @@ mod tests {
         fn utf8_agrees_with_std(bytes in proptest::collection::vec(
             prop_oneof![0u8..0x80, any::<u8>()], 0..72)) {
             prop_assert_eq!(utf8(&bytes).ok(), std::str::from_utf8(&bytes).ok());
+        }
+
+        #[test]
+        fn ascii_is_text_only_when_every_byte_is_ascii(
+            head in proptest::collection::vec(0u8..0x80, 0..70),
+            rest in proptest::collection::vec(any::<u8>(), 0..4),
+        ) {
+            let mut bytes = head;
+            bytes.extend(rest);
+            let want = bytes.is_ascii().then(|| std::str::from_utf8(&bytes).unwrap());
+            prop_assert_eq!(ascii(&bytes), want);
         }
     }
 }

@@ -227,16 +227,43 @@ impl Located {
 /// as fast, and the names the proxy looks for are recognised once ([`Known`]). Unlike a
 /// `HeaderMap`, a value appended under a name already present comes last rather than beside
 /// the others of its name (the order of different names carries no meaning, RFC 9110 §5.3).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct Fields {
     head: Bytes,
     fields: Vec<Field>,
+    /// `Content-Length` read once ([`content_length`]) and again only when a `Content-Length`
+    /// field is edited: each head's framing is decided where it is read and again where it is
+    /// written, which scanned and parsed the fields four times an exchange.
+    length: Result<Option<u64>, InvalidLength>,
+}
+
+impl Default for Fields {
+    fn default() -> Fields {
+        Fields {
+            head: Bytes::new(),
+            fields: Vec::new(),
+            length: Ok(None),
+        }
+    }
 }
 
 impl Fields {
     /// The fields of `head`, located in it before it was cut off its buffer.
     pub(crate) fn new(head: Bytes, at: Located) -> Fields {
-        Fields { head, fields: at.0 }
+        let mut f = Fields {
+            head,
+            fields: at.0,
+            length: Ok(None),
+        };
+        f.length = read_content_length(&f);
+        f
+    }
+
+    /// After an edit of `name`: `Content-Length` read again when it was the one edited.
+    fn edited(&mut self, name: Known) {
+        if name == Known::ContentLength {
+            self.length = read_content_length(self);
+        }
     }
 
     /// An upper bound of the bytes the fields take written (for a buffer's size): the head
@@ -298,7 +325,7 @@ impl Fields {
     pub(crate) fn get_str(&self, name: Known) -> Option<&str> {
         let v = self.get(name)?;
         debug_assert!(!v.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f));
-        v.is_ascii().then(|| std::str::from_utf8(v).ok()).flatten()
+        mcp_triage_core::scan::ascii(v)
     }
 
     /// The first value of `name`, to put in another field.
@@ -314,6 +341,7 @@ impl Fields {
                 f.removed = true;
             }
         }
+        self.edited(name);
     }
 
     /// Takes out every field named `lower` (a name in lower case, known or not).
@@ -345,6 +373,7 @@ impl Fields {
         f.value = value.0;
         f.line = None;
         f.removed = false;
+        self.edited(name);
     }
 
     /// Adds a field last.
@@ -355,6 +384,7 @@ impl Fields {
             line: None,
             removed: false,
         });
+        self.edited(name);
     }
 
     /// Writes every field as a `name: value` line (CRLF-ended) to `out`. Runs of unedited lines
@@ -407,8 +437,14 @@ pub(crate) fn put_field(out: &mut BytesMut, name: &str, value: &[u8]) {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct InvalidLength;
 
-/// The message's `Content-Length`, `None` without one.
+/// The message's `Content-Length`, `None` without one (read when the fields were made or last
+/// edited).
 pub(crate) fn content_length(fields: &Fields) -> Result<Option<u64>, InvalidLength> {
+    fields.length
+}
+
+/// [`content_length`] read from the fields.
+fn read_content_length(fields: &Fields) -> Result<Option<u64>, InvalidLength> {
     let mut length = None;
     for v in fields.get_all(Known::ContentLength) {
         for part in v.split(|&b| b == b',') {
@@ -496,6 +532,25 @@ pub(crate) mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_length_follows_edits_of_its_field() {
+        let mut f = fields(&[("content-length", "12"), ("x", "1")]);
+        assert_eq!(content_length(&f), Ok(Some(12)));
+        f.remove(Known::Via);
+        assert_eq!(content_length(&f), Ok(Some(12)));
+        f.remove(Known::ContentLength);
+        assert_eq!(content_length(&f), Ok(None));
+        f.append(Known::ContentLength, FieldValue::from_static("7"));
+        assert_eq!(content_length(&f), Ok(Some(7)));
+        f.insert(Known::ContentLength, FieldValue::from_static("9"));
+        assert_eq!(content_length(&f), Ok(Some(9)));
+        f.append(Known::ContentLength, FieldValue::from_static("8"));
+        assert_eq!(content_length(&f), Err(InvalidLength));
+        f.remove_named(b"content-length");
+        assert_eq!(content_length(&f), Ok(None));
+        assert_eq!(content_length(&Fields::default()), Ok(None));
     }
 
     #[test]
