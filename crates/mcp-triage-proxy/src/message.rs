@@ -10,9 +10,10 @@
 //! wins, and a message is judged by the same rules ([`message_of`]).
 //!
 //! The HTTP proxy reads `params` as [`Params`] too ([`parse_requests`]): the members the
-//! observer reads of them, without a `Value` for the whole of `params` (a map per object, a
-//! string per key, looked up again member by member), which was about 2.5k instructions per
-//! `tools/call` to build, search and drop.
+//! observer reads of them. A body of the common shape (nearly every one) is read by
+//! `message::fast` without serde and without a `Value`; the visitor and a `Value` for the
+//! whole body cost about 3.5k instructions per `tools/call`. Any other body is read as here
+//! and its `params` by [`Params::of`], which defines what the fast reader must give.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -65,18 +66,33 @@ pub fn parse_messages(body: &[u8]) -> Option<(Vec<Message>, bool)> {
 }
 
 /// [`parse_messages`] with each request's `params` read as [`Params`]: the same messages,
-/// accepted and refused alike (the tests hold the two equal). Boxed: `Params` is a few hundred
-/// bytes, and a message moves from the parser into a list and on into the observer's call.
+/// accepted and refused alike. Boxed: `Params` is a few hundred bytes, and a message moves
+/// from the parser into a list and on into the observer's call.
 ///
 /// A body of the common shape (one object, no escapes, short integers) is read without serde
-/// (`message::fast`); anything else by the serde visitors.
+/// (`message::fast`, held equal to the rest by the tests); anything else is read by
+/// [`parse_messages`] and each request's `params` by [`Params::of`], which defines them.
 pub fn parse_requests(body: &[u8]) -> Option<(Vec<Message<Box<Params>>>, bool)> {
     if let Ok(text) = mcp_triage_core::scan::utf8(body) {
         if let Some(read) = fast::read_one(text) {
             return read.map(|m| (vec![m], false));
         }
     }
-    parse_as(body)
+    let (messages, batch) = parse_messages(body)?;
+    Some((messages.into_iter().map(with_params).collect(), batch))
+}
+
+/// A message whose request `params` are read as [`Params`] from their `Value`.
+fn with_params(m: Message) -> Message<Box<Params>> {
+    match m {
+        Message::Request { id, method, params } => Message::Request {
+            id,
+            method,
+            params: Box::new(Params::of(&params)),
+        },
+        Message::Notification { method } => Message::Notification { method },
+        Message::Response { id, is_error } => Message::Response { id, is_error },
+    }
 }
 
 /// The messages of a body, with `params` read as `P` (a missing `params` is `P::default()`).
@@ -404,19 +420,7 @@ mod tests {
     /// its `Value` by `Params::of`.
     fn params_of(read: Option<(Vec<Message>, bool)>) -> Option<(Vec<Message<Box<Params>>>, bool)> {
         let (messages, batch) = read?;
-        let messages = messages
-            .into_iter()
-            .map(|m| match m {
-                Message::Request { id, method, params } => Message::Request {
-                    id,
-                    method,
-                    params: Box::new(Params::of(&params)),
-                },
-                Message::Notification { method } => Message::Notification { method },
-                Message::Response { id, is_error } => Message::Response { id, is_error },
-            })
-            .collect();
-        Some((messages, batch))
+        Some((messages.into_iter().map(with_params).collect(), batch))
     }
 
     /// Any JSON as a `params` (or a member of it) may be: the members the observer reads, at

@@ -1,14 +1,15 @@
 //! One request body of the common shape read without serde ([`read_one`]): the same
-//! [`Message`] with the same [`Params`] the serde visitors build, for the body nearly every
-//! client sends (one object; strings without escapes; short integers; literals).
+//! [`Message`] with the same [`Params`] that reading it as a `Value` gives ([`Params::of`]),
+//! for the body nearly every client sends (one object; strings without escapes; short
+//! integers; literals).
 //!
 //! Why: serde_json's visitor machinery was about 3.5k instructions for a 110-byte
 //! `tools/call` (`bench/proxy-overhead.sh --instructions`), most of the observer's reading of a
 //! request. The core's [`Scanner`] takes the same members in a fraction of that. Anything
 //! outside the common shape (a batch, an escape, a fraction or exponent, a long integer,
 //! `params` that are no object, nesting deeper than [`MAX_DEPTH`], any syntax error) makes it
-//! give up, and the serde path reads the body as before; so what is accepted or refused, and
-//! how, stays the serde path's (the tests hold the two equal on generated bodies).
+//! give up, and the body is read as a `Value` as before; so what is accepted or refused, and
+//! how, stays serde_json's (the tests hold the two equal on generated bodies).
 
 use mcp_triage_core::scan::Scanner;
 use serde_json::{Map, Value};
@@ -81,7 +82,7 @@ fn value(s: &mut Scanner<'_>, depth: usize) -> Option<Value> {
     })
 }
 
-/// A string's text (`Some`), or any other value read and left (`None`): the `Text` visitor's.
+/// A string's text (`Some`), or any other value read and left (`None`): `Value::as_str`.
 fn text(s: &mut Scanner<'_>, depth: usize) -> Option<Option<String>> {
     if s.peek()? == b'"' {
         return Some(Some(s.string()?.to_owned()));
@@ -114,7 +115,7 @@ fn params(s: &mut Scanner<'_>) -> Option<Params> {
     Some(p)
 }
 
-/// `_meta` as [`Meta`]; anything but an object reads as an empty one (as in the visitor).
+/// `_meta` as [`Meta`]; anything but an object reads as an empty one (as in `Params::of`).
 fn meta(s: &mut Scanner<'_>, depth: usize) -> Option<Meta> {
     let mut m = Meta::default();
     if s.peek()? != b'{' {
@@ -140,7 +141,7 @@ fn meta(s: &mut Scanner<'_>, depth: usize) -> Option<Meta> {
 }
 
 /// A `clientInfo`: its `name` and `version` where they are strings; anything but an object
-/// reads as an empty one (as in the visitor).
+/// reads as an empty one (as in `Params::of`).
 fn client(s: &mut Scanner<'_>, depth: usize) -> Option<ClientId> {
     let mut c = ClientId::default();
     if s.peek()? != b'{' {
@@ -165,9 +166,17 @@ mod tests {
 
     use super::*;
 
-    /// The serde visitors alone: the definition the fast path is held to.
+    /// The definition the fast path is held to: the messages as a `Value` reads them, each
+    /// request's `params` by `Params::of`.
     fn by_serde(body: &str) -> Option<(Vec<Message<Box<Params>>>, bool)> {
-        super::super::parse_as(body.as_bytes())
+        let (messages, batch) = super::super::parse_messages(body.as_bytes())?;
+        Some((
+            messages
+                .into_iter()
+                .map(super::super::with_params)
+                .collect(),
+            batch,
+        ))
     }
 
     fn read(body: &str) -> Option<(Vec<Message<Box<Params>>>, bool)> {
