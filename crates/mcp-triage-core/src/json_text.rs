@@ -67,6 +67,31 @@ impl<'w, W: Write> ObjectWriter<'w, W> {
         write_str(w, value)
     }
 
+    /// `"name":` and a string from a closed set that needs no escaping: an enum's wire name
+    /// (an outcome, a layer, a record kind). Written as it is, without the look for characters
+    /// to escape that [`ObjectWriter::str`] takes (a record line has about ten such members).
+    #[inline(always)]
+    pub fn wire_name(&mut self, name: &str, value: &'static str) -> io::Result<()> {
+        debug_assert_eq!(
+            crate::scan::plain_len(value.as_bytes()),
+            value.len(),
+            "{value:?} needs escaping"
+        );
+        let w = self.key(name)?;
+        w.write_all(b"\"")?;
+        w.write_all(value.as_bytes())?;
+        w.write_all(b"\"")
+    }
+
+    /// [`ObjectWriter::wire_name`] when there is a value; nothing (no member) when not.
+    #[inline(always)]
+    pub fn opt_wire_name(&mut self, name: &str, value: Option<&'static str>) -> io::Result<()> {
+        match value {
+            Some(v) => self.wire_name(name, v),
+            None => Ok(()),
+        }
+    }
+
     /// [`ObjectWriter::str`] when there is a value; nothing (no member) when not.
     #[inline(always)]
     pub fn opt_str(&mut self, name: &str, value: Option<&str>) -> io::Result<()> {

@@ -71,9 +71,9 @@ impl CallRecordText<'_> {
             Some(t) => o.str("resultType", t)?,
             None => o.key("resultType")?.write_all(b"null")?,
         }
-        o.str("layer", self.layer.as_str())?;
-        o.str("outcome", self.outcome.as_str())?;
-        o.str("retryOrigin", self.retry_origin.as_str())?;
+        o.wire_name("layer", self.layer.as_str())?;
+        o.wire_name("outcome", self.outcome.as_str())?;
+        o.wire_name("retryOrigin", self.retry_origin.as_str())?;
         o.opt_str("retryOf", self.retry_of)?;
         let w = o.key("attempts")?;
         match &self.attempts {

@@ -18,8 +18,8 @@ impl Verdict {
     /// several times cheaper (see the module documentation).
     pub fn write_json<W: Write>(&self, w: &mut W) -> io::Result<()> {
         let mut o = ObjectWriter::open(w)?;
-        o.str("layer", self.layer.as_str())?;
-        o.str("outcome", self.outcome.as_str())?;
+        o.wire_name("layer", self.layer.as_str())?;
+        o.wire_name("outcome", self.outcome.as_str())?;
         o.opt_uint("status", self.status.map(u64::from))?;
         if let Some(code) = self.code {
             write_i64(o.key("code")?, code)?;
@@ -128,6 +128,21 @@ mod tests {
 
     use super::*;
     use crate::verdict::Outcome;
+
+    /// `wire_name` writes these without escaping them: none may need it.
+    #[test]
+    fn outcome_and_layer_names_need_no_escaping() {
+        for o in Outcome::ALL {
+            for name in [o.as_str(), o.layer().as_str()] {
+                assert_eq!(
+                    crate::scan::plain_len(name.as_bytes()),
+                    name.len(),
+                    "{name}"
+                );
+                assert_eq!(serde_json::to_string(name).unwrap(), format!("\"{name}\""));
+            }
+        }
+    }
 
     fn same_as_serde(v: &Verdict) {
         assert_eq!(v.to_json(), serde_json::to_string(v).unwrap(), "{v:?}");

@@ -75,7 +75,7 @@ impl Record {
         o.str("recordId", &self.record_id)?;
         o.str("time", &self.time)?;
         o.float("durationMs", self.duration_ms)?;
-        o.str("kind", self.kind.as_str())?;
+        o.wire_name("kind", self.kind.as_str())?;
         o.str("transport", self.transport)?;
         o.opt_str("httpMethod", self.http_method.as_deref())?;
         o.opt_str("path", self.path.as_deref())?;
@@ -100,8 +100,8 @@ impl Record {
         &self,
         o: &mut ObjectWriter<'_, Vec<u8>>,
     ) -> io::Result<Option<Range<usize>>> {
-        o.str("outcome", self.outcome.as_str())?;
-        o.opt_str("layer", self.layer.map(|l| l.as_str()))?;
+        o.wire_name("outcome", self.outcome.as_str())?;
+        o.opt_wire_name("layer", self.layer.map(|l| l.as_str()))?;
         o.bool("classified", self.classified)?;
         let verdict_text = match &self.verdict {
             Some(v) => {
