@@ -109,7 +109,6 @@ struct Attempt {
     /// None while the attempt is in flight.
     failed: Option<bool>,
     may_have_executed: bool,
-    first_record_id: String,
 }
 
 /// The attempt that follows `prev`, a failed attempt of the same call: the record names `prev`
@@ -142,7 +141,6 @@ fn retry_attempt(
         attempt: prev.attempt + 1,
         failed: None,
         may_have_executed: false,
-        first_record_id: prev.first_record_id,
     }
 }
 
@@ -493,7 +491,6 @@ impl Observer {
             attempt: 1,
             failed: None,
             may_have_executed: false,
-            first_record_id: record.record_id.clone(),
         };
         // One lookup of the key (three strings to hash and compare): a repeated call replaces
         // its entry in place, a new one is inserted.
