@@ -61,12 +61,22 @@ impl Deferred {
     }
 
     pub(super) fn run(&self) {
+        let lock = || self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        // The batch's vector goes back to the queue emptied, so the next push (every exchange
+        // has one) finds room instead of allocating a new vector.
+        let mut batch = Vec::new();
         loop {
-            let batch = std::mem::take(&mut *self.queue.lock().unwrap_or_else(|e| e.into_inner()));
-            if batch.is_empty() {
-                return;
+            {
+                let mut queue = lock();
+                if queue.is_empty() {
+                    if queue.capacity() == 0 {
+                        std::mem::swap(&mut *queue, &mut batch);
+                    }
+                    return;
+                }
+                std::mem::swap(&mut *queue, &mut batch);
             }
-            for tap in batch {
+            for tap in batch.drain(..) {
                 let mut st = tap.lock().unwrap_or_else(|e| e.into_inner());
                 st.queued = false;
                 st.observe();
