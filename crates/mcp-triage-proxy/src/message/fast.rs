@@ -115,15 +115,27 @@ fn params(s: &mut Scanner<'_>) -> Option<Params> {
     Some(p)
 }
 
-/// `_meta` as [`Meta`]; anything but an object reads as an empty one (as in `Params::of`).
-fn meta(s: &mut Scanner<'_>, depth: usize) -> Option<Meta> {
-    let mut m = Meta::default();
+/// An object at `depth` read into a `T` member by member (`member` reads each value, at
+/// `depth + 1`); any other value is read and left, and reads as `T::default()`, as
+/// `Params::of` reads a `_meta` or `clientInfo` that is no object.
+fn object_or_default<'a, T: Default>(
+    s: &mut Scanner<'a>,
+    depth: usize,
+    mut member: impl FnMut(&mut Scanner<'a>, &'a str, &mut T) -> Option<()>,
+) -> Option<T> {
+    let mut t = T::default();
     if s.peek()? != b'{' {
         s.skip(depth)?;
-        return Some(m);
+        return Some(t);
     }
     s.enter(depth)?;
-    s.object(|s, key| {
+    s.object(|s, key| member(s, key, &mut t))?;
+    Some(t)
+}
+
+/// `_meta` as [`Meta`].
+fn meta(s: &mut Scanner<'_>, depth: usize) -> Option<Meta> {
+    object_or_default(s, depth, |s, key, m: &mut Meta| {
         match meta_key(key) {
             MetaKey::ClientInfo => m.client_info = Some(client(s, depth + 1)?),
             MetaKey::ProtocolVersion => m.protocol_version = text(s, depth + 1)?,
@@ -136,28 +148,19 @@ fn meta(s: &mut Scanner<'_>, depth: usize) -> Option<Meta> {
             MetaKey::Other => s.skip(depth + 1)?,
         }
         Some(())
-    })?;
-    Some(m)
+    })
 }
 
-/// A `clientInfo`: its `name` and `version` where they are strings; anything but an object
-/// reads as an empty one (as in `Params::of`).
+/// A `clientInfo`: its `name` and `version` where they are strings.
 fn client(s: &mut Scanner<'_>, depth: usize) -> Option<ClientId> {
-    let mut c = ClientId::default();
-    if s.peek()? != b'{' {
-        s.skip(depth)?;
-        return Some(c);
-    }
-    s.enter(depth)?;
-    s.object(|s, key| {
+    object_or_default(s, depth, |s, key, c: &mut ClientId| {
         match client_key(key) {
             ClientKey::Name => c.name = text(s, depth + 1)?,
             ClientKey::Version => c.version = text(s, depth + 1)?,
             ClientKey::Other => s.skip(depth + 1)?,
         }
         Some(())
-    })?;
-    Some(c)
+    })
 }
 
 #[cfg(test)]
