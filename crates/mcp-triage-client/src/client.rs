@@ -33,10 +33,10 @@ use crate::tools::ToolInfo;
 use crate::wire::{self};
 
 /// The `_meta` key of the idempotency key (`--idempotency-key`).
-pub const IDEMPOTENCY_META: &str = "mcp-triage/idempotencyKey";
-const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-const META_CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
-const META_INFO: &str = "io.modelcontextprotocol/clientInfo";
+pub use mcp_triage_wire::meta::IDEMPOTENCY_KEY as IDEMPOTENCY_META;
+use mcp_triage_wire::meta::{
+    CLIENT_CAPABILITIES as META_CAPS, CLIENT_INFO as META_INFO, PROTOCOL_VERSION as META_VERSION,
+};
 
 /// A failure to start talking to the server at all (spawn failed, HTTP client could not be
 /// built). Protocol failures are verdicts in records, not errors.

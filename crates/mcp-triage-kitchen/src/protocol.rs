@@ -19,12 +19,11 @@ pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"]
 /// Modern revisions accepted per request (listed in `-32022` errors and `server/discover`).
 pub const MODERN_VERSIONS: &[&str] = &[MODERN_VERSION];
 
-/// `_meta` key carrying the per-request protocol version (modern era).
-pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-/// `_meta` key carrying the per-request client capabilities (modern era).
-pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-/// `_meta` key carrying the per-request client identity (modern era).
-pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// The `_meta` keys the client writes and the proxy reads too (`mcp_triage_wire::meta`).
+pub use mcp_triage_wire::meta::{
+    CLIENT_CAPABILITIES as META_CLIENT_CAPABILITIES, CLIENT_INFO as META_CLIENT_INFO,
+    PROTOCOL_VERSION as META_PROTOCOL_VERSION,
+};
 /// `_meta` key carrying the per-request log level (modern era).
 pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// Result `_meta` key carrying the server identity (modern era).

@@ -22,8 +22,9 @@ use crate::tasks::{Evicted, OpenTask, OpenTasks};
 /// Most entries kept in each table; the oldest-looking entry is evicted beyond it.
 pub const MAX_ENTRIES: usize = 65_536;
 
-/// `_meta` key under which a client marks a call as safe to repeat.
-pub const IDEMPOTENCY_KEY: &str = "mcp-triage/idempotencyKey";
+/// `_meta` key under which a client marks a call as safe to repeat (the client writes it: its
+/// one home is `mcp_triage_wire::meta`).
+pub use mcp_triage_wire::meta::IDEMPOTENCY_KEY;
 
 /// Header names whose values never reach a log or a span, whatever the options say: the one
 /// list records and captures share.

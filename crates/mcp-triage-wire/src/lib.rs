@@ -16,11 +16,13 @@
 //!   of records, captures and the kitchen's journal.
 //! - [`time`]: RFC 3339 UTC timestamps with milliseconds, the `time` of records and journals.
 //! - [`percent`]: percent-encoding and form decoding for query strings.
+//! - [`meta`]: the `_meta` member names the client writes and the kitchen and the proxy read.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod canonical;
 pub mod capture;
+pub mod meta;
 pub mod percent;
 pub mod time;

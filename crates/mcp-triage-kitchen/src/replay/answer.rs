@@ -120,7 +120,7 @@ fn own_answer(
     };
     let modern = era_modern
         || msg["params"]["_meta"]
-            .get("io.modelcontextprotocol/protocolVersion")
+            .get(protocol::META_PROTOCOL_VERSION)
             .is_some();
     let mut result = match method {
         "initialize" => {

@@ -8,15 +8,12 @@
 //! it, was most of what reading a `tools/call` cost; bodies of another shape (escapes, batches,
 //! fractions) are rare enough to take that way.
 
+use mcp_triage_wire::meta::{
+    CLIENT_INFO as META_CLIENT_INFO, IDEMPOTENCY_KEY, PROTOCOL_VERSION as META_PROTOCOL_VERSION,
+};
 use serde_json::Value;
 
-use crate::observe::IDEMPOTENCY_KEY;
 use crate::record::ClientId;
-
-/// The `_meta` key of the client's identity (2026-07-28 requests carry it per request).
-const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-/// The `_meta` key of the request's protocol revision.
-const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// What the observer reads of a request's `params`; all empty when `params` is missing or no
 /// object. Where members repeat, the last one counts, as in a `Value`.
