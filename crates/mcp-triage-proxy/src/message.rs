@@ -78,6 +78,12 @@ pub fn parse_requests(body: &[u8]) -> Option<(Vec<Message<Box<Params>>>, bool)> 
             return read.map(|m| (vec![m], false));
         }
     }
+    requests_by_value(body)
+}
+
+/// [`parse_requests`] for any body: the messages as a `Value` reads them, each request's
+/// `params` read by [`Params::of`]. What the fast reader is held to.
+fn requests_by_value(body: &[u8]) -> Option<(Vec<Message<Box<Params>>>, bool)> {
     let (messages, batch) = parse_messages(body)?;
     Some((messages.into_iter().map(with_params).collect(), batch))
 }
@@ -385,7 +391,7 @@ mod tests {
             );
             assert_eq!(
                 parse_requests(body),
-                params_of(parse_messages(body)),
+                requests_by_value(body),
                 "{}",
                 String::from_utf8_lossy(body)
             );
@@ -414,13 +420,6 @@ mod tests {
                 params: json!({"name": "a", "arguments": {}}),
             }
         );
-    }
-
-    /// What `parse_requests` is held to: `parse_messages`, each request's `params` read from
-    /// its `Value` by `Params::of`.
-    fn params_of(read: Option<(Vec<Message>, bool)>) -> Option<(Vec<Message<Box<Params>>>, bool)> {
-        let (messages, batch) = read?;
-        Some((messages.into_iter().map(with_params).collect(), batch))
     }
 
     /// Any JSON as a `params` (or a member of it) may be: the members the observer reads, at
@@ -493,7 +492,7 @@ mod tests {
             prop_assert_eq!(parse_messages(body.as_bytes()), by_value(body.as_bytes()));
             prop_assert_eq!(
                 parse_requests(body.as_bytes()),
-                params_of(parse_messages(body.as_bytes()))
+                requests_by_value(body.as_bytes())
             );
         }
 
@@ -513,7 +512,7 @@ mod tests {
             }
             let body = format!(r#"{{"id":1,"method":"m","params":{text}}}"#);
             let read = parse_requests(body.as_bytes());
-            prop_assert_eq!(read, params_of(parse_messages(body.as_bytes())));
+            prop_assert_eq!(read, requests_by_value(body.as_bytes()));
         }
     }
 }

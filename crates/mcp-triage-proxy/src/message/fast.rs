@@ -53,7 +53,7 @@ fn value(s: &mut Scanner<'_>, depth: usize) -> Option<Value> {
     Some(match s.peek()? {
         b'"' => Value::String(s.string()?.to_owned()),
         b'{' => {
-            s.enter(depth)?;
+            s.check_depth(depth)?;
             let mut map = Map::new();
             s.object(|s, key| {
                 let v = value(s, depth + 1)?;
@@ -63,7 +63,7 @@ fn value(s: &mut Scanner<'_>, depth: usize) -> Option<Value> {
             Value::Object(map)
         }
         b'[' => {
-            s.enter(depth)?;
+            s.check_depth(depth)?;
             let mut items = Vec::new();
             s.array(|s| {
                 items.push(value(s, depth + 1)?);
@@ -94,7 +94,7 @@ fn text(s: &mut Scanner<'_>, depth: usize) -> Option<Option<String>> {
 /// `params` as [`Params`] (depth 2: inside the message). Only an object: other `params` are
 /// rare and the serde path reads them.
 fn params(s: &mut Scanner<'_>) -> Option<Params> {
-    s.enter(2)?;
+    s.check_depth(2)?;
     let mut p = Params::default();
     s.object(|s, key| {
         match param_key(key) {
@@ -128,7 +128,7 @@ fn object_or_default<'a, T: Default>(
         s.skip(depth)?;
         return Some(t);
     }
-    s.enter(depth)?;
+    s.check_depth(depth)?;
     s.object(|s, key| member(s, key, &mut t))?;
     Some(t)
 }
@@ -169,17 +169,10 @@ mod tests {
 
     use super::*;
 
-    /// The definition the fast path is held to: the messages as a `Value` reads them, each
-    /// request's `params` by `Params::of`.
+    /// The definition the fast path is held to (the messages as a `Value` reads them, each
+    /// request's `params` by `Params::of`).
     fn by_serde(body: &str) -> Option<(Vec<Message<Box<Params>>>, bool)> {
-        let (messages, batch) = super::super::parse_messages(body.as_bytes())?;
-        Some((
-            messages
-                .into_iter()
-                .map(super::super::with_params)
-                .collect(),
-            batch,
-        ))
+        super::super::requests_by_value(body.as_bytes())
     }
 
     fn read(body: &str) -> Option<(Vec<Message<Box<Params>>>, bool)> {
