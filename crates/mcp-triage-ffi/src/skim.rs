@@ -59,7 +59,7 @@ fn id<'a>(s: &mut Scanner<'a>) -> Option<SkimmedId<'a>> {
 /// `params`: an object; its `name` (a string) is the tool.
 fn params<'a>(s: &mut Scanner<'a>) -> Option<Option<&'a str>> {
     let mut name = None;
-    s.enter(2)?;
+    s.check_depth(2)?;
     s.object(|s, key| {
         if key == "name" {
             name = Some(s.string()?);

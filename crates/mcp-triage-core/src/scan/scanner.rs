@@ -142,11 +142,11 @@ impl<'a> Scanner<'a> {
         match self.peek()? {
             b'"' => self.string().map(drop),
             b'{' => {
-                self.enter(depth)?;
+                self.check_depth(depth)?;
                 self.object(|s, _| s.skip(depth + 1))
             }
             b'[' => {
-                self.enter(depth)?;
+                self.check_depth(depth)?;
                 self.array(|s| s.skip(depth + 1))
             }
             b't' => self.word("true"),
@@ -157,7 +157,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// `None` when a container at `depth` is deeper than the limit.
-    pub fn enter(&self, depth: usize) -> Option<()> {
+    pub fn check_depth(&self, depth: usize) -> Option<()> {
         (depth <= self.max_depth).then_some(())
     }
 }
