@@ -61,13 +61,12 @@ impl Deferred {
     }
 
     pub(super) fn run(&self) {
-        let lock = || self.queue.lock().unwrap_or_else(|e| e.into_inner());
         // The batch's vector goes back to the queue emptied, so the next push (every exchange
         // has one) finds room instead of allocating a new vector.
         let mut batch = Vec::new();
         loop {
             {
-                let mut queue = lock();
+                let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
                 if queue.is_empty() {
                     if queue.capacity() == 0 {
                         std::mem::swap(&mut *queue, &mut batch);
