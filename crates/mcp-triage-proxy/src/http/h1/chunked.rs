@@ -17,7 +17,7 @@ pub(crate) enum ChunkedError {
     SizeNotHex,
     #[error("a chunk size does not fit in 64 bits")]
     SizeOverflow,
-    #[error("a chunk's line does not end in CRLF")]
+    #[error("a line of the chunked framing does not end in CRLF")]
     MissingCrlf,
     #[error("more than {MAX_SKIPPED_BYTES} bytes of chunk extensions or trailer fields")]
     TooMuchSkipped,
@@ -54,10 +54,12 @@ enum State {
     DataLf,
     /// After the last chunk, at the start of a trailer line (an empty one ends the body).
     TrailerStart,
-    /// In a trailer line; `empty` while only its CR came.
-    TrailerLine {
-        empty: bool,
-    },
+    /// The CR of the empty line that ends the trailer section came; its LF is next.
+    TrailerEndLf,
+    /// In a trailer line.
+    TrailerLine,
+    /// A trailer line's CR came; its LF is next.
+    TrailerLineLf,
     Done,
 }
 
@@ -152,7 +154,10 @@ impl ChunkedDecoder {
                 extension,
             } => match b {
                 b'\r' if digits => State::SizeLf { size },
-                b'\n' if digits => after_size(size),
+                // Lines of the framing end in CRLF (RFC 9112 §7.1), as hyper reads them: a
+                // bare LF read as a line's end would frame the body differently from a
+                // front end that does not.
+                b'\n' => return Err(ChunkedError::MissingCrlf),
                 _ if extension => {
                     self.skip()?;
                     self.state
@@ -182,17 +187,21 @@ impl ChunkedDecoder {
                 digits: false,
                 extension: false,
             },
-            State::TrailerStart if b == b'\r' => State::TrailerLine { empty: true },
-            State::TrailerStart if b == b'\n' => State::Done,
-            State::TrailerLine { empty: true } if b == b'\n' => State::Done,
-            State::TrailerLine { .. } if b == b'\n' => State::TrailerStart,
-            State::TrailerStart | State::TrailerLine { .. } => {
+            State::TrailerStart if b == b'\r' => State::TrailerEndLf,
+            State::TrailerEndLf if b == b'\n' => State::Done,
+            State::TrailerLine if b == b'\r' => State::TrailerLineLf,
+            State::TrailerLineLf if b == b'\n' => State::TrailerStart,
+            State::TrailerStart | State::TrailerLine if b != b'\n' => {
                 self.skip()?;
-                State::TrailerLine { empty: false }
+                State::TrailerLine
             }
-            State::SizeLf { .. } | State::DataCr | State::DataLf => {
-                return Err(ChunkedError::MissingCrlf)
-            }
+            State::SizeLf { .. }
+            | State::DataCr
+            | State::DataLf
+            | State::TrailerStart
+            | State::TrailerLine
+            | State::TrailerEndLf
+            | State::TrailerLineLf => return Err(ChunkedError::MissingCrlf),
             State::Data(_) | State::Done => unreachable!("decode handles data and the end"),
         })
     }
@@ -290,6 +299,43 @@ mod tests {
         let mut long = b"1;".to_vec();
         long.extend(std::iter::repeat_n(b'x', MAX_SKIPPED_BYTES as usize + 1));
         assert_eq!(decode_all(&long, 64), Err(ChunkedError::TooMuchSkipped));
+    }
+
+    #[test]
+    fn every_framing_line_must_end_in_crlf() {
+        for wire in [
+            &b"5\nhello\r\n0\r\n\r\n"[..],
+            b"5\r\nhello\n0\r\n\r\n",
+            b"5;a=b\nhello\r\n0\r\n\r\n",
+            b"0\n\r\n",
+            b"0\r\n\n",
+            b"0\r\nx-t: 1\n\r\n",
+            b"0\r\n\rX",
+            b"5\r\nhelloX\r\n",
+        ] {
+            for step in [1, wire.len()] {
+                assert_eq!(
+                    decode_all(wire, step),
+                    Err(ChunkedError::MissingCrlf),
+                    "{:?} in steps of {step}",
+                    String::from_utf8_lossy(wire)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn size_tricks_are_refused() {
+        assert_eq!(decode_all(b"0x5\r\n", 8), Err(ChunkedError::SizeNotHex));
+        assert_eq!(decode_all(b"+5\r\n", 8), Err(ChunkedError::SizeNotHex));
+        assert_eq!(decode_all(b"-5\r\n", 8), Err(ChunkedError::SizeNotHex));
+        assert_eq!(decode_all(b"\r\n", 8), Err(ChunkedError::SizeNotHex));
+        assert_eq!(
+            decode_all(b"ffffffffffffffffff\r\n", 32),
+            Err(ChunkedError::SizeOverflow)
+        );
+        let (data, rest) = decode_all(b"0005\r\nhello\r\n0\r\n\r\n", 3).unwrap();
+        assert_eq!((data, rest), (b"hello".to_vec(), Vec::new()));
     }
 
     #[test]
