@@ -43,6 +43,12 @@ pub(super) struct ClientReader {
     body: Option<BodyDecoder>,
     /// A `100 Continue` is owed before the body is read.
     continue_owed: bool,
+    /// A request body broke (malformed framing, or the client's side failed mid-body): where
+    /// the next request would start is unknown, so the connection carries no other.
+    broken: bool,
+    /// How far the buffer was searched for a head's end (see
+    /// [`head_may_be_complete`](super::h1::incoming_request::head_may_be_complete)).
+    pub(super) head_scanned: usize,
 }
 
 /// A [`ClientReader`] shared by the connection's loop and the request body.
@@ -59,6 +65,8 @@ impl ClientReader {
             buf: BytesMut::with_capacity(READ_ROOM),
             body: None,
             continue_owed: false,
+            broken: false,
+            head_scanned: 0,
         }))
     }
 
@@ -79,10 +87,22 @@ impl ClientReader {
         self.continue_owed = expect_continue && self.body.is_some();
     }
 
-    /// The request body was read to its end (or there was none): the next bytes are the
-    /// next request's.
+    /// The request body was read to its end, broke, or there was none: no more of it is
+    /// read.
     pub(super) fn body_done(&self) -> bool {
         self.body.is_none()
+    }
+
+    /// The request body was read to its end (or there was none) and did not break: the next
+    /// bytes are the next request's, and the connection may carry it.
+    pub(super) fn reusable(&self) -> bool {
+        self.body.is_none() && !self.broken
+    }
+
+    /// The body ended without its end: see [`ClientReader::broken`].
+    fn break_body(&mut self) {
+        self.body = None;
+        self.broken = true;
     }
 
     /// The connection's loop ended: a body still being read (for a record) ends now.
@@ -141,7 +161,7 @@ impl ClientBody {
                 }
                 Ok(Step::NeedMore) => {}
                 Err(e) => {
-                    r.body = None;
+                    r.break_body();
                     return Poll::Ready(Some(Err(e.into())));
                 }
             }
@@ -155,7 +175,7 @@ impl ClientBody {
             match r.poll_fill(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Ok(0)) => {
-                    r.body = None;
+                    r.break_body();
                     return Poll::Ready(Some(Err(if closed {
                         ClientBodyError::ConnectionClosed
                     } else {
@@ -164,7 +184,7 @@ impl ClientBody {
                 }
                 Poll::Ready(Ok(_)) => {}
                 Poll::Ready(Err(e)) => {
-                    r.body = None;
+                    r.break_body();
                     return Poll::Ready(Some(Err(ClientBodyError::Read(e))));
                 }
             }

@@ -25,9 +25,10 @@ use super::activity::{ConnActivity, InFlight};
 use super::client_body::{lock, ClientBody, SharedReader};
 use super::cork::Cork;
 use super::forward::handle;
+use super::forward::record_unservable_head;
 use super::h1::chunked::LAST_CHUNK;
 use super::h1::incoming_request::{
-    take_request_head, ParsedRequest, RequestHeadError, MAX_HEAD_BYTES,
+    head_may_be_complete, take_request_head, ParsedRequest, RequestHeadError, MAX_HEAD_BYTES,
 };
 use super::h1::outgoing_response::{encode_response_head, RequestFacts, ResponseFraming};
 use super::response_body::Answer;
@@ -64,6 +65,7 @@ pub(super) async fn serve(mut conn: ClientConn, reader: SharedReader, cork: Arc<
                 }
             }
             Next::Refuse(why) => {
+                record_unservable_head(&conn.sh, &conn.peer, &why);
                 let _ = write_all(&cork, &refusal(&why)).await;
                 break;
             }
@@ -99,9 +101,10 @@ async fn next_request(conn: &mut ClientConn, reader: &SharedReader) -> Next {
 }
 
 fn poll_head(reader: &SharedReader, cx: &mut Context<'_>) -> Poll<Next> {
-    let mut r = lock(reader);
+    let mut guard = lock(reader);
+    let r = &mut *guard;
     loop {
-        if !r.buf.is_empty() {
+        if !r.buf.is_empty() && head_may_be_complete(&r.buf, &mut r.head_scanned) {
             match take_request_head(&mut r.buf) {
                 Ok(Some(req)) => return Poll::Ready(Next::Request(Box::new(req))),
                 Ok(None) => {}
@@ -155,7 +158,8 @@ async fn exchange(
     };
     answer.body.in_flight = Some(in_flight);
     let keep_alive = write_response(reader, cork, answer, facts).await;
-    keep_alive && lock(reader).body_done()
+    // A body that broke leaves no known start for a next request (see `ClientReader::broken`).
+    keep_alive && lock(reader).reusable()
 }
 
 /// Ready when the client closed its connection (or it broke). Only looked at once the request
@@ -190,8 +194,10 @@ async fn write_response(
     if write_all(cork, &head).await.is_err() {
         return false;
     }
-    if written.framing == ResponseFraming::Empty {
-        return written.keep_alive;
+    match written.framing {
+        ResponseFraming::Empty => return written.keep_alive,
+        ResponseFraming::Length(n) => body.announce(n),
+        ResponseFraming::Chunked | ResponseFraming::UntilClose => {}
     }
     let chunked = written.framing == ResponseFraming::Chunked;
     loop {
@@ -268,13 +274,15 @@ async fn write_parts(cork: &Arc<Mutex<Cork>>, parts: &[&[u8]]) -> io::Result<()>
     .await
 }
 
-/// The answer to a head that cannot be served; the connection closes after it.
+/// The answer to a head that cannot be served, naming why; the connection closes after it.
 fn refusal(why: &RequestHeadError) -> Vec<u8> {
     let status = http::StatusCode::from_u16(why.status()).unwrap_or(http::StatusCode::BAD_REQUEST);
+    let body = format!("mcp-triage proxy: {why}\n");
     format!(
-        "HTTP/1.1 {} {}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+        "HTTP/1.1 {} {}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         status.as_str(),
-        status.canonical_reason().unwrap_or("")
+        status.canonical_reason().unwrap_or(""),
+        body.len()
     )
     .into_bytes()
 }

@@ -16,11 +16,12 @@ use super::deferred::TapState;
 use super::errors::Cut;
 use super::exchange::Exchange;
 use super::h1::fields::{FieldValue, Fields, Known};
+use super::h1::incoming_request::RequestHeadError;
 use super::h1::parts::{RequestParts, ResponseParts};
 use super::headers::{header_string, strip_hop_by_hop, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use super::no_response::{answer_failure, PendingGuard};
 use super::request_body::{PendingCopy, RequestTap};
-use super::response_body::{Answer, ResponseTap, TapInner};
+use super::response_body::{Answer, ResponseTap};
 use super::response_observer::{ResponseObserver, Stage};
 use super::shared::Shared;
 use super::upstream::{Sent, Upstream};
@@ -131,6 +132,10 @@ fn begin_exchange(
 fn rewrite_for_upstream(sh: &Shared, fields: &mut Fields) {
     // Credentials for this proxy, not for the upstream.
     fields.remove(Known::ProxyAuthorization);
+    // What the proxy says of the client's host and scheme goes in `X-Forwarded-*` below; a
+    // `Forwarded` the client wrote would override it at an upstream that reads both (RFC 7239
+    // takes precedence), letting any client name the URLs the upstream advertises.
+    fields.remove(Known::Forwarded);
     // The upstream routes on its own name; the client's (checked in `handle` when the proxy checks
     // hosts) goes along, with the scheme the client used (the proxy listens on plain HTTP), so
     // an upstream that advertises its own URLs (OAuth resource metadata, an issuer) can name
@@ -176,17 +181,16 @@ fn answer_response(
         },
         ex: Some(ex),
     };
-    let body = ResponseTap {
-        in_flight: None,
-        inner: TapInner::Upstream(body),
-        observed: Some((
+    let body = ResponseTap::upstream(
+        body,
+        (
             Arc::new(Mutex::new(TapState {
                 obs: Some(Box::new(obs)),
                 ..TapState::default()
             })),
             upstream.deferred.clone(),
-        )),
-    };
+        ),
+    );
     Answer { head, body }
 }
 
@@ -259,6 +263,26 @@ fn refuse(
         ),
         body: ResponseTap::fixed(Bytes::from(body.to_string())),
     }
+}
+
+/// The record of a request head the proxy would not serve (it answered with
+/// [`RequestHeadError::status`] and closed the connection, forwarding nothing): `REFUSED`, the
+/// reason as a warning.
+pub(super) fn record_unservable_head(sh: &Shared, peer: &str, why: &RequestHeadError) {
+    let observer = &sh.observer;
+    let mut r = observer.new_record(RecordKind::Http);
+    r.http_statuses = vec![why.status()];
+    r.outcome = RecordOutcome::Refused;
+    r.layer = Some(mcp_triage_core::Layer::Transport);
+    r.classified = false;
+    r.warnings.push(Warning {
+        code: why.code().into(),
+        detail: format!(
+            "{why}: answered {} and closed the connection, nothing forwarded (from {peer})",
+            why.status()
+        ),
+    });
+    observer.emit(r);
 }
 
 /// Completes `limit` after the request body was read whole (the copy for the record arrived;

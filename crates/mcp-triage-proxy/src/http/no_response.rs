@@ -8,17 +8,19 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use http::StatusCode;
-use mcp_triage_core::{ResponseHead, Verdict};
+use mcp_triage_core::{Outcome, ResponseHead, Verdict};
 
 use super::errors::{error_chain, Cut};
 use super::exchange::Exchange;
 use super::h1::fields::Known;
+use super::h1::fields::MAX_HEADERS;
 use super::h1::parts::ResponseParts;
+use super::h1::response_head::{HeadError, MAX_HEAD_BYTES};
 use super::plan::Plan;
 use super::request_body::{BodyStalled, PendingCopy, RequestCopy, REQUEST_DRAIN};
 use super::response_body::{Answer, ResponseTap};
 use super::shared::Shared;
-use super::upstream::Sent;
+use super::upstream::{Sent, UpstreamError};
 use crate::capture::ExchangeCapture;
 use crate::record::RecordOutcome;
 use mcp_triage_wire::capture::BodyEnd;
@@ -172,6 +174,31 @@ fn failure_verdict(
             ));
             // An incomplete body is not a request the upstream can act on.
             (Some(StatusCode::BAD_REQUEST), v, false)
+        }
+        Sent::Failed(UpstreamError::Head(e)) => {
+            // The upstream answered, in bytes the proxy cannot pass on as a response: the
+            // client gets a 502 naming why (as nginx's "upstream sent invalid header"), not a
+            // closed connection that reads as the upstream closing.
+            let detail = format!(
+                "the upstream's response head could not be read: {e}; the proxy answered 502"
+            );
+            let limit = match e {
+                HeadError::TooManyFields => Some(("maxResponseHeaderLines", MAX_HEADERS as u64)),
+                HeadError::TooLong => Some(("maxResponseHeadBytes", MAX_HEAD_BYTES as u64)),
+                _ => None,
+            };
+            let v = match limit {
+                Some((name, max)) => {
+                    let mut v = Verdict::new(Outcome::LimitExceeded).with_detail(detail);
+                    v.limit = Some(mcp_triage_core::LimitHit {
+                        name: name.into(),
+                        max,
+                    });
+                    v
+                }
+                None => Verdict::connection_error(detail),
+            };
+            (Some(StatusCode::BAD_GATEWAY), v, true)
         }
         Sent::Failed(e) => {
             let detail = format!(

@@ -33,6 +33,18 @@ pub struct ResponseTap {
     /// Marks the connection busy until this response is dropped (see
     /// [`ConnActivity`](super::activity::ConnActivity)).
     pub(super) in_flight: Option<InFlight>,
+    /// The body bytes the client's head announced and not yet passed (see
+    /// [`ResponseTap::announce`]).
+    announced: Option<Announced>,
+}
+
+/// A length the client was told, and how the body has kept to it.
+#[derive(Debug, Clone, Copy)]
+struct Announced {
+    length: u64,
+    left: u64,
+    /// The body had more bytes than announced: they were not passed; the next poll fails.
+    overrun: bool,
 }
 
 pub(super) enum TapInner {
@@ -47,7 +59,68 @@ impl ResponseTap {
             inner: TapInner::Fixed(Some(b)),
             observed: None,
             in_flight: None,
+            announced: None,
         }
+    }
+
+    /// The body as the upstream sent it, for the observer.
+    pub(super) fn upstream(
+        body: Box<UpstreamBody>,
+        observed: (Arc<Mutex<TapState>>, Arc<Deferred>),
+    ) -> ResponseTap {
+        ResponseTap {
+            inner: TapInner::Upstream(body),
+            observed: Some(observed),
+            in_flight: None,
+            announced: None,
+        }
+    }
+
+    /// The client's head announced `length` body bytes: never more are passed, and a body
+    /// that has more or fewer ends with an error (so the connection closes) and a record that
+    /// says so. A client that counted bytes the proxy did not send, or got bytes it did not
+    /// count, would read the rest of the connection out of step.
+    pub(super) fn announce(&mut self, length: u64) {
+        self.announced = Some(Announced {
+            length,
+            left: length,
+            overrun: false,
+        });
+    }
+
+    /// Holds a data frame to the announced length: the bytes within it.
+    fn within_announced(&mut self, data: Bytes) -> Bytes {
+        let Some(a) = self.announced.as_mut() else {
+            return data;
+        };
+        let n = data.len() as u64;
+        if n <= a.left {
+            a.left -= n;
+            return data;
+        }
+        let kept = data.slice(..a.left as usize);
+        let why = format!(
+            "the upstream's body had more than the {} bytes the client was told (Content-Length); the proxy sent those and closed the connection",
+            a.length
+        );
+        a.left = 0;
+        a.overrun = true;
+        if !kept.is_empty() {
+            self.note(Some(&kept), None);
+        }
+        self.ended(End::Broken(why));
+        kept
+    }
+
+    /// The body ended: short of the announced length, it is an error.
+    fn end_within_announced(&mut self) -> Option<String> {
+        let a = self.announced?;
+        (a.left > 0).then(|| {
+            format!(
+                "the upstream's body ended {} bytes short of the {} the client was told (Content-Length); the proxy closed the connection",
+                a.left, a.length
+            )
+        })
     }
 
     /// Notes a chunk and/or the end for the observer, and queues the work (see [`Deferred`]).
@@ -88,21 +161,40 @@ impl Body for ResponseTap {
             TapInner::Fixed(b) => return Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
             TapInner::Upstream(i) => i,
         };
-        let r = Pin::new(inner).poll_frame(cx);
-        match &r {
-            Poll::Ready(Some(Ok(frame))) => {
-                if let Some(d) = frame.data_ref() {
-                    this.note(Some(d), None);
-                }
-            }
-            Poll::Ready(Some(Err(e))) => this.ended(End::Broken(format!(
-                "the upstream connection broke: {}",
-                error_chain(e)
-            ))),
-            Poll::Ready(None) => this.ended(End::Finished),
-            Poll::Pending => {}
+        if this.announced.is_some_and(|a| a.overrun) {
+            return Poll::Ready(Some(Err(FramingBroken.into())));
         }
-        r.map(|f| f.map(|f| f.map_err(Into::into)))
+        let r = std::task::ready!(Pin::new(inner).poll_frame(cx));
+        match r {
+            Some(Ok(frame)) => {
+                let data = match frame.into_data() {
+                    Ok(data) => this.within_announced(data),
+                    Err(frame) => return Poll::Ready(Some(Ok(frame))),
+                };
+                // An overrun noted and ended the body already.
+                if !this.announced.is_some_and(|a| a.overrun) {
+                    this.note(Some(&data), None);
+                }
+                Poll::Ready(Some(Ok(Frame::data(data))))
+            }
+            Some(Err(e)) => {
+                this.ended(End::Broken(format!(
+                    "the upstream connection broke: {}",
+                    error_chain(&e)
+                )));
+                Poll::Ready(Some(Err(e.into())))
+            }
+            None => match this.end_within_announced() {
+                Some(why) => {
+                    this.ended(End::Broken(why));
+                    Poll::Ready(Some(Err(FramingBroken.into())))
+                }
+                None => {
+                    this.ended(End::Finished);
+                    Poll::Ready(None)
+                }
+            },
+        }
     }
 
     fn is_end_stream(&self) -> bool {
@@ -120,6 +212,11 @@ impl Body for ResponseTap {
         }
     }
 }
+
+/// The body did not keep to the length the client was told (see [`ResponseTap::announce`]).
+#[derive(Debug, thiserror::Error)]
+#[error("the response body did not keep to the length announced to the client")]
+struct FramingBroken;
 
 impl Drop for ResponseTap {
     fn drop(&mut self) {

@@ -21,6 +21,7 @@ pub(crate) enum Known {
     ContentType,
     Date,
     Expect,
+    Forwarded,
     Host,
     KeepAlive,
     McpProtocolVersion,
@@ -54,6 +55,7 @@ impl Known {
             Known::ContentType => "content-type",
             Known::Date => "date",
             Known::Expect => "expect",
+            Known::Forwarded => "forwarded",
             Known::Host => "host",
             Known::KeepAlive => "keep-alive",
             Known::McpProtocolVersion => "mcp-protocol-version",
@@ -87,6 +89,7 @@ impl Known {
             b"content-type" => Known::ContentType,
             b"date" => Known::Date,
             b"expect" => Known::Expect,
+            b"forwarded" => Known::Forwarded,
             b"host" => Known::Host,
             b"keep-alive" => Known::KeepAlive,
             b"mcp-protocol-version" => Known::McpProtocolVersion,
@@ -467,16 +470,6 @@ fn read_content_length(fields: &Fields) -> Result<Option<u64>, InvalidLength> {
     Ok(length)
 }
 
-/// Whether the last `Transfer-Encoding` ends in `chunked`; `None` without the field.
-pub(crate) fn ends_in_chunked(fields: &Fields) -> Option<bool> {
-    let last = fields.get_all(Known::TransferEncoding).last()?;
-    Some(
-        last.rsplit(|&b| b == b',')
-            .next()
-            .is_some_and(|c| c.trim_ascii().eq_ignore_ascii_case(b"chunked")),
-    )
-}
-
 /// Whether `v`, a comma-separated list, has `token` (compared without case).
 pub(crate) fn lists(v: &[u8], token: &[u8]) -> bool {
     v.split(|&b| b == b',')
@@ -554,16 +547,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn chunked_must_come_last_and_connection_tokens_are_found() {
-        assert_eq!(ends_in_chunked(&fields(&[])), None);
-        assert_eq!(
-            ends_in_chunked(&fields(&[("transfer-encoding", "gzip, Chunked")])),
-            Some(true)
-        );
-        assert_eq!(
-            ends_in_chunked(&fields(&[("transfer-encoding", "chunked, gzip")])),
-            Some(false)
-        );
+    fn connection_tokens_are_found() {
         let h = fields(&[("connection", "keep-alive"), ("Connection", "x, Close")]);
         assert!(connection_lists(&h, b"close") && connection_lists(&h, b"keep-alive"));
         assert!(!connection_lists(&h, b"upgrade"));
@@ -639,6 +623,7 @@ pub(crate) mod tests {
             Known::ContentType,
             Known::Date,
             Known::Expect,
+            Known::Forwarded,
             Known::Host,
             Known::KeepAlive,
             Known::McpProtocolVersion,

@@ -7,10 +7,9 @@ use std::mem::MaybeUninit;
 use bytes::BytesMut;
 use http::{Method, Uri};
 
-use super::fields::{
-    connection_lists, content_length, ends_in_chunked, Fields, InvalidLength, Known, Located,
-    MAX_HEADERS,
-};
+use super::fields::{connection_lists, Fields, Known, Located, MAX_HEADERS};
+pub(crate) use super::framing::BodyFraming;
+use super::framing::{request_body_framing, RequestFramingError};
 use super::parts::RequestParts;
 
 /// The longest request head read: a longer one is answered with `431` and the connection
@@ -26,31 +25,59 @@ pub(crate) enum RequestHeadError {
     Syntax(httparse::Error),
     #[error("the request head is longer than {MAX_HEAD_BYTES} bytes or has more than {MAX_HEADERS} fields")]
     TooLarge,
-    #[error("the request method is not valid")]
+    #[error("the request method is not upper-case letters, '_' and '-'")]
     Method,
-    #[error("the request target is not a valid URI")]
+    #[error("the request method {0} is not served by a proxy of MCP traffic")]
+    MethodNotAllowed(&'static str),
+    #[error("the request target is not an absolute path or an http(s) URI")]
     Target,
-    #[error("the request's Content-Length is not one number")]
-    ContentLength,
-    #[error("the request's Transfer-Encoding does not end in chunked, or comes with HTTP/1.0")]
-    TransferEncoding,
+    #[error("the HTTP/1.1 request has no Host")]
+    NoHost,
+    #[error("the request has more than one Host")]
+    RepeatedHost,
+    #[error("the request's Host is not a valid host name")]
+    InvalidHost,
+    #[error(transparent)]
+    Framing(#[from] RequestFramingError),
 }
 
 impl RequestHeadError {
-    /// The status the client gets.
+    /// The status the client gets (nginx's for the same head).
     pub(crate) fn status(&self) -> u16 {
         match self {
             RequestHeadError::TooLarge => 431,
+            RequestHeadError::MethodNotAllowed(_) => 405,
+            RequestHeadError::Framing(f) => f.status(),
             _ => 400,
+        }
+    }
+
+    /// A short name for the record's warning.
+    pub(crate) fn code(&self) -> &'static str {
+        match self {
+            RequestHeadError::Syntax(_) => "request_head_syntax",
+            RequestHeadError::TooLarge => "request_head_too_large",
+            RequestHeadError::Method | RequestHeadError::MethodNotAllowed(_) => "request_method",
+            RequestHeadError::Target => "request_target",
+            RequestHeadError::NoHost
+            | RequestHeadError::RepeatedHost
+            | RequestHeadError::InvalidHost => "request_host",
+            RequestHeadError::Framing(_) => "request_framing",
         }
     }
 }
 
-/// How the request body's end is found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum BodyFraming {
-    Length(u64),
-    Chunked,
+/// Where the end of a request head may be in `buf`, searched only in the bytes after
+/// `*scanned` (which it moves on): a head trickled a byte at a time is then scanned once, not
+/// parsed again from its start on every read (which made one 60 KB head cost a second of CPU).
+/// True when an empty line (CRLF CRLF, or LF LF as httparse also takes) is in `buf`.
+pub(crate) fn head_may_be_complete(buf: &[u8], scanned: &mut usize) -> bool {
+    let from = scanned.saturating_sub(2).min(buf.len());
+    let found = buf[from..].windows(2).enumerate().any(|(i, w)| {
+        w == b"\n\n" || (w == b"\r\n" && i + from >= 1 && buf[i + from - 1] == b'\n')
+    });
+    *scanned = if found { 0 } else { buf.len() };
+    found || buf.len() > MAX_HEAD_BYTES
 }
 
 /// A request head as read.
@@ -93,9 +120,9 @@ pub(crate) fn take_request_head(
         Err(httparse::Error::TooManyHeaders) => return Err(RequestHeadError::TooLarge),
         Err(e) => return Err(RequestHeadError::Syntax(e)),
     };
-    let method = Method::from_bytes(req.method.unwrap_or("").as_bytes())
-        .map_err(|_| RequestHeadError::Method)?;
+    let method = request_method(req.method.unwrap_or(""))?;
     let path = req.path.unwrap_or("");
+    check_target(path)?;
     let target_start = path.as_ptr() as usize - buf.as_ptr() as usize;
     let target = target_start..target_start + path.len();
     let http_11 = req.version == Some(1);
@@ -103,8 +130,9 @@ pub(crate) fn take_request_head(
     at.lowercase_names(&mut buf[..n]);
     let head = buf.split_to(n).freeze();
     let uri = Uri::from_maybe_shared(head.slice(target)).map_err(|_| RequestHeadError::Target)?;
-    let mut fields = Fields::new(head, at);
-    let framing = body_framing(&mut fields, http_11)?;
+    let fields = Fields::new(head, at);
+    check_host(&fields, http_11)?;
+    let framing = request_body_framing(&fields, http_11)?;
     let keep_alive = keeps_alive(http_11, &fields);
     let expect_continue = http_11
         && fields
@@ -123,24 +151,64 @@ pub(crate) fn take_request_head(
     }))
 }
 
-/// The body's framing: chunked when `Transfer-Encoding` ends in chunked (a `Content-Length`
-/// beside it is dropped, as hyper did), else the `Content-Length`, else none.
-fn body_framing(
-    fields: &mut Fields,
-    http_11: bool,
-) -> Result<Option<BodyFraming>, RequestHeadError> {
-    if let Some(chunked) = ends_in_chunked(fields) {
-        if !http_11 || !chunked {
-            return Err(RequestHeadError::TransferEncoding);
-        }
-        fields.remove(Known::ContentLength);
-        return Ok(Some(BodyFraming::Chunked));
+/// The method, as nginx takes it: upper-case letters, `_` and `-` (a lower-case `post` is not
+/// `POST`, and an upstream that read it as one would see a different request than a front end
+/// that refused it). `CONNECT` and `TRACE` are refused: one opens a tunnel an observer cannot
+/// follow, the other echoes credentials back.
+fn request_method(m: &str) -> Result<Method, RequestHeadError> {
+    if m.is_empty()
+        || !m
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-')
+    {
+        return Err(RequestHeadError::Method);
     }
-    let length = content_length(fields).map_err(|InvalidLength| RequestHeadError::ContentLength)?;
-    Ok(match length {
-        Some(0) | None => None,
-        Some(n) => Some(BodyFraming::Length(n)),
-    })
+    match m {
+        "CONNECT" => Err(RequestHeadError::MethodNotAllowed("CONNECT")),
+        "TRACE" => Err(RequestHeadError::MethodNotAllowed("TRACE")),
+        _ => Method::from_bytes(m.as_bytes()).map_err(|_| RequestHeadError::Method),
+    }
+}
+
+/// The target must be origin form (`/path?query`) or absolute form (`http://host/path`): the
+/// asterisk form (`OPTIONS *`) and the authority form (`host:port`) name no resource an MCP
+/// server serves.
+fn check_target(path: &str) -> Result<(), RequestHeadError> {
+    let b = path.as_bytes();
+    let absolute =
+        |scheme: &[u8]| b.len() > scheme.len() && b[..scheme.len()].eq_ignore_ascii_case(scheme);
+    if b.first() == Some(&b'/') || absolute(b"http://") || absolute(b"https://") {
+        Ok(())
+    } else {
+        Err(RequestHeadError::Target)
+    }
+}
+
+/// RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without `Host`, and to any
+/// request with more than one; the rebinding check reads the one there is. A host name with a
+/// path separator, white space or `..` is refused too, as nginx refuses it.
+fn check_host(fields: &Fields, http_11: bool) -> Result<(), RequestHeadError> {
+    let mut hosts = fields.get_all(Known::Host);
+    let Some(host) = hosts.next() else {
+        return if http_11 {
+            Err(RequestHeadError::NoHost)
+        } else {
+            Ok(())
+        };
+    };
+    if hosts.next().is_some() {
+        return Err(RequestHeadError::RepeatedHost);
+    }
+    let host = host.trim_ascii();
+    let bad_byte = |b: &u8| matches!(b, b'/' | b'\\' | b' ' | b'\t') || *b < 0x20 || *b == 0x7f;
+    if host.is_empty()
+        || host[0] == b'.'
+        || host.iter().any(bad_byte)
+        || host.windows(2).any(|w| w == b"..")
+    {
+        return Err(RequestHeadError::InvalidHost);
+    }
+    Ok(())
 }
 
 /// Whether the client keeps the connection open (RFC 9112 §9.3): HTTP/1.1 unless it says
@@ -187,35 +255,170 @@ mod tests {
     }
 
     #[test]
-    fn chunked_wins_over_a_length_and_must_come_last() {
-        let r = parse("POST / HTTP/1.1\r\ncontent-length: 9\r\ntransfer-encoding: chunked\r\n\r\n");
-        assert_eq!(r.framing, Some(BodyFraming::Chunked));
-        assert_eq!(r.parts.fields.get(Known::ContentLength), None);
-        let e = take("POST / HTTP/1.1\r\ntransfer-encoding: chunked, gzip\r\n\r\n").unwrap_err();
-        assert_eq!(e, RequestHeadError::TransferEncoding);
+    fn a_length_beside_chunked_or_another_coding_is_refused() {
+        let e = take(
+            "POST / HTTP/1.1\r\nhost: h\r\ncontent-length: 9\r\ntransfer-encoding: chunked\r\n\r\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            (e.status(), e),
+            (400, RequestFramingError::LengthAndTransferEncoding.into())
+        );
+        let e = take("POST / HTTP/1.1\r\nhost: h\r\ntransfer-encoding: gzip, chunked\r\n\r\n")
+            .unwrap_err();
+        assert_eq!(
+            (e.status(), e),
+            (501, RequestFramingError::UnknownTransferCoding.into())
+        );
         let e = take("POST / HTTP/1.0\r\ntransfer-encoding: chunked\r\n\r\n").unwrap_err();
-        assert_eq!(e, RequestHeadError::TransferEncoding);
+        assert_eq!(e, RequestFramingError::TransferEncodingInHttp10.into());
+        let r = parse("POST / HTTP/1.1\r\nhost: h\r\ntransfer-encoding: chunked\r\n\r\n");
+        assert_eq!(r.framing, Some(BodyFraming::Chunked));
     }
 
     #[test]
     fn connection_tokens_and_versions() {
-        assert!(!parse("GET / HTTP/1.1\r\nconnection: keep-alive, close\r\n\r\n").keep_alive);
+        assert!(
+            !parse("GET / HTTP/1.1\r\nhost: h\r\nconnection: keep-alive, close\r\n\r\n").keep_alive
+        );
         assert!(!parse("GET / HTTP/1.0\r\n\r\n").keep_alive);
         assert!(parse("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n").keep_alive);
-        let r = parse("POST / HTTP/1.1\r\nexpect: 100-Continue\r\ncontent-length: 1\r\n\r\n");
+        let r = parse(
+            "POST / HTTP/1.1\r\nhost: h\r\nexpect: 100-Continue\r\ncontent-length: 1\r\n\r\n",
+        );
         assert!(r.expect_continue);
         assert_eq!(r.framing, Some(BodyFraming::Length(1)));
         assert_eq!(
-            parse("POST / HTTP/1.1\r\ncontent-length: 0\r\n\r\n").framing,
+            parse("POST / HTTP/1.1\r\nhost: h\r\ncontent-length: 0\r\n\r\n").framing,
             None
         );
     }
 
     #[test]
+    fn hosts_methods_and_targets_are_checked_as_nginx_checks_them() {
+        let cases: &[(&str, RequestHeadError, u16)] = &[
+            ("GET / HTTP/1.1\r\n\r\n", RequestHeadError::NoHost, 400),
+            (
+                "GET / HTTP/1.1\r\nhost: a\r\nhost: b\r\n\r\n",
+                RequestHeadError::RepeatedHost,
+                400,
+            ),
+            (
+                "GET / HTTP/1.1\r\nhost: a\r\nHost: a\r\n\r\n",
+                RequestHeadError::RepeatedHost,
+                400,
+            ),
+            (
+                "GET / HTTP/1.1\r\nhost: a/b\r\n\r\n",
+                RequestHeadError::InvalidHost,
+                400,
+            ),
+            (
+                "GET / HTTP/1.1\r\nhost: a..b\r\n\r\n",
+                RequestHeadError::InvalidHost,
+                400,
+            ),
+            (
+                "GET / HTTP/1.1\r\nhost: \r\n\r\n",
+                RequestHeadError::InvalidHost,
+                400,
+            ),
+            (
+                "post / HTTP/1.1\r\nhost: a\r\n\r\n",
+                RequestHeadError::Method,
+                400,
+            ),
+            (
+                "Get / HTTP/1.1\r\nhost: a\r\n\r\n",
+                RequestHeadError::Method,
+                400,
+            ),
+            (
+                "CONNECT a:443 HTTP/1.1\r\nhost: a\r\n\r\n",
+                RequestHeadError::MethodNotAllowed("CONNECT"),
+                405,
+            ),
+            (
+                "TRACE / HTTP/1.1\r\nhost: a\r\n\r\n",
+                RequestHeadError::MethodNotAllowed("TRACE"),
+                405,
+            ),
+            (
+                "OPTIONS * HTTP/1.1\r\nhost: a\r\n\r\n",
+                RequestHeadError::Target,
+                400,
+            ),
+            (
+                "GET a:80 HTTP/1.1\r\nhost: a\r\n\r\n",
+                RequestHeadError::Target,
+                400,
+            ),
+        ];
+        for (head, why, status) in cases {
+            let e = take(head).unwrap_err();
+            assert_eq!((&e, e.status()), (why, *status), "{head:?}");
+        }
+        assert!(parse("GET / HTTP/1.0\r\n\r\n")
+            .parts
+            .fields
+            .get(Known::Host)
+            .is_none());
+        let r = parse("GET http://a/mcp?x HTTP/1.1\r\nhost: a\r\n\r\n");
+        assert_eq!(r.parts.path(), "/mcp?x");
+        assert_eq!(
+            parse("M-SEARCH_X / HTTP/1.1\r\nhost: 127.0.0.1:80\r\n\r\n")
+                .parts
+                .method
+                .as_str(),
+            "M-SEARCH_X"
+        );
+    }
+
+    #[test]
+    fn a_trickled_head_is_scanned_once() {
+        let head = format!(
+            "GET / HTTP/1.1\r\nhost: a\r\nx: {}\r\n\r\n",
+            "y".repeat(1000)
+        );
+        let mut scanned = 0;
+        let mut looked = 0;
+        for end in 1..head.len() {
+            let before = scanned;
+            assert!(
+                !head_may_be_complete(&head.as_bytes()[..end], &mut scanned),
+                "at {end}"
+            );
+            looked += end - before.saturating_sub(2).min(end);
+        }
+        assert!(
+            looked < 3 * head.len(),
+            "{looked} bytes looked at for a {}-byte head",
+            head.len()
+        );
+        assert!(head_may_be_complete(head.as_bytes(), &mut scanned));
+        let mut scanned = 0;
+        assert!(head_may_be_complete(
+            b"GET / HTTP/1.1\nhost: a\n\n",
+            &mut scanned
+        ));
+        let mut scanned = 0;
+        assert!(head_may_be_complete(b"\r\n\r\n", &mut scanned));
+        let mut scanned = 0;
+        assert!(!head_may_be_complete(
+            b"GET / HTTP/1.1\r\nhost: a\r\n",
+            &mut scanned
+        ));
+    }
+
+    #[test]
     fn bad_heads_are_named_with_their_status() {
         let e =
-            take("POST / HTTP/1.1\r\ncontent-length: 1\r\ncontent-length: 2\r\n\r\n").unwrap_err();
-        assert_eq!((e.status(), e), (400, RequestHeadError::ContentLength));
+            take("POST / HTTP/1.1\r\nhost: h\r\ncontent-length: 1\r\ncontent-length: 2\r\n\r\n")
+                .unwrap_err();
+        assert_eq!(
+            (e.status(), e),
+            (400, RequestFramingError::ContentLength.into())
+        );
         let e = take("GE(T / HTTP/1.1\r\n\r\n").unwrap_err();
         assert_eq!(e.status(), 400);
         let long = format!(

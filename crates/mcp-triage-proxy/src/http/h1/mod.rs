@@ -8,6 +8,7 @@
 pub(super) mod body;
 pub(super) mod chunked;
 pub(super) mod fields;
+pub(super) mod framing;
 pub(super) mod incoming_request;
 pub(super) mod outgoing_response;
 pub(super) mod parts;

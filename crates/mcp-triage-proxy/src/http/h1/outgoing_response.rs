@@ -92,7 +92,16 @@ pub(crate) fn encode_response_head(
         out.extend_from_slice(b"\r\n");
         ResponseFraming::Length(n)
     } else if req.http_11 {
-        out.extend_from_slice(b"transfer-encoding: chunked\r\n");
+        // Codings the body came with besides chunked stay on it: the client is told.
+        if let Some(codings) = &parts.codings {
+            put_field(
+                out,
+                "transfer-encoding",
+                &[&codings[..], b", chunked"].concat(),
+            );
+        } else {
+            out.extend_from_slice(b"transfer-encoding: chunked\r\n");
+        }
         ResponseFraming::Chunked
     } else {
         keep_alive = false;
@@ -152,6 +161,7 @@ mod tests {
             status: StatusCode::from_u16(status).unwrap(),
             reason: None,
             fields: super::super::fields::tests::fields(headers),
+            codings: None,
         }
     }
 
@@ -189,6 +199,18 @@ mod tests {
         let (text, w) = encode(&p, false, None, KEEP);
         assert!(
             text.ends_with("date: x\r\ntransfer-encoding: chunked\r\n\r\n"),
+            "{text}"
+        );
+        assert_eq!(w.framing, ResponseFraming::Chunked);
+    }
+
+    #[test]
+    fn codings_besides_chunked_are_named_to_the_client() {
+        let mut p = head(200, &[("date", "x")]);
+        p.codings = Some(bytes::Bytes::from_static(b"gzip"));
+        let (text, w) = encode(&p, false, None, KEEP);
+        assert!(
+            text.ends_with("date: x\r\ntransfer-encoding: gzip, chunked\r\n\r\n"),
             "{text}"
         );
         assert_eq!(w.framing, ResponseFraming::Chunked);

@@ -34,6 +34,10 @@ pub(crate) struct ResponseParts {
     /// gets the upstream's words (`404 Gone Fishing`).
     pub(crate) reason: Option<Bytes>,
     pub(crate) fields: Fields,
+    /// The transfer codings other than `chunked` the body came with (`gzip` of `gzip,
+    /// chunked`): the proxy passes the body on as it came, so the client's head names them
+    /// (see [`super::framing`]).
+    pub(crate) codings: Option<Bytes>,
 }
 
 impl ResponseParts {
@@ -43,6 +47,7 @@ impl ResponseParts {
             status,
             reason: None,
             fields: Fields::default(),
+            codings: None,
         };
         for &(name, value) in fields {
             head.fields.append(name, FieldValue::from_static(value));

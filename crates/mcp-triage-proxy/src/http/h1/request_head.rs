@@ -4,11 +4,11 @@
 //!
 //! The framing follows what hyper's client did when it forwarded, so an upstream sees the same
 //! bytes as before: a `Content-Length` the client sent is kept; a body whose length is known
-//! gets one; a body of unknown length is sent chunked, except after `GET`, `HEAD` and `CONNECT`,
-//! which are sent without a body.
+//! gets one; a body of unknown length is sent chunked, whatever the method (a `GET` with a
+//! chunked body gets it forwarded, as nginx forwards it: a body read from the client and not
+//! sent would be counted in the record as a request the upstream never saw).
 
 use bytes::{Bytes, BytesMut};
-use http::Method;
 
 use super::fields::{content_length, FieldValue, Known};
 use super::parts::RequestParts;
@@ -78,9 +78,6 @@ fn request_framing(
             parts.fields.insert(Known::ContentLength, value);
             RequestFraming::Length(n)
         }
-        None if matches!(parts.method, Method::GET | Method::HEAD | Method::CONNECT) => {
-            RequestFraming::Empty
-        }
         None => {
             parts.fields.remove(Known::ContentLength);
             let chunked = FieldValue::from_static("chunked");
@@ -96,7 +93,7 @@ mod tests {
 
     fn parts(method: &str, headers: &[(&str, &str)]) -> RequestParts {
         RequestParts {
-            method: Method::from_bytes(method.as_bytes()).unwrap(),
+            method: http::Method::from_bytes(method.as_bytes()).unwrap(),
             uri: http::Uri::from_static("/mcp?x=1"),
             http_11: true,
             fields: super::super::fields::tests::fields(headers),
@@ -121,7 +118,7 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_length_is_chunked_except_after_get() {
+    fn an_unknown_length_is_chunked_whatever_the_method() {
         let mut p = parts("POST", &[("host", "up:1")]);
         let (head, f) = encode(&mut p, false, None);
         assert_eq!(f, RequestFraming::Chunked);
@@ -130,7 +127,7 @@ mod tests {
             "{head}"
         );
         let mut p = parts("GET", &[("host", "up:1")]);
-        assert_eq!(encode(&mut p, false, None).1, RequestFraming::Empty);
+        assert_eq!(encode(&mut p, false, None).1, RequestFraming::Chunked);
         let mut p = parts("DELETE", &[]);
         let (head, f) = encode(&mut p, false, Some(3));
         assert_eq!(f, RequestFraming::Length(3));

@@ -6,10 +6,9 @@ use std::mem::MaybeUninit;
 use bytes::BytesMut;
 use http::StatusCode;
 
-use super::fields::{
-    connection_lists, content_length, ends_in_chunked, Fields, InvalidLength, Known, Located,
-    MAX_HEADERS,
-};
+use super::fields::{connection_lists, Fields, Located, MAX_HEADERS};
+pub(crate) use super::framing::Framing;
+use super::framing::{response_body_framing, ResponseFramingError};
 use super::parts::ResponseParts;
 
 /// The longest response head the proxy reads: a longer one fails the exchange (`502`'s cousin:
@@ -26,21 +25,12 @@ pub(crate) enum HeadError {
     TooLong,
     #[error("the response has an invalid status code {0}")]
     Status(u16),
-    #[error("the response's Content-Length is not one number: {0:?}")]
-    ContentLength(String),
+    #[error("the response head has more than {MAX_HEADERS} header lines")]
+    TooManyFields,
+    #[error(transparent)]
+    Framing(#[from] ResponseFramingError),
     #[error("the upstream switched protocols (101), which the proxy does not forward")]
     SwitchingProtocols,
-}
-
-/// How a response body's end is found (RFC 9112 §6.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Framing {
-    /// No body: a `HEAD` request's response, 1xx, 204, 304, or a length of 0.
-    Empty,
-    Length(u64),
-    Chunked,
-    /// Neither length nor chunked: the body ends when the upstream closes the connection.
-    UntilClose,
 }
 
 /// A response head as read.
@@ -76,6 +66,7 @@ pub(crate) fn take_response_head(
             return Err(HeadError::TooLong)
         }
         Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooManyFields),
         Err(e) => return Err(HeadError::Syntax(e)),
     };
     if n > MAX_HEAD_BYTES {
@@ -98,50 +89,19 @@ pub(crate) fn take_response_head(
     let reason = reason
         .map(|(s, e)| head.slice(s..e))
         .filter(|r| Some(&r[..]) != status.canonical_reason().map(str::as_bytes));
-    let fields = Fields::new(head, at);
-    let framing = framing(status, request_was_head, &fields)?;
-    let keep_alive = framing != Framing::UntilClose && keeps_alive(http_10, &fields);
+    let mut fields = Fields::new(head, at);
+    let framing = response_body_framing(status, request_was_head, &mut fields)?;
+    let keep_alive = framing.framing != Framing::UntilClose && keeps_alive(http_10, &fields);
     Ok(Some(ParsedResponse {
         parts: ResponseParts {
             status,
             reason,
             fields,
+            codings: framing.codings,
         },
-        framing,
+        framing: framing.framing,
         keep_alive,
     }))
-}
-
-/// The body's framing from the status and the headers (RFC 9112 §6.3).
-fn framing(
-    status: StatusCode,
-    request_was_head: bool,
-    fields: &Fields,
-) -> Result<Framing, HeadError> {
-    if request_was_head
-        || status.is_informational()
-        || status == StatusCode::NO_CONTENT
-        || status == StatusCode::NOT_MODIFIED
-    {
-        return Ok(Framing::Empty);
-    }
-    match ends_in_chunked(fields) {
-        Some(true) => return Ok(Framing::Chunked),
-        Some(false) => return Ok(Framing::UntilClose),
-        None => {}
-    }
-    let length = content_length(fields).map_err(|InvalidLength| {
-        let values: Vec<_> = fields
-            .get_all(Known::ContentLength)
-            .map(String::from_utf8_lossy)
-            .collect();
-        HeadError::ContentLength(format!("{values:?}"))
-    })?;
-    Ok(match length {
-        Some(0) => Framing::Empty,
-        Some(n) => Framing::Length(n),
-        None => Framing::UntilClose,
-    })
 }
 
 /// Whether the connection stays open after this response (RFC 9112 §9.3).
@@ -185,6 +145,19 @@ mod tests {
         );
         let r = parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n");
         assert_eq!(r.framing, Framing::Chunked);
+        assert_eq!(r.parts.codings.as_deref(), Some(&b"gzip"[..]));
+        let r = parse("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n");
+        assert_eq!(
+            r.framing,
+            Framing::Chunked,
+            "Transfer-Encoding overrides the length"
+        );
+        assert_eq!(
+            r.parts
+                .fields
+                .get(super::super::fields::Known::ContentLength),
+            None
+        );
         let r = parse("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n");
         assert_eq!(r.framing, Framing::UntilClose);
         assert!(!r.keep_alive);
@@ -231,12 +204,17 @@ mod tests {
         ));
         assert!(matches!(
             err("HTTP/1.1 200 OK\r\ncontent-length: 1, 2\r\n\r\n"),
-            HeadError::ContentLength(_)
+            HeadError::Framing(ResponseFramingError::ContentLength(_))
         ));
         assert!(matches!(
             err("HTTP/1.1 200 OK\r\ncontent-length: -1\r\n\r\n"),
-            HeadError::ContentLength(_)
+            HeadError::Framing(ResponseFramingError::ContentLength(_))
         ));
+        let many: String = (0..=MAX_HEADERS).map(|i| format!("x{i}: 1\r\n")).collect();
+        assert_eq!(
+            err(&format!("HTTP/1.1 200 OK\r\n{many}\r\n")),
+            HeadError::TooManyFields
+        );
         assert_eq!(
             err("HTTP/1.1 101 Switching Protocols\r\n\r\n"),
             HeadError::SwitchingProtocols
