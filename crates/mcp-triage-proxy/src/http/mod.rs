@@ -68,6 +68,11 @@ mod upstream_body;
 mod upstream_io;
 
 pub(crate) use errors::error_chain;
+/// The HTTP/1.1 parsers' invariants for the fuzz targets and the corpus test (not an API).
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use super::h1::fuzzing::{chunked_body, request_head, response_head};
+}
 pub use options::{
     HostCheck, ProxyError, ProxyOptions, DEFAULT_BODY_DEADLINE, DEFAULT_BODY_READ_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_RESPONSE_TIMEOUT, DEFAULT_SPIN,

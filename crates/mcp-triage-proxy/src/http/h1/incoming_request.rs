@@ -421,6 +421,18 @@ mod tests {
         );
         let e = take("GE(T / HTTP/1.1\r\n\r\n").unwrap_err();
         assert_eq!(e.status(), 400);
+        // RFC 9112 §5.1, §5.2: no white space before the colon, no obs-fold, no NUL or bare CR.
+        for bad in [
+            "GET / HTTP/1.1\r\nhost : a\r\n\r\n",
+            "GET / HTTP/1.1\r\nhost: a\r\nx: 1\r\n folded\r\n\r\n",
+            "GET / HTTP/1.1\r\nhost: a\r\nx: 1\x002\r\n\r\n",
+            "GET / HTTP/1.1\r\nhost: a\r\nx: 1\r2\r\n\r\n",
+            "GET / HTTP/2.0\r\nhost: a\r\n\r\n",
+        ] {
+            let e = take(bad).unwrap_err();
+            assert!(matches!(e, RequestHeadError::Syntax(_)), "{bad:?}: {e:?}");
+            assert_eq!(e.status(), 400);
+        }
         let long = format!(
             "GET / HTTP/1.1\r\nx: {}\r\n\r\n",
             "a".repeat(MAX_HEAD_BYTES)

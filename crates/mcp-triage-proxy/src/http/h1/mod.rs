@@ -9,6 +9,7 @@ pub(super) mod body;
 pub(super) mod chunked;
 pub(super) mod fields;
 pub(super) mod framing;
+pub(super) mod fuzzing;
 pub(super) mod incoming_request;
 pub(super) mod outgoing_response;
 pub(super) mod parts;
