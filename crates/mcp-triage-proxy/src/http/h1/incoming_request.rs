@@ -72,9 +72,11 @@ impl RequestHeadError {
 /// parsed again from its start on every read (which made one 60 KB head cost a second of CPU).
 /// True when an empty line (CRLF CRLF, or LF LF as httparse also takes) is in `buf`.
 pub(crate) fn head_may_be_complete(buf: &[u8], scanned: &mut usize) -> bool {
+    // An LF in the last two bytes may end the head once more bytes come: searched again.
     let from = scanned.saturating_sub(2).min(buf.len());
-    let found = buf[from..].windows(2).enumerate().any(|(i, w)| {
-        w == b"\n\n" || (w == b"\r\n" && i + from >= 1 && buf[i + from - 1] == b'\n')
+    let found = memchr::memchr_iter(b'\n', &buf[from..]).any(|i| {
+        let after = &buf[from + i + 1..];
+        after.first() == Some(&b'\n') || after.starts_with(b"\r\n")
     });
     *scanned = if found { 0 } else { buf.len() };
     found || buf.len() > MAX_HEAD_BYTES
