@@ -562,13 +562,16 @@ int32_t mcpt_verdict_status(const struct McptVerdict *v);
 int32_t mcpt_verdict_jsonrpc_code(const struct McptVerdict *v, int64_t *code);
 
 /**
- * The server's `Retry-After` in milliseconds (the verdict's `retryAfterMs`); -1 when none and
- * for NULL (saturates at INT64_MAX).
+ * The server's `Retry-After` in milliseconds (the verdict's `retryAfterMs`): 1 and `*ms` set
+ * when present, else 0 and `*ms` untouched (also for NULL). `ms` may be NULL (then only
+ * presence is answered). Unsigned, as the core keeps it: an absurd `Retry-After` saturates at
+ * UINT64_MAX, the very number the JSON text and the CLI print (a signed getter would have to
+ * say another one).
  *
  * # Safety
- * `v` is NULL or a live verdict from this library.
+ * `v` is NULL or a live verdict from this library; `ms` is NULL or writable.
  */
-int64_t mcpt_verdict_retry_after_ms(const struct McptVerdict *v);
+int32_t mcpt_verdict_retry_after_ms(const struct McptVerdict *v, uint64_t *ms);
 
 /**
  * The verdict as JSON text: exactly the bytes `mcp-triage classify --format json` prints for
