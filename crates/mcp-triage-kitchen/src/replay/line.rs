@@ -42,9 +42,18 @@ pub enum LineError {
         /// 1-based column of the text where reading stopped.
         column: usize,
     },
-    /// `status` is missing or not a number in 100-999.
-    #[error("\"status\" is not an HTTP status (100-999)")]
+    /// `status` is missing or not a non-negative integer.
+    #[error("\"status\" is not an HTTP status (an integer, 200-599)")]
     StatusNotHttp,
+    /// `status` is a number HTTP does not define as a status (RFC 9110 §15: 100-599). hyper
+    /// would send it as `999 <none>`, a status line no client should have to read.
+    #[error(
+        "\"status\" {status} is not an HTTP status (RFC 9110: 100-599), which replay cannot serve"
+    )]
+    StatusOutOfRange {
+        /// The captured number.
+        status: u64,
+    },
     /// `status` is an informational head, which replay cannot serve.
     #[error("\"status\" {status} is an informational (1xx) response, which replay cannot serve")]
     StatusInformational {
@@ -201,13 +210,15 @@ fn parse_line(
     })
 }
 
-/// `status`: a final HTTP status (200-999).
+/// `status`: a final HTTP status (200-599).
 fn status_of(status: Option<&Value>) -> Result<u16, LineError> {
     let status = status
         .and_then(Value::as_u64)
-        .and_then(|s| u16::try_from(s).ok())
-        .filter(|s| (100..=999).contains(s))
         .ok_or(LineError::StatusNotHttp)?;
+    let status = u16::try_from(status)
+        .ok()
+        .filter(|s| (100..=599).contains(s))
+        .ok_or(LineError::StatusOutOfRange { status })?;
     if status < 200 {
         // An informational head is not an answer: served as a final status it was an empty
         // reply, and hyper cannot send a 101 switch the kitchen does not perform.
@@ -559,6 +570,31 @@ mod tests {
         let e = Capture::parse(text).unwrap_err().to_string();
         assert!(
             e.starts_with("capture line 2: \"status\" 101 is an informational"),
+            "{e}"
+        );
+    }
+
+    /// A status HTTP does not define (RFC 9110 §15: 100-599) was served as `999 <none>`: now
+    /// refused at load, naming the line and the status.
+    #[test]
+    fn status_outside_http_is_refused_at_load() {
+        for status in [600, 999, 1000, 70_000, 0] {
+            let text = format!(
+                "{{\"status\":200,\"method\":\"ping\"}}\n{{\"status\":{status},\"method\":\"ping\"}}\n"
+            );
+            let e = Capture::parse(text.as_bytes()).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!(
+                    "capture line 2: \"status\" {status} is not an HTTP status"
+                )),
+                "{e}"
+            );
+        }
+        let ok = b"{\"status\":599,\"method\":\"ping\"}\n";
+        assert_eq!(Capture::parse(ok).unwrap().exchanges[0].status, 599);
+        let e = Capture::parse(b"{\"status\":\"200\",\"method\":\"ping\"}").unwrap_err();
+        assert!(
+            e.to_string().contains("\"status\" is not an HTTP status"),
             "{e}"
         );
     }
