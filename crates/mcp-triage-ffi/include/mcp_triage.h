@@ -263,7 +263,8 @@ typedef struct McptRecordFields {
    */
   double duration_ms;
   /**
-   * `path`: the request target as received (path and query).
+   * `path`: the request target as received (path and query); written with query secrets
+   * redacted.
    */
   const uint8_t *path;
   /**
@@ -427,7 +428,9 @@ int32_t mcpt_verdict_no_response(int32_t kind, const char *reason, struct McptVe
 /**
  * Writes the JSON line of one exchange (no newline, no NUL) into `buf` (`cap` bytes; NULL only
  * with `cap` 0): `recordId`, `time`, `durationMs`, `kind` "request", `transport` "http",
- * `httpMethod` "POST", `path`, `method` "tools/call", `id` and `tool` (from the request),
+ * `httpMethod` "POST", `path` (the value of every secret query parameter, `access_token` and
+ * the rest of the proxy's list, written `REDACTED` as the proxy's records write it), `method`
+ * "tools/call", `id` and `tool` (from the request),
  * `sessionId`, `protocolVersion`, `httpStatuses`, `outcome`, `layer`, `classified` true,
  * `verdict` (the bytes of `mcpt_verdict_json`), `requestBytes`, `responseBytes`, `cancelled`.
  *
