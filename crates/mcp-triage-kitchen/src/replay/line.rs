@@ -187,11 +187,12 @@ fn parse_line(
     let headers = headers_of(&raw)?;
     let (head_ms, chunks) = delays_of(raw.head_ms.as_ref(), chunks, limits.max_delay_ms)?;
     let end = end_of(&raw)?;
+    let keep = limits.keep_for_readers;
     Ok(CapturedExchange {
         line,
         seq,
         key,
-        request: request_body,
+        request: request_body.filter(|_| keep),
         path: request.and_then(CapturedRequest::path_of).map(path_only),
         status,
         headers,
@@ -206,7 +207,11 @@ fn parse_line(
             .as_ref()
             .and_then(Value::as_str)
             .map(str::to_owned),
-        text: text.to_string(),
+        text: if keep {
+            text.to_string()
+        } else {
+            String::new()
+        },
     })
 }
 
@@ -493,6 +498,49 @@ mod tests {
             e.to_string(),
             "capture line 1: \"chunks\" has more than 3 entries (raise --replay-max-chunks) at line 1 column 64"
         );
+    }
+
+    /// Issue 41 (replay peaked at ~6x the file): a capture read for serving only keeps no
+    /// second copy of its lines and no request trees, and serves the same exchanges; the file
+    /// is read a line at a time, with the same answers as the text parsed whole.
+    #[test]
+    fn a_capture_read_for_serving_keeps_one_copy() {
+        let text = include_str!("../../../mcp-triage-wire/tests/data/capture-v1.jsonl");
+        let with_crlf_and_blanks = format!("\n{}\r\n\n", text.replace('\n', "\r\n\n"));
+        let path = std::env::temp_dir().join(format!("m41-capture-{}.jsonl", std::process::id()));
+        std::fs::write(&path, &with_crlf_and_blanks).unwrap();
+        let all = Capture::read_with(&path, &CaptureLimits::default()).unwrap();
+        let serving = CaptureLimits {
+            keep_for_readers: false,
+            ..CaptureLimits::default()
+        };
+        let lean = Capture::read_with(&path, &serving).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let whole = Capture::parse(text.as_bytes()).unwrap();
+        assert_eq!(all.exchanges.len(), whole.exchanges.len());
+        assert_eq!(lean.exchanges.len(), whole.exchanges.len());
+        assert!(whole.exchanges.iter().any(|x| x.request.is_some()));
+        for ((a, l), w) in all
+            .exchanges
+            .iter()
+            .zip(&lean.exchanges)
+            .zip(&whole.exchanges)
+        {
+            assert_eq!((&a.key, &a.body, &a.text), (&w.key, &w.body, &w.text));
+            assert_eq!(a.request, w.request);
+            assert_eq!(
+                (&l.key, &l.body, &l.headers, l.status),
+                (&w.key, &w.body, &w.headers, w.status)
+            );
+            assert!(l.text.is_empty() && l.request.is_none(), "line {}", l.line);
+        }
+        // the byte bound holds while reading, for a text as for a file
+        let small = CaptureLimits {
+            max_bytes: 10,
+            ..CaptureLimits::default()
+        };
+        let e = Capture::parse_with(text.as_bytes(), &small).unwrap_err();
+        assert!(matches!(e, CaptureError::TooLarge { max: 10, .. }), "{e}");
     }
 
     /// Lines the proxy wrote (the capture format's golden file) load as the format reads them.

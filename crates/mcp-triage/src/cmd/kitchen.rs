@@ -216,6 +216,8 @@ impl From<KitchenArgs> for KitchenConfig {
                 max_chunks: args.replay_max_chunks,
                 max_body_bytes: args.replay_max_body,
                 max_delay_ms: args.replay_max_delay,
+                // the kitchen only serves: the line texts and request trees are the judge's
+                keep_for_readers: false,
             },
             options: ReplayOptions {
                 speed: args.replay_speed,
