@@ -14,6 +14,12 @@
       over the limit) passes as it does directly and writes no line
   check.py streaming URL_NGINX
       the first SSE bytes of a slow stream arrive through nginx while the upstream holds it open
+  check.py upstream PORT
+      a hostile upstream on 127.0.0.1:PORT (runs until killed): the answers `hostile` sends for
+  check.py hostile URL_NGINX URL_PROXY NGX_LOG PRX_LOG
+      issue 41: many WWW-Authenticate and Retry-After lines give nginx the proxy's verdict; query
+      secrets are redacted in nginx's line as in the proxy's record; a head too big for
+      proxy_buffer_size is recorded as that, not as an upstream close
 
 Why a separate file: the comparisons need JSON and a parser; bash would hide the logic.
 """
@@ -310,6 +316,92 @@ def check_streaming(via):
     print(f"streaming: first SSE bytes after {t_first * 1000:.0f} ms, stream ended after {t_end * 1000:.0f} ms")
 
 
+# The hostile upstream's answers (issue 41). More WWW-Authenticate and Retry-After lines than
+# the modules once had slots for (7): the Bearer challenge a client must act on comes last, the
+# first Retry-After is the one the core reads.
+CHALLENGES = ([("Retry-After", "7")] + [("Retry-After", "1")] * 8
+              + [("WWW-Authenticate", f'Basic realm="r{i}"') for i in range(8)]
+              + [("WWW-Authenticate", 'Bearer resource_metadata="http://127.0.0.1/.well-known/'
+                  'oauth-protected-resource", scope="mcp"')])
+BIG_HEAD = 16384  # over the 4k proxy_buffer_size of the templates, under the proxy's 256 KiB
+
+
+def serve_upstream(port):
+    import http.server
+
+    class Hostile(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            try:
+                id_ = json.loads(body).get("id")
+            except (ValueError, AttributeError):
+                id_ = None
+            path = urllib.parse.urlsplit(self.path).path
+            status, fields = 200, []
+            if path == "/challenges":
+                status, fields = 401, CHALLENGES
+            elif path == "/big-head":
+                fields = [("X-Pad", "a" * BIG_HEAD)]
+            out = json.dumps({"jsonrpc": "2.0", "id": id_, "result": {"content": []}}).encode()
+            self.send_response(status)
+            for name, value in fields:
+                self.send_header(name, value)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+    http.server.ThreadingHTTPServer(("127.0.0.1", int(port)), Hostile).serve_forever()
+
+
+def line_for(log, tag):
+    lines = [r for r in read_jsonl(log) if exchange_record(r) and f"instance={tag}" in r["path"]]
+    if len(lines) != 1:
+        fail(f"hostile {tag}: {len(lines)} lines in {log}, want 1")
+    return lines[0]
+
+
+def check_hostile(via_ngx, via_prx, ngx_log, prx_log):
+    secret = "access_token=SECRET-A&Client_Secret=SECRET-B"
+    got = {}
+    for base, side in ((via_ngx, "nginx"), (via_prx, "proxy")):
+        for path, tag in (("/challenges", "h-ch"), ("/mcp", "h-q"), ("/big-head", "h-big")):
+            query = f"instance={tag}" + (f"&{secret}" if tag == "h-q" else "")
+            body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                               "params": {"name": "t", "arguments": {}, "_meta": MODERN}}).encode()
+            try:
+                got[side, tag] = post_raw(f"{base}{path}?{query}", body)[0]
+            except (ConnectionError, urllib.error.URLError) as e:
+                got[side, tag] = f"no response ({e})"
+    time.sleep(1)
+    ngx = {t: line_for(ngx_log, t) for t in ("h-ch", "h-q", "h-big")}
+    prx = {t: line_for(prx_log, t) for t in ("h-ch", "h-q")}
+    # a: every WWW-Authenticate and Retry-After line reaches the classifier, as in the proxy
+    v = ngx["h-ch"]["verdict"]
+    if v != prx["h-ch"]["verdict"]:
+        fail(f"hostile challenges: nginx's verdict {v} != the proxy's {prx['h-ch']['verdict']}")
+    if (v.get("authChallenge") or {}).get("scheme") != "Bearer" or v.get("retryAfterMs") != 7000:
+        fail(f"hostile challenges: the Bearer challenge (9th line) or the first Retry-After is lost: {v}")
+    # b: query secrets redacted as the proxy redacts them
+    if ngx["h-q"]["path"] != prx["h-q"]["path"] or "SECRET" in open(ngx_log, encoding="utf-8").read():
+        fail(f"hostile query: nginx logged {ngx['h-q']['path']}, the proxy {prx['h-q']['path']}")
+    # c: a head over proxy_buffer_size: nginx's 502, recorded as that limit, not an upstream close
+    big = ngx["h-big"]
+    detail = big["verdict"].get("detail", "")
+    if got["nginx", "h-big"] != 502 or big["httpStatuses"] != [502] or "proxy_buffer_size" not in detail \
+            or "too big header" not in detail:
+        fail(f"hostile big head: client got {got['nginx', 'h-big']}, nginx logged {big}")
+    if got["proxy", "h-big"] != 200:
+        fail(f"hostile big head: the proxy (256 KiB limit) answered {got['proxy', 'h-big']}")
+    print(f"hostile: {len(CHALLENGES)} challenge lines give the proxy's verdict; query secrets"
+          f" {ngx['h-q']['path']}; a {BIG_HEAD}-byte head: {detail}")
+
+
 def main(argv):
     cmds = {"outcomes": (check_outcomes, 6), "metrics": (check_metrics, 4)}
     if len(argv) >= 2 and argv[1] in cmds and len(argv) == 2 + cmds[argv[1]][1]:
@@ -320,6 +412,10 @@ def main(argv):
         check_passthrough(*argv[2:])
     elif len(argv) == 3 and argv[1] == "streaming":
         check_streaming(argv[2])
+    elif len(argv) == 3 and argv[1] == "upstream":
+        serve_upstream(argv[2])
+    elif len(argv) == 6 and argv[1] == "hostile":
+        check_hostile(*argv[2:])
     else:
         fail("usage: see the docstring of integrations/nginx/check.py")
 

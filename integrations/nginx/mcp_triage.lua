@@ -100,6 +100,9 @@ local cfg = {        -- defaults; init() overrides
   so_path = "libmcp_triage_ffi.so",
   max_body_bytes = 1048576,  -- request bodies larger than this pass unclassified
   read_timeout_ms = 60000,   -- nginx's proxy_read_timeout: silence this long = TIMED_OUT
+  -- nginx's proxy_buffer_size (default one memory page, 4k here): an upstream head that filled
+  -- it is nginx's "upstream sent too big header", recorded as such (see no_upstream_head)
+  proxy_buffer_size = 4096,
   limits_json = nil,         -- the core's Limits as camelCase JSON (nil = defaults)
   dict = "mcp_triage",       -- lua_shared_dict of the metrics
   server = "upstream",       -- the `server` label, the upstream's authority
@@ -187,7 +190,8 @@ local function last_of(list)
 end
 
 -- nginx answered itself because the upstream sent no response head: the call has no response
--- to classify. Returns the interruption kind and reason, or nil when the upstream answered.
+-- to classify. Returns the interruption kind and reason (and true when nginx refused a head too
+-- big for proxy_buffer_size), or nil when the upstream answered.
 local function no_upstream_head(status)
   if status < 500 or last_of(ngx.var.upstream_header_time) ~= "-" then return nil end
   if status == 504 then
@@ -196,12 +200,20 @@ local function no_upstream_head(status)
   if last_of(ngx.var.upstream_connect_time) == "-" then
     return INTERRUPT_CONNECTION_LOST, "nginx could not connect to the upstream (nginx " .. status .. ")"
   end
+  -- the head filled nginx's header buffer without ending ("upstream sent too big header"):
+  -- nginx read exactly proxy_buffer_size bytes then; any other failure leaves it short of full
+  if (tonumber(last_of(ngx.var.upstream_bytes_received)) or 0) >= cfg.proxy_buffer_size then
+    return INTERRUPT_CONNECTION_LOST, "the upstream's response head is larger than proxy_buffer_size ("
+      .. cfg.proxy_buffer_size .. " bytes; nginx: upstream sent too big header, answered " .. status .. ")",
+      true
+  end
   return INTERRUPT_CONNECTION_LOST, "the upstream closed the connection before a response head"
 end
 
 -- Reused for every call (a worker runs one Lua call at a time and the library copies what it
 -- keeps): no allocation per response for the header array and the options.
-local static_headers = ffi.new("McptHeader[?]", 8)
+local header_slots = 8  -- grows (doubling) for a response with more classified headers
+local static_headers = ffi.new("McptHeader[?]", header_slots)
 local opts = ffi.new("McptCallOptions")
 
 -- The response headers the core reads (ResponseClassifier::new in
@@ -210,12 +222,20 @@ local opts = ffi.new("McptCallOptions")
 -- costs far less than the table of all of them ngx.resp.get_headers() builds.
 local CLASSIFIED_HEADERS = { "content-type", "retry-after", "www-authenticate" }
 
--- Adds header `name` (`value`: nil, a string, or a table of repeated values) at arr[n..];
--- returns the new count. Stops at the array's 8 slots (the core reads one value of the first two).
-local function put_header(arr, n, name, value)
+-- Adds header `name` (`value`: nil, a string, or a table of repeated values) at
+-- static_headers[n..]; returns the new count. Every value goes in (a response may carry many
+-- WWW-Authenticate lines, and the Bearer challenge a client must act on may be the last): the
+-- array doubles when full, and the larger one is kept for the worker's later responses.
+local function put_header(n, name, value)
   if type(value) == "table" then
-    for _, v in ipairs(value) do n = put_header(arr, n, name, v) end
-  elseif value ~= nil and n < 8 then
+    for _, v in ipairs(value) do n = put_header(n, name, v) end
+  elseif value ~= nil then
+    if n >= header_slots then
+      local bigger = ffi.new("McptHeader[?]", header_slots * 2)
+      ffi.copy(bigger, static_headers, ffi.sizeof("McptHeader") * header_slots)
+      static_headers, header_slots = bigger, header_slots * 2
+    end
+    local arr = static_headers
     arr[n].name, arr[n].name_len, arr[n].value, arr[n].value_len = name, #name, value, #value
     n = n + 1
   end
@@ -231,7 +251,7 @@ local function header_array()
     local name = CLASSIFIED_HEADERS[i]
     local value = h[name]
     keep[i] = value
-    n = put_header(static_headers, n, name, value)
+    n = put_header(n, name, value)
   end
   return static_headers, n, keep
 end
@@ -241,10 +261,11 @@ function _M.header_filter()
   local m = ngx.ctx.mcp
   if not m then return end
   local status = ngx.status
-  local kind, reason = no_upstream_head(status)
+  local kind, reason, too_big = no_upstream_head(status)
   if kind then
     m.no_head = { kind = kind, reason = reason, status = status }
-    if kind == INTERRUPT_CONNECTION_LOST and cfg.close_on_upstream_loss
+    -- a head too big is nginx's refusal, not a loss: nginx's 502 goes out
+    if kind == INTERRUPT_CONNECTION_LOST and cfg.close_on_upstream_loss and not too_big
         and last_of(ngx.var.upstream_connect_time) ~= "-" then
       m.no_head.status = nil -- nothing is sent: the client's connection is closed
       return ngx.exit(ngx.ERROR)

@@ -64,8 +64,24 @@ python3 "$here/check.py" same-bytes "http://127.0.0.1:$kp" "http://127.0.0.1:$np
   baseline errors.tool_error errors.jsonrpc_error errors.malformed_payload sse.keepalive
 python3 "$here/check.py" passthrough "http://127.0.0.1:$kp" "http://127.0.0.1:$np" "$out/nginx.jsonl" 65536
 python3 "$here/check.py" streaming "http://127.0.0.1:$np"
+# issue 41: a hostile upstream (check.py upstream) behind a second nginx and a second proxy
+hp=$(free_port) hn=$(free_port) hm=$(free_port) hx=$(free_port)
+python3 "$here/check.py" upstream "$hp" >"$out/hostile.log" 2>&1 &
+pids+=($!)
+wait_port "$hp" "hostile upstream" "$out/hostile.log"
+"$here/run.sh" --listen "127.0.0.1:$hn" --upstream "http://127.0.0.1:$hp" --log "$out/nginx-hostile.jsonl" \
+  --so "$so" --metrics "127.0.0.1:$hm" --prefix "$out/nginx-hostile" "${module_args[@]}" >"$out/nginx-hostile.out" 2>&1 &
+pids+=($!)
+wait_port "$hn" "nginx (hostile)" "$out/nginx-hostile.out"
+"$bin" proxy --listen "127.0.0.1:$hx" --upstream "http://127.0.0.1:$hp" --log "$out/proxy-hostile.jsonl" \
+  >"$out/proxy-hostile.out" 2>&1 &
+pids+=($!)
+wait_port "$hx" "proxy (hostile)" "$out/proxy-hostile.out"
+python3 "$here/check.py" hostile "http://127.0.0.1:$hn" "http://127.0.0.1:$hx" \
+  "$out/nginx-hostile.jsonl" "$out/proxy-hostile.jsonl"
 # the module never broke a request: no Lua error in nginx's error log
-if grep -E "lua entry thread aborted|failed to run|runtime error|mcp_triage: .*failed" "$out/nginx/error.log" >&2; then
+if grep -E "lua entry thread aborted|failed to run|runtime error|mcp_triage: .*failed" \
+    "$out/nginx/error.log" "$out/nginx-hostile/error.log" >&2; then
   echo "FAIL: Lua errors in nginx's error log (above)" >&2; exit 1
 fi
 echo "nginx module ($variant): all checks passed"

@@ -263,7 +263,8 @@ typedef struct McptRecordFields {
    */
   double duration_ms;
   /**
-   * `path`: the request target as received (path and query).
+   * `path`: the request target as received (path and query); written with query secrets
+   * redacted.
    */
   const uint8_t *path;
   /**
@@ -427,7 +428,9 @@ int32_t mcpt_verdict_no_response(int32_t kind, const char *reason, struct McptVe
 /**
  * Writes the JSON line of one exchange (no newline, no NUL) into `buf` (`cap` bytes; NULL only
  * with `cap` 0): `recordId`, `time`, `durationMs`, `kind` "request", `transport` "http",
- * `httpMethod` "POST", `path`, `method` "tools/call", `id` and `tool` (from the request),
+ * `httpMethod` "POST", `path` (the value of every secret query parameter, `access_token` and
+ * the rest of the proxy's list, written `REDACTED` as the proxy's records write it), `method`
+ * "tools/call", `id` and `tool` (from the request),
  * `sessionId`, `protocolVersion`, `httpStatuses`, `outcome`, `layer`, `classified` true,
  * `verdict` (the bytes of `mcpt_verdict_json`), `requestBytes`, `responseBytes`, `cancelled`.
  *
@@ -562,13 +565,16 @@ int32_t mcpt_verdict_status(const struct McptVerdict *v);
 int32_t mcpt_verdict_jsonrpc_code(const struct McptVerdict *v, int64_t *code);
 
 /**
- * The server's `Retry-After` in milliseconds (the verdict's `retryAfterMs`); -1 when none and
- * for NULL (saturates at INT64_MAX).
+ * The server's `Retry-After` in milliseconds (the verdict's `retryAfterMs`): 1 and `*ms` set
+ * when present, else 0 and `*ms` untouched (also for NULL). `ms` may be NULL (then only
+ * presence is answered). Unsigned, as the core keeps it: an absurd `Retry-After` saturates at
+ * UINT64_MAX, the very number the JSON text and the CLI print (a signed getter would have to
+ * say another one).
  *
  * # Safety
- * `v` is NULL or a live verdict from this library.
+ * `v` is NULL or a live verdict from this library; `ms` is NULL or writable.
  */
-int64_t mcpt_verdict_retry_after_ms(const struct McptVerdict *v);
+int32_t mcpt_verdict_retry_after_ms(const struct McptVerdict *v, uint64_t *ms);
 
 /**
  * The verdict as JSON text: exactly the bytes `mcp-triage classify --format json` prints for

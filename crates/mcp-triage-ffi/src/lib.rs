@@ -57,6 +57,7 @@ mod args;
 mod classifier;
 mod error;
 mod no_response;
+pub mod query;
 mod record;
 mod request;
 mod retry;

@@ -30,7 +30,8 @@ pub struct McptRecordFields {
     /// `durationMs`: from the request's arrival to the end of the response (finite); written
     /// with 3 decimals.
     pub duration_ms: f64,
-    /// `path`: the request target as received (path and query).
+    /// `path`: the request target as received (path and query); written with query secrets
+    /// redacted.
     pub path: *const u8,
     /// Its length in bytes.
     pub path_len: usize,
@@ -286,7 +287,11 @@ unsafe fn line(w: &mut Sink, r: &McptRequest, v: &Verdict, f: &McptRecordFields)
     w.put(b",\"durationMs\":");
     w.millis(f.duration_ms);
     w.put(b",\"kind\":\"request\",\"transport\":\"http\",\"httpMethod\":\"POST\",\"path\":");
-    string(w, &unsafe { lossy("path", f.path, f.path_len) }?);
+    // query secrets (`?access_token=…`) redacted as the proxy's records redact them
+    string(
+        w,
+        &crate::query::redact_query(&unsafe { lossy("path", f.path, f.path_len) }?),
+    );
     w.put(b",\"method\":\"tools/call\",\"id\":");
     match r.id() {
         RequestId::Number(n) => w.int(*n),
@@ -316,7 +321,9 @@ unsafe fn line(w: &mut Sink, r: &McptRequest, v: &Verdict, f: &McptRecordFields)
 
 /// Writes the JSON line of one exchange (no newline, no NUL) into `buf` (`cap` bytes; NULL only
 /// with `cap` 0): `recordId`, `time`, `durationMs`, `kind` "request", `transport` "http",
-/// `httpMethod` "POST", `path`, `method` "tools/call", `id` and `tool` (from the request),
+/// `httpMethod` "POST", `path` (the value of every secret query parameter, `access_token` and
+/// the rest of the proxy's list, written `REDACTED` as the proxy's records write it), `method`
+/// "tools/call", `id` and `tool` (from the request),
 /// `sessionId`, `protocolVersion`, `httpStatuses`, `outcome`, `layer`, `classified` true,
 /// `verdict` (the bytes of `mcpt_verdict_json`), `requestBytes`, `responseBytes`, `cancelled`.
 ///

@@ -198,17 +198,27 @@ pub unsafe extern "C" fn mcpt_verdict_jsonrpc_code(v: *const McptVerdict, code: 
     })
 }
 
-/// The server's `Retry-After` in milliseconds (the verdict's `retryAfterMs`); -1 when none and
-/// for NULL (saturates at INT64_MAX).
+/// The server's `Retry-After` in milliseconds (the verdict's `retryAfterMs`): 1 and `*ms` set
+/// when present, else 0 and `*ms` untouched (also for NULL). `ms` may be NULL (then only
+/// presence is answered). Unsigned, as the core keeps it: an absurd `Retry-After` saturates at
+/// UINT64_MAX, the very number the JSON text and the CLI print (a signed getter would have to
+/// say another one).
 ///
 /// # Safety
-/// `v` is NULL or a live verdict from this library.
+/// `v` is NULL or a live verdict from this library; `ms` is NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn mcpt_verdict_retry_after_ms(v: *const McptVerdict) -> i64 {
-    guard_value("mcpt_verdict_retry_after_ms", -1, || {
-        unsafe { McptVerdict::get(v) }
-            .and_then(|v| v.retry_after_ms)
-            .map_or(-1, |ms| i64::try_from(ms).unwrap_or(i64::MAX))
+pub unsafe extern "C" fn mcpt_verdict_retry_after_ms(v: *const McptVerdict, ms: *mut u64) -> i32 {
+    guard_value("mcpt_verdict_retry_after_ms", 0, || {
+        match unsafe { McptVerdict::get(v) }.and_then(|v| v.retry_after_ms) {
+            Some(wait) => {
+                if !ms.is_null() {
+                    // SAFETY: the caller's contract.
+                    unsafe { ms.write(wait) };
+                }
+                1
+            }
+            None => 0,
+        }
     })
 }
 
@@ -309,15 +319,58 @@ mod tests {
         let null = std::ptr::null();
         let mut len = 99usize;
         let mut code = 7i64;
+        let mut wait = 9u64;
         unsafe {
             assert_eq!(mcpt_verdict_layer(null), 0);
             assert_eq!(mcpt_verdict_outcome(null), 0);
             assert_eq!(mcpt_verdict_status(null), 0);
             assert_eq!(mcpt_verdict_jsonrpc_code(null, &mut code), 0);
-            assert_eq!(mcpt_verdict_retry_after_ms(null), -1);
+            assert_eq!(mcpt_verdict_retry_after_ms(null, &mut wait), 0);
             assert!(mcpt_verdict_json(null, &mut len).is_null());
             mcpt_verdict_free(std::ptr::null_mut());
         }
-        assert_eq!((len, code), (0, 7));
+        assert_eq!((len, code, wait), (0, 7, 9));
+    }
+
+    /// A 429 whose `Retry-After` overflows: the core saturates at `u64::MAX` (the CLI prints
+    /// 18446744073709551615); the getter and the JSON text must say the same number.
+    fn huge_retry_after() -> *mut McptVerdict {
+        let (name, value) = ("retry-after", "99999999999999999999");
+        let h = crate::McptHeader {
+            name: name.as_ptr(),
+            name_len: name.len(),
+            value: value.as_ptr(),
+            value_len: value.len(),
+        };
+        let mut v = std::ptr::null_mut();
+        let rc = unsafe {
+            crate::mcpt_classify(429, &h, 1, std::ptr::null(), 0, std::ptr::null(), &mut v)
+        };
+        assert_eq!(rc, crate::MCPT_OK);
+        v
+    }
+
+    fn json_retry_after(v: *const McptVerdict) -> u64 {
+        let text = unsafe { CStr::from_ptr(mcpt_verdict_json(v, std::ptr::null_mut())) };
+        let json: serde_json::Value = serde_json::from_slice(text.to_bytes()).unwrap();
+        json["retryAfterMs"]
+            .as_u64()
+            .expect("retryAfterMs is an unsigned integer")
+    }
+
+    #[test]
+    fn saturated_retry_after_is_one_number_in_the_getter_and_the_json() {
+        let v = huge_retry_after();
+        let from_json = json_retry_after(v);
+        let mut got = 0u64;
+        let present = unsafe { mcpt_verdict_retry_after_ms(v, &mut got) };
+        let present_without_out = unsafe { mcpt_verdict_retry_after_ms(v, std::ptr::null_mut()) };
+        unsafe { mcpt_verdict_free(v) };
+        assert_eq!(
+            from_json,
+            u64::MAX,
+            "the core's saturated value, as the CLI prints it"
+        );
+        assert_eq!((present, present_without_out, got), (1, 1, from_json));
     }
 }

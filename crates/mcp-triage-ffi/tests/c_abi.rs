@@ -190,7 +190,9 @@ fn cli_lines(file: &Path) -> Option<Vec<String>> {
 fn expected_line(c: &Case) -> String {
     let v = &c.verdict;
     let code = v.code.map_or("-".to_string(), |c| c.to_string());
-    let retry_after = v.retry_after_ms.map_or(-1, |ms| ms as i64);
+    let retry_after = v
+        .retry_after_ms
+        .map_or("-".to_string(), |ms| ms.to_string());
     let input = RetryInput {
         verdict: v,
         tool: "",

@@ -32,14 +32,19 @@ pub struct Instance {
 }
 
 impl Instance {
-    /// A fresh instance with counters at zero.
-    pub fn new(key: String, scenario: &'static dyn Scenario, given_params: Value) -> Instance {
+    /// A fresh instance with counters at zero, its idempotency keys in `idempotency`.
+    pub fn new(
+        key: String,
+        scenario: &'static dyn Scenario,
+        given_params: Value,
+        idempotency: crate::idempotency::Keys,
+    ) -> Instance {
         let params = Params::resolve(scenario.info(), &given_params);
         Instance {
             key,
             scenario,
             given_params,
-            state: Arc::new(InstanceState::new(params)),
+            state: Arc::new(InstanceState::new(params, idempotency)),
             last_used: AtomicU64::new(0),
         }
     }

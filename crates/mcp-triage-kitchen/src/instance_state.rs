@@ -113,8 +113,9 @@ pub struct InstanceState {
     pub tasks: Mutex<HashMap<String, TaskRecord>>,
     /// Tasks of the 2026 extension (`io.modelcontextprotocol/tasks`), shared with their jobs.
     pub ext_tasks: Arc<crate::tasks::TaskStore>,
-    /// Results by idempotency key, for scenarios that honour keys.
-    pub idempotency: Mutex<crate::idempotency::Store>,
+    /// Results by idempotency key, for scenarios that honour keys (this instance's part of the
+    /// kitchen's one bounded store).
+    pub idempotency: crate::idempotency::Keys,
     /// Change events (list changes, resource updates) for listening streams.
     events: broadcast::Sender<Change>,
     /// Start of the modern-era catalogue timeline and its generation (bumped by reset, so a
@@ -130,8 +131,8 @@ struct SideEffects {
 }
 
 impl InstanceState {
-    /// Fresh state with counters at zero.
-    pub fn new(params: Params) -> InstanceState {
+    /// Fresh state with counters at zero, its idempotency keys in `idempotency`.
+    pub fn new(params: Params, idempotency: crate::idempotency::Keys) -> InstanceState {
         InstanceState {
             params,
             counts: Mutex::new(BTreeMap::new()),
@@ -139,7 +140,7 @@ impl InstanceState {
             bag: Mutex::new(Map::new()),
             tasks: Mutex::new(HashMap::new()),
             ext_tasks: Arc::default(),
-            idempotency: Mutex::default(),
+            idempotency,
             events: broadcast::channel(EVENT_BUFFER).0,
             modern_epoch: Mutex::new((None, 0)),
         }

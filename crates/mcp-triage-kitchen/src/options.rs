@@ -81,6 +81,14 @@ pub struct KitchenOptions {
     pub server_request_timeout: Duration,
     /// `retry:` value (ms) sent before the kitchen closes an SSE stream for polling.
     pub sse_retry_ms: u64,
+    /// Idempotency keys remembered at once, by all instances together
+    /// (`--idempotency-max-keys`); past it the oldest is forgotten.
+    pub idempotency_max_keys: usize,
+    /// Bytes of idempotency keys and stored results kept at once, by all instances together
+    /// (`--idempotency-max-bytes`, default 16 MiB); past it the oldest entries are forgotten,
+    /// and a result larger than the whole bound is not stored (the journal's `injected` says
+    /// so). Keys over [`crate::idempotency::MAX_KEY_BYTES`] are refused with `-32602`.
+    pub idempotency_max_bytes: usize,
 }
 
 impl Default for KitchenOptions {
@@ -102,6 +110,8 @@ impl Default for KitchenOptions {
             body_read_timeout: Duration::from_secs(10),
             server_request_timeout: Duration::from_secs(60),
             sse_retry_ms: 500,
+            idempotency_max_keys: crate::idempotency::DEFAULT_MAX_KEYS,
+            idempotency_max_bytes: crate::idempotency::DEFAULT_MAX_BYTES,
         }
     }
 }

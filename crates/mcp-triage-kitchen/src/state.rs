@@ -51,6 +51,8 @@ pub struct Shared {
     pub local_addr: Mutex<Option<SocketAddr>>,
     /// The OAuth authorization server of `auth.oauth_flow`.
     pub auth: crate::oauth_as::AuthServer,
+    /// Results by idempotency key of every instance, bounded as the options say.
+    idempotency: Arc<Mutex<crate::idempotency::Store>>,
 }
 
 type HmacSha256 = Hmac<Sha256>;
@@ -64,7 +66,12 @@ impl Shared {
             params: options.params.clone(),
         };
         check_selection(&sel.scenario, &sel.params)?;
+        let idempotency = crate::idempotency::Store::new(
+            options.idempotency_max_keys,
+            options.idempotency_max_bytes,
+        );
         Ok(Shared {
+            idempotency: Arc::new(Mutex::new(idempotency)),
             journal: Journal::with_limits(
                 options.journal_capacity,
                 options.journal_max_bytes,
@@ -120,7 +127,8 @@ impl Shared {
                 None => break,
             }
         }
-        let i = Arc::new(Instance::new(key.clone(), s, params.clone()));
+        let keys = crate::idempotency::Keys::new(self.idempotency.clone());
+        let i = Arc::new(Instance::new(key.clone(), s, params.clone(), keys));
         i.touch(tick);
         map.insert(key, i.clone());
         Ok(i)

@@ -174,6 +174,37 @@ async fn an_honoured_key_runs_the_tool_once_and_answers_the_repeat() {
     k.shutdown().await;
 }
 
+/// Issue 41: keys of 200 KB filled the store (1.31 GB RSS). A key over the longest the kitchen
+/// keeps is refused with -32602 before the tool runs; one at the limit is honoured.
+#[tokio::test]
+async fn an_honoured_key_over_the_limit_is_refused_before_the_tool_runs() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = cut_calls("honour", "longkeys");
+    let max = mcp_triage_kitchen::idempotency::MAX_KEY_BYTES;
+    let mut long = keyed_increment();
+    long["idempotencyKey"] = json!("k".repeat(max + 1));
+    let r = modern(a, &p, 1, "tools/call", long).await.unwrap();
+    assert_eq!(r.rpc()["error"]["code"], -32602, "{}", r.text());
+    let message = r.rpc()["error"]["message"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(message.contains(&format!("{} bytes", max + 1)), "{message}");
+    let mut at_limit = keyed_increment();
+    at_limit["idempotencyKey"] = json!("k".repeat(max));
+    for id in [2, 3] {
+        modern(a, &p, id, "tools/call", at_limit.clone())
+            .await
+            .unwrap();
+    }
+    let seen = calls(&k, "increment_counter");
+    let ran: Vec<Value> = seen.iter().map(|e| e["executed"].clone()).collect();
+    assert_eq!(ran, [json!(false), json!(true), json!(false)], "{seen:?}");
+    assert_eq!(seen[2]["deduplicated"], true);
+    k.shutdown().await;
+}
+
 #[tokio::test]
 async fn an_ignored_key_runs_the_tool_every_time() {
     let k = kitchen().await;

@@ -593,53 +593,121 @@ fn protocol_version_of(body: &[u8]) -> Option<String> {
 
 /// Replaces the string values of [`REDACTED_MEMBERS`] by `"REDACTED"`, wherever they are in
 /// the text: JSON, SSE `data:` lines, or a body cut short (which does not parse). Works on the
-/// bytes, so everything else stays byte for byte as it passed.
+/// bytes, so everything else stays byte for byte as it passed. A member name is compared as it
+/// decodes (`"access\u005ftoken"` is `access_token` to every JSON reader, so a raw comparison
+/// would let a client or server slip a secret past the capture by spelling its name with
+/// escapes).
 fn redact_members(body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(body.len());
     let mut i = 0;
-    'scan: while i < body.len() {
+    while i < body.len() {
         if body[i] == b'"' && !escaped(body, i) {
-            for name in REDACTED_MEMBERS {
-                let n = name.len();
-                let end_quote = i + 1 + n;
-                if body.len() > end_quote
-                    && &body[i + 1..end_quote] == name.as_bytes()
-                    && body[end_quote] == b'"'
-                {
-                    // `"name"`, blanks, `:`, blanks, then a string value?
-                    let mut j = end_quote + 1;
-                    while j < body.len() && body[j].is_ascii_whitespace() {
-                        j += 1;
-                    }
-                    if j >= body.len() || body[j] != b':' {
-                        continue;
-                    }
-                    j += 1;
-                    while j < body.len() && body[j].is_ascii_whitespace() {
-                        j += 1;
-                    }
-                    if j >= body.len() || body[j] != b'"' {
-                        continue;
-                    }
-                    // The value's end: the next quote not escaped (or the end of a cut body).
-                    let mut k = j + 1;
-                    while k < body.len() && (body[k] != b'"' || escaped(body, k)) {
-                        k += 1;
-                    }
-                    out.extend_from_slice(&body[i..=j]);
-                    out.extend_from_slice(REDACTED.as_bytes());
-                    if k < body.len() {
-                        out.push(b'"');
-                    }
-                    i = k + 1;
-                    continue 'scan;
+            if let Some((j, k)) = secret_value_at(body, i) {
+                out.extend_from_slice(&body[i..=j]);
+                out.extend_from_slice(REDACTED.as_bytes());
+                if k < body.len() {
+                    out.push(b'"');
                 }
+                i = k + 1;
+                continue;
             }
         }
         out.push(body[i]);
         i += 1;
     }
     out
+}
+
+/// The longest raw spelling of a secret name worth decoding: every character escaped as
+/// `\uXXXX` (6 bytes). A longer quoted run cannot decode to one of [`REDACTED_MEMBERS`], and the
+/// bound keeps the scan linear on a body of long strings.
+const MAX_SECRET_NAME_BYTES: usize = 6 * 13;
+
+/// For a quote at `i` that opens a secret member name followed by `:` and a string value: the
+/// index of the value's opening quote and of its closing quote (`body.len()` when the body is
+/// cut inside the value).
+fn secret_value_at(body: &[u8], i: usize) -> Option<(usize, usize)> {
+    let limit = body.len().min(i + 2 + MAX_SECRET_NAME_BYTES);
+    let end_quote = (i + 1..limit).find(|&e| body[e] == b'"' && !escaped(body, e))?;
+    let raw = &body[i + 1..end_quote];
+    let secret = if raw.contains(&b'\\') {
+        decode_json_string(raw).is_some_and(|name| REDACTED_MEMBERS.contains(&name.as_str()))
+    } else {
+        // the common spelling, compared without decoding (and without allocating)
+        REDACTED_MEMBERS.iter().any(|n| n.as_bytes() == raw)
+    };
+    if !secret {
+        return None;
+    }
+    // `"name"`, blanks, `:`, blanks, then a string value?
+    let blanks = |mut j: usize| {
+        while j < body.len() && body[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        j
+    };
+    let colon = blanks(end_quote + 1);
+    if body.get(colon) != Some(&b':') {
+        return None;
+    }
+    let j = blanks(colon + 1);
+    if body.get(j) != Some(&b'"') {
+        return None;
+    }
+    // The value's end: the next quote not escaped (or the end of a cut body).
+    let mut k = j + 1;
+    while k < body.len() && (body[k] != b'"' || escaped(body, k)) {
+        k += 1;
+    }
+    Some((j, k))
+}
+
+/// The text of a JSON string's contents (between its quotes), escapes decoded; `None` when it
+/// is not valid (a bad escape, a lone surrogate, a raw control character, not UTF-8), which no
+/// secret name is.
+fn decode_json_string(raw: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(raw).ok()?;
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.push(match chars.next()? {
+                '"' => '"',
+                '\\' => '\\',
+                '/' => '/',
+                'b' => '\u{8}',
+                'f' => '\u{c}',
+                'n' => '\n',
+                'r' => '\r',
+                't' => '\t',
+                'u' => {
+                    let hi = hex4(&mut chars)?;
+                    match hi {
+                        0xD800..=0xDBFF => {
+                            if (chars.next()?, chars.next()?) != ('\\', 'u') {
+                                return None;
+                            }
+                            let lo = hex4(&mut chars)?;
+                            if !(0xDC00..=0xDFFF).contains(&lo) {
+                                return None;
+                            }
+                            char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))?
+                        }
+                        _ => char::from_u32(hi)?,
+                    }
+                }
+                _ => return None,
+            }),
+            c if c < ' ' => return None,
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
+/// Four hex digits of a `\u` escape.
+fn hex4(chars: &mut std::str::Chars) -> Option<u32> {
+    (0..4).try_fold(0, |n, _| Some(n * 16 + chars.next()?.to_digit(16)?))
 }
 
 /// True when the byte at `at` follows an odd number of backslashes.
@@ -802,6 +870,62 @@ mod tests {
         assert_eq!(out, "event: message\ndata: {\"id_token\":\"REDACTED\"}\n\n");
         let cut = br#"{"client_secret":"CS-5"#;
         assert_eq!(redact_members(cut), br#"{"client_secret":"REDACTED"#);
+    }
+
+    /// A member name is compared after its JSON escapes are decoded: `"access\u005ftoken"` is
+    /// the member `access_token` to every JSON reader, so it is redacted as that spelling is.
+    #[test]
+    fn escaped_member_names_are_redacted_as_they_decode() {
+        let body = br#"{"access_token":"AT-1","access\u005ftoken":"AT-2","\u0061ccess_token":"AT-3","\u0063\u006F\u0064\u0065":"C-4","client\/secret":"keep-1","access\"token":"keep-2","refresh_token\u0000":"keep-3"}"#;
+        let out = String::from_utf8(redact_members(body)).unwrap();
+        for secret in ["AT-1", "AT-2", "AT-3", "C-4"] {
+            assert!(!out.contains(secret), "{secret} in {out}");
+        }
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let decoded: Value = serde_json::from_slice(body).unwrap();
+        // serde_json keeps the last of duplicate members: each spelling is checked on its own.
+        assert_eq!(v["access_token"], "REDACTED");
+        assert_eq!(v["code"], "REDACTED");
+        for kept in ["client/secret", "access\"token", "refresh_token\u{0}"] {
+            assert_eq!(v[kept], decoded[kept], "{kept}: {out}");
+        }
+        for (name, value) in [
+            (r#""access\u005ftoken""#, "AT-2"),
+            (r#""\u0061ccess_token""#, "AT-3"),
+        ] {
+            let one = format!(r#"{{{name}:"{value}"}}"#);
+            let out = String::from_utf8(redact_members(one.as_bytes())).unwrap();
+            assert_eq!(out, format!(r#"{{{name}:"REDACTED"}}"#));
+        }
+    }
+
+    /// The name decoder reads what serde_json reads, and refuses what it refuses.
+    #[test]
+    fn json_string_contents_decode_as_serde_does() {
+        for raw in [
+            r#"plain"#,
+            r#"a\"b\\c\/d\b\f\n\r\t"#,
+            r#"\u0041\u00e9\u20AC"#,
+            r#"\ud83d\ude00 é"#,
+        ] {
+            let want: String = serde_json::from_str(&format!("\"{raw}\"")).unwrap();
+            assert_eq!(decode_json_string(raw.as_bytes()), Some(want), "{raw}");
+        }
+        for bad in [
+            r#"\x"#,
+            r#"\u12"#,
+            r#"\ud83d"#,
+            r#"\ud83dx"#,
+            r#"\ude00"#,
+            "a\u{1}",
+            "\\",
+        ] {
+            assert!(
+                serde_json::from_str::<String>(&format!("\"{bad}\"")).is_err(),
+                "{bad}"
+            );
+            assert_eq!(decode_json_string(bad.as_bytes()), None, "{bad}");
+        }
     }
 
     fn capture_in(name: &str, max_bytes: u64, keep: u32) -> (Arc<Capture>, CaptureWriter, PathBuf) {

@@ -29,7 +29,7 @@
 
 #include "mcp_triage.h"
 
-#define MCPT_MAX_HEADERS      8
+#define MCPT_MAX_HEADERS      8    /* classified headers on the stack; more come from the pool */
 #define MCPT_TOOL_LABEL_MAX   128
 #define MCPT_LAYERS           5    /* layer codes 1..4 */
 #define MCPT_OUTCOMES         16   /* outcome codes 1..15 */
@@ -96,6 +96,9 @@ typedef struct {
     ngx_uint_t          status;      /* the status the client got, 0 = none */
     int32_t             no_head_kind;
     const char         *no_head_reason;
+    /* nginx refused the upstream's head as larger than proxy_buffer_size: nginx's 502 goes
+     * out (the upstream did not break off; close_on_upstream_loss does not apply) */
+    unsigned            head_too_big:1;
     int32_t             layer;
     int32_t             outcome;
     ngx_str_t           record;      /* the JSON line, empty until the log phase */
@@ -385,6 +388,18 @@ mcpt_last_is_dash(ngx_http_request_t *r, ngx_int_t index)
     return p > vv->data && p[-1] == '-' && (p - 1 == vv->data || p[-2] == ' ' || p[-2] == ',');
 }
 
+/* The upstream's head filled nginx's header buffer (proxy_buffer_size) without ending: nginx
+ * logged "upstream sent too big header" and answers 502. The buffer holds exactly
+ * proxy_buffer_size bytes then, and any other failure before a head leaves it short of full. */
+static ngx_flag_t
+mcpt_head_too_big(ngx_http_request_t *r)
+{
+    ngx_http_upstream_t  *u = r->upstream;
+
+    return u->state != NULL && u->conf != NULL && u->conf->buffer_size > 0
+           && u->state->bytes_received >= (off_t) u->conf->buffer_size;
+}
+
 /* nginx answered itself because the upstream sent no response head: there is no response to
  * classify; remembers the interruption for the log phase. Returns 1 when that is the case. */
 static ngx_flag_t
@@ -411,6 +426,18 @@ mcpt_no_head(ngx_http_request_t *r, mcpt_main_conf_t *mcf, mcpt_ctx_t *ctx, ngx_
         }
         ctx->no_head_reason = reason ? (const char *) reason
                                      : "nginx could not connect to the upstream";
+    } else if (mcpt_head_too_big(r)) {
+        /* the words of mcp_triage.lua's no_upstream_head(), so both modules log one line */
+        ctx->no_head_kind = MCPT_INTERRUPT_CONNECTION_LOST;
+        ctx->head_too_big = 1;
+        reason = ngx_pnalloc(r->pool, 160);
+        if (reason) {
+            ngx_sprintf(reason, "the upstream's response head is larger than proxy_buffer_size "
+                        "(%uz bytes; nginx: upstream sent too big header, answered %ui)%Z",
+                        r->upstream->conf->buffer_size, status);
+        }
+        ctx->no_head_reason = reason ? (const char *) reason
+                                     : "the upstream's response head is larger than proxy_buffer_size";
     } else {
         ctx->no_head_kind = MCPT_INTERRUPT_CONNECTION_LOST;
         ctx->no_head_reason = "the upstream closed the connection before a response head";
@@ -418,42 +445,28 @@ mcpt_no_head(ngx_http_request_t *r, mcpt_main_conf_t *mcf, mcpt_ctx_t *ctx, ngx_
     return 1;
 }
 
-/* Adds header `h` to `arr` when it is one the core reads (ResponseClassifier::new in
- * crates/mcp-triage-core/src/classify.rs: Retry-After, WWW-Authenticate; Content-Type is
+/* Whether `h` is a header the core reads (ResponseClassifier::new in
+ * crates/mcp-triage-core/src/classify.rs: Retry-After, every WWW-Authenticate; Content-Type is
  * r->headers_out.content_type): the verdict is the same as with every header. */
-static ngx_uint_t
-mcpt_put_header(McptHeader *arr, ngx_uint_t n, ngx_table_elt_t *h)
+static ngx_flag_t
+mcpt_classified_header(ngx_table_elt_t *h)
 {
-    if (n >= MCPT_MAX_HEADERS || h->hash == 0) {
-        return n;
-    }
-    if (!(h->key.len == 11 && ngx_strncasecmp(h->key.data, (u_char *) "retry-after", 11) == 0)
-        && !(h->key.len == 16
-             && ngx_strncasecmp(h->key.data, (u_char *) "www-authenticate", 16) == 0))
-    {
-        return n;
-    }
-    arr[n].name = h->key.data;
-    arr[n].name_len = h->key.len;
-    arr[n].value = h->value.data;
-    arr[n].value_len = h->value.len;
-    return n + 1;
+    return h->hash != 0
+           && ((h->key.len == 11
+                && ngx_strncasecmp(h->key.data, (u_char *) "retry-after", 11) == 0)
+               || (h->key.len == 16
+                   && ngx_strncasecmp(h->key.data, (u_char *) "www-authenticate", 16) == 0));
 }
 
+/* Puts every response header the core reads at arr[n..], in the order nginx sends them, and
+ * returns the new count; with `arr` NULL it only counts. */
 static ngx_uint_t
-mcpt_response_headers(ngx_http_request_t *r, McptHeader *arr)
+mcpt_put_classified(ngx_http_request_t *r, McptHeader *arr, ngx_uint_t n)
 {
     ngx_list_part_t  *part = &r->headers_out.headers.part;
     ngx_table_elt_t  *h = part->elts;
-    ngx_uint_t        i, n = 0;
+    ngx_uint_t        i;
 
-    if (r->headers_out.content_type.len) {
-        arr[0].name = (const uint8_t *) "content-type";
-        arr[0].name_len = 12;
-        arr[0].value = r->headers_out.content_type.data;
-        arr[0].value_len = r->headers_out.content_type.len;
-        n = 1;
-    }
     for (i = 0; /* void */; i++) {
         if (i >= part->nelts) {
             if (part->next == NULL) {
@@ -463,9 +476,48 @@ mcpt_response_headers(ngx_http_request_t *r, McptHeader *arr)
             h = part->elts;
             i = 0;
         }
-        n = mcpt_put_header(arr, n, &h[i]);
+        if (!mcpt_classified_header(&h[i])) {
+            continue;
+        }
+        if (arr) {
+            arr[n].name = h[i].key.data;
+            arr[n].name_len = h[i].key.len;
+            arr[n].value = h[i].value.data;
+            arr[n].value_len = h[i].value.len;
+        }
+        n++;
     }
     return n;
+}
+
+/* The headers the core reads, every one of them (a response may carry many WWW-Authenticate
+ * lines, and the Bearer challenge a client must act on may be the last): in `stack` when they
+ * fit, else in an array from the request's pool. NULL when that allocation fails. */
+static McptHeader *
+mcpt_response_headers(ngx_http_request_t *r, McptHeader *stack, ngx_uint_t *count)
+{
+    McptHeader  *arr = stack;
+    ngx_uint_t   n = r->headers_out.content_type.len ? 1 : 0;
+
+    n = mcpt_put_classified(r, NULL, n);
+    if (n > MCPT_MAX_HEADERS) {
+        arr = ngx_palloc(r->pool, n * sizeof(McptHeader));
+        if (arr == NULL) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "mcp_triage: no memory for %ui response headers", n);
+            return NULL;
+        }
+    }
+    n = 0;
+    if (r->headers_out.content_type.len) {
+        arr[0].name = (const uint8_t *) "content-type";
+        arr[0].name_len = 12;
+        arr[0].value = r->headers_out.content_type.data;
+        arr[0].value_len = r->headers_out.content_type.len;
+        n = 1;
+    }
+    *count = mcpt_put_classified(r, arr, n);
+    return arr;
 }
 
 /* mcpt_classifier_new for this response; a protocol version the core does not know is
@@ -474,14 +526,17 @@ static int32_t
 mcpt_new_classifier(ngx_http_request_t *r, mcpt_main_conf_t *mcf, mcpt_ctx_t *ctx,
     ngx_uint_t status)
 {
-    McptHeader       headers[MCPT_MAX_HEADERS];
+    McptHeader       stack[MCPT_MAX_HEADERS], *headers;
     McptCallOptions  o;
     ngx_uint_t       n;
     u_char           version[64];
     ngx_time_t      *tp = ngx_timeofday();
     int32_t          rc;
 
-    n = mcpt_response_headers(r, headers);
+    headers = mcpt_response_headers(r, stack, &n);
+    if (headers == NULL) {
+        return MCPT_ERR_INTERNAL;
+    }
     ngx_memzero(&o, sizeof(o));
     mcpt_request_expect_id(ctx->req, &o);
     o.protocol_version = NULL;
@@ -523,7 +578,7 @@ mcpt_header_filter(ngx_http_request_t *r)
     status = r->headers_out.status;
     if (mcpt_no_head(r, mcf, ctx, status)) {
         if (mcf->close_on_upstream_loss && ctx->no_head_kind == MCPT_INTERRUPT_CONNECTION_LOST
-            && !mcpt_last_is_dash(r, mcf->upstream_connect_time))
+            && !ctx->head_too_big && !mcpt_last_is_dash(r, mcf->upstream_connect_time))
         {
             /* the upstream closed after the request: close the client's connection too, as
              * `mcp-triage proxy` does, instead of nginx's 502 */

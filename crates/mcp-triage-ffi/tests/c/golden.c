@@ -91,7 +91,8 @@ static void print_verdict(const McptVerdict *v) {
   const char *outcome = mcpt_outcome_name(mcpt_verdict_outcome(v));
   printf("%s\t%s\t%d\t", layer ? layer : "?", outcome ? outcome : "?", (int)mcpt_verdict_status(v));
   if (mcpt_verdict_jsonrpc_code(v, &code)) printf("%" PRId64 "\t", code); else printf("-\t");
-  printf("%" PRId64 "\t", mcpt_verdict_retry_after_ms(v));
+  uint64_t wait = 0;
+  if (mcpt_verdict_retry_after_ms(v, &wait)) printf("%" PRIu64 "\t", wait); else printf("-\t");
   const char *json = mcpt_verdict_json(v, &len);
   if (json == NULL || strlen(json) != len) {
     fprintf(stderr, "golden: verdict JSON missing or its length is wrong\n");

@@ -172,13 +172,14 @@ static void interrupted_stream(void) {
 
 static void null_verdicts_and_strings(void) {
   int64_t code = 5;
+  uint64_t wait = 6;
   size_t len = 9;
   char *out = (char *)&checks;
   truth("layer of NULL", mcpt_verdict_layer(NULL) == 0);
   truth("outcome of NULL", mcpt_verdict_outcome(NULL) == 0);
   truth("status of NULL", mcpt_verdict_status(NULL) == 0);
   truth("code of NULL", mcpt_verdict_jsonrpc_code(NULL, &code) == 0 && code == 5);
-  truth("retry-after of NULL", mcpt_verdict_retry_after_ms(NULL) == -1);
+  truth("retry-after of NULL", mcpt_verdict_retry_after_ms(NULL, &wait) == 0 && wait == 6);
   truth("json of NULL", mcpt_verdict_json(NULL, &len) == NULL && len == 0);
   truth("unknown layer code", mcpt_layer_name(0) == NULL && mcpt_layer_name(5) == NULL);
   truth("unknown outcome code", mcpt_outcome_name(0) == NULL && mcpt_outcome_name(16) == NULL);
@@ -206,6 +207,21 @@ static void null_verdicts_and_strings(void) {
 }
 
 /* The last error is per thread: an error on another thread does not replace this one's. */
+/* An absurd Retry-After saturates in the core (uint64_t); the getter and the JSON text say the
+ * same number, UINT64_MAX, as the CLI prints it. */
+static void saturated_retry_after(void) {
+  McptHeader h = {(const uint8_t *)"Retry-After", 11, (const uint8_t *)"99999999999999999999", 20};
+  McptVerdict *v = NULL;
+  uint64_t wait = 0;
+  expect("429 with a huge Retry-After", mcpt_classify(429, &h, 1, NULL, 0, NULL, &v), MCPT_OK, "");
+  truth("retry-after present", mcpt_verdict_retry_after_ms(v, &wait) == 1);
+  truth("retry-after saturates at UINT64_MAX", wait == UINT64_MAX);
+  const char *json = mcpt_verdict_json(v, NULL);
+  truth("the JSON says the same number",
+        json != NULL && strstr(json, "\"retryAfterMs\":18446744073709551615,") != NULL);
+  mcpt_verdict_free(v);
+}
+
 static void *fail_elsewhere(void *arg) {
   (void)arg;
   McptVerdict *v = NULL;
@@ -230,6 +246,7 @@ int main(void) {
   finished_classifier();
   interrupted_stream();
   null_verdicts_and_strings();
+  saturated_retry_after();
   last_error_per_thread();
   if (failures) {
     fprintf(stderr, "misuse: %d of %d checks failed\n", failures, checks);

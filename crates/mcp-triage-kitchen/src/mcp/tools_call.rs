@@ -337,13 +337,7 @@ pub(super) fn honoured_key(req: &Req) -> Option<(String, String)> {
 /// tool again (or a refusal when the key comes with other arguments). `None`: run the tool.
 pub(super) fn repeated_key(req: &Req, id: &Value) -> Option<Response<Body>> {
     let (key, hash) = honoured_key(req)?;
-    let seen = req
-        .instance
-        .state
-        .idempotency
-        .lock()
-        .expect("idempotency lock")
-        .seen(&key, &hash);
+    let seen = req.instance.state.idempotency.seen(&key, &hash);
     match seen {
         crate::idempotency::Seen::New => {
             req.trace.set_deduplicated(false);
@@ -360,6 +354,16 @@ pub(super) fn repeated_key(req: &Req, id: &Value) -> Option<Response<Body>> {
             Some(id),
             protocol::INVALID_PARAMS,
             "Invalid params: this idempotency key was used with other arguments",
+            None,
+        )),
+        crate::idempotency::Seen::TooLong(len) => Some(rpc_error(
+            200,
+            Some(id),
+            protocol::INVALID_PARAMS,
+            &format!(
+                "Invalid params: the idempotency key is {len} bytes, over the {} this server accepts",
+                crate::idempotency::MAX_KEY_BYTES
+            ),
             None,
         )),
     }
@@ -466,13 +470,13 @@ pub(super) fn tool_out(reply: ToolReply, req: &Req, id: &Value, binding: &str) -
             if let Some((key, hash)) = honoured_key(req) {
                 // Stored before it is sent: a cut after execution loses the answer, not the
                 // result a repeat of the key is given.
-                let mut store = req
-                    .instance
-                    .state
-                    .idempotency
-                    .lock()
-                    .expect("idempotency lock");
-                store.store(&key, &hash, &r);
+                let stored = req.instance.state.idempotency.store(&key, &hash, &r);
+                if let crate::idempotency::Stored::TooLarge(n) = stored {
+                    req.trace.note(format!(
+                        "idempotency key not stored: the result takes {n} bytes, over \
+                         --idempotency-max-bytes; a repeat of the key runs the tool again"
+                    ));
+                }
             }
             Out::Final(200, protocol::result_response(id, r))
         }

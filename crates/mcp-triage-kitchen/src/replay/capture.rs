@@ -6,6 +6,8 @@
 //! single line is `line`'s job; this module walks the file and owns the file-wide limits
 //! (size, number of exchanges).
 
+use std::io::Read as _;
+
 use serde_json::{json, Value};
 
 use super::exchange::CapturedExchange;
@@ -95,8 +97,12 @@ impl Capture {
                 max: limits.max_bytes,
             });
         }
-        let text = std::fs::read(path)?;
-        Capture::parse_with(&text, limits)
+        // Read a line at a time: the whole file in memory beside the exchanges made from it
+        // was a third of the peak (issue 41). A file that grew since its size was read is cut
+        // at the limit, and the line that crosses it refused as too large.
+        let file = std::fs::File::open(path)?;
+        let reader = std::io::BufReader::with_capacity(1 << 16, file.take(limits.max_bytes + 1));
+        Capture::parse_from(reader, limits)
     }
 
     /// Parse capture lines (blank lines are skipped) with the default limits.
@@ -108,9 +114,31 @@ impl Capture {
     /// with its `chunks` decoded straight into pairs (no JSON tree of them) and its body moved,
     /// not copied, into the exchange: load time and memory are linear in the file.
     pub fn parse_with(text: &[u8], limits: &CaptureLimits) -> Result<Capture, CaptureError> {
+        Capture::parse_from(text, limits)
+    }
+
+    /// [`Capture::parse_with`] over a reader, one line in memory at a time.
+    fn parse_from(
+        mut reader: impl std::io::BufRead,
+        limits: &CaptureLimits,
+    ) -> Result<Capture, CaptureError> {
         let mut exchanges = Vec::new();
-        for (i, raw) in text.split(|b| *b == b'\n').enumerate() {
-            let line = i + 1;
+        let mut buf = Vec::new();
+        let mut read = 0u64;
+        for line in 1.. {
+            buf.clear();
+            let n = reader.read_until(b'\n', &mut buf)?;
+            if n == 0 {
+                break;
+            }
+            read += n as u64;
+            if read > limits.max_bytes {
+                return Err(CaptureError::TooLarge {
+                    size: read,
+                    max: limits.max_bytes,
+                });
+            }
+            let raw = buf.strip_suffix(b"\n").unwrap_or(&buf);
             let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
             if raw.iter().all(u8::is_ascii_whitespace) {
                 continue;

@@ -21,7 +21,8 @@ pub struct CapturedExchange {
     pub seq: u64,
     /// What requests it answers.
     pub key: ReplayKey,
-    /// The request's JSON body, when captured and JSON.
+    /// The request's JSON body, when captured and JSON (and kept:
+    /// [`super::CaptureLimits::keep_for_readers`]).
     pub request: Option<Value>,
     /// The request's path without the query (`request.path`), when captured.
     pub path: Option<String>,
@@ -43,6 +44,7 @@ pub struct CapturedExchange {
     pub body_truncated: bool,
     /// The proxy's verdict, if recorded.
     pub verdict: Option<String>,
-    /// The line's text, so readers (the exchange-file classifier) can use it as it is.
+    /// The line's text, so readers (the exchange-file classifier) can use it as it is; empty
+    /// when the capture was read without [`super::CaptureLimits::keep_for_readers`].
     pub text: String,
 }

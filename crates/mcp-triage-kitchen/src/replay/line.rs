@@ -42,9 +42,18 @@ pub enum LineError {
         /// 1-based column of the text where reading stopped.
         column: usize,
     },
-    /// `status` is missing or not a number in 100-999.
-    #[error("\"status\" is not an HTTP status (100-999)")]
+    /// `status` is missing or not a non-negative integer.
+    #[error("\"status\" is not an HTTP status (an integer, 200-599)")]
     StatusNotHttp,
+    /// `status` is a number HTTP does not define as a status (RFC 9110 §15: 100-599). hyper
+    /// would send it as `999 <none>`, a status line no client should have to read.
+    #[error(
+        "\"status\" {status} is not an HTTP status (RFC 9110: 100-599), which replay cannot serve"
+    )]
+    StatusOutOfRange {
+        /// The captured number.
+        status: u64,
+    },
     /// `status` is an informational head, which replay cannot serve.
     #[error("\"status\" {status} is an informational (1xx) response, which replay cannot serve")]
     StatusInformational {
@@ -178,11 +187,12 @@ fn parse_line(
     let headers = headers_of(&raw)?;
     let (head_ms, chunks) = delays_of(raw.head_ms.as_ref(), chunks, limits.max_delay_ms)?;
     let end = end_of(&raw)?;
+    let keep = limits.keep_for_readers;
     Ok(CapturedExchange {
         line,
         seq,
         key,
-        request: request_body,
+        request: request_body.filter(|_| keep),
         path: request.and_then(CapturedRequest::path_of).map(path_only),
         status,
         headers,
@@ -197,17 +207,23 @@ fn parse_line(
             .as_ref()
             .and_then(Value::as_str)
             .map(str::to_owned),
-        text: text.to_string(),
+        text: if keep {
+            text.to_string()
+        } else {
+            String::new()
+        },
     })
 }
 
-/// `status`: a final HTTP status (200-999).
+/// `status`: a final HTTP status (200-599).
 fn status_of(status: Option<&Value>) -> Result<u16, LineError> {
     let status = status
         .and_then(Value::as_u64)
-        .and_then(|s| u16::try_from(s).ok())
-        .filter(|s| (100..=999).contains(s))
         .ok_or(LineError::StatusNotHttp)?;
+    let status = u16::try_from(status)
+        .ok()
+        .filter(|s| (100..=599).contains(s))
+        .ok_or(LineError::StatusOutOfRange { status })?;
     if status < 200 {
         // An informational head is not an answer: served as a final status it was an empty
         // reply, and hyper cannot send a 101 switch the kitchen does not perform.
@@ -484,6 +500,49 @@ mod tests {
         );
     }
 
+    /// Issue 41 (replay peaked at ~6x the file): a capture read for serving only keeps no
+    /// second copy of its lines and no request trees, and serves the same exchanges; the file
+    /// is read a line at a time, with the same answers as the text parsed whole.
+    #[test]
+    fn a_capture_read_for_serving_keeps_one_copy() {
+        let text = include_str!("../../../mcp-triage-wire/tests/data/capture-v1.jsonl");
+        let with_crlf_and_blanks = format!("\n{}\r\n\n", text.replace('\n', "\r\n\n"));
+        let path = std::env::temp_dir().join(format!("m41-capture-{}.jsonl", std::process::id()));
+        std::fs::write(&path, &with_crlf_and_blanks).unwrap();
+        let all = Capture::read_with(&path, &CaptureLimits::default()).unwrap();
+        let serving = CaptureLimits {
+            keep_for_readers: false,
+            ..CaptureLimits::default()
+        };
+        let lean = Capture::read_with(&path, &serving).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let whole = Capture::parse(text.as_bytes()).unwrap();
+        assert_eq!(all.exchanges.len(), whole.exchanges.len());
+        assert_eq!(lean.exchanges.len(), whole.exchanges.len());
+        assert!(whole.exchanges.iter().any(|x| x.request.is_some()));
+        for ((a, l), w) in all
+            .exchanges
+            .iter()
+            .zip(&lean.exchanges)
+            .zip(&whole.exchanges)
+        {
+            assert_eq!((&a.key, &a.body, &a.text), (&w.key, &w.body, &w.text));
+            assert_eq!(a.request, w.request);
+            assert_eq!(
+                (&l.key, &l.body, &l.headers, l.status),
+                (&w.key, &w.body, &w.headers, w.status)
+            );
+            assert!(l.text.is_empty() && l.request.is_none(), "line {}", l.line);
+        }
+        // the byte bound holds while reading, for a text as for a file
+        let small = CaptureLimits {
+            max_bytes: 10,
+            ..CaptureLimits::default()
+        };
+        let e = Capture::parse_with(text.as_bytes(), &small).unwrap_err();
+        assert!(matches!(e, CaptureError::TooLarge { max: 10, .. }), "{e}");
+    }
+
     /// Lines the proxy wrote (the capture format's golden file) load as the format reads them.
     #[test]
     fn lines_the_proxy_wrote_load() {
@@ -559,6 +618,31 @@ mod tests {
         let e = Capture::parse(text).unwrap_err().to_string();
         assert!(
             e.starts_with("capture line 2: \"status\" 101 is an informational"),
+            "{e}"
+        );
+    }
+
+    /// A status HTTP does not define (RFC 9110 §15: 100-599) was served as `999 <none>`: now
+    /// refused at load, naming the line and the status.
+    #[test]
+    fn status_outside_http_is_refused_at_load() {
+        for status in [600, 999, 1000, 70_000, 0] {
+            let text = format!(
+                "{{\"status\":200,\"method\":\"ping\"}}\n{{\"status\":{status},\"method\":\"ping\"}}\n"
+            );
+            let e = Capture::parse(text.as_bytes()).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!(
+                    "capture line 2: \"status\" {status} is not an HTTP status"
+                )),
+                "{e}"
+            );
+        }
+        let ok = b"{\"status\":599,\"method\":\"ping\"}\n";
+        assert_eq!(Capture::parse(ok).unwrap().exchanges[0].status, 599);
+        let e = Capture::parse(b"{\"status\":\"200\",\"method\":\"ping\"}").unwrap_err();
+        assert!(
+            e.to_string().contains("\"status\" is not an HTTP status"),
             "{e}"
         );
     }

@@ -86,6 +86,13 @@ pub struct CaptureLimits {
     pub max_chunks: usize,
     /// The largest response body of one line, decoded, in bytes (`--replay-max-body`).
     pub max_body_bytes: usize,
+    /// Keep what only readers of a capture use: each line's text
+    /// ([`super::CapturedExchange::text`], which the judge classifies) and the request's JSON
+    /// ([`super::CapturedExchange::request`], whose arguments the judge sends). A server that
+    /// only replays (`kitchen --replay`) sets it false: then `text` is empty and `request`
+    /// `None`, and a capture takes about half the memory (the text is a second copy of the
+    /// file, and a request's JSON tree several times its text). Default true.
+    pub keep_for_readers: bool,
 }
 
 impl Default for CaptureLimits {
@@ -96,6 +103,7 @@ impl Default for CaptureLimits {
             max_lines: DEFAULT_MAX_LINES,
             max_chunks: DEFAULT_MAX_CHUNKS,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            keep_for_readers: true,
         }
     }
 }

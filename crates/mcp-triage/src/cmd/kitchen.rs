@@ -61,6 +61,16 @@ pub struct KitchenArgs {
     #[arg(long, value_name = "BYTES", default_value_t = mcp_triage_kitchen::journal::DEFAULT_MAX_FIELD_BYTES)]
     journal_max_field: usize,
 
+    /// Idempotency keys remembered at once (scenarios with idempotencyKeys "honour"), by all
+    /// instances together; past it the oldest is forgotten.
+    #[arg(long, value_name = "N", default_value_t = mcp_triage_kitchen::idempotency::DEFAULT_MAX_KEYS)]
+    idempotency_max_keys: usize,
+
+    /// Bytes of idempotency keys and stored results kept at once, by all instances together;
+    /// past it the oldest are forgotten (keys over 256 bytes are refused with -32602).
+    #[arg(long, value_name = "BYTES", default_value_t = mcp_triage_kitchen::idempotency::DEFAULT_MAX_BYTES)]
+    idempotency_max_bytes: usize,
+
     /// Serve the exchanges of a capture file (`proxy --capture`) instead of a scenario.
     #[arg(long, value_name = "FILE.jsonl", conflicts_with_all = ["scenario", "params"])]
     replay: Option<std::path::PathBuf>,
@@ -194,6 +204,8 @@ impl From<KitchenArgs> for KitchenConfig {
             response_mode: args.response_mode,
             journal_max_bytes: args.journal_max_bytes,
             journal_max_field_bytes: args.journal_max_field,
+            idempotency_max_keys: args.idempotency_max_keys,
+            idempotency_max_bytes: args.idempotency_max_bytes,
             ..KitchenOptions::default()
         };
         let replay = args.replay.map(|path| ReplayConfig {
@@ -204,6 +216,8 @@ impl From<KitchenArgs> for KitchenConfig {
                 max_chunks: args.replay_max_chunks,
                 max_body_bytes: args.replay_max_body,
                 max_delay_ms: args.replay_max_delay,
+                // the kitchen only serves: the line texts and request trees are the judge's
+                keep_for_readers: false,
             },
             options: ReplayOptions {
                 speed: args.replay_speed,
@@ -304,6 +318,10 @@ mod tests {
             c.options.journal_max_bytes,
             mcp_triage_kitchen::journal::DEFAULT_MAX_BYTES
         );
+        assert_eq!(
+            c.options.idempotency_max_bytes,
+            mcp_triage_kitchen::idempotency::DEFAULT_MAX_BYTES
+        );
         assert!(c.replay.is_none());
     }
 
@@ -322,6 +340,10 @@ mod tests {
             "sse",
             "--journal-max-field",
             "99",
+            "--idempotency-max-keys",
+            "12",
+            "--idempotency-max-bytes",
+            "4096",
         ]);
         assert_eq!(c.listen.port(), 0);
         assert_eq!(c.options.scenario, "errors.tool_error");
@@ -329,6 +351,13 @@ mod tests {
         assert_eq!(c.options.admin_token.as_deref(), Some("t0k"));
         assert_eq!(c.options.response_mode, ResponseMode::Sse);
         assert_eq!(c.options.journal_max_field_bytes, 99);
+        assert_eq!(
+            (
+                c.options.idempotency_max_keys,
+                c.options.idempotency_max_bytes
+            ),
+            (12, 4096)
+        );
     }
 
     #[test]
