@@ -57,7 +57,6 @@ mod args;
 mod classifier;
 mod error;
 mod no_response;
-pub mod query;
 mod record;
 mod request;
 mod retry;

@@ -287,11 +287,9 @@ unsafe fn line(w: &mut Sink, r: &McptRequest, v: &Verdict, f: &McptRecordFields)
     w.put(b",\"durationMs\":");
     w.millis(f.duration_ms);
     w.put(b",\"kind\":\"request\",\"transport\":\"http\",\"httpMethod\":\"POST\",\"path\":");
-    // query secrets (`?access_token=…`) redacted as the proxy's records redact them
-    string(
-        w,
-        &crate::query::redact_query(&unsafe { lossy("path", f.path, f.path_len) }?),
-    );
+    // query secrets (`?access_token=…`) redacted by the redaction the proxy's records use
+    let path = unsafe { lossy("path", f.path, f.path_len) }?;
+    string(w, &mcp_triage_wire::redact::redact_query(&path, &[]));
     w.put(b",\"method\":\"tools/call\",\"id\":");
     match r.id() {
         RequestId::Number(n) => w.int(*n),

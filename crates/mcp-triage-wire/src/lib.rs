@@ -17,6 +17,7 @@
 //! - [`time`]: RFC 3339 UTC timestamps with milliseconds, the `time` of records and journals.
 //! - [`percent`]: percent-encoding and form decoding for query strings.
 //! - [`meta`]: the `_meta` member names the client writes and the kitchen and the proxy read.
+//! - [`redact`]: the query parameters whose values never reach a record, and their redaction.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -25,4 +26,5 @@ pub mod canonical;
 pub mod capture;
 pub mod meta;
 pub mod percent;
+pub mod redact;
 pub mod time;
