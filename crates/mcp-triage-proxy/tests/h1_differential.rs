@@ -45,6 +45,19 @@ async fn generated_traffic_through_the_proxy_keeps_its_meaning() {
     assert!(f.failures.is_empty(), "{report}");
 }
 
+/// Valid traffic alone (no hostile request or answer) passes byte-exact with every invariant:
+/// the harness has no false alarms, so what the full run reports is the proxy's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn valid_traffic_passes_byte_exact() {
+    let mut cfg = Config::from_env(CASES).unwrap_or_else(|e| panic!("{e}"));
+    cfg.cases = cfg.cases.min(800);
+    cfg.valid_only = true;
+    let f = h1diff::run_proxy(&cfg).await;
+    let report = f.report(cfg.seed, "valid traffic");
+    println!("{report}");
+    assert!(f.failures.is_empty(), "{report}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nginx_agrees_where_the_rfc_leaves_no_choice() {
     let Some(bin) = h1diff::nginx::find() else {
@@ -53,7 +66,8 @@ async fn nginx_agrees_where_the_rfc_leaves_no_choice() {
     };
     let mut cfg = Config::from_env(CASES).unwrap_or_else(|e| panic!("{e}"));
     cfg.cases = std::env::var("H1DIFF_NGINX_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(400);
-    cfg.workers = cfg.workers.min(4);
+    cfg.workers = cfg.workers.min(6);
+    cfg.valid_answers = true;
     let f = h1diff::run_proxy(&cfg).await;
     let (fails, choices, compared) = h1diff::nginx::compare(&bin, &cfg, &f.seen)
         .await

@@ -61,6 +61,8 @@ pub struct Seen {
     pub tag: String,
     pub family: &'static str,
     pub upstream: bool,
+    /// The upstream read it whole (its body's end too).
+    pub complete: bool,
     pub verdict: Verdict,
 }
 
@@ -71,7 +73,13 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn fail(&mut self, j: usize, kind: Kind, what: String) {
-        let family = cause(self.case, j);
+        self.fail_from(j, j, kind, what);
+    }
+
+    /// A failure at request `j` that follows from request `root` (which had to end the
+    /// connection): filed under `root`'s family.
+    fn fail_from(&mut self, _j: usize, root: usize, kind: Kind, what: String) {
+        let family = cause(self.case, root);
         self.out.push(Failure { index: self.case.index, family, kind, what });
     }
 }
@@ -82,10 +90,14 @@ pub fn cause(case: &Case, j: usize) -> String {
     let j = j.min(case.reqs.len().saturating_sub(1));
     for i in (0..=j).rev() {
         let (q, r) = (&case.reqs[i], &case.resps[i]);
+        let hostile_answer = !r.family.starts_with("valid") && r.family != "HEAD answer";
+        if q.class == Class::Valid && hostile_answer {
+            return format!("answer: {}", r.family);
+        }
         if q.class != Class::Valid || !q.family.starts_with("valid") {
             return q.family.to_string();
         }
-        if !r.family.starts_with("valid") && r.family != "HEAD answer" {
+        if hostile_answer {
             return format!("answer: {}", r.family);
         }
     }
@@ -117,14 +129,15 @@ pub fn case(case: &Case, client: &ClientSide, up: &CaseLog) -> (Vec<Failure>, Ve
             tag: q.tag.clone(),
             family: q.family,
             upstream: upq.is_some(),
+            complete: upq.is_some_and(|u| u.complete),
             verdict: verdict.clone(),
         });
         if let Some(s) = stop {
             if upq.is_some() {
-                cx.fail(j, Kind::ExtraRequest, format!("{} reached the upstream after the connection had to end at request {s}", q.tag));
+                cx.fail_from(j, s, Kind::ExtraRequest, format!("{} reached the upstream after the connection had to end at request {s}", q.tag));
             }
             if g.is_some() {
-                cx.fail(j, Kind::Desync, format!("an answer for {} after the connection had to end at request {s}", q.tag));
+                cx.fail_from(j, s, Kind::Desync, format!("an answer for {} after the connection had to end at request {s}", q.tag));
             }
             continue;
         }

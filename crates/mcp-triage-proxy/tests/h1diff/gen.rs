@@ -114,10 +114,26 @@ pub const CRLF: &str = "\r\n";
 
 /// The case `index` of run `seed`. `prefix` goes in front of tags (`p` proxy, `n` nginx).
 pub fn case(seed: u64, index: u64, prefix: &str) -> Case {
+    case_with(seed, index, prefix, false)
+}
+
+/// [`case`], with only valid answers when `valid_answers` (the same requests: the nginx
+/// comparison is about which requests a server takes, and a desync the answers cause would
+/// hide that).
+pub fn case_with(seed: u64, index: u64, prefix: &str, valid_answers: bool) -> Case {
+    case_of(seed, index, prefix, valid_answers, false)
+}
+
+/// Only valid traffic: what must pass byte-exact whatever the proxy's strictness.
+pub fn valid_case(seed: u64, index: u64, prefix: &str) -> Case {
+    case_of(seed, index, prefix, true, true)
+}
+
+fn case_of(seed: u64, index: u64, prefix: &str, valid_answers: bool, valid_only: bool) -> Case {
     let cs = case_seed(seed, index);
     let mut r = Rng::new(cs);
     let n = r.range(1, 5);
-    let hostile_case = r.pct(45);
+    let hostile_case = r.pct(45) && !valid_only;
     let mut reqs = Vec::with_capacity(n);
     let mut resps = Vec::with_capacity(n);
     for i in 0..n {
@@ -141,6 +157,12 @@ pub fn case(seed: u64, index: u64, prefix: &str) -> Case {
             super::hostile::response(&mut r, &tag, early_ok && req.body.len() > 0)
         } else {
             valid_response(&mut r, &tag)
+        };
+        let resp = if valid_answers && !resp.family.starts_with("valid") && !matches!(resp.family, "HEAD answer" | "405 to CONNECT") {
+            // Its own generator, so the requests' bytes stay those of the full case.
+            valid_response(&mut Rng::new(cs ^ i as u64), &tag)
+        } else {
+            resp
         };
         reqs.push(req);
         resps.push(resp);

@@ -37,6 +37,10 @@ pub struct Config {
     pub only: Option<u64>,
     pub workers: usize,
     pub idle: Duration,
+    /// Only valid answers (the nginx comparison).
+    pub valid_answers: bool,
+    /// Only valid requests and answers.
+    pub valid_only: bool,
 }
 
 fn env_u64(name: &str) -> Result<Option<u64>, String> {
@@ -62,6 +66,8 @@ impl Config {
             only: env_u64("H1DIFF_CASE")?,
             workers: env_u64("H1DIFF_WORKERS")?.unwrap_or(12) as usize,
             idle: Duration::from_millis(env_u64("H1DIFF_IDLE_MS")?.unwrap_or(3000)),
+            valid_answers: false,
+            valid_only: false,
         })
     }
 
@@ -111,10 +117,8 @@ impl Figures {
         for ((kind, family), fs) in by {
             s += &format!("  {kind:?} [{family}] x{}\n", fs.len());
             for f in fs.iter().take(2) {
-                s += &format!(
-                    "    H1DIFF_SEED=0x{seed:x} H1DIFF_CASE={}: {}\n",
-                    f.index, f.what
-                );
+                let what: String = f.what.chars().take(320).collect();
+                s += &format!("    H1DIFF_SEED=0x{seed:x} H1DIFF_CASE={}: {what}\n", f.index);
             }
         }
         s
@@ -201,7 +205,11 @@ async fn worker(cfg: &Config, mine: &[u64]) -> Figures {
     let (p, records, writer) = proxy(up.addr).await;
     let mut f = Figures::default();
     for &i in mine {
-        let case = gen::case(cfg.seed, i, "p");
+        let case = if cfg.valid_only {
+            gen::valid_case(cfg.seed, i, "p")
+        } else {
+            gen::case_with(cfg.seed, i, "p", cfg.valid_answers)
+        };
         f.cases += 1;
         f.requests += case.reqs.len() as u64;
         f.messages += case.messages() as u64;

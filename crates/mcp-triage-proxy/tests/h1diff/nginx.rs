@@ -94,15 +94,34 @@ pub async fn compare(bin: &Path, cfg: &Config, proxy: &[Seen]) -> Result<(Vec<Fa
     let mut fails = Vec::new();
     let mut choices = Choices::new();
     let mut compared = 0;
-    for i in cfg.indexes() {
-        let case = gen::case(cfg.seed, i, "n");
-        let (_, seen) = super::one_case(ng.addr, &up, &case, cfg.idle).await;
+    let idx = cfg.indexes();
+    let workers = cfg.workers.clamp(1, idx.len().max(1));
+    let mut tasks = Vec::new();
+    for w in 0..workers {
+        let mine: Vec<u64> = idx.iter().copied().skip(w).step_by(workers).collect();
+        let (cfg, up, addr) = (cfg.clone(), up.clone(), ng.addr);
+        tasks.push(tokio::spawn(async move {
+            let mut out = Vec::new();
+            for i in mine {
+                let case = gen::case_with(cfg.seed, i, "n", cfg.valid_answers);
+                let (_, seen) = super::one_case(addr, &up, &case, cfg.idle).await;
+                out.push((i, case, seen));
+            }
+            out
+        }));
+    }
+    let mut runs = Vec::new();
+    for t in tasks {
+        runs.extend(t.await.map_err(|e| format!("an nginx worker: {e}"))?);
+    }
+    runs.sort_by_key(|r| r.0);
+    for (i, case, seen) in runs {
         for (j, s) in seen.iter().enumerate() {
             let Some(p) = by.get(&(i, j)) else { break };
             let (pw, nw) = (fate(p), fate(s));
             compared += 1;
             let q = &case.reqs[j];
-            if pw != nw {
+            if taken(&pw) != taken(&nw) {
                 match q.class {
                     Class::Choice => *choices.entry((q.family.to_string(), pw.clone(), nw.clone())).or_default() += 1,
                     _ => fails.push(Failure {
@@ -113,7 +132,7 @@ pub async fn compare(bin: &Path, cfg: &Config, proxy: &[Seen]) -> Result<(Vec<Fa
                     }),
                 }
             }
-            if nw != "forwarded" || pw != "forwarded" {
+            if !taken(&nw) || !taken(&pw) {
                 break;
             }
         }
@@ -121,15 +140,21 @@ pub async fn compare(bin: &Path, cfg: &Config, proxy: &[Seen]) -> Result<(Vec<Fa
     Ok((fails, choices, compared))
 }
 
-/// Forwarded, refused or closed (statuses are not compared: 400, 501, 431 are all refusals).
+/// Whether the request was taken: the upstream read it whole. Refusals by status, a closed
+/// connection and an answer before a broken body all count as not taken (400, 501 and 431
+/// are all refusals; which one is each server's choice).
 fn fate(s: &Seen) -> String {
-    match (&s.verdict, s.upstream) {
-        (super::check::Verdict::Forwarded(..), _) => "forwarded".into(),
-        (super::check::Verdict::Own(st), _) if *st >= 500 => "failed upstream".into(),
-        (super::check::Verdict::Own(_), _) => "refused".into(),
-        (super::check::Verdict::None, true) => "forwarded, no answer".into(),
-        (super::check::Verdict::None, false) => "closed".into(),
+    if s.complete {
+        return "forwarded".into();
     }
+    match &s.verdict {
+        super::check::Verdict::Own(st) => format!("did not forward ({st})"),
+        _ => "did not forward (closed)".into(),
+    }
+}
+
+fn taken(f: &str) -> bool {
+    f == "forwarded"
 }
 
 fn tag_n(tag: &str) -> usize {

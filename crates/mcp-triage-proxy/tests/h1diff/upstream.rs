@@ -81,14 +81,17 @@ impl Upstream {
         self.lock().scripts.insert(tag.to_string(), resp);
     }
 
-    /// Waits (bounded) until no connection of `key` (or untied) is open; then its log.
+    /// Waits (bounded) until no connection of `key` is open, nor (for a moment) one tied to
+    /// no case yet (it may be this case's); then its log.
     pub async fn settle(&self, key: &str, within: Duration) -> CaseLog {
-        let deadline = tokio::time::Instant::now() + within;
+        let start = tokio::time::Instant::now();
+        let deadline = start + within;
         loop {
             {
                 let st = self.lock();
                 let open = st.cases.get(key).map_or(0, |c| c.open);
-                if (open == 0 && st.pending == 0) || tokio::time::Instant::now() >= deadline {
+                let untied_done = st.pending == 0 || start.elapsed() > Duration::from_millis(100);
+                if (open == 0 && untied_done) || tokio::time::Instant::now() >= deadline {
                     return st.cases.get(key).cloned().unwrap_or_default();
                 }
             }
