@@ -40,7 +40,11 @@ async fn generated_traffic_through_the_proxy_keeps_its_meaning() {
     let report = f.report(cfg.seed, "proxy");
     println!("{report}");
     if cfg.only.is_none() {
-        assert!(f.messages >= 10_000 || cfg.cases < CASES, "only {} messages", f.messages);
+        assert!(
+            f.messages >= 10_000 || cfg.cases < CASES,
+            "only {} messages",
+            f.messages
+        );
     }
     assert!(f.failures.is_empty(), "{report}");
 }
@@ -65,21 +69,30 @@ async fn nginx_agrees_where_the_rfc_leaves_no_choice() {
         return;
     };
     let mut cfg = Config::from_env(CASES).unwrap_or_else(|e| panic!("{e}"));
-    cfg.cases = std::env::var("H1DIFF_NGINX_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(400);
+    cfg.cases = std::env::var("H1DIFF_NGINX_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(800);
     cfg.workers = cfg.workers.min(6);
     cfg.valid_answers = true;
     let f = h1diff::run_proxy(&cfg).await;
     let (fails, choices, compared) = h1diff::nginx::compare(&bin, &cfg, &f.seen)
         .await
         .unwrap_or_else(|e| panic!("nginx at {}: {e}", bin.display()));
-    println!("h1diff nginx: {compared} requests compared, {} differ where the RFC leaves no choice", fails.len());
+    println!(
+        "h1diff nginx: {compared} requests compared, {} differ where the RFC leaves no choice",
+        fails.len()
+    );
     println!("  where the RFC leaves a choice (family | proxy | nginx | requests):");
     for ((family, p, n), count) in &choices {
         println!("  | {family} | {p} | {n} | {count} |");
     }
     let mut out = String::new();
     for x in &fails {
-        out += &format!("  H1DIFF_SEED=0x{:x} H1DIFF_CASE={} [{}] {}\n", cfg.seed, x.index, x.family, x.what);
+        out += &format!(
+            "  H1DIFF_SEED=0x{:x} H1DIFF_CASE={} [{}] {}\n",
+            cfg.seed, x.index, x.family, x.what
+        );
     }
     println!("{out}");
     assert!(fails.iter().all(|x| x.kind == Kind::Nginx));
@@ -92,8 +105,14 @@ async fn nginx_agrees_where_the_rfc_leaves_no_choice() {
 fn the_generator_replays_and_covers_the_families() {
     let a = gen::case(7, 42, "p");
     let b = gen::case(7, 42, "p");
-    assert_eq!(a.reqs.iter().map(|q| &q.bytes).collect::<Vec<_>>(), b.reqs.iter().map(|q| &q.bytes).collect::<Vec<_>>());
-    assert_eq!(a.resps.iter().map(|q| &q.bytes).collect::<Vec<_>>(), b.resps.iter().map(|q| &q.bytes).collect::<Vec<_>>());
+    assert_eq!(
+        a.reqs.iter().map(|q| &q.bytes).collect::<Vec<_>>(),
+        b.reqs.iter().map(|q| &q.bytes).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        a.resps.iter().map(|q| &q.bytes).collect::<Vec<_>>(),
+        b.resps.iter().map(|q| &q.bytes).collect::<Vec<_>>()
+    );
     let mut families = std::collections::BTreeSet::new();
     let mut valid = 0;
     let mut all = 0;
@@ -107,20 +126,60 @@ fn the_generator_replays_and_covers_the_families() {
         }
     }
     for want in [
-        "CL.TE", "TE.CL", "TE casing Chunked", "TE leading space", "TE leading tab", "TE xchunked",
-        "TE chunked, identity", "TE gzip, chunked", "TE two lines gzip/chunked", "TE identity",
-        "chunk size 0x", "chunk size +", "chunk size leading zeros", "chunk size overflow",
-        "chunk extension", "chunk bare LF", "chunk missing CRLF after data", "obs-fold",
-        "NUL in value", "bare CR in value", "bare LF in value", "space before colon",
-        "many header lines", "huge header", "early answer, malformed chunk", "early 401",
-        "early 413", "1xx before the answer", "204 with a body", "304 with a body", "valid HEAD",
-        "HEAD answer", "close-delimited body", "response TE+CL planted", "response TE+CL 0",
-        "response identity+CL", "CL twice equal", "CL list equal", "CL list differs",
-        "Host missing", "Host twice equal", "Host twice differs", "lower-case method", "CONNECT",
-        "OPTIONS *", "response past 100 lines", "response CL list differs", "valid POST chunked",
+        "CL.TE",
+        "TE.CL",
+        "TE casing Chunked",
+        "TE leading space",
+        "TE leading tab",
+        "TE xchunked",
+        "TE chunked, identity",
+        "TE gzip, chunked",
+        "TE two lines gzip/chunked",
+        "TE identity",
+        "chunk size 0x",
+        "chunk size +",
+        "chunk size leading zeros",
+        "chunk size overflow",
+        "chunk extension",
+        "chunk bare LF",
+        "chunk missing CRLF after data",
+        "obs-fold",
+        "NUL in value",
+        "bare CR in value",
+        "bare LF in value",
+        "space before colon",
+        "many header lines",
+        "huge header",
+        "early answer, malformed chunk",
+        "early 401",
+        "early 413",
+        "1xx before the answer",
+        "204 with a body",
+        "304 with a body",
+        "valid HEAD",
+        "HEAD answer",
+        "close-delimited body",
+        "response TE+CL planted",
+        "response TE+CL 0",
+        "response identity+CL",
+        "CL twice equal",
+        "CL list equal",
+        "CL list differs",
+        "Host missing",
+        "Host twice equal",
+        "Host twice differs",
+        "lower-case method",
+        "CONNECT",
+        "OPTIONS *",
+        "response past 100 lines",
+        "response CL list differs",
+        "valid POST chunked",
         "valid SSE chunked",
     ] {
-        assert!(families.contains(want), "no {want:?} in {CASES} cases: {families:?}");
+        assert!(
+            families.contains(want),
+            "no {want:?} in {CASES} cases: {families:?}"
+        );
     }
     assert!(valid * 2 > all, "most messages are valid: {valid} of {all}");
 }

@@ -59,7 +59,8 @@ impl Verdict {
 pub struct Seen {
     pub index: u64,
     pub tag: String,
-    pub family: &'static str,
+    /// The family a failure about it is filed under ([`cause`]).
+    pub family: String,
     pub upstream: bool,
     /// The upstream read it whole (its body's end too).
     pub complete: bool,
@@ -80,7 +81,12 @@ impl Ctx<'_> {
     /// connection): filed under `root`'s family.
     fn fail_from(&mut self, _j: usize, root: usize, kind: Kind, what: String) {
         let family = cause(self.case, root);
-        self.out.push(Failure { index: self.case.index, family, kind, what });
+        self.out.push(Failure {
+            index: self.case.index,
+            family,
+            kind,
+            what,
+        });
     }
 }
 
@@ -106,12 +112,18 @@ pub fn cause(case: &Case, j: usize) -> String {
 
 /// The statuses a proxy may refuse a request with.
 fn refusal(status: u16) -> bool {
-    matches!(status, 400 | 403 | 405 | 408 | 411 | 413 | 414 | 417 | 431 | 501 | 505)
+    matches!(
+        status,
+        400 | 403 | 405 | 408 | 411 | 413 | 414 | 417 | 431 | 501 | 505
+    )
 }
 
 /// Checks one case; the failures and what happened to each request.
 pub fn case(case: &Case, client: &ClientSide, up: &CaseLog) -> (Vec<Failure>, Vec<Seen>) {
-    let mut cx = Ctx { case, out: Vec::new() };
+    let mut cx = Ctx {
+        case,
+        out: Vec::new(),
+    };
     upstream_order(&mut cx, up);
     let mut seen = Vec::new();
     let mut stop: Option<usize> = None;
@@ -127,17 +139,33 @@ pub fn case(case: &Case, client: &ClientSide, up: &CaseLog) -> (Vec<Failure>, Ve
         seen.push(Seen {
             index: case.index,
             tag: q.tag.clone(),
-            family: q.family,
+            family: cause(case, j),
             upstream: upq.is_some(),
             complete: upq.is_some_and(|u| u.complete),
             verdict: verdict.clone(),
         });
         if let Some(s) = stop {
             if upq.is_some() {
-                cx.fail_from(j, s, Kind::ExtraRequest, format!("{} reached the upstream after the connection had to end at request {s}", q.tag));
+                cx.fail_from(
+                    j,
+                    s,
+                    Kind::ExtraRequest,
+                    format!(
+                        "{} reached the upstream after the connection had to end at request {s}",
+                        q.tag
+                    ),
+                );
             }
             if g.is_some() {
-                cx.fail_from(j, s, Kind::Desync, format!("an answer for {} after the connection had to end at request {s}", q.tag));
+                cx.fail_from(
+                    j,
+                    s,
+                    Kind::Desync,
+                    format!(
+                        "an answer for {} after the connection had to end at request {s}",
+                        q.tag
+                    ),
+                );
             }
             continue;
         }
@@ -153,7 +181,16 @@ pub fn case(case: &Case, client: &ClientSide, up: &CaseLog) -> (Vec<Failure>, Ve
                 }
             }
             Some(g) if g.marker.is_some() => {
-                cx.fail(j, Kind::Desync, format!("{} got the answer written for {:?}: {}", q.tag, g.marker, g.head.lines().next().unwrap_or("")));
+                cx.fail(
+                    j,
+                    Kind::Desync,
+                    format!(
+                        "{} got the answer written for {:?}: {}",
+                        q.tag,
+                        g.marker,
+                        g.head.lines().next().unwrap_or("")
+                    ),
+                );
                 stop = Some(j);
             }
             Some(g) => {
@@ -163,11 +200,24 @@ pub fn case(case: &Case, client: &ClientSide, up: &CaseLog) -> (Vec<Failure>, Ve
                 }
             }
             None => {
-                let allowed = resp.may_fail || resp.must_fail || q.class != Class::Valid;
+                // A server may end a connection after an answer that ended it upstream (early,
+                // or with a close) or whose body ran to the close: the client reconnects.
+                let prev_ended = j > 0
+                    && (client.got.get(j - 1).is_some_and(|g| g.until_close)
+                        || case.resps[j - 1].close_after);
+                let allowed =
+                    resp.may_fail || resp.must_fail || q.class != Class::Valid || prev_ended;
                 if client.end == End::Stalled {
                     cx.fail(j, Kind::Desync, format!("no answer to {} and the connection still open ({} of {} requests sent)", q.tag, client.sent, case.reqs.len()));
                 } else if !allowed && j < client.sent {
-                    cx.fail(j, Kind::Disagree, format!("the connection closed without an answer to {} ({:?})", q.tag, client.end));
+                    cx.fail(
+                        j,
+                        Kind::Disagree,
+                        format!(
+                            "the connection closed without an answer to {} ({:?})",
+                            q.tag, client.end
+                        ),
+                    );
                 }
                 stop = Some(j);
             }
@@ -177,16 +227,38 @@ pub fn case(case: &Case, client: &ClientSide, up: &CaseLog) -> (Vec<Failure>, Ve
         let j = client.got.len().min(case.reqs.len().saturating_sub(1));
         // A head whose framing contradicts itself is the proxy's RFC fault before it is a
         // desync (which then usually follows, and is reported on its own).
-        let kind = if e.starts_with("Content-Length is not") || e.starts_with("a response with both") { Kind::Rfc } else { Kind::Desync };
+        let kind =
+            if e.starts_with("Content-Length is not") || e.starts_with("a response with both") {
+                Kind::Rfc
+            } else {
+                Kind::Desync
+            };
         let after = match client.got.len().checked_sub(1) {
-            Some(p) => format!(" (after the answer to {} [{}])", case.reqs[p].tag, case.resps[p].family),
+            Some(p) => format!(
+                " (after the answer to {} [{}])",
+                case.reqs[p].tag, case.resps[p].family
+            ),
             None => String::new(),
         };
-        cx.fail(j, kind, format!("the client could not read answer {}{after}: {e}", client.got.len()));
+        cx.fail(
+            j,
+            kind,
+            format!(
+                "the client could not read answer {}{after}: {e}",
+                client.got.len()
+            ),
+        );
     }
     if !client.extra.is_empty() {
         let j = case.reqs.len() - 1;
-        cx.fail(j, Kind::Desync, format!("bytes after the last answer: {:?}", super::upstream::show(&client.extra)));
+        cx.fail(
+            j,
+            Kind::Desync,
+            format!(
+                "bytes after the last answer: {:?}",
+                super::upstream::show(&client.extra)
+            ),
+        );
     }
     (cx.out, seen)
 }
@@ -196,57 +268,142 @@ fn upstream_order(cx: &mut Ctx<'_>, up: &CaseLog) {
     let mut last: Option<usize> = None;
     for u in &up.reqs {
         match cx.case.reqs.iter().position(|q| q.tag == u.tag) {
-            None => cx.fail(last.unwrap_or(0), Kind::ExtraRequest, format!("the upstream read a request the client never framed: {:?}", super::upstream::show(u.head.as_bytes()))),
-            Some(i) if last.is_some_and(|l| l >= i) => cx.fail(i, Kind::ExtraRequest, format!("the upstream read {} again or out of order", u.tag)),
+            None => cx.fail(
+                last.unwrap_or(0),
+                Kind::ExtraRequest,
+                format!(
+                    "the upstream read a request the client never framed: {:?}",
+                    super::upstream::show(u.head.as_bytes())
+                ),
+            ),
+            Some(i) if last.is_some_and(|l| l >= i) => cx.fail(
+                i,
+                Kind::ExtraRequest,
+                format!("the upstream read {} again or out of order", u.tag),
+            ),
             Some(i) => last = Some(i),
         }
     }
     for e in &up.errors {
         // The refused bytes name their request, when they got that far.
         let at = e.find("h1d=").and_then(|i| {
-            let t: String = e[i + 4..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+            let t: String = e[i + 4..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
             cx.case.reqs.iter().position(|q| q.tag == t)
         });
-        cx.fail(at.or(last).unwrap_or(0), Kind::Rfc, format!("the proxy sent the upstream bytes a strict reader refuses: {e}"));
+        cx.fail(
+            at.or(last).unwrap_or(0),
+            Kind::Rfc,
+            format!("the proxy sent the upstream bytes a strict reader refuses: {e}"),
+        );
     }
 }
 
 /// The client got the upstream's answer to request `j`.
-fn forwarded(cx: &mut Ctx<'_>, j: usize, g: &super::client::Got, upq: Option<&super::upstream::UpReq>) {
+fn forwarded(
+    cx: &mut Ctx<'_>,
+    j: usize,
+    g: &super::client::Got,
+    upq: Option<&super::upstream::UpReq>,
+) {
     let q = &cx.case.reqs[j];
     let resp = &cx.case.resps[j];
     let (class, tag) = (q.class, q.tag.clone());
-    if matches!(class, Class::Refuse { body: false }) || matches!(class, Class::Refuse { body: true }) && !resp.early {
-        cx.fail(j, Kind::Rfc, format!("{tag} ({}) was forwarded and answered; the RFC says refuse it", q.family));
+    if matches!(class, Class::Refuse { body: false })
+        || matches!(class, Class::Refuse { body: true }) && !resp.early
+    {
+        cx.fail(
+            j,
+            Kind::Rfc,
+            format!(
+                "{tag} ({}) was forwarded and answered; the RFC says refuse it",
+                q.family
+            ),
+        );
     }
     match upq {
         Some(u) if u.complete => {
             if u.body != q.body && !matches!(class, Class::Refuse { .. }) {
-                let at = u.body.iter().zip(&q.body).position(|(a, b)| a != b).unwrap_or(u.body.len().min(q.body.len()));
+                let at = u
+                    .body
+                    .iter()
+                    .zip(&q.body)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(u.body.len().min(q.body.len()));
                 cx.fail(j, Kind::Disagree, format!("{tag}: the upstream got a body of {} bytes, the client sent {} (first difference at {at})", u.body.len(), q.body.len()));
             }
             if u.codings != q.codings {
-                cx.fail(j, Kind::Rfc, format!("{tag}: transfer codings {:?} went upstream as {:?}", q.codings, u.codings));
+                cx.fail(
+                    j,
+                    Kind::Rfc,
+                    format!(
+                        "{tag}: transfer codings {:?} went upstream as {:?}",
+                        q.codings, u.codings
+                    ),
+                );
             }
         }
         Some(_) if resp.early => {}
-        Some(_) => cx.fail(j, Kind::Disagree, format!("{tag} was answered but its body never ended upstream")),
-        None => cx.fail(j, Kind::Disagree, format!("{tag} was answered but the upstream has no such request")),
+        Some(_) => cx.fail(
+            j,
+            Kind::Disagree,
+            format!("{tag} was answered but its body never ended upstream"),
+        ),
+        None => cx.fail(
+            j,
+            Kind::Disagree,
+            format!("{tag} was answered but the upstream has no such request"),
+        ),
     }
     if resp.must_fail {
-        cx.fail(j, Kind::Rfc, format!("{tag}: a response with {} was forwarded; the RFC says 502", resp.family));
+        cx.fail(
+            j,
+            Kind::Rfc,
+            format!(
+                "{tag}: a response with {} was forwarded; the RFC says 502",
+                resp.family
+            ),
+        );
     }
     if g.status != resp.status {
-        cx.fail(j, Kind::Disagree, format!("{tag}: the client got status {}, the upstream sent {}", g.status, resp.status));
+        cx.fail(
+            j,
+            Kind::Disagree,
+            format!(
+                "{tag}: the client got status {}, the upstream sent {}",
+                g.status, resp.status
+            ),
+        );
     }
     if g.body != resp.body {
-        let kind = if g.body.windows(7).any(|w| w == b"planted") { Kind::Desync } else { Kind::Disagree };
-        cx.fail(j, kind, format!("{tag}: the client got a body of {} bytes {:?}, the upstream meant {} bytes", g.body.len(), super::upstream::show(&g.body), resp.body.len()));
+        let kind = if g.body.windows(7).any(|w| w == b"planted") {
+            Kind::Desync
+        } else {
+            Kind::Disagree
+        };
+        cx.fail(
+            j,
+            kind,
+            format!(
+                "{tag}: the client got a body of {} bytes {:?}, the upstream meant {} bytes",
+                g.body.len(),
+                super::upstream::show(&g.body),
+                resp.body.len()
+            ),
+        );
     }
 }
 
 /// The client got an answer the proxy wrote itself.
-fn own(cx: &mut Ctx<'_>, j: usize, g: &super::client::Got, up_complete: Option<bool>, client: &ClientSide) {
+fn own(
+    cx: &mut Ctx<'_>,
+    j: usize,
+    g: &super::client::Got,
+    up_complete: Option<bool>,
+    client: &ClientSide,
+) {
     let q = &cx.case.reqs[j];
     let resp = &cx.case.resps[j];
     let upstream_failed = matches!(g.status, 502 | 504) && (resp.may_fail || resp.must_fail);
@@ -256,14 +413,37 @@ fn own(cx: &mut Ctx<'_>, j: usize, g: &super::client::Got, up_complete: Option<b
     };
     let tag = q.tag.clone();
     if !ok {
-        cx.fail(j, Kind::Disagree, format!("{tag} ({}) got the proxy's own {}: {}", q.family, g.status, g.head.lines().next().unwrap_or("")));
+        cx.fail(
+            j,
+            Kind::Disagree,
+            format!(
+                "{tag} ({}) got the proxy's own {}: {}",
+                q.family,
+                g.status,
+                g.head.lines().next().unwrap_or("")
+            ),
+        );
     }
     if refusal(g.status) {
         if up_complete == Some(true) {
-            cx.fail(j, Kind::Rfc, format!("{tag} was refused with {} but reached the upstream whole", g.status));
+            cx.fail(
+                j,
+                Kind::Rfc,
+                format!(
+                    "{tag} was refused with {} but reached the upstream whole",
+                    g.status
+                ),
+            );
         }
         if client.end != End::Closed || client.got.len() > j + 1 {
-            cx.fail(j, Kind::Rfc, format!("{tag}: the connection stayed open after the refusal {}", g.status));
+            cx.fail(
+                j,
+                Kind::Rfc,
+                format!(
+                    "{tag}: the connection stayed open after the refusal {}",
+                    g.status
+                ),
+            );
         }
     }
 }
@@ -275,12 +455,22 @@ pub fn records(seen: &[Seen], records: &[Record]) -> Vec<Failure> {
     let mut untagged: Vec<&Record> = Vec::new();
     for r in records {
         match r.path.as_deref().and_then(|p| p.split_once("h1d=")) {
-            Some((_, t)) => by_tag.entry(t.split('&').next().unwrap_or("").to_string()).or_default().push(r),
+            Some((_, t)) => by_tag
+                .entry(t.split('&').next().unwrap_or("").to_string())
+                .or_default()
+                .push(r),
             None => untagged.push(r),
         }
     }
     let mut out = Vec::new();
-    let mut fail = |s: &Seen, what: String| out.push(Failure { index: s.index, family: s.family.to_string(), kind: Kind::Disagree, what });
+    let mut fail = |s: &Seen, what: String| {
+        out.push(Failure {
+            index: s.index,
+            family: s.family.clone(),
+            kind: Kind::Disagree,
+            what,
+        })
+    };
     for s in seen {
         let recs = by_tag.remove(&s.tag).unwrap_or_default();
         let want = match &s.verdict {
@@ -290,17 +480,29 @@ pub fn records(seen: &[Seen], records: &[Record]) -> Vec<Failure> {
         };
         match (recs.as_slice(), want) {
             ([], Some((st, None))) => {
-                if let Some(i) = untagged.iter().position(|r| r.http_statuses.last() == Some(&st)) {
+                if let Some(i) = untagged
+                    .iter()
+                    .position(|r| r.http_statuses.last() == Some(&st))
+                {
                     untagged.remove(i);
                 } else {
-                    fail(s, format!("{}: the proxy refused it with {st} and wrote no record", s.tag));
+                    fail(
+                        s,
+                        format!(
+                            "{}: the proxy refused it with {st} and wrote no record",
+                            s.tag
+                        ),
+                    );
                 }
             }
             ([], _) if s.upstream => {
                 // CONNECT and `OPTIONS *` carry their tag in a field only: their record has
                 // no tagged path.
                 let st = want.map(|w| w.0);
-                match untagged.iter().position(|r| st.is_none() || r.http_statuses.last() == st.as_ref()) {
+                match untagged
+                    .iter()
+                    .position(|r| st.is_none() || r.http_statuses.last() == st.as_ref())
+                {
                     Some(i) => {
                         untagged.remove(i);
                     }
@@ -310,10 +512,22 @@ pub fn records(seen: &[Seen], records: &[Record]) -> Vec<Failure> {
             ([], _) => {}
             ([r], Some((st, bytes))) => {
                 if r.http_statuses != [st] {
-                    fail(s, format!("{}: the record says httpStatuses {:?}, the client got {st}", s.tag, r.http_statuses));
+                    fail(
+                        s,
+                        format!(
+                            "{}: the record says httpStatuses {:?}, the client got {st}",
+                            s.tag, r.http_statuses
+                        ),
+                    );
                 }
                 if let Some(n) = bytes.filter(|&n| r.response_bytes != n) {
-                    fail(s, format!("{}: the record says responseBytes {}, the client got {n}", s.tag, r.response_bytes));
+                    fail(
+                        s,
+                        format!(
+                            "{}: the record says responseBytes {}, the client got {n}",
+                            s.tag, r.response_bytes
+                        ),
+                    );
                 }
             }
             ([_], None) => {}
@@ -321,8 +535,21 @@ pub fn records(seen: &[Seen], records: &[Record]) -> Vec<Failure> {
         }
     }
     for (tag, recs) in by_tag {
-        let index = tag.trim_start_matches(|c: char| c.is_ascii_alphabetic()).split('-').next().and_then(|i| i.parse().ok()).unwrap_or(0);
-        out.push(Failure { index, family: "records".into(), kind: Kind::Disagree, what: format!("{} record(s) for {tag}, which no client request was", recs.len()) });
+        let index = tag
+            .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+            .split('-')
+            .next()
+            .and_then(|i| i.parse().ok())
+            .unwrap_or(0);
+        out.push(Failure {
+            index,
+            family: "records".into(),
+            kind: Kind::Disagree,
+            what: format!(
+                "{} record(s) for {tag}, which no client request was",
+                recs.len()
+            ),
+        });
     }
     out
 }

@@ -19,6 +19,8 @@ pub struct Got {
     pub body: Vec<u8>,
     pub interim: usize,
     pub head: String,
+    /// Its body ran to the connection's end (no length, not chunked).
+    pub until_close: bool,
 }
 
 /// How the client's reading ended.
@@ -79,8 +81,15 @@ impl Conn {
                     Ok(Some(x)) => break x,
                     Ok(None) if self.fill(self.idle).await => {}
                     Ok(None) if self.buf.is_empty() => return Ok(None),
-                    Ok(None) => return Err(format!("an answer cut off: {:?}", super::upstream::show(&self.buf))),
-                    Err(e) => return Err(format!("{}: {:?}", e.0, super::upstream::show(&self.buf))),
+                    Ok(None) => {
+                        return Err(format!(
+                            "an answer cut off: {:?}",
+                            super::upstream::show(&self.buf)
+                        ))
+                    }
+                    Err(e) => {
+                        return Err(format!("{}: {:?}", e.0, super::upstream::show(&self.buf)))
+                    }
                 }
             };
             let head = String::from_utf8_lossy(&self.buf[..h.len]).into_owned();
@@ -94,7 +103,10 @@ impl Conn {
                 Framing::Length(n) => {
                     while (self.buf.len() as u64) < n && self.fill(self.idle).await {}
                     if (self.buf.len() as u64) < n {
-                        return Err(format!("{status} body cut off at {} of {n} bytes", self.buf.len()));
+                        return Err(format!(
+                            "{status} body cut off at {} of {n} bytes",
+                            self.buf.len()
+                        ));
                     }
                     self.buf.drain(..n as usize).collect()
                 }
@@ -117,17 +129,34 @@ impl Conn {
                     std::mem::take(&mut self.buf)
                 }
             };
-            let marker = h.get("x-h1d-resp").map(|v| String::from_utf8_lossy(v).into_owned());
-            return Ok(Some(Got { status, marker, body, interim, head }));
+            let marker = h
+                .get("x-h1d-resp")
+                .map(|v| String::from_utf8_lossy(v).into_owned());
+            let until_close = framing == Framing::UntilClose;
+            return Ok(Some(Got {
+                status,
+                marker,
+                body,
+                interim,
+                head,
+                until_close,
+            }));
         }
     }
 }
 
 /// Runs `case` against `addr`. `idle`: how long a due answer may be silent.
 pub async fn run(addr: SocketAddr, case: &Case, idle: Duration) -> Result<ClientSide, String> {
-    let s = TcpStream::connect(addr).await.map_err(|e| format!("connect {addr}: {e}"))?;
+    let s = TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connect {addr}: {e}"))?;
     let _ = s.set_nodelay(true);
-    let mut c = Conn { s, buf: Vec::new(), eof: false, idle };
+    let mut c = Conn {
+        s,
+        buf: Vec::new(),
+        eof: false,
+        idle,
+    };
     let stream: Vec<u8> = case.reqs.iter().flat_map(|q| q.bytes.clone()).collect();
     let mut bounds = Vec::new();
     let mut at = 0;
@@ -140,13 +169,21 @@ pub async fn run(addr: SocketAddr, case: &Case, idle: Duration) -> Result<Client
     let mut written = 0;
     let mut end = End::Done;
     for (i, q) in case.reqs.iter().enumerate() {
-        let upto = if case.pipelined { stream.len() } else { bounds[i] };
+        let upto = if case.pipelined {
+            stream.len()
+        } else {
+            bounds[i]
+        };
         if written < upto {
             // A write the proxy refused (it closed after an answer) still leaves that answer
             // to read.
             let _ = write_slices(&mut c.s, &stream, written, upto, &case.cuts).await;
             written = upto;
-            sent = if case.pipelined { case.reqs.len() } else { i + 1 };
+            sent = if case.pipelined {
+                case.reqs.len()
+            } else {
+                i + 1
+            };
         }
         match c.answer(q.head_only).await {
             Ok(Some(g)) => {
@@ -177,7 +214,12 @@ pub async fn run(addr: SocketAddr, case: &Case, idle: Duration) -> Result<Client
             end = End::Closed;
         }
     }
-    Ok(ClientSide { got, end, extra, sent })
+    Ok(ClientSide {
+        got,
+        end,
+        extra,
+        sent,
+    })
 }
 
 impl Conn {
@@ -192,7 +234,13 @@ impl Conn {
 }
 
 /// Writes `stream[from..to]` cut at `cuts`, yielding between writes so they arrive apart.
-async fn write_slices(s: &mut TcpStream, stream: &[u8], from: usize, to: usize, cuts: &[usize]) -> std::io::Result<()> {
+async fn write_slices(
+    s: &mut TcpStream,
+    stream: &[u8],
+    from: usize,
+    to: usize,
+    cuts: &[usize],
+) -> std::io::Result<()> {
     let mut at = from;
     for &cut in cuts.iter().filter(|&&c| c > from && c < to) {
         s.write_all(&stream[at..cut]).await?;

@@ -148,17 +148,24 @@ fn case_of(seed: u64, index: u64, prefix: &str, valid_answers: bool, valid_only:
         let resp = if req.family == "CONNECT" {
             // A 2xx to CONNECT would turn the connection into a tunnel.
             let mut r = valid_response(&mut r, &tag);
-            r.bytes = resp_head("405 Method Not Allowed", &tag, &["content-length: 0".into()]);
+            r.bytes = resp_head(
+                "405 Method Not Allowed",
+                &tag,
+                &["content-length: 0".into()],
+            );
             (r.status, r.body, r.family) = (405, Vec::new(), "405 to CONNECT");
             r
         } else if req.head_only {
             super::hostile::head_response(&mut r, &tag)
         } else if hostile_resp {
-            super::hostile::response(&mut r, &tag, early_ok && req.body.len() > 0)
+            super::hostile::response(&mut r, &tag, early_ok && !req.body.is_empty())
         } else {
             valid_response(&mut r, &tag)
         };
-        let resp = if valid_answers && !resp.family.starts_with("valid") && !matches!(resp.family, "HEAD answer" | "405 to CONNECT") {
+        let resp = if valid_answers
+            && !resp.family.starts_with("valid")
+            && !matches!(resp.family, "HEAD answer" | "405 to CONNECT")
+        {
             // Its own generator, so the requests' bytes stay those of the full case.
             valid_response(&mut Rng::new(cs ^ i as u64), &tag)
         } else {
@@ -281,11 +288,18 @@ pub fn valid_request(r: &mut Rng, tag: &str) -> Req {
     if method == "POST" {
         lines.push("content-type: application/json".into());
         if chunked {
-            lines.push(format!("{}: chunked", r.pick(&["Transfer-Encoding", "transfer-encoding"])));
+            lines.push(format!(
+                "{}: chunked",
+                r.pick(&["Transfer-Encoding", "transfer-encoding"])
+            ));
             bytes = head(method, &target, &lines);
             bytes.extend(chunk(r, &body));
         } else {
-            lines.push(format!("{}: {}", r.pick(&["Content-Length", "content-length"]), body.len()));
+            lines.push(format!(
+                "{}: {}",
+                r.pick(&["Content-Length", "content-length"]),
+                body.len()
+            ));
             bytes = head(method, &target, &lines);
             bytes.extend_from_slice(&body);
         }
@@ -329,29 +343,57 @@ pub fn valid_response(r: &mut Rng, tag: &str) -> Resp {
     let pick = r.below(100);
     let (status, family, bytes, body) = match pick {
         0..=44 => {
-            let h = resp_head("200 OK", tag, &[
-                "content-type: application/json".into(),
-                format!("content-length: {}", body.len()),
-            ]);
+            let h = resp_head(
+                "200 OK",
+                tag,
+                &[
+                    "content-type: application/json".into(),
+                    format!("content-length: {}", body.len()),
+                ],
+            );
             ("200", "valid JSON length", [h, body.clone()].concat(), body)
         }
         45..=64 => {
-            let h = resp_head("200 OK", tag, &[
-                "content-type: application/json".into(),
-                "transfer-encoding: chunked".into(),
-            ]);
-            ("200", "valid JSON chunked", [h, chunk(r, &body)].concat(), body)
+            let h = resp_head(
+                "200 OK",
+                tag,
+                &[
+                    "content-type: application/json".into(),
+                    "transfer-encoding: chunked".into(),
+                ],
+            );
+            (
+                "200",
+                "valid JSON chunked",
+                [h, chunk(r, &body)].concat(),
+                body,
+            )
         }
         65..=84 => {
             let events: Vec<u8> = (0..r.range(1, 4))
-                .flat_map(|i| format!("id: {i}\ndata: {}\n\n", String::from_utf8_lossy(&body[..body.len().min(200)])).into_bytes())
+                .flat_map(|i| {
+                    format!(
+                        "id: {i}\ndata: {}\n\n",
+                        String::from_utf8_lossy(&body[..body.len().min(200)])
+                    )
+                    .into_bytes()
+                })
                 .collect();
-            let h = resp_head("200 OK", tag, &[
-                "content-type: text/event-stream".into(),
-                "cache-control: no-cache".into(),
-                "transfer-encoding: chunked".into(),
-            ]);
-            ("200", "valid SSE chunked", [h, chunk(r, &events)].concat(), events)
+            let h = resp_head(
+                "200 OK",
+                tag,
+                &[
+                    "content-type: text/event-stream".into(),
+                    "cache-control: no-cache".into(),
+                    "transfer-encoding: chunked".into(),
+                ],
+            );
+            (
+                "200",
+                "valid SSE chunked",
+                [h, chunk(r, &events)].concat(),
+                events,
+            )
         }
         85..=92 => {
             let h = resp_head("202 Accepted", tag, &["content-length: 0".into()]);
@@ -359,10 +401,14 @@ pub fn valid_response(r: &mut Rng, tag: &str) -> Resp {
         }
         _ => {
             let b = b"{\"error\":\"nope\"}".to_vec();
-            let h = resp_head("404 Not Found", tag, &[
-                "content-type: application/json".into(),
-                format!("content-length: {}", b.len()),
-            ]);
+            let h = resp_head(
+                "404 Not Found",
+                tag,
+                &[
+                    "content-type: application/json".into(),
+                    format!("content-length: {}", b.len()),
+                ],
+            );
             ("404", "valid 404", [h, b.clone()].concat(), b)
         }
     };

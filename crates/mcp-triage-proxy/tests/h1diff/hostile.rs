@@ -63,14 +63,11 @@ pub fn request(r: &mut Rng, tag: &str) -> (Req, bool) {
     let early_ok = b.class == Class::Valid || b.family.starts_with("early");
     let (target, mut lines) = base_lines(r, tag);
     lines.retain(|l| !l.to_ascii_lowercase().starts_with("host:"));
-    match &b.host {
-        Some(h) => {
-            let at = r.below(lines.len() + 1);
-            for (i, l) in h.iter().enumerate() {
-                lines.insert(at + i, l.clone());
-            }
+    if let Some(h) = &b.host {
+        let at = r.below(lines.len() + 1);
+        for (i, l) in h.iter().enumerate() {
+            lines.insert(at + i, l.clone());
         }
-        None => {}
     }
     for l in &b.extra {
         let at = r.below(lines.len() + 1);
@@ -114,8 +111,16 @@ fn cl_te(r: &mut Rng, tag: &str, body: &[u8]) -> Built {
         let s = smuggled(tag);
         let mut inner = s.clone();
         inner.extend_from_slice(body);
-        let after = [format!("{:x}\r\n", inner.len()).into_bytes(), inner.clone(), b"\r\n0\r\n\r\n".to_vec()].concat();
-        b.extra = vec![te, format!("Content-Length: {}", format!("{:x}\r\n", inner.len()).len())];
+        let after = [
+            format!("{:x}\r\n", inner.len()).into_bytes(),
+            inner.clone(),
+            b"\r\n0\r\n\r\n".to_vec(),
+        ]
+        .concat();
+        b.extra = vec![
+            te,
+            format!("Content-Length: {}", format!("{:x}\r\n", inner.len()).len()),
+        ];
         b.after = after;
         b.body = inner;
         return b;
@@ -129,17 +134,72 @@ fn te_obfuscated(r: &mut Rng, tag: &str, body: &[u8]) -> Built {
     let chunked = chunk(r, body);
     let with_smuggle = [chunked.clone(), smuggled(tag)].concat();
     let (family, class, lines, codings): (&str, Class, Vec<&str>, Vec<&str>) = match r.below(11) {
-        0 => ("TE casing Chunked", Class::Valid, vec!["Transfer-Encoding: Chunked"], vec![]),
-        1 => ("TE leading space", Class::Valid, vec!["Transfer-Encoding:  chunked"], vec![]),
-        2 => ("TE leading tab", Class::Valid, vec!["Transfer-Encoding:\tchunked"], vec![]),
-        3 => ("TE xchunked", Class::Refuse { body: false }, vec!["Transfer-Encoding: xchunked"], vec![]),
-        4 => ("TE chunked, identity", Class::Refuse { body: false }, vec!["Transfer-Encoding: chunked, identity"], vec![]),
-        5 => ("TE gzip, chunked", Class::Choice, vec!["Transfer-Encoding: gzip, chunked"], vec!["gzip"]),
-        6 => ("TE two lines gzip/chunked", Class::Choice, vec!["Transfer-Encoding: gzip", "Transfer-Encoding: chunked"], vec!["gzip"]),
-        7 => ("TE two lines chunked/chunked", Class::Choice, vec!["Transfer-Encoding: chunked", "Transfer-Encoding: chunked"], vec![]),
-        8 => ("TE identity", Class::Refuse { body: false }, vec!["Transfer-Encoding: identity"], vec![]),
-        9 => ("TE chunked then identity lines", Class::Refuse { body: false }, vec!["Transfer-Encoding: chunked", "Transfer-Encoding: identity"], vec![]),
-        _ => ("TE trailing comma chunked,", Class::Choice, vec!["Transfer-Encoding: chunked,"], vec![]),
+        0 => (
+            "TE casing Chunked",
+            Class::Valid,
+            vec!["Transfer-Encoding: Chunked"],
+            vec![],
+        ),
+        1 => (
+            "TE leading space",
+            Class::Valid,
+            vec!["Transfer-Encoding:  chunked"],
+            vec![],
+        ),
+        2 => (
+            "TE leading tab",
+            Class::Valid,
+            vec!["Transfer-Encoding:\tchunked"],
+            vec![],
+        ),
+        3 => (
+            "TE xchunked",
+            Class::Refuse { body: false },
+            vec!["Transfer-Encoding: xchunked"],
+            vec![],
+        ),
+        4 => (
+            "TE chunked, identity",
+            Class::Refuse { body: false },
+            vec!["Transfer-Encoding: chunked, identity"],
+            vec![],
+        ),
+        5 => (
+            "TE gzip, chunked",
+            Class::Choice,
+            vec!["Transfer-Encoding: gzip, chunked"],
+            vec!["gzip"],
+        ),
+        6 => (
+            "TE two lines gzip/chunked",
+            Class::Choice,
+            vec!["Transfer-Encoding: gzip", "Transfer-Encoding: chunked"],
+            vec!["gzip"],
+        ),
+        7 => (
+            "TE two lines chunked/chunked",
+            Class::Choice,
+            vec!["Transfer-Encoding: chunked", "Transfer-Encoding: chunked"],
+            vec![],
+        ),
+        8 => (
+            "TE identity",
+            Class::Refuse { body: false },
+            vec!["Transfer-Encoding: identity"],
+            vec![],
+        ),
+        9 => (
+            "TE chunked then identity lines",
+            Class::Refuse { body: false },
+            vec!["Transfer-Encoding: chunked", "Transfer-Encoding: identity"],
+            vec![],
+        ),
+        _ => (
+            "TE trailing comma chunked,",
+            Class::Choice,
+            vec!["Transfer-Encoding: chunked,"],
+            vec![],
+        ),
     };
     let mut b = Built::new(family, class);
     b.extra = lines.into_iter().map(String::from).collect();
@@ -147,7 +207,11 @@ fn te_obfuscated(r: &mut Rng, tag: &str, body: &[u8]) -> Built {
     // Where the framing is not chunked the chunked body is followed by a smuggled request: a
     // server that does not refuse would read a length-less body as empty and the chunks and
     // that request as requests. Where it is chunked, what follows would be a real request.
-    b.after = if matches!(class, Class::Refuse { .. }) { with_smuggle } else { chunked };
+    b.after = if matches!(class, Class::Refuse { .. }) {
+        with_smuggle
+    } else {
+        chunked
+    };
     b.body = body.to_vec();
     b
 }
@@ -158,15 +222,77 @@ fn chunk_size(r: &mut Rng, tag: &str, body: &[u8]) -> Built {
     let s = smuggled(tag);
     let good_rest = |data: &[u8]| [data.to_vec(), b"\r\n0\r\n\r\n".to_vec()].concat();
     let (family, class, after): (&str, Class, Vec<u8>) = match r.below(9) {
-        0 => ("chunk size 0x", Class::Refuse { body: true }, [format!("0x{n:x}\r\n").into_bytes(), good_rest(body)].concat()),
-        1 => ("chunk size +", Class::Refuse { body: true }, [format!("+{n:x}\r\n").into_bytes(), good_rest(body)].concat()),
-        2 => ("chunk size leading zeros", Class::Valid, [format!("0000000{n:x}\r\n").into_bytes(), good_rest(body)].concat()),
-        3 => ("chunk size overflow", Class::Refuse { body: true }, [b"ffffffffffffffffff\r\n".to_vec(), body.to_vec(), b"\r\n0\r\n\r\n".to_vec(), s.clone()].concat()),
-        4 => ("chunk size overflow to small", Class::Refuse { body: true }, [format!("1000000000000000{n:x}\r\n").into_bytes(), good_rest(body), s.clone()].concat()),
-        5 => ("chunk extension", Class::Valid, [format!("{n:x};a=b;c=\"d e\"\r\n").into_bytes(), good_rest(body)].concat()),
-        6 => ("chunk bare LF", Class::Choice, [format!("{n:x}\n").into_bytes(), body.to_vec(), b"\n0\n\n".to_vec()].concat()),
-        7 => ("chunk missing CRLF after data", Class::Refuse { body: true }, [format!("{:x}\r\n", n.saturating_sub(3).max(1)).into_bytes(), body.to_vec(), b"\r\n0\r\n\r\n".to_vec(), s.clone()].concat()),
-        _ => ("chunk negative size", Class::Refuse { body: true }, [b"-1\r\n".to_vec(), good_rest(body)].concat()),
+        0 => (
+            "chunk size 0x",
+            Class::Refuse { body: true },
+            [format!("0x{n:x}\r\n").into_bytes(), good_rest(body)].concat(),
+        ),
+        1 => (
+            "chunk size +",
+            Class::Refuse { body: true },
+            [format!("+{n:x}\r\n").into_bytes(), good_rest(body)].concat(),
+        ),
+        2 => (
+            "chunk size leading zeros",
+            Class::Valid,
+            [format!("0000000{n:x}\r\n").into_bytes(), good_rest(body)].concat(),
+        ),
+        3 => (
+            "chunk size overflow",
+            Class::Refuse { body: true },
+            [
+                b"ffffffffffffffffff\r\n".to_vec(),
+                body.to_vec(),
+                b"\r\n0\r\n\r\n".to_vec(),
+                s.clone(),
+            ]
+            .concat(),
+        ),
+        4 => (
+            "chunk size overflow to small",
+            Class::Refuse { body: true },
+            [
+                format!("1000000000000000{n:x}\r\n").into_bytes(),
+                good_rest(body),
+                s.clone(),
+            ]
+            .concat(),
+        ),
+        5 => (
+            "chunk extension",
+            Class::Valid,
+            [
+                format!("{n:x};a=b;c=\"d e\"\r\n").into_bytes(),
+                good_rest(body),
+            ]
+            .concat(),
+        ),
+        6 => (
+            "chunk bare LF",
+            Class::Choice,
+            [
+                format!("{n:x}\n").into_bytes(),
+                body.to_vec(),
+                b"\n0\n\n".to_vec(),
+            ]
+            .concat(),
+        ),
+        7 => (
+            "chunk missing CRLF after data",
+            Class::Refuse { body: true },
+            [
+                format!("{:x}\r\n", n.saturating_sub(3).max(1)).into_bytes(),
+                body.to_vec(),
+                b"\r\n0\r\n\r\n".to_vec(),
+                s.clone(),
+            ]
+            .concat(),
+        ),
+        _ => (
+            "chunk negative size",
+            Class::Refuse { body: true },
+            [b"-1\r\n".to_vec(), good_rest(body)].concat(),
+        ),
     };
     let mut b = Built::new(family, class);
     b.extra = vec!["Transfer-Encoding: chunked".into()];
@@ -179,13 +305,33 @@ fn chunk_size(r: &mut Rng, tag: &str, body: &[u8]) -> Built {
 fn fold_and_controls(r: &mut Rng, body: &[u8]) -> Built {
     let (family, class, line): (&str, Class, String) = match r.below(8) {
         0 => ("obs-fold", Class::Choice, "x-fold: a\r\n b".into()),
-        1 => ("obs-fold tab", Class::Choice, "x-fold: a\r\n\tTransfer-Encoding: chunked".into()),
+        1 => (
+            "obs-fold tab",
+            Class::Choice,
+            "x-fold: a\r\n\tTransfer-Encoding: chunked".into(),
+        ),
         2 => ("NUL in value", Class::Choice, "x-nul: a\0b".into()),
         3 => ("bare CR in value", Class::Choice, "x-cr: a\rb".into()),
-        4 => ("bare LF in value", Class::Choice, "x-lf: a\nTransfer-Encoding: chunked".into()),
-        5 => ("space before colon", Class::Refuse { body: false }, "Content-Length : 0".into()),
-        6 => ("space before colon TE", Class::Refuse { body: false }, "Transfer-Encoding : chunked".into()),
-        _ => ("tab before colon", Class::Refuse { body: false }, "x-a\t: b".into()),
+        4 => (
+            "bare LF in value",
+            Class::Choice,
+            "x-lf: a\nTransfer-Encoding: chunked".into(),
+        ),
+        5 => (
+            "space before colon",
+            Class::Refuse { body: false },
+            "Content-Length : 0".into(),
+        ),
+        6 => (
+            "space before colon TE",
+            Class::Refuse { body: false },
+            "Transfer-Encoding : chunked".into(),
+        ),
+        _ => (
+            "tab before colon",
+            Class::Refuse { body: false },
+            "x-a\t: b".into(),
+        ),
     };
     let mut b = Built::new(family, class);
     b.extra = vec![line, format!("Content-Length: {}", body.len())];
@@ -198,13 +344,54 @@ fn fold_and_controls(r: &mut Rng, body: &[u8]) -> Built {
 fn content_lengths(r: &mut Rng, body: &[u8]) -> Built {
     let n = body.len();
     let (family, class, lines, after): (&str, Class, Vec<String>, Vec<u8>) = match r.below(7) {
-        0 => ("CL twice equal", Class::Choice, vec![format!("Content-Length: {n}"), format!("Content-Length: {n}")], body.to_vec()),
-        1 => ("CL list equal", Class::Choice, vec![format!("Content-Length: {n}, {n}")], body.to_vec()),
-        2 => ("CL list differs", Class::Refuse { body: false }, vec![format!("Content-Length: 1, {n}")], body.to_vec()),
-        3 => ("CL twice differs", Class::Refuse { body: false }, vec![format!("Content-Length: {n}"), format!("Content-Length: {}", n + 1)], body.to_vec()),
-        4 => ("CL plus sign", Class::Refuse { body: false }, vec![format!("Content-Length: +{n}")], body.to_vec()),
-        5 => ("CL hex", Class::Refuse { body: false }, vec![format!("Content-Length: 0x{n:x}")], body.to_vec()),
-        _ => ("CL leading zeros", Class::Valid, vec![format!("Content-Length: 000{n}")], body.to_vec()),
+        0 => (
+            "CL twice equal",
+            Class::Choice,
+            vec![
+                format!("Content-Length: {n}"),
+                format!("Content-Length: {n}"),
+            ],
+            body.to_vec(),
+        ),
+        1 => (
+            "CL list equal",
+            Class::Choice,
+            vec![format!("Content-Length: {n}, {n}")],
+            body.to_vec(),
+        ),
+        2 => (
+            "CL list differs",
+            Class::Refuse { body: false },
+            vec![format!("Content-Length: 1, {n}")],
+            body.to_vec(),
+        ),
+        3 => (
+            "CL twice differs",
+            Class::Refuse { body: false },
+            vec![
+                format!("Content-Length: {n}"),
+                format!("Content-Length: {}", n + 1),
+            ],
+            body.to_vec(),
+        ),
+        4 => (
+            "CL plus sign",
+            Class::Refuse { body: false },
+            vec![format!("Content-Length: +{n}")],
+            body.to_vec(),
+        ),
+        5 => (
+            "CL hex",
+            Class::Refuse { body: false },
+            vec![format!("Content-Length: 0x{n:x}")],
+            body.to_vec(),
+        ),
+        _ => (
+            "CL leading zeros",
+            Class::Valid,
+            vec![format!("Content-Length: 000{n}")],
+            body.to_vec(),
+        ),
     };
     let mut b = Built::new(family, class);
     b.extra = lines;
@@ -217,8 +404,20 @@ fn content_lengths(r: &mut Rng, body: &[u8]) -> Built {
 fn hosts(r: &mut Rng, body: &[u8]) -> Built {
     let (family, host) = match r.below(3) {
         0 => ("Host missing", None),
-        1 => ("Host twice equal", Some(vec!["Host: 127.0.0.1".to_string(), "Host: 127.0.0.1".to_string()])),
-        _ => ("Host twice differs", Some(vec!["Host: 127.0.0.1".to_string(), "Host: evil.example".to_string()])),
+        1 => (
+            "Host twice equal",
+            Some(vec![
+                "Host: 127.0.0.1".to_string(),
+                "Host: 127.0.0.1".to_string(),
+            ]),
+        ),
+        _ => (
+            "Host twice differs",
+            Some(vec![
+                "Host: 127.0.0.1".to_string(),
+                "Host: evil.example".to_string(),
+            ]),
+        ),
     };
     let mut b = Built::new(family, Class::Refuse { body: false });
     b.host = host;
@@ -256,10 +455,15 @@ fn methods(r: &mut Rng, body: &[u8]) -> Built {
 fn sizes(r: &mut Rng, body: &[u8]) -> Built {
     let mut b = Built::new("many header lines", Class::Choice);
     if r.pct(50) {
-        b.extra = (0..r.range(90, 140)).map(|i| format!("x-h{i}: {i}")).collect();
+        b.extra = (0..r.range(90, 140))
+            .map(|i| format!("x-h{i}: {i}"))
+            .collect();
     } else {
         b.family = "huge header";
-        b.extra = vec![format!("x-huge: {}", "h".repeat(r.range(60 << 10, 70 << 10)))];
+        b.extra = vec![format!(
+            "x-huge: {}",
+            "h".repeat(r.range(60 << 10, 70 << 10))
+        )];
     }
     b.extra.push(format!("Content-Length: {}", body.len()));
     b.after = body.to_vec();
@@ -270,7 +474,10 @@ fn sizes(r: &mut Rng, body: &[u8]) -> Built {
 /// A chunked body whose second chunk-size is not hex, followed by a request: scripted with an
 /// early answer, so the upstream has answered before the bad byte arrives.
 fn early_malformed(r: &mut Rng, tag: &str, body: &[u8]) -> Built {
-    let mut b = Built::new("early answer, malformed chunk", Class::Refuse { body: true });
+    let mut b = Built::new(
+        "early answer, malformed chunk",
+        Class::Refuse { body: true },
+    );
     let first = r.range(1, body.len());
     b.extra = vec!["Transfer-Encoding: chunked".into()];
     b.after = [
@@ -289,7 +496,14 @@ pub fn head_response(r: &mut Rng, tag: &str) -> Resp {
     let n = r.range(0, 5000);
     Resp {
         family: "HEAD answer",
-        bytes: resp_head("200 OK", tag, &["content-type: application/json".into(), format!("content-length: {n}")]),
+        bytes: resp_head(
+            "200 OK",
+            tag,
+            &[
+                "content-type: application/json".into(),
+                format!("content-length: {n}"),
+            ],
+        ),
         status: 200,
         body: Vec::new(),
         close_after: false,
@@ -320,18 +534,44 @@ pub fn response(r: &mut Rng, tag: &str, early_ok: bool) -> Resp {
             let p = planted();
             let size = format!("{:x}\r\n", p.len());
             out.body = p.clone();
-            let h = resp_head("200 OK", tag, &["content-type: application/json".into(), "transfer-encoding: chunked".into(), format!("content-length: {}", size.len())]);
-            ("response TE+CL planted", [h, size.into_bytes(), p, b"\r\n0\r\n\r\n".to_vec()].concat())
+            let h = resp_head(
+                "200 OK",
+                tag,
+                &[
+                    "content-type: application/json".into(),
+                    "transfer-encoding: chunked".into(),
+                    format!("content-length: {}", size.len()),
+                ],
+            );
+            (
+                "response TE+CL planted",
+                [h, size.into_bytes(), p, b"\r\n0\r\n\r\n".to_vec()].concat(),
+            )
         }
         1 => {
-            let h = resp_head("200 OK", tag, &[format!("content-length: {}", body.len() + 20), "content-type: application/json".into(), "transfer-encoding: chunked".into()]);
+            let h = resp_head(
+                "200 OK",
+                tag,
+                &[
+                    format!("content-length: {}", body.len() + 20),
+                    "content-type: application/json".into(),
+                    "transfer-encoding: chunked".into(),
+                ],
+            );
             ("response CL+TE (CL longer)", [h, chunk(r, &body)].concat())
         }
         2 => {
             // Transfer-Encoding present, chunked not last: the body runs to the close.
             out.close_after = true;
             out.may_fail = true;
-            let h = resp_head("200 OK", tag, &["transfer-encoding: identity".into(), format!("content-length: {}", body.len().min(5))]);
+            let h = resp_head(
+                "200 OK",
+                tag,
+                &[
+                    "transfer-encoding: identity".into(),
+                    format!("content-length: {}", body.len().min(5)),
+                ],
+            );
             ("response identity+CL", [h, body.clone()].concat())
         }
         3 => {
@@ -341,17 +581,35 @@ pub fn response(r: &mut Rng, tag: &str, early_ok: bool) -> Resp {
                 "HTTP/1.1 103 Early Hints\r\nlink: </a>; rel=preload\r\n\r\n",
                 "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </b>\r\n\r\n",
             ]);
-            let h = resp_head("200 OK", tag, &["content-type: application/json".into(), format!("content-length: {}", body.len())]);
-            ("1xx before the answer", [interim.as_bytes().to_vec(), h, body.clone()].concat())
+            let h = resp_head(
+                "200 OK",
+                tag,
+                &[
+                    "content-type: application/json".into(),
+                    format!("content-length: {}", body.len()),
+                ],
+            );
+            (
+                "1xx before the answer",
+                [interim.as_bytes().to_vec(), h, body.clone()].concat(),
+            )
         }
         4 | 5 => {
-            let (status, family) = if pick == 4 { ("204 No Content", "204 with a body") } else { ("304 Not Modified", "304 with a body") };
+            let (status, family) = if pick == 4 {
+                ("204 No Content", "204 with a body")
+            } else {
+                ("304 Not Modified", "304 with a body")
+            };
             out.status = status[..3].parse().unwrap_or(0);
             out.body = Vec::new();
             // The bytes after the head are no body: the upstream closes so they are no answer
             // either, and nothing of them may reach the client.
             out.close_after = true;
-            let h = resp_head(status, tag, &[format!("content-length: {}", planted().len())]);
+            let h = resp_head(
+                status,
+                tag,
+                &[format!("content-length: {}", planted().len())],
+            );
             (family, [h, planted()].concat())
         }
         6 => {
@@ -361,30 +619,59 @@ pub fn response(r: &mut Rng, tag: &str, early_ok: bool) -> Resp {
         }
         7 => {
             out.may_fail = true;
-            let mut lines: Vec<String> = (0..r.range(95, 160)).map(|i| format!("x-r{i}: {i}")).collect();
+            let mut lines: Vec<String> = (0..r.range(95, 160))
+                .map(|i| format!("x-r{i}: {i}"))
+                .collect();
             lines.push(format!("content-length: {}", body.len()));
-            ("response past 100 lines", [resp_head("200 OK", tag, &lines), body.clone()].concat())
+            (
+                "response past 100 lines",
+                [resp_head("200 OK", tag, &lines), body.clone()].concat(),
+            )
         }
         8 => {
             out.may_fail = true;
             let n = body.len();
-            let lines = if r.pct(50) { vec![format!("content-length: {n}"), format!("content-length: {n}")] } else { vec![format!("content-length: {n}, {n}")] };
-            ("response CL duplicate equal", [resp_head("200 OK", tag, &lines), body.clone()].concat())
+            let lines = if r.pct(50) {
+                vec![
+                    format!("content-length: {n}"),
+                    format!("content-length: {n}"),
+                ]
+            } else {
+                vec![format!("content-length: {n}, {n}")]
+            };
+            (
+                "response CL duplicate equal",
+                [resp_head("200 OK", tag, &lines), body.clone()].concat(),
+            )
         }
         9 => {
             out.must_fail = true;
             out.close_after = true;
             let lines = vec![format!("content-length: 1, {}", body.len().max(2))];
-            ("response CL list differs", [resp_head("200 OK", tag, &lines), body.clone()].concat())
+            (
+                "response CL list differs",
+                [resp_head("200 OK", tag, &lines), body.clone()].concat(),
+            )
         }
         10 => {
-            let h = resp_head("200 OK", tag, &["content-type: application/json".into(), "transfer-encoding: chunked".into(), "content-length: 0".into()]);
+            let h = resp_head(
+                "200 OK",
+                tag,
+                &[
+                    "content-type: application/json".into(),
+                    "transfer-encoding: chunked".into(),
+                    "content-length: 0".into(),
+                ],
+            );
             ("response TE+CL 0", [h, chunk(r, &body)].concat())
         }
         _ => {
             out.early = true;
             out.close_after = r.pct(60);
-            let (status, family) = *r.pick(&[("401 Unauthorized", "early 401"), ("413 Payload Too Large", "early 413")]);
+            let (status, family) = *r.pick(&[
+                ("401 Unauthorized", "early 401"),
+                ("413 Payload Too Large", "early 413"),
+            ]);
             out.status = status[..3].parse().unwrap_or(0);
             let b = b"{\"error\":\"early\"}".to_vec();
             out.body = b.clone();

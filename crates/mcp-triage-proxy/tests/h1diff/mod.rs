@@ -52,7 +52,9 @@ fn env_u64(name: &str) -> Result<Option<u64>, String> {
                 Some(h) => u64::from_str_radix(h, 16),
                 None => t.parse(),
             };
-            parsed.map(Some).map_err(|e| format!("{name}={v:?} is not a number: {e}"))
+            parsed
+                .map(Some)
+                .map_err(|e| format!("{name}={v:?} is not a number: {e}"))
         }
     }
 }
@@ -118,7 +120,10 @@ impl Figures {
             s += &format!("  {kind:?} [{family}] x{}\n", fs.len());
             for f in fs.iter().take(2) {
                 let what: String = f.what.chars().take(320).collect();
-                s += &format!("    H1DIFF_SEED=0x{seed:x} H1DIFF_CASE={}: {what}\n", f.index);
+                s += &format!(
+                    "    H1DIFF_SEED=0x{seed:x} H1DIFF_CASE={}: {what}\n",
+                    f.index
+                );
             }
         }
         s
@@ -163,7 +168,12 @@ pub async fn one_case(
     let client = match client::run(front, case, idle).await {
         Ok(c) => c,
         Err(e) => {
-            let f = Failure { index: case.index, family: "client".into(), kind: Kind::Disagree, what: e };
+            let f = Failure {
+                index: case.index,
+                family: "client".into(),
+                kind: Kind::Disagree,
+                what: e,
+            };
             return (vec![f], Vec::new());
         }
     };
@@ -200,44 +210,101 @@ pub async fn run_proxy(cfg: &Config) -> Figures {
     f
 }
 
+/// Cases per proxy: its records are checked and dropped after each batch, so a million
+/// messages do not hold a million records.
+const BATCH: usize = 500;
+
 async fn worker(cfg: &Config, mine: &[u64]) -> Figures {
-    let up = Upstream::start().await.expect("the upstream listens on 127.0.0.1");
-    let (p, records, writer) = proxy(up.addr).await;
+    let up = Upstream::start()
+        .await
+        .expect("the upstream listens on 127.0.0.1");
     let mut f = Figures::default();
-    for &i in mine {
-        let case = if cfg.valid_only {
-            gen::valid_case(cfg.seed, i, "p")
-        } else {
-            gen::case_with(cfg.seed, i, "p", cfg.valid_answers)
-        };
-        f.cases += 1;
-        f.requests += case.reqs.len() as u64;
-        f.messages += case.messages() as u64;
-        let (fails, seen) = one_case(p.local_addr(), &up, &case, cfg.idle).await;
-        f.failures.extend(fails);
-        f.seen.extend(seen);
+    let keep_seen = cfg.indexes().len() <= 5000;
+    for batch in mine.chunks(BATCH) {
+        let (p, records, writer) = proxy(up.addr).await;
+        let mut seen = Vec::new();
+        for &i in batch {
+            let case = if cfg.valid_only {
+                gen::valid_case(cfg.seed, i, "p")
+            } else {
+                gen::case_with(cfg.seed, i, "p", cfg.valid_answers)
+            };
+            f.cases += 1;
+            f.requests += case.reqs.len() as u64;
+            f.messages += case.messages() as u64;
+            let (fails, s) = one_case(p.local_addr(), &up, &case, cfg.idle).await;
+            f.failures.extend(fails.into_iter().map(short));
+            seen.extend(s);
+        }
+        let recs = finish(p, records, writer).await;
+        f.failures
+            .extend(check::records(&seen, &recs).into_iter().map(short));
+        if keep_seen {
+            f.seen.extend(seen);
+        }
     }
-    let recs = finish(p, records, writer).await;
-    f.failures.extend(check::records(&f.seen, &recs));
     for o in up.orphans() {
-        f.failures.push(Failure { index: mine.first().copied().unwrap_or(0), family: "upstream".into(), kind: Kind::Rfc, what: format!("on a connection with no readable request: {o}") });
+        let what = format!("on a connection with no readable request: {o}");
+        f.failures.push(short(Failure {
+            index: mine.first().copied().unwrap_or(0),
+            family: "upstream".into(),
+            kind: Kind::Rfc,
+            what,
+        }));
+    }
+    f
+}
+
+/// A failure's text cut to a readable length (a long run may hold many).
+fn short(mut f: Failure) -> Failure {
+    if f.what.len() > 400 {
+        f.what = f.what.chars().take(400).collect::<String>() + "…";
     }
     f
 }
 
 /// `H1DIFF_DUMP=1`: a replayed case's bytes both ways, to read a failure by.
 fn dump(case: &gen::Case, client: &client::ClientSide, log: &upstream::CaseLog) {
-    println!("case {} (pipelined {}, cuts {:?})", case.index, case.pipelined, case.cuts);
+    println!(
+        "case {} (pipelined {}, cuts {:?})",
+        case.index, case.pipelined, case.cuts
+    );
     for (q, r) in case.reqs.iter().zip(&case.resps) {
-        println!("-- request {} [{} {:?}]\n{}", q.tag, q.family, q.class, String::from_utf8_lossy(&q.bytes));
-        println!("-- scripted answer [{}]\n{}", r.family, String::from_utf8_lossy(&r.bytes));
+        println!(
+            "-- request {} [{} {:?}]\n{}",
+            q.tag,
+            q.family,
+            q.class,
+            String::from_utf8_lossy(&q.bytes)
+        );
+        println!(
+            "-- scripted answer [{}]\n{}",
+            r.family,
+            String::from_utf8_lossy(&r.bytes)
+        );
     }
     for u in &log.reqs {
-        println!("== upstream read {} (complete {}, {} body bytes)\n{}", u.tag, u.complete, u.body.len(), u.head);
+        println!(
+            "== upstream read {} (complete {}, {} body bytes)\n{}",
+            u.tag,
+            u.complete,
+            u.body.len(),
+            u.head
+        );
     }
     println!("== upstream errors {:?}", log.errors);
     for g in &client.got {
-        println!("<< client got {} {:?} ({} body bytes)\n{}", g.status, g.marker, g.body.len(), g.head);
+        println!(
+            "<< client got {} {:?} ({} body bytes)\n{}",
+            g.status,
+            g.marker,
+            g.body.len(),
+            g.head
+        );
     }
-    println!("<< client end {:?}, extra {:?}", client.end, upstream::show(&client.extra));
+    println!(
+        "<< client end {:?}, extra {:?}",
+        client.end,
+        upstream::show(&client.extra)
+    );
 }

@@ -40,12 +40,18 @@ impl Drop for Nginx {
 }
 
 fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 /// Starts nginx as a reverse proxy to `upstream`, listening on 127.0.0.1 only.
 pub async fn start(bin: &Path, upstream: SocketAddr) -> Result<Nginx, String> {
-    let dir = std::env::temp_dir().join(format!("h1diff-nginx-{}-{}", std::process::id(), upstream.port()));
+    let dir = std::env::temp_dir().join(format!(
+        "h1diff-nginx-{}-{}",
+        std::process::id(),
+        upstream.port()
+    ));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let port = free_port().map_err(|e| format!("a free port: {e}"))?;
     let d = dir.display();
@@ -62,8 +68,15 @@ pub async fn start(bin: &Path, upstream: SocketAddr) -> Result<Nginx, String> {
     let path = dir.join("nginx.conf");
     std::fs::write(&path, conf).map_err(|e| format!("{}: {e}", path.display()))?;
     let child = Command::new(bin)
-        .arg("-p").arg(&dir).arg("-c").arg(&path).arg("-e").arg(dir.join("error.log"))
-        .stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped())
+        .arg("-p")
+        .arg(&dir)
+        .arg("-c")
+        .arg(&path)
+        .arg("-e")
+        .arg(dir.join("error.log"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("{} does not start: {e}", bin.display()))?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
@@ -84,8 +97,14 @@ pub type Choices = BTreeMap<(String, String, String), usize>;
 /// Runs `cfg`'s cases through nginx and compares each request's fate with `proxy` (the proxy
 /// run's outcomes of the same cases). Where the RFC leaves no choice (the request is valid,
 /// or must be refused) a difference is a failure; elsewhere it is counted in the table.
-pub async fn compare(bin: &Path, cfg: &Config, proxy: &[Seen]) -> Result<(Vec<Failure>, Choices, u64), String> {
-    let up = Upstream::start().await.map_err(|e| format!("the upstream: {e}"))?;
+pub async fn compare(
+    bin: &Path,
+    cfg: &Config,
+    proxy: &[Seen],
+) -> Result<(Vec<Failure>, Choices, u64), String> {
+    let up = Upstream::start()
+        .await
+        .map_err(|e| format!("the upstream: {e}"))?;
     let ng = start(bin, up.addr).await?;
     let by: BTreeMap<(u64, usize), &Seen> = proxy
         .iter()
@@ -123,7 +142,11 @@ pub async fn compare(bin: &Path, cfg: &Config, proxy: &[Seen]) -> Result<(Vec<Fa
             let q = &case.reqs[j];
             if taken(&pw) != taken(&nw) {
                 match q.class {
-                    Class::Choice => *choices.entry((q.family.to_string(), pw.clone(), nw.clone())).or_default() += 1,
+                    Class::Choice => {
+                        *choices
+                            .entry((q.family.to_string(), pw.clone(), nw.clone()))
+                            .or_default() += 1
+                    }
                     _ => fails.push(Failure {
                         index: i,
                         family: q.family.to_string(),
@@ -158,5 +181,7 @@ fn taken(f: &str) -> bool {
 }
 
 fn tag_n(tag: &str) -> usize {
-    tag.rsplit_once('-').and_then(|(_, n)| n.parse().ok()).unwrap_or(usize::MAX)
+    tag.rsplit_once('-')
+        .and_then(|(_, n)| n.parse().ok())
+        .unwrap_or(usize::MAX)
 }

@@ -222,7 +222,8 @@ impl Upstream {
 /// The answer to a request no script names (a smuggled one): an answer a client would take.
 fn stray(tag: &str) -> Resp {
     let mut r = super::hostile::head_response(&mut super::gen::Rng::new(0), tag);
-    r.bytes = format!("HTTP/1.1 200 OK\r\nx-h1d-resp: {tag}\r\ncontent-length: 9\r\n\r\nsmuggled!").into_bytes();
+    r.bytes = format!("HTTP/1.1 200 OK\r\nx-h1d-resp: {tag}\r\ncontent-length: 9\r\n\r\nsmuggled!")
+        .into_bytes();
     r
 }
 
@@ -240,7 +241,11 @@ fn tag_of(h: &wire::Head) -> String {
 /// The first `h1d=` tag in raw bytes.
 fn find_tag(buf: &[u8]) -> Option<String> {
     let i = buf.windows(4).position(|w| w == b"h1d=")?;
-    let t: Vec<u8> = buf[i + 4..].iter().take_while(|b| b.is_ascii_alphanumeric() || **b == b'-').copied().collect();
+    let t: Vec<u8> = buf[i + 4..]
+        .iter()
+        .take_while(|b| b.is_ascii_alphanumeric() || **b == b'-')
+        .copied()
+        .collect();
     (!t.is_empty()).then(|| String::from_utf8_lossy(&t).into_owned())
 }
 

@@ -112,18 +112,27 @@ fn field(l: &[u8]) -> Result<Field, Bad> {
         return bad(format!("field name not a token {:?}", show()));
     }
     let value = trim_ows(&l[colon + 1..]);
-    if value
-        .iter()
-        .any(|&b| b != b'\t' && (b < 0x20 || b == 0x7f))
-    {
+    if value.iter().any(|&b| b != b'\t' && (b < 0x20 || b == 0x7f)) {
         return bad(format!("control byte in a field value {:?}", show()));
     }
-    Ok((name.to_ascii_lowercase().iter().map(|&b| b as char).collect(), value.to_vec()))
+    Ok((
+        name.to_ascii_lowercase()
+            .iter()
+            .map(|&b| b as char)
+            .collect(),
+        value.to_vec(),
+    ))
 }
 
 pub fn trim_ows(v: &[u8]) -> &[u8] {
-    let s = v.iter().position(|&b| b != b' ' && b != b'\t').unwrap_or(v.len());
-    let e = v.iter().rposition(|&b| b != b' ' && b != b'\t').map_or(s, |e| e + 1);
+    let s = v
+        .iter()
+        .position(|&b| b != b' ' && b != b'\t')
+        .unwrap_or(v.len());
+    let e = v
+        .iter()
+        .rposition(|&b| b != b' ' && b != b'\t')
+        .map_or(s, |e| e + 1);
     &v[s..e]
 }
 
@@ -162,7 +171,9 @@ fn content_length(h: &Head) -> Result<Option<u64>, Bad> {
         }
         _ => bad(format!(
             "Content-Length is not one number: {:?}",
-            vals.iter().map(|v| String::from_utf8_lossy(v)).collect::<Vec<_>>()
+            vals.iter()
+                .map(|v| String::from_utf8_lossy(v))
+                .collect::<Vec<_>>()
         )),
     }
 }
@@ -173,7 +184,9 @@ pub fn codings(h: &Head) -> Result<(Vec<String>, bool), Bad> {
     let all = list(h, "transfer-encoding")?;
     let chunked = all.iter().filter(|c| *c == "chunked").count();
     if chunked > 1 || (chunked == 1 && all.last().map(String::as_str) != Some("chunked")) {
-        return bad(format!("Transfer-Encoding {all:?}: chunked not once and last"));
+        return bad(format!(
+            "Transfer-Encoding {all:?}: chunked not once and last"
+        ));
     }
     let others = all.into_iter().filter(|c| c != "chunked").collect();
     Ok((others, chunked == 1))
@@ -190,7 +203,9 @@ pub fn request(buf: &[u8]) -> Result<Option<(Head, Framing)>, Bad> {
         return bad(format!("request target {target:?}"));
     }
     if version != "HTTP/1.1" {
-        return bad(format!("request version {version:?} (the proxy speaks HTTP/1.1 upstream)"));
+        return bad(format!(
+            "request version {version:?} (the proxy speaks HTTP/1.1 upstream)"
+        ));
     }
     if h.count("host") != 1 {
         return bad(format!("{} Host lines", h.count("host")));
@@ -260,9 +275,14 @@ pub fn chunked(buf: &[u8]) -> Result<Option<(Vec<u8>, usize)>, Bad> {
     let mut data = Vec::new();
     let mut at = 0;
     loop {
-        let Some(end) = line(buf, at)? else { return Ok(None) };
+        let Some(end) = line(buf, at)? else {
+            return Ok(None);
+        };
         let l = &buf[at..end];
-        let size_end = l.iter().position(|b| !b.is_ascii_hexdigit()).unwrap_or(l.len());
+        let size_end = l
+            .iter()
+            .position(|b| !b.is_ascii_hexdigit())
+            .unwrap_or(l.len());
         let size = &l[..size_end];
         if size.is_empty() || size.len() > 15 {
             return bad(format!("chunk size {:?}", String::from_utf8_lossy(l)));
@@ -276,7 +296,9 @@ pub fn chunked(buf: &[u8]) -> Result<Option<(Vec<u8>, usize)>, Bad> {
         if n == 0 {
             // Trailer fields, then the blank line.
             loop {
-                let Some(end) = line(buf, at)? else { return Ok(None) };
+                let Some(end) = line(buf, at)? else {
+                    return Ok(None);
+                };
                 if end == at {
                     return Ok(Some((data, end + 2)));
                 }
