@@ -11,7 +11,8 @@
 # messages), H1DIFF_SEED (default: the test's seed; any failure prints the line that replays
 # it alone, `H1DIFF_SEED=… H1DIFF_CASE=… cargo test -p mcp-triage-proxy --test h1_differential`),
 # H1DIFF_WORKERS (connections at once, default 12), NGINX_CASES (default 5000: the nginx
-# comparison; 0 skips it), JOBS (cargo -j, default 1).
+# comparison; 0 skips it), JOBS (cargo -j, default 1), PROFILE (default release; `debug`
+# reuses the test command's build, for a quick look at the script on a busy machine).
 # Only 127.0.0.1 is used. Exit status: 0 when the run has no failure, 1 otherwise.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -19,15 +20,22 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export H1DIFF_CASES="${H1DIFF_CASES:-170000}"
 NGINX_CASES="${NGINX_CASES:-5000}"
 JOBS="${JOBS:-1}"
+PROFILE="${PROFILE:-release}"
+case "$PROFILE" in
+  release) cargo_profile=(--release) ;;
+  debug) cargo_profile=() ;;
+  *) echo "h1-differential: PROFILE must be release or debug, not $PROFILE" >&2; exit 2 ;;
+esac
+export RUST_BACKTRACE=0
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
-echo "== building the harness (release)"
-cargo test --release -j "$JOBS" -p mcp-triage-proxy --test h1_differential --no-run
+echo "== building the harness ($PROFILE)"
+cargo test ${cargo_profile[@]+"${cargo_profile[@]}"} -j "$JOBS" -p mcp-triage-proxy --test h1_differential --no-run
 
 echo "== ${H1DIFF_CASES} cases through the proxy"
 status=0
-cargo test --release -j "$JOBS" -p mcp-triage-proxy --test h1_differential -- \
+cargo test ${cargo_profile[@]+"${cargo_profile[@]}"} -j "$JOBS" -p mcp-triage-proxy --test h1_differential -- \
   --exact generated_traffic_through_the_proxy_keeps_its_meaning --nocapture >"$out/proxy.txt" 2>&1 || status=1
 line="$(grep -m1 '^h1diff proxy:' "$out/proxy.txt" || true)"
 if [ -z "$line" ]; then
@@ -41,10 +49,10 @@ awk '/^h1diff proxy:/{p=1; next} p && /^  /{print} p && !/^  /{exit}' "$out/prox
 
 if [ "$NGINX_CASES" != 0 ]; then
   echo "== nginx beside the proxy on ${NGINX_CASES} cases"
-  H1DIFF_NGINX_CASES="$NGINX_CASES" cargo test --release -j "$JOBS" -p mcp-triage-proxy \
+  H1DIFF_NGINX_CASES="$NGINX_CASES" cargo test ${cargo_profile[@]+"${cargo_profile[@]}"} -j "$JOBS" -p mcp-triage-proxy \
     --test h1_differential -- --exact nginx_agrees_where_the_rfc_leaves_no_choice --nocapture \
     >"$out/nginx.txt" 2>&1 || status=1
-  grep -E '^(h1diff nginx|  )' "$out/nginx.txt" | head -80
+  grep -E '^(h1diff nginx|  where|  \||  H1DIFF)' "$out/nginx.txt" | awk '!seen[$0]++' | head -80
 fi
 
 if [ "$status" = 0 ]; then echo "RESULT: no failure"; else echo "RESULT: failures (above)"; fi

@@ -61,6 +61,8 @@ pub struct Seen {
     pub tag: String,
     /// The family a failure about it is filed under ([`cause`]).
     pub family: String,
+    /// The family a failure about the request itself is filed under (request first).
+    pub req_family: String,
     pub upstream: bool,
     /// The upstream read it whole (its body's end too).
     pub complete: bool,
@@ -80,7 +82,9 @@ impl Ctx<'_> {
     /// A failure at request `j` that follows from request `root` (which had to end the
     /// connection): filed under `root`'s family.
     fn fail_from(&mut self, _j: usize, root: usize, kind: Kind, what: String) {
-        let family = cause(self.case, root);
+        // What reached the upstream is the requests' doing; what the client read, the answers'.
+        let answer_first = matches!(kind, Kind::Desync | Kind::Disagree) && root == _j;
+        let family = cause(self.case, root, answer_first);
         self.out.push(Failure {
             index: self.case.index,
             family,
@@ -91,13 +95,14 @@ impl Ctx<'_> {
 }
 
 /// The family a failure at request `j` is put under: the nearest hostile request or answer at
-/// or before it (what follows a desync fails because of it), else `j`'s own.
-pub fn cause(case: &Case, j: usize) -> String {
+/// or before it (what follows a desync fails because of it), else `j`'s own; at one request,
+/// the answer first when `answer_first` and the request was one a server may take.
+pub fn cause(case: &Case, j: usize, answer_first: bool) -> String {
     let j = j.min(case.reqs.len().saturating_sub(1));
     for i in (0..=j).rev() {
         let (q, r) = (&case.reqs[i], &case.resps[i]);
         let hostile_answer = !r.family.starts_with("valid") && r.family != "HEAD answer";
-        if q.class == Class::Valid && hostile_answer {
+        if (q.class == Class::Valid || answer_first && q.class == Class::Choice) && hostile_answer {
             return format!("answer: {}", r.family);
         }
         if q.class != Class::Valid || !q.family.starts_with("valid") {
@@ -139,7 +144,8 @@ pub fn case(case: &Case, client: &ClientSide, up: &CaseLog) -> (Vec<Failure>, Ve
         seen.push(Seen {
             index: case.index,
             tag: q.tag.clone(),
-            family: cause(case, j),
+            family: cause(case, j, true),
+            req_family: cause(case, j, false),
             upstream: upq.is_some(),
             complete: upq.is_some_and(|u| u.complete),
             verdict: verdict.clone(),
@@ -204,7 +210,8 @@ pub fn case(case: &Case, client: &ClientSide, up: &CaseLog) -> (Vec<Failure>, Ve
                 // or with a close) or whose body ran to the close: the client reconnects.
                 let prev_ended = j > 0
                     && (client.got.get(j - 1).is_some_and(|g| g.until_close)
-                        || case.resps[j - 1].close_after);
+                        || case.resps[j - 1].close_after
+                        || case.resps[j - 1].early);
                 let allowed =
                     resp.may_fail || resp.must_fail || q.class != Class::Valid || prev_ended;
                 if client.end == End::Stalled {
@@ -251,8 +258,9 @@ pub fn case(case: &Case, client: &ClientSide, up: &CaseLog) -> (Vec<Failure>, Ve
     }
     if !client.extra.is_empty() {
         let j = case.reqs.len() - 1;
-        cx.fail(
+        cx.fail_from(
             j,
+            stop.unwrap_or(j),
             Kind::Desync,
             format!(
                 "bytes after the last answer: {:?}",
@@ -463,6 +471,7 @@ pub fn records(seen: &[Seen], records: &[Record]) -> Vec<Failure> {
         }
     }
     let mut out = Vec::new();
+    let mut refusals = Vec::new();
     let mut fail = |s: &Seen, what: String| {
         out.push(Failure {
             index: s.index,
@@ -486,13 +495,16 @@ pub fn records(seen: &[Seen], records: &[Record]) -> Vec<Failure> {
                 {
                     untagged.remove(i);
                 } else {
-                    fail(
-                        s,
-                        format!(
-                            "{}: the proxy refused it with {st} and wrote no record",
-                            s.tag
-                        ),
+                    let what = format!(
+                        "{}: the proxy refused it with {st} and wrote no record",
+                        s.tag
                     );
+                    refusals.push(Failure {
+                        index: s.index,
+                        family: s.req_family.clone(),
+                        kind: Kind::Disagree,
+                        what,
+                    });
                 }
             }
             ([], _) if s.upstream => {
@@ -534,6 +546,7 @@ pub fn records(seen: &[Seen], records: &[Record]) -> Vec<Failure> {
             (many, _) => fail(s, format!("{}: {} records", s.tag, many.len())),
         }
     }
+    out.extend(refusals);
     for (tag, recs) in by_tag {
         let index = tag
             .trim_start_matches(|c: char| c.is_ascii_alphabetic())
