@@ -135,12 +135,6 @@ pub fn case(case: &Case, client: &ClientSide, up: &CaseLog) -> (Vec<Failure>, Ve
     for (j, q) in case.reqs.iter().enumerate() {
         let upq = up.reqs.iter().find(|u| u.tag == q.tag);
         let g = client.got.get(j);
-        let resp = &case.resps[j];
-        let verdict = match g {
-            Some(g) if g.marker.is_some() => Verdict::Forwarded(g.status, g.body.len()),
-            Some(g) => Verdict::Own(g.status),
-            None => Verdict::None,
-        };
         seen.push(Seen {
             index: case.index,
             tag: q.tag.clone(),
@@ -148,127 +142,133 @@ pub fn case(case: &Case, client: &ClientSide, up: &CaseLog) -> (Vec<Failure>, Ve
             req_family: cause(case, j, false),
             upstream: upq.is_some(),
             complete: upq.is_some_and(|u| u.complete),
-            verdict: verdict.clone(),
+            verdict: match g {
+                Some(g) if g.marker.is_some() => Verdict::Forwarded(g.status, g.body.len()),
+                Some(g) => Verdict::Own(g.status),
+                None => Verdict::None,
+            },
         });
-        if let Some(s) = stop {
-            if upq.is_some() {
-                cx.fail_from(
-                    j,
-                    s,
-                    Kind::ExtraRequest,
-                    format!(
-                        "{} reached the upstream after the connection had to end at request {s}",
-                        q.tag
-                    ),
-                );
-            }
-            if g.is_some() {
-                cx.fail_from(
-                    j,
-                    s,
-                    Kind::Desync,
-                    format!(
-                        "an answer for {} after the connection had to end at request {s}",
-                        q.tag
-                    ),
-                );
-            }
-            continue;
-        }
-        match g {
-            Some(g) if g.marker.as_deref() == Some(q.tag.as_str()) => {
-                forwarded(&mut cx, j, g, upq);
-                let body_refuse = matches!(q.class, Class::Refuse { body: true });
-                if q.must_close || body_refuse {
-                    stop = Some(j);
-                    if q.must_close && client.end != End::Closed {
-                        cx.fail(j, Kind::Rfc, format!("the connection stayed open after {} (RFC 9112 §6.1: close after CL+TE)", q.tag));
-                    }
-                }
-            }
-            Some(g) if g.marker.is_some() => {
-                cx.fail(
-                    j,
-                    Kind::Desync,
-                    format!(
-                        "{} got the answer written for {:?}: {}",
-                        q.tag,
-                        g.marker,
-                        g.head.lines().next().unwrap_or("")
-                    ),
-                );
-                stop = Some(j);
-            }
-            Some(g) => {
-                own(&mut cx, j, g, upq.map(|u| u.complete), client);
-                if refusal(g.status) || client.end == End::Closed && client.got.len() == j + 1 {
-                    stop = Some(j);
-                }
-            }
-            None => {
-                // A server may end a connection after an answer that ended it upstream (early,
-                // or with a close) or whose body ran to the close: the client reconnects.
-                let prev_ended = j > 0
-                    && (client.got.get(j - 1).is_some_and(|g| g.until_close)
-                        || case.resps[j - 1].close_after
-                        || case.resps[j - 1].early);
-                let allowed =
-                    resp.may_fail || resp.must_fail || q.class != Class::Valid || prev_ended;
-                if client.end == End::Stalled {
-                    cx.fail(j, Kind::Desync, format!("no answer to {} and the connection still open ({} of {} requests sent)", q.tag, client.sent, case.reqs.len()));
-                } else if !allowed && j < client.sent {
-                    cx.fail(
-                        j,
-                        Kind::Disagree,
-                        format!(
-                            "the connection closed without an answer to {} ({:?})",
-                            q.tag, client.end
-                        ),
-                    );
-                }
-                stop = Some(j);
-            }
+        match stop {
+            Some(s) => after_end(&mut cx, j, s, upq.is_some(), g.is_some()),
+            None => stop = request(&mut cx, j, client, upq),
         }
     }
     if let End::Garbage(e) = &client.end {
-        let j = client.got.len().min(case.reqs.len().saturating_sub(1));
-        // A head whose framing contradicts itself is the proxy's RFC fault before it is a
-        // desync (which then usually follows, and is reported on its own).
-        let kind =
-            if e.starts_with("Content-Length is not") || e.starts_with("a response with both") {
-                Kind::Rfc
-            } else {
-                Kind::Desync
-            };
-        let after = match client.got.len().checked_sub(1) {
-            Some(p) => format!(
-                " (after the answer to {} [{}])",
-                case.reqs[p].tag, case.resps[p].family
-            ),
-            None => String::new(),
-        };
-        cx.fail(
-            j,
-            kind,
-            format!(
-                "the client could not read answer {}{after}: {e}",
-                client.got.len()
-            ),
-        );
+        garbage(&mut cx, client, e);
     }
     if !client.extra.is_empty() {
         let j = case.reqs.len() - 1;
-        cx.fail_from(
-            j,
-            stop.unwrap_or(j),
-            Kind::Desync,
-            format!(
-                "bytes after the last answer: {:?}",
-                super::upstream::show(&client.extra)
-            ),
+        let what = format!(
+            "bytes after the last answer: {:?}",
+            super::upstream::show(&client.extra)
         );
+        cx.fail_from(j, stop.unwrap_or(j), Kind::Desync, what);
     }
     (cx.out, seen)
+}
+
+/// Request `j` came after request `s` had to end the connection: nothing of it may reach the
+/// upstream, and no answer to it may come.
+fn after_end(cx: &mut Ctx<'_>, j: usize, s: usize, reached: bool, answered: bool) {
+    let tag = cx.case.reqs[j].tag.clone();
+    if reached {
+        let what =
+            format!("{tag} reached the upstream after the connection had to end at request {s}");
+        cx.fail_from(j, s, Kind::ExtraRequest, what);
+    }
+    if answered {
+        let what = format!("an answer for {tag} after the connection had to end at request {s}");
+        cx.fail_from(j, s, Kind::Desync, what);
+    }
+}
+
+/// Request `j` against what the client got for it; `Some(j)` when the connection had to end
+/// with it.
+fn request(
+    cx: &mut Ctx<'_>,
+    j: usize,
+    client: &ClientSide,
+    upq: Option<&super::upstream::UpReq>,
+) -> Option<usize> {
+    let case = cx.case;
+    let (q, resp) = (&case.reqs[j], &case.resps[j]);
+    match client.got.get(j) {
+        Some(g) if g.marker.as_deref() == Some(q.tag.as_str()) => {
+            forwarded(cx, j, g, upq);
+            if q.must_close && client.end != End::Closed {
+                let what = format!(
+                    "the connection stayed open after {} (RFC 9112 §6.1: close after CL+TE)",
+                    q.tag
+                );
+                cx.fail(j, Kind::Rfc, what);
+            }
+            (q.must_close || matches!(q.class, Class::Refuse { body: true })).then_some(j)
+        }
+        Some(g) if g.marker.is_some() => {
+            let first = g.head.lines().next().unwrap_or("");
+            let what = format!(
+                "{} got the answer written for {:?}: {first}",
+                q.tag, g.marker
+            );
+            cx.fail(j, Kind::Desync, what);
+            Some(j)
+        }
+        Some(g) => {
+            own(cx, j, g, upq.map(|u| u.complete), client);
+            let closed_here = client.end == End::Closed && client.got.len() == j + 1;
+            (refusal(g.status) || closed_here).then_some(j)
+        }
+        None => {
+            // A server may end a connection after an answer that ended it upstream (early,
+            // or with a close) or whose body ran to the close: the client reconnects.
+            let prev_ended = j > 0
+                && (client.got.get(j - 1).is_some_and(|g| g.until_close)
+                    || case.resps[j - 1].close_after
+                    || case.resps[j - 1].early);
+            let allowed = resp.may_fail || resp.must_fail || q.class != Class::Valid || prev_ended;
+            if client.end == End::Stalled {
+                let what = format!(
+                    "no answer to {} and the connection still open ({} of {} requests sent)",
+                    q.tag,
+                    client.sent,
+                    case.reqs.len()
+                );
+                cx.fail(j, Kind::Desync, what);
+            } else if !allowed && j < client.sent {
+                let what = format!(
+                    "the connection closed without an answer to {} ({:?})",
+                    q.tag, client.end
+                );
+                cx.fail(j, Kind::Disagree, what);
+            }
+            Some(j)
+        }
+    }
+}
+
+/// The client met bytes that are no strict answer.
+fn garbage(cx: &mut Ctx<'_>, client: &ClientSide, e: &str) {
+    let case = cx.case;
+    let j = client.got.len().min(case.reqs.len().saturating_sub(1));
+    // A head whose framing contradicts itself is the proxy's RFC fault before it is a
+    // desync (which then usually follows, and is reported on its own).
+    let kind = if e.starts_with("Content-Length is not") || e.starts_with("a response with both") {
+        Kind::Rfc
+    } else {
+        Kind::Desync
+    };
+    let after = match client.got.len().checked_sub(1) {
+        Some(p) => format!(
+            " (after the answer to {} [{}])",
+            case.reqs[p].tag, case.resps[p].family
+        ),
+        None => String::new(),
+    };
+    let what = format!(
+        "the client could not read answer {}{after}: {e}",
+        client.got.len()
+    );
+    cx.fail(j, kind, what);
 }
 
 /// The upstream read only the case's requests, each once, in order, and nothing malformed.

@@ -181,6 +181,7 @@ pub async fn one_case(
     if std::env::var_os("H1DIFF_DUMP").is_some() {
         dump(case, &client, &log);
     }
+    up.forget(&key, case.reqs.iter().map(|q| q.tag.clone()));
     check::case(case, &client, &log)
 }
 

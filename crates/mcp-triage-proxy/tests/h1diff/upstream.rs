@@ -99,6 +99,18 @@ impl Upstream {
         }
     }
 
+    /// Drops what the upstream kept of a checked case (its scripts, its log), so a long run
+    /// holds only the cases in flight.
+    pub fn forget(&self, key: &str, tags: impl Iterator<Item = String>) {
+        let mut st = self.lock();
+        for t in tags {
+            st.scripts.remove(&t);
+        }
+        if st.cases.get(key).is_some_and(|c| c.open == 0) {
+            st.cases.remove(key);
+        }
+    }
+
     pub fn orphans(&self) -> Vec<String> {
         self.lock().orphans.clone()
     }
