@@ -45,14 +45,15 @@ if [ -z "$line" ]; then
 fi
 # The figures, one per line, then the failing families with a replay line each.
 echo "$line" | tr ' ' '\n' | grep '=' | sed 's/^/  /'
-awk '/^h1diff proxy:/{p=1; next} p && /^  /{print} p && !/^  /{exit}' "$out/proxy.txt" | head -200
+# (awk stops itself: a `head` here would end the script by SIGPIPE under pipefail)
+awk '/^h1diff proxy:/{p=1; next} p && /^  / && n++ < 200 {print} p && !/^  /{exit}' "$out/proxy.txt"
 
 if [ "$NGINX_CASES" != 0 ]; then
   echo "== nginx beside the proxy on ${NGINX_CASES} cases"
   H1DIFF_NGINX_CASES="$NGINX_CASES" cargo test ${cargo_profile[@]+"${cargo_profile[@]}"} -j "$JOBS" -p mcp-triage-proxy \
     --test h1_differential -- --exact nginx_agrees_where_the_rfc_leaves_no_choice --nocapture \
     >"$out/nginx.txt" 2>&1 || status=1
-  grep -E '^(h1diff nginx|  where|  \||  H1DIFF)' "$out/nginx.txt" | awk '!seen[$0]++' | head -80
+  grep -E '^(h1diff nginx|  where|  \||  H1DIFF)' "$out/nginx.txt" | awk '!seen[$0]++ && n++ < 80'
 fi
 
 if [ "$status" = 0 ]; then echo "RESULT: no failure"; else echo "RESULT: failures (above)"; fi

@@ -268,7 +268,19 @@ fn garbage(cx: &mut Ctx<'_>, client: &ClientSide, e: &str) {
         "the client could not read answer {}{after}: {e}",
         client.got.len()
     );
-    cx.fail(j, kind, what);
+    // Leftovers of the answer before are the usual cause, when that answer was a hostile one.
+    match j.checked_sub(1).map(|p| case.resps[p].family) {
+        Some(f) if kind == Kind::Desync && !f.starts_with("valid") && f != "HEAD answer" => {
+            let family = format!("answer: {f}");
+            cx.out.push(Failure {
+                index: case.index,
+                family,
+                kind,
+                what,
+            });
+        }
+        _ => cx.fail(j, kind, what),
+    }
 }
 
 /// The upstream read only the case's requests, each once, in order, and nothing malformed.
