@@ -155,6 +155,9 @@ fn case_of(seed: u64, index: u64, prefix: &str, valid_answers: bool, valid_only:
             );
             (r.status, r.body, r.family) = (405, Vec::new(), "405 to CONNECT");
             r
+        } else if req.family.starts_with("early answer") {
+            // The family is about what follows an early answer: it always gets one.
+            super::hostile::early(&mut r, &tag)
         } else if req.head_only {
             super::hostile::head_response(&mut r, &tag)
         } else if hostile_resp {

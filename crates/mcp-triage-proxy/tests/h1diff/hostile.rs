@@ -665,24 +665,34 @@ pub fn response(r: &mut Rng, tag: &str, early_ok: bool) -> Resp {
             );
             ("response TE+CL 0", [h, chunk(r, &body)].concat())
         }
-        _ => {
-            out.early = true;
-            out.close_after = r.pct(60);
-            let (status, family) = *r.pick(&[
-                ("401 Unauthorized", "early 401"),
-                ("413 Payload Too Large", "early 413"),
-            ]);
-            out.status = status[..3].parse().unwrap_or(0);
-            let b = b"{\"error\":\"early\"}".to_vec();
-            out.body = b.clone();
-            let mut lines = vec![format!("content-length: {}", b.len())];
-            if out.close_after {
-                lines.push("connection: close".into());
-            }
-            (family, [resp_head(status, tag, &lines), b].concat())
-        }
+        _ => return early(r, tag),
     };
     out.family = family;
     out.bytes = bytes;
     out
+}
+
+/// An answer written as soon as the request head is read (401/413 do this), before the body;
+/// the upstream closes after it three times in five.
+pub fn early(r: &mut Rng, tag: &str) -> Resp {
+    let close_after = r.pct(60);
+    let (status, family) = *r.pick(&[
+        ("401 Unauthorized", "early 401"),
+        ("413 Payload Too Large", "early 413"),
+    ]);
+    let body = b"{\"error\":\"early\"}".to_vec();
+    let mut lines = vec![format!("content-length: {}", body.len())];
+    if close_after {
+        lines.push("connection: close".into());
+    }
+    Resp {
+        family,
+        bytes: [resp_head(status, tag, &lines), body.clone()].concat(),
+        status: status[..3].parse().unwrap_or(0),
+        body,
+        close_after,
+        early: true,
+        may_fail: false,
+        must_fail: false,
+    }
 }
