@@ -528,6 +528,24 @@ pub fn response(r: &mut Rng, tag: &str, early_ok: bool) -> Resp {
     out.status = 200;
     let pick = r.below(if early_ok { 12 } else { 11 });
     let (family, bytes) = match pick {
+        0..=2 | 10 => framing_answer(r, tag, &body, pick, &mut out),
+        3..=9 => odd_answer(r, tag, &body, pick, &mut out),
+        _ => return early(r, tag),
+    };
+    out.family = family;
+    out.bytes = bytes;
+    out
+}
+
+/// Answers whose framing a length-framer reads differently: TE with CL, `identity` with CL.
+fn framing_answer(
+    r: &mut Rng,
+    tag: &str,
+    body: &[u8],
+    pick: usize,
+    out: &mut Resp,
+) -> (&'static str, Vec<u8>) {
+    match pick {
         0 => {
             // The length covers the first chunk-size line: a length-framer reads the planted
             // answer (the chunk's data) as the answer to the next request.
@@ -558,7 +576,7 @@ pub fn response(r: &mut Rng, tag: &str, early_ok: bool) -> Resp {
                     "transfer-encoding: chunked".into(),
                 ],
             );
-            ("response CL+TE (CL longer)", [h, chunk(r, &body)].concat())
+            ("response CL+TE (CL longer)", [h, chunk(r, body)].concat())
         }
         2 => {
             // Transfer-Encoding present, chunked not last: the body runs to the close.
@@ -572,8 +590,33 @@ pub fn response(r: &mut Rng, tag: &str, early_ok: bool) -> Resp {
                     format!("content-length: {}", body.len().min(5)),
                 ],
             );
-            ("response identity+CL", [h, body.clone()].concat())
+            ("response identity+CL", [h, body.to_vec()].concat())
         }
+        _ => {
+            let h = resp_head(
+                "200 OK",
+                tag,
+                &[
+                    "content-type: application/json".into(),
+                    "transfer-encoding: chunked".into(),
+                    "content-length: 0".into(),
+                ],
+            );
+            ("response TE+CL 0", [h, chunk(r, body)].concat())
+        }
+    }
+}
+
+/// Interim answers, bodies where none may be, close-delimited bodies, many lines, listed
+/// lengths.
+fn odd_answer(
+    r: &mut Rng,
+    tag: &str,
+    body: &[u8],
+    pick: usize,
+    out: &mut Resp,
+) -> (&'static str, Vec<u8>) {
+    match pick {
         3 => {
             let interim = r.pick(&[
                 "HTTP/1.1 100 Continue\r\n\r\n",
@@ -591,7 +634,7 @@ pub fn response(r: &mut Rng, tag: &str, early_ok: bool) -> Resp {
             );
             (
                 "1xx before the answer",
-                [interim.as_bytes().to_vec(), h, body.clone()].concat(),
+                [interim.as_bytes().to_vec(), h, body.to_vec()].concat(),
             )
         }
         4 | 5 => {
@@ -615,7 +658,7 @@ pub fn response(r: &mut Rng, tag: &str, early_ok: bool) -> Resp {
         6 => {
             out.close_after = true;
             let h = resp_head("200 OK", tag, &["content-type: application/json".into()]);
-            ("close-delimited body", [h, body.clone()].concat())
+            ("close-delimited body", [h, body.to_vec()].concat())
         }
         7 => {
             out.may_fail = true;
@@ -625,7 +668,7 @@ pub fn response(r: &mut Rng, tag: &str, early_ok: bool) -> Resp {
             lines.push(format!("content-length: {}", body.len()));
             (
                 "response past 100 lines",
-                [resp_head("200 OK", tag, &lines), body.clone()].concat(),
+                [resp_head("200 OK", tag, &lines), body.to_vec()].concat(),
             )
         }
         8 => {
@@ -641,35 +684,19 @@ pub fn response(r: &mut Rng, tag: &str, early_ok: bool) -> Resp {
             };
             (
                 "response CL duplicate equal",
-                [resp_head("200 OK", tag, &lines), body.clone()].concat(),
+                [resp_head("200 OK", tag, &lines), body.to_vec()].concat(),
             )
         }
-        9 => {
+        _ => {
             out.must_fail = true;
             out.close_after = true;
             let lines = vec![format!("content-length: 1, {}", body.len().max(2))];
             (
                 "response CL list differs",
-                [resp_head("200 OK", tag, &lines), body.clone()].concat(),
+                [resp_head("200 OK", tag, &lines), body.to_vec()].concat(),
             )
         }
-        10 => {
-            let h = resp_head(
-                "200 OK",
-                tag,
-                &[
-                    "content-type: application/json".into(),
-                    "transfer-encoding: chunked".into(),
-                    "content-length: 0".into(),
-                ],
-            );
-            ("response TE+CL 0", [h, chunk(r, &body)].concat())
-        }
-        _ => return early(r, tag),
-    };
-    out.family = family;
-    out.bytes = bytes;
-    out
+    }
 }
 
 /// An answer written as soon as the request head is read (401/413 do this), before the body;
