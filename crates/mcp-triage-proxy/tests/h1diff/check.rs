@@ -301,7 +301,12 @@ fn upstream_order(cx: &mut Ctx<'_>, up: &CaseLog) {
                 Kind::ExtraRequest,
                 format!("the upstream read {} again or out of order", u.tag),
             ),
-            Some(i) => last = Some(i),
+            Some(i) => {
+                last = Some(i);
+                if u.complete {
+                    same_body(cx, i, u);
+                }
+            }
         }
     }
     for e in &up.errors {
@@ -318,6 +323,26 @@ fn upstream_order(cx: &mut Ctx<'_>, up: &CaseLog) {
             Kind::Rfc,
             format!("the proxy sent the upstream bytes a strict reader refuses: {e}"),
         );
+    }
+}
+
+/// A request the upstream read whole carries the client's body (decoded) and its transfer
+/// codings, whether or not its answer reached the client.
+fn same_body(cx: &mut Ctx<'_>, i: usize, u: &super::upstream::UpReq) {
+    let q = &cx.case.reqs[i];
+    let tag = q.tag.clone();
+    if u.body != q.body && !matches!(q.class, Class::Refuse { .. }) {
+        let at = u.body.iter().zip(&q.body).position(|(a, b)| a != b);
+        let at = at.unwrap_or(u.body.len().min(q.body.len()));
+        let what = format!("{tag}: the upstream got a body of {} bytes, the client sent {} (first difference at {at})", u.body.len(), q.body.len());
+        cx.fail(i, Kind::Disagree, what);
+    }
+    if u.codings != q.codings {
+        let what = format!(
+            "{tag}: transfer codings {:?} went upstream as {:?}",
+            q.codings, u.codings
+        );
+        cx.fail(i, Kind::Rfc, what);
     }
 }
 
@@ -344,27 +369,7 @@ fn forwarded(
         );
     }
     match upq {
-        Some(u) if u.complete => {
-            if u.body != q.body && !matches!(class, Class::Refuse { .. }) {
-                let at = u
-                    .body
-                    .iter()
-                    .zip(&q.body)
-                    .position(|(a, b)| a != b)
-                    .unwrap_or(u.body.len().min(q.body.len()));
-                cx.fail(j, Kind::Disagree, format!("{tag}: the upstream got a body of {} bytes, the client sent {} (first difference at {at})", u.body.len(), q.body.len()));
-            }
-            if u.codings != q.codings {
-                cx.fail(
-                    j,
-                    Kind::Rfc,
-                    format!(
-                        "{tag}: transfer codings {:?} went upstream as {:?}",
-                        q.codings, u.codings
-                    ),
-                );
-            }
-        }
+        Some(u) if u.complete => {}
         Some(_) if resp.early => {}
         Some(_) => cx.fail(
             j,
