@@ -1,12 +1,13 @@
 //! The invariants of the C ABI's entry points on arbitrary input, called as C calls them:
 //! `mcpt_classify` on a body whole equals `mcpt_classifier_new` + `feed` in pieces + `finish`;
-//! the verdict's JSON is JSON and its getters agree with it; `mcpt_request_parse` takes the
+//! the verdict's JSON is JSON and its getters (outcome, retry-after) agree with it; `mcpt_request_parse` takes the
 //! tool name serde_json reads; `mcpt_record_write` writes a JSON line, asking for more room
 //! when the buffer is short. Shared by the fuzz target `ffi_exchange` and the corpus test of
 //! `mcp-triage-ffi` (`tests/fuzz_corpus.rs`), which includes this file by path.
 //!
 //! Input: two bytes of status (big-endian), one byte choosing the content type, one byte of
-//! knobs (the piece size), then the body.
+//! knobs (bits 0-5: the piece size less one; bits 6-7: no `Retry-After`, `2`, an overflowing
+//! number, an HTTP date), then the body.
 
 use std::ffi::CStr;
 
@@ -27,17 +28,25 @@ pub fn check(data: &[u8]) {
     };
     let status = u16::from_be_bytes([*hi, *lo]);
     let ct = CONTENT_TYPES[usize::from(*ct) % CONTENT_TYPES.len()];
-    let header = McptHeader {
-        name: b"content-type".as_ptr(),
-        name_len: 12,
-        value: ct.as_ptr(),
-        value_len: ct.len(),
+    let header = |name: &'static str, value: &'static str| McptHeader {
+        name: name.as_ptr(),
+        name_len: name.len(),
+        value: value.as_ptr(),
+        value_len: value.len(),
     };
+    let retry_after = match knobs >> 6 {
+        0 => None,
+        1 => Some("2"),
+        2 => Some("99999999999999999999"),
+        _ => Some("Wed, 21 Oct 2015 07:28:00 GMT"),
+    };
+    let mut headers = vec![header("content-type", ct)];
+    headers.extend(retry_after.map(|v| header("retry-after", v)));
     let step = usize::from(*knobs % 64) + 1;
-    let Some(whole) = classify(status, &header, body) else {
+    let Some(whole) = classify(status, &headers, body) else {
         return;
     };
-    let pieces = classify_in_pieces(status, &header, body, step);
+    let pieces = classify_in_pieces(status, &headers, body, step);
     // SAFETY: both are live verdicts from this library, freed below.
     let (a, b) = unsafe { (json(whole), json(pieces)) };
     assert_eq!(a, b, "whole and in pieces of {step}");
@@ -45,6 +54,15 @@ pub fn check(data: &[u8]) {
     // SAFETY: a live verdict.
     let outcome = unsafe { CStr::from_ptr(mcpt_outcome_name(mcpt_verdict_outcome(whole))) };
     assert_eq!(v["outcome"].as_str(), outcome.to_str().ok());
+    let mut wait = 0u64;
+    // SAFETY: a live verdict and a writable out.
+    let present = unsafe { mcpt_verdict_retry_after_ms(whole, &mut wait) };
+    let json_wait = v["retryAfterMs"].as_u64();
+    assert_eq!(
+        (present == 1).then_some(wait),
+        json_wait,
+        "the getter says the JSON's number"
+    );
     request_and_record(body, whole);
     // SAFETY: live verdicts, not used again.
     unsafe {
@@ -53,14 +71,14 @@ pub fn check(data: &[u8]) {
     }
 }
 
-fn classify(status: u16, header: &McptHeader, body: &[u8]) -> Option<*mut McptVerdict> {
+fn classify(status: u16, headers: &[McptHeader], body: &[u8]) -> Option<*mut McptVerdict> {
     let mut v = std::ptr::null_mut();
-    // SAFETY: one valid header, a body of its length, default options, a writable out.
+    // SAFETY: valid headers, a body of its length, default options, a writable out.
     let code = unsafe {
         mcpt_classify(
             status,
-            header,
-            1,
+            headers.as_ptr(),
+            headers.len(),
             body.as_ptr(),
             body.len(),
             std::ptr::null(),
@@ -76,7 +94,7 @@ fn classify(status: u16, header: &McptHeader, body: &[u8]) -> Option<*mut McptVe
 
 fn classify_in_pieces(
     status: u16,
-    header: &McptHeader,
+    headers: &[McptHeader],
     body: &[u8],
     step: usize,
 ) -> *mut McptVerdict {
@@ -84,7 +102,13 @@ fn classify_in_pieces(
     // SAFETY: as in `classify`; the classifier is freed below.
     unsafe {
         assert_eq!(
-            mcpt_classifier_new(status, header, 1, std::ptr::null(), &mut c),
+            mcpt_classifier_new(
+                status,
+                headers.as_ptr(),
+                headers.len(),
+                std::ptr::null(),
+                &mut c
+            ),
             MCPT_OK
         );
         for piece in body.chunks(step) {
