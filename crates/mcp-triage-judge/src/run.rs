@@ -42,7 +42,8 @@ pub struct JudgeOptions {
     /// The client command, run with `sh -c`; `{url}` becomes the case's MCP URL (quoted).
     /// Only [`JudgeOptions::list`] runs without one.
     pub client: Option<String>,
-    /// Run only these cases (id or kitchen scenario id). Empty: all.
+    /// Run only these cases: a case id, else a kitchen scenario id (every case run on it).
+    /// Empty: all.
     pub scenarios: Vec<String>,
     /// Seconds a client may run per case before the judge stops it (fails `in_time`).
     pub timeout: f64,
@@ -161,12 +162,22 @@ fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
+/// The cases `--scenario` names: each name is a case id when a case has it, else a kitchen
+/// scenario id (every case run on that scenario). A case id comes first because some are also
+/// scenario names: `baseline` is a case, and the kitchen scenario five `tasks.*` cases run on.
 fn selected(options: &JudgeOptions, all: Vec<CaseDef>) -> Result<Vec<CaseDef>, JudgeError> {
     if options.scenarios.is_empty() {
         return Ok(all);
     }
+    let is_case = |want: &str| all.iter().any(|c| c.id == want);
+    let mut by_id = Vec::new();
+    let mut by_scenario = Vec::new();
     for want in &options.scenarios {
-        if !all.iter().any(|c| c.id == **want || c.scenario == **want) {
+        if is_case(want) {
+            by_id.push(want.as_str());
+        } else if all.iter().any(|c| c.scenario == want.as_str()) {
+            by_scenario.push(want.as_str());
+        } else {
             return Err(JudgeError::UnknownCase {
                 want: want.clone(),
                 ids: all.iter().map(|c| c.id.to_string()).collect(),
@@ -175,12 +186,7 @@ fn selected(options: &JudgeOptions, all: Vec<CaseDef>) -> Result<Vec<CaseDef>, J
     }
     Ok(all
         .into_iter()
-        .filter(|c| {
-            options
-                .scenarios
-                .iter()
-                .any(|w| c.id == **w || c.scenario == **w)
-        })
+        .filter(|c| by_id.contains(&&*c.id) || by_scenario.contains(&&*c.scenario))
         .collect())
 }
 
@@ -796,6 +802,36 @@ mod tests {
         assert!(
             w.contains("has no {url}") && w.contains("$MCP_TRIAGE_URL"),
             "{w}"
+        );
+    }
+
+    /// Issue 45: `--scenario baseline` ran six cases, the five `tasks.*` cases too (they run on
+    /// the kitchen scenario `baseline`). A case id is matched first.
+    #[test]
+    fn a_case_id_is_matched_before_a_scenario_id() {
+        let pick = |names: &[&str]| {
+            let o = JudgeOptions {
+                scenarios: names.iter().map(|n| n.to_string()).collect(),
+                ..JudgeOptions::default()
+            };
+            let ids: Vec<String> = selected(&o, cases::all())
+                .unwrap()
+                .iter()
+                .map(|c| c.id.to_string())
+                .collect();
+            ids
+        };
+        assert_eq!(pick(&["baseline"]), ["baseline"]);
+        let all = cases::all();
+        let on_scenario = |scenario: &str| all.iter().filter(|c| c.scenario == scenario).count();
+        let by_scenario = all
+            .iter()
+            .find(|c| !all.iter().any(|d| d.id == c.scenario) && on_scenario(&c.scenario) > 0)
+            .map(|c| c.scenario.to_string())
+            .expect("a scenario id that is no case id");
+        assert_eq!(
+            pick(&[by_scenario.as_str()]).len(),
+            on_scenario(&by_scenario)
         );
     }
 

@@ -34,7 +34,8 @@ pub struct JudgeArgs {
     #[arg(long, value_name = "CMD", required_unless_present = "list")]
     client: Option<String>,
 
-    /// Run only these cases (id or kitchen scenario id; repeatable). Default: all.
+    /// Run only these cases (a case id, else a kitchen scenario id: every case run on it;
+    /// repeatable). Default: all.
     #[arg(long = "scenario", value_name = "ID")]
     scenarios: Vec<String>,
 
