@@ -595,3 +595,40 @@ async fn a_clients_forwarded_header_is_removed() {
     assert!(!head.contains("\nforwarded:"), "{head}");
     assert!(head.contains("x-forwarded-host: 127.0.0.1:9\r\n"), "{head}");
 }
+
+/// A refused request behind a large answer, more bytes after it: the proxy closes lingering
+/// (its side shut down, the client's bytes read and dropped until the client closes), so the
+/// client reads the whole answer and the refusal. Closed at once, the socket with unread bytes
+/// was reset, and the reset threw away the part of the answer the client had not read yet
+/// (found by the differential harness: bodies cut at 8-64 KB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_after_a_large_answer_does_not_cut_the_answer() {
+    let body = "x".repeat(200_000);
+    let answer = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let up = upstream(vec![answer.into_bytes()], Pace::AfterBody).await;
+    let (p, records, w) = proxy(up.addr).await;
+    let mut c = TcpStream::connect(p.local_addr()).await.unwrap();
+    let mut wire = b"GET /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n".to_vec();
+    wire.extend_from_slice(b"post /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n");
+    wire.extend(std::iter::repeat_n(b'z', 200_000));
+    let (mut rd, mut wr) = c.split();
+    let send = async {
+        let _ = wr.write_all(&wire).await;
+    };
+    let read = async {
+        // The client reads late: the answer waits in its socket when the proxy closes.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut out = Vec::new();
+        let _ = tokio::time::timeout(STEP, rd.read_to_end(&mut out)).await;
+        out
+    };
+    let (_, out) = tokio::join!(send, read);
+    let got = responses(&out);
+    assert_eq!(got.len(), 2, "the answer and the refusal");
+    assert_eq!(got[0].body.len(), body.len(), "the whole answer");
+    assert_eq!(got[1].status, 400);
+    finish(p, records, w).await;
+}

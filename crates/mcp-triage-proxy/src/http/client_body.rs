@@ -105,9 +105,18 @@ impl ClientReader {
         self.broken = true;
     }
 
-    /// The connection's loop ended: a body still being read (for a record) ends now.
-    pub(super) fn close(&mut self) {
-        self.io = None;
+    /// The connection's loop ended: a body still being read (for a record) ends now. The
+    /// socket is handed back for the lingering close (see `client_conn::linger`).
+    pub(super) fn close(&mut self) -> Option<CorkedStream> {
+        self.io.take()
+    }
+
+    /// Whether the client may still be sending what the proxy will not read: bytes of a body
+    /// left unread or broken, or of requests after the last one served. Closing the socket
+    /// with such bytes unread makes the kernel reset the connection, and a reset throws away
+    /// what the client had not read yet, the last response included (RFC 9112 §9.6).
+    pub(super) fn unread_input(&self) -> bool {
+        !self.buf.is_empty() || !self.reusable()
     }
 
     /// The writing side, for the `100 Continue` and the connection's end.

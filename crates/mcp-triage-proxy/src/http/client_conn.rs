@@ -55,8 +55,15 @@ enum Next {
     Close,
 }
 
+/// How long, and for how many bytes at most, the proxy reads and drops what a client still
+/// sends after the proxy decided to close (see [`linger`]): nginx's lingering close, with
+/// tighter bounds.
+const LINGER_TIME: Duration = Duration::from_secs(2);
+const LINGER_BYTES: usize = 1 << 20;
+
 /// Serves the connection until it closes; then writes what is held and shuts it down.
 pub(super) async fn serve(mut conn: ClientConn, reader: SharedReader, cork: Arc<Mutex<Cork>>) {
+    let mut refused = false;
     loop {
         match next_request(&mut conn, &reader).await {
             Next::Request(req) => {
@@ -67,14 +74,46 @@ pub(super) async fn serve(mut conn: ClientConn, reader: SharedReader, cork: Arc<
             Next::Refuse(why) => {
                 record_unservable_head(&conn.sh, &conn.peer, &why);
                 let _ = write_all(&cork, &refusal(&why)).await;
+                refused = true;
                 break;
             }
             Next::Close => break,
         }
     }
     // A request body still being read for a record ends with the connection.
-    lock(&reader).close();
-    let _ = poll_fn(|cx| cork_of(&cork).poll_close(cx)).await;
+    let (io, unread) = {
+        let mut r = lock(&reader);
+        let unread = refused || r.unread_input();
+        (r.close(), unread)
+    };
+    let closed = poll_fn(|cx| cork_of(&cork).poll_close(cx)).await;
+    if let (Some(io), true, Ok(())) = (io, unread, closed) {
+        linger(io).await;
+    }
+}
+
+/// The lingering close (RFC 9112 §9.6): the proxy's answers are out and its side is shut
+/// down; what the client still sends (pipelined requests, the rest of a refused body) is
+/// read and dropped until the client closes, at most [`LINGER_TIME`] and [`LINGER_BYTES`].
+/// Closed at once instead, a socket with unread bytes is reset, and the reset can reach the
+/// client before it read the last answers, which it then never gets.
+async fn linger(mut io: super::cork::CorkedStream) {
+    let mut scratch = BytesMut::new();
+    let mut dropped = 0;
+    let drain = async {
+        while dropped < LINGER_BYTES {
+            scratch.clear();
+            match poll_fn(|cx| {
+                super::read_into::poll_read_into(std::pin::Pin::new(&mut io), cx, &mut scratch)
+            })
+            .await
+            {
+                Ok(0) | Err(_) => return,
+                Ok(n) => dropped += n,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(LINGER_TIME, drain).await;
 }
 
 fn cork_of(cork: &Arc<Mutex<Cork>>) -> std::sync::MutexGuard<'_, Cork> {
