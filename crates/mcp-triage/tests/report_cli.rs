@@ -1,7 +1,7 @@
 //! `mcp-triage report` over a call-record log (tests/fixtures/calls.jsonl: 60 records in the
 //! record model's shape, one of them an UNSAFE_RETRY), and over observers' logs as they write
-//! them: tests/fixtures/proxy.jsonl (26 records of `mcp-triage proxy` in front of the kitchen:
-//! six tool calls, one a task, among `initialize`, `tools/list`, notifications, `tasks/get`
+//! them: tests/fixtures/proxy.jsonl (27 records of `mcp-triage proxy` in front of the kitchen,
+//! 26 counted as the task's creating exchange is not: six tool calls, one a task, among `initialize`, `tools/list`, notifications, `tasks/get`
 //! polls, a legacy sampling request and its answer, GET streams and DELETEs) and
 //! tests/fixtures/wrap.jsonl (12 records of `mcp-triage wrap` around
 //! tests/fixtures/sloppy_server.py: three tool calls among `initialize`, `tools/list` and
