@@ -63,6 +63,18 @@ pub(crate) fn is_input_round(inc: &Incoming) -> bool {
     )
 }
 
+/// The method of a server request mcp-triage refused, read back from the `INPUT_UNANSWERED`
+/// warning its refusal left ([`Unanswered::Request`]'s text, kept in step by a test); None for
+/// any other warning text (an MRTR round left unanswered, a stream that broke off).
+///
+/// Why from the text: the record's vocabulary has no field for it, and `call`'s advice needs
+/// only the method, to name the `--answer METHOD=JSON` that would have answered it.
+pub fn refused_request_method(detail: &str) -> Option<&str> {
+    let rest = detail.strip_prefix("the server asked ")?;
+    let (method, _) = rest.split_once(" and no answer was given")?;
+    (!method.is_empty() && !method.contains(char::is_whitespace)).then_some(method)
+}
+
 /// A question of the server that nothing configured answers; the text goes into the record's
 /// `INPUT_UNANSWERED` warning.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -189,6 +201,31 @@ pub(crate) fn input_responses(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_requests_method_is_read_back_from_its_warning() {
+        let inc = Incoming::Request {
+            id: json!(1),
+            method: "sampling/createMessage".into(),
+            params: json!({}),
+        };
+        let why = Unanswered::Request {
+            method: "sampling/createMessage".into(),
+        };
+        let detail = refused_text(&inc, &why);
+        assert_eq!(
+            refused_request_method(&detail),
+            Some("sampling/createMessage")
+        );
+        let mrtr = Unanswered::InputRequests {
+            missing: vec!["q (elicitation/create)".into()],
+        };
+        assert_eq!(refused_request_method(&mrtr.to_string()), None);
+        assert_eq!(
+            refused_request_method("the server asked  and no answer was given"),
+            None
+        );
+    }
 
     #[test]
     fn defaults_fill_a_form() {

@@ -45,6 +45,7 @@ mod task_driver;
 mod tools;
 mod wire;
 
+pub use answers::refused_request_method;
 pub use client::{Client, ConnectError, UnknownSessionAnswer, IDEMPOTENCY_META};
 pub use headers::header_value;
 pub use mcp_triage_core::{CallRecord, RetryOrigin};

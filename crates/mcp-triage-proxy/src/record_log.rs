@@ -1,6 +1,10 @@
-//! `mcp-triage report LOG.jsonl`: a log of records (from `call --log` or the proxy) read back
-//! and summarised, for a person and a CI, into the report model of `mcp-triage-report`:
+//! `mcp-triage report LOG.jsonl`: a log of records (from `call --log`, the proxy or `wrap`) read
+//! back and summarised, for a person and a CI, into the report model of `mcp-triage-report`:
 //! outcomes per tool and per layer over time, retries and unsafe retries, latency percentiles.
+//!
+//! Tool calls and other exchanges are told apart ([`LoggedRecord::is_tool_call`]): an observer's
+//! log also records `initialize`, `tools/list`, notifications, GET streams and DELETEs, which
+//! are no failed calls of a tool named "unknown" but get a table of their own by kind and method.
 //!
 //! Why here: the records summarised are this crate's (and the client's, whose vocabulary they
 //! follow), and so is the rule that a task's creating exchange is not counted as a call
@@ -8,8 +12,9 @@
 //! crate holds the model and its formats and depends on no crate of ours.
 //!
 //! Each line is read into a [`LoggedRecord`] by the record's field names (`recordId`, `kind`,
-//! `tool`, `layer`, `outcome`, `retryOrigin`, `durationMs`, `attempts[].kind`,
-//! `warnings[].code`), leniently, so a log from an older or newer record version still
+//! `method`, `httpMethod`, `tool`, `layer`, `outcome`, `retryOrigin`, `durationMs` (whole or
+//! fractional: observers write microsecond fractions), `attempts[].kind`, `warnings[].code`),
+//! leniently, so a log from an older or newer record version still
 //! summarises; a missing field (or one of another JSON type) counts as `unknown`.
 
 use std::collections::BTreeMap;
@@ -34,6 +39,10 @@ pub struct LoggedRecord {
     pub record_id: Option<String>,
     /// `kind` (proxy records only).
     pub kind: Option<RecordKind>,
+    /// `method`: the JSON-RPC method (`tools/call` in a client's records).
+    pub method: Option<String>,
+    /// `httpMethod` (proxy records of HTTP exchanges): names a GET stream or a DELETE.
+    pub http_method: Option<String>,
     /// `tool`.
     pub tool: Option<String>,
     /// `layer`.
@@ -42,8 +51,9 @@ pub struct LoggedRecord {
     pub outcome: Option<String>,
     /// `retryOrigin`.
     pub retry_origin: Option<String>,
-    /// `durationMs`, when it is a whole number.
-    pub duration_ms: Option<u64>,
+    /// `durationMs`, when it is a finite number of zero or more (whole in a client's records,
+    /// fractional in an observer's).
+    pub duration_ms: Option<f64>,
     /// `attempts` that are calls: of kind `call`, or of no kind.
     pub call_attempts: usize,
     /// A warning `UNSAFE_RETRY` (an object with that `code`, or that string) is present.
@@ -63,11 +73,15 @@ impl LoggedRecord {
         LoggedRecord {
             record_id: text(r, "recordId"),
             kind: RecordKind::deserialize(&r["kind"]).ok(),
+            method: text(r, "method"),
+            http_method: text(r, "httpMethod"),
             tool: text(r, "tool"),
             layer: text(r, "layer"),
             outcome: text(r, "outcome"),
             retry_origin: text(r, "retryOrigin"),
-            duration_ms: r["durationMs"].as_u64(),
+            duration_ms: r["durationMs"]
+                .as_f64()
+                .filter(|d| d.is_finite() && *d >= 0.0),
             call_attempts: r["attempts"].as_array().map_or(0, |a| {
                 a.iter()
                     .filter(|x| x["kind"].as_str().is_none_or(|k| k == "call"))
@@ -85,11 +99,49 @@ impl LoggedRecord {
     }
 
     /// A proxy record of the `tools/call` exchange that created a task: not counted, its
-    /// `taskEnd` record is ([`is_task_start`], the proxy metrics' rule).
+    /// `taskEnd` record is ([`is_task_start`], the proxy metrics' rule). A `tasks/get` poll
+    /// answered "still working" is recorded `TASK_CREATED` too; it is no call's start, so it
+    /// stays, among the other exchanges.
     pub fn is_task_start(&self) -> bool {
         let outcome = self.outcome.as_deref().unwrap_or("");
-        self.kind
-            .is_some_and(|k| is_task_start(k, outcome.parse().unwrap_or(RecordOutcome::Undecided)))
+        let tools_call = self.method.as_deref().is_none_or(|m| m == "tools/call");
+        tools_call
+            && self.kind.is_some_and(|k| {
+                is_task_start(k, outcome.parse().unwrap_or(RecordOutcome::Undecided))
+            })
+    }
+
+    /// A tool call: a client's record (no `kind`; it writes one per `tools/call`, and older
+    /// versions wrote no `method`), or an
+    /// observer's `request` or `taskEnd` of `tools/call`. Everything else an observer records
+    /// (`initialize`, `tools/list`, notifications, streams, DELETEs, server requests) is not.
+    pub fn is_tool_call(&self) -> bool {
+        let tools_call = self.method.as_deref().is_none_or(|m| m == "tools/call");
+        match self.kind {
+            None => tools_call,
+            Some(RecordKind::Request | RecordKind::TaskEnd) => {
+                self.method.as_deref() == Some("tools/call")
+            }
+            Some(_) => false,
+        }
+    }
+
+    /// What a record that is no tool call is counted under: its `kind` and its JSON-RPC
+    /// method, else its HTTP method (`HTTP GET` of a stream, `HTTP DELETE`), else `-`.
+    fn kind_and_method(&self) -> (String, String) {
+        let kind = match self.kind {
+            Some(k) => serde_json::to_value(k)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_else(|| "unknown".into()),
+            None => "unknown".into(),
+        };
+        let method = self
+            .method
+            .clone()
+            .or_else(|| self.http_method.as_ref().map(|m| format!("HTTP {m}")))
+            .unwrap_or_else(|| "-".into());
+        (kind, method)
     }
 
     /// A resend: a retry origin other than `none`, or more than one `call` attempt (input
@@ -203,7 +255,7 @@ pub fn read_calls(
 }
 
 /// Nearest-rank percentile of sorted values.
-fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
+fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     if sorted.is_empty() {
         return None;
     }
@@ -211,24 +263,57 @@ fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
     Some(sorted[rank.min(sorted.len()) - 1])
 }
 
-fn ms(v: Option<u64>) -> String {
-    v.map_or("-".into(), |v| format!("{v} ms"))
+/// A latency as a person reads it: whole milliseconds as they are (a client's `24 ms`), a
+/// fraction (an observer's) to two decimals under 10 ms and one under 100 ms, where the
+/// difference still matters, trailing zeros left out.
+fn ms(v: Option<f64>) -> String {
+    let Some(v) = v else { return "-".into() };
+    let decimals = if v.fract() == 0.0 || v >= 100.0 {
+        0
+    } else if v < 10.0 {
+        2
+    } else {
+        1
+    };
+    let s = format!("{v:.decimals$}");
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &s
+    };
+    format!("{s} ms")
 }
 
 /// Sorted latencies of `records`.
-fn latencies<'a>(records: impl Iterator<Item = &'a LoggedRecord>) -> Vec<u64> {
-    let mut lat: Vec<u64> = records.filter_map(|r| r.duration_ms).collect();
-    lat.sort_unstable();
+fn latencies<'a>(records: impl Iterator<Item = &'a LoggedRecord>) -> Vec<f64> {
+    let mut lat: Vec<f64> = records.filter_map(|r| r.duration_ms).collect();
+    lat.sort_unstable_by(f64::total_cmp);
     lat
 }
 
-/// Build the report from records (oldest first).
-pub fn summarise(records: &[LoggedRecord], source: &str) -> Report {
+/// p50, p90 and p99 of sorted latencies, as one cell: `a / b / c`.
+fn p50_p90_p99(sorted: &[f64]) -> String {
+    [50.0, 90.0, 99.0]
+        .map(|p| ms(percentile(sorted, p)))
+        .join(" / ")
+}
+
+/// Build the report from records (oldest first): the tool calls summarised as calls, every
+/// other record counted apart by kind and method ([`LoggedRecord::is_tool_call`]).
+pub fn summarise(all: &[LoggedRecord], source: &str) -> Report {
+    let (calls, others): (Vec<LoggedRecord>, Vec<LoggedRecord>) =
+        all.iter().cloned().partition(LoggedRecord::is_tool_call);
+    let records = &calls[..];
     let outcomes = sorted_keys(records, Key::Outcome);
     let layers = sorted_keys(records, Key::Layer);
     let tools = sorted_keys(records, Key::Tool);
     let (tool_rows, cases) = per_tool(records, &tools);
     let all_lat = latencies(records.iter());
+    let mut tables = tables(records, &layers, tool_rows);
+    // A client's log holds tool calls only: no empty table for it.
+    if !others.is_empty() {
+        tables.push(other_exchanges(&others));
+    }
     Report {
         title: format!("mcp-triage report: {source}"),
         started: None,
@@ -237,7 +322,9 @@ pub fn summarise(records: &[LoggedRecord], source: &str) -> Report {
             cases,
             duration_ms: None,
             properties: vec![
-                ("records".into(), records.len().to_string()),
+                ("records".into(), all.len().to_string()),
+                ("tool calls".into(), records.len().to_string()),
+                ("other exchanges".into(), others.len().to_string()),
                 (
                     "retried".into(),
                     records.iter().filter(|r| r.is_retry()).count().to_string(),
@@ -250,24 +337,53 @@ pub fn summarise(records: &[LoggedRecord], source: &str) -> Report {
                         .count()
                         .to_string(),
                 ),
-                (
-                    "latency p50 / p90 / p99".into(),
-                    format!(
-                        "{} / {} / {}",
-                        ms(percentile(&all_lat, 50.0)),
-                        ms(percentile(&all_lat, 90.0)),
-                        ms(percentile(&all_lat, 99.0))
-                    ),
-                ),
+                ("latency p50 / p90 / p99".into(), p50_p90_p99(&all_lat)),
             ],
         }],
         charts: charts(records, &outcomes, &layers, &tools),
-        tables: tables(records, &layers, tool_rows),
+        tables,
     }
 }
 
-/// Outcomes and layers over time (consecutive records in up to [`BUCKETS`] buckets, labelled
-/// by record numbers), and outcomes per tool.
+/// The "other exchanges" table: per kind and method (in that order), how many records, their
+/// outcomes with counts (most frequent first), and their latency.
+fn other_exchanges(others: &[LoggedRecord]) -> Table {
+    let mut groups: BTreeMap<(String, String), Vec<&LoggedRecord>> = BTreeMap::new();
+    for r in others {
+        groups.entry(r.kind_and_method()).or_default().push(r);
+    }
+    let rows = groups
+        .into_iter()
+        .map(|((kind, method), rs)| {
+            let mut outcomes: BTreeMap<&str, usize> = BTreeMap::new();
+            for r in &rs {
+                *outcomes.entry(r.field(Key::Outcome)).or_default() += 1;
+            }
+            let mut outcomes: Vec<(&str, usize)> = outcomes.into_iter().collect();
+            outcomes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            let outcomes: Vec<String> = outcomes.iter().map(|(o, n)| format!("{o} {n}")).collect();
+            let lat = latencies(rs.iter().copied());
+            vec![
+                kind,
+                method,
+                rs.len().to_string(),
+                outcomes.join(", "),
+                ms(percentile(&lat, 50.0)),
+                ms(lat.last().copied()),
+            ]
+        })
+        .collect();
+    Table {
+        title: "other exchanges (not tool calls)".into(),
+        columns: ["kind", "method", "records", "outcomes", "p50", "max"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+    }
+}
+
+/// Outcomes and layers of the tool calls over time (consecutive calls in up to [`BUCKETS`]
+/// buckets, labelled by call numbers), and outcomes per tool.
 fn charts(
     records: &[LoggedRecord],
     outcomes: &[String],
@@ -328,9 +444,9 @@ fn charts(
         over_time(
             Key::Outcome,
             outcomes,
-            "outcomes over time (records in order)",
+            "outcomes over time (tool calls in order)",
         ),
-        over_time(Key::Layer, layers, "layers over time (records in order)"),
+        over_time(Key::Layer, layers, "layers over time (tool calls in order)"),
         per_tool_outcomes,
     ]
 }
@@ -513,21 +629,70 @@ mod tests {
 
     #[test]
     fn percentiles_are_nearest_rank() {
-        let v: Vec<u64> = (1..=100).collect();
-        assert_eq!(percentile(&v, 50.0), Some(50));
-        assert_eq!(percentile(&v, 99.0), Some(99));
-        assert_eq!(percentile(&[7], 90.0), Some(7));
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 50.0), Some(50.0));
+        assert_eq!(percentile(&v, 99.0), Some(99.0));
+        assert_eq!(percentile(&[7.5], 90.0), Some(7.5));
         assert_eq!(percentile(&[], 50.0), None);
     }
 
     #[test]
     fn fields_of_another_type_read_as_unknown() {
-        let r = logged(json!({"tool": 5, "durationMs": 12.5, "kind": "nonsense",
+        let r = logged(json!({"tool": 5, "durationMs": "12", "kind": "nonsense",
                               "warnings": ["UNSAFE_RETRY"], "attempts": [{"kind": 1}, {}]}));
         assert_eq!(r.field(Key::Tool), "unknown");
         assert_eq!((r.duration_ms, r.kind), (None, None));
         assert!(r.unsafe_retry && r.unsafe_retry_detail.is_none());
         assert!(r.is_retry(), "two call attempts");
+    }
+
+    #[test]
+    fn fractional_and_whole_durations_are_read_and_shown() {
+        assert_eq!(
+            logged(json!({"durationMs": 2.165433})).duration_ms,
+            Some(2.165433)
+        );
+        assert_eq!(logged(json!({"durationMs": 42})).duration_ms, Some(42.0));
+        assert_eq!(logged(json!({"durationMs": -1.0})).duration_ms, None);
+        let shown = [42.0, 2.165433, 18.327779, 126.823704, 0.5, 3.0].map(|v| ms(Some(v)));
+        assert_eq!(
+            shown,
+            ["42 ms", "2.17 ms", "18.3 ms", "127 ms", "0.5 ms", "3 ms"]
+        );
+        assert_eq!(ms(None), "-");
+    }
+
+    #[test]
+    fn observer_records_other_than_tools_call_are_no_tool_calls() {
+        let kinds = [
+            (json!({"tool": "a", "outcome": "TOOL_SUCCESS"}), true),
+            (json!({"method": "tools/call", "tool": "a"}), true),
+            (
+                json!({"kind": "request", "method": "tools/call", "tool": "a"}),
+                true,
+            ),
+            (
+                json!({"kind": "taskEnd", "method": "tools/call", "tool": "a"}),
+                true,
+            ),
+            (json!({"kind": "request", "method": "initialize"}), false),
+            (json!({"kind": "request", "method": "tools/list"}), false),
+            (
+                json!({"kind": "notification", "method": "notifications/initialized"}),
+                false,
+            ),
+            (json!({"kind": "stream", "httpMethod": "GET"}), false),
+            (json!({"kind": "sessionEnd", "httpMethod": "DELETE"}), false),
+            (
+                json!({"kind": "serverRequest", "method": "sampling/createMessage"}),
+                false,
+            ),
+        ];
+        for (v, call) in kinds {
+            assert_eq!(logged(v.clone()).is_tool_call(), call, "{v}");
+        }
+        let get = logged(json!({"kind": "stream", "httpMethod": "GET"}));
+        assert_eq!(get.kind_and_method(), ("stream".into(), "HTTP GET".into()));
     }
 
     #[test]
@@ -591,5 +756,8 @@ mod tests {
         let rs = read_calls(log.as_bytes(), "t.jsonl", 1024).unwrap();
         assert_eq!(rs.len(), 1);
         assert_eq!(rs[0].kind, Some(RecordKind::TaskEnd));
+        let poll = "{\"kind\":\"request\",\"method\":\"tasks/get\",\"outcome\":\"TASK_CREATED\"}\n";
+        let rs = read_calls(poll.as_bytes(), "t.jsonl", 1024).unwrap();
+        assert_eq!(rs.len(), 1, "a poll answered 'working' is kept");
     }
 }

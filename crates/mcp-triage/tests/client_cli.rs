@@ -861,6 +861,132 @@ fn call_names_the_cause_when_a_server_wraps_errors_in_is_error() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The `next:` line of `call`'s text output.
+fn next_line(out: &str) -> &str {
+    out.lines()
+        .find(|l| l.starts_with("next: "))
+        .unwrap_or_else(|| panic!("no next: line in\n{out}"))
+}
+
+/// Issue 46, defect 4: the advice after a JSON-RPC error follows who caused it. `-32603
+/// Internal error` and an implementation-defined `-32001` are the server's (check its logs,
+/// resend only a tool safe to run twice), not "fix the arguments or the method"; `-32602`
+/// stays the request's. Against the kitchen's `errors.jsonrpc_error`.
+#[test]
+fn call_advice_after_a_jsonrpc_error_follows_who_caused_it() {
+    let (rt, k) = runtime_and_kitchen();
+    let next = |query: &str| {
+        let url = format!("{}/s/errors.jsonrpc_error/mcp?{query}", k.base_url());
+        let o = run(&["call", &url, "run_configured_test_scenario"]);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert_eq!(code(&o), 4, "{out}");
+        next_line(&out).to_string()
+    };
+    let server = "the server failed, not the request: check the server's logs; resend only if \
+                  the tool is safe to run twice (--safe-tool, or its annotations), as it may \
+                  have acted before it failed.";
+    assert_eq!(
+        next("code=-32603&message=Internal%20error"),
+        format!("next: JSON-RPC error -32603 (Internal error): {server}")
+    );
+    assert_eq!(
+        next("code=-32001&message=Database%20busy"),
+        format!("next: JSON-RPC error -32001: {server}")
+    );
+    assert_eq!(
+        next("code=-32602&message=Invalid%20params"),
+        "next: JSON-RPC error -32602 (Invalid params): the server refused the arguments, so \
+         the tool most likely never ran: fix them against the tool's inputSchema (mcp-triage \
+         list); resending unchanged fails the same way."
+    );
+    rt.block_on(k.shutdown());
+}
+
+/// Issue 46, defect 4: when mcp-triage itself refused a server request for want of an answer
+/// (a legacy sampling request, a form elicitation), the advice names the `--answer` to give,
+/// whether the tool then failed (the kitchen's `elicitation.approval`) or finished without it
+/// (the kitchen's `test_sampling`, which says "Sampling not supported").
+#[test]
+fn call_advice_after_a_refused_server_request_names_the_answer() {
+    let (rt, k) = runtime_and_kitchen();
+    let legacy = |url: &str, tool: &str, extra: &[&str]| {
+        let mut args = vec![
+            "call",
+            "--no-prompt",
+            "--protocol-version",
+            "2025-06-18",
+            url,
+            tool,
+        ];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        (code(&o), String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let url = format!("{}/s/elicitation.approval/mcp", k.base_url());
+    let (exit, out) = legacy(&url, "run_configured_test_scenario", &[]);
+    assert_eq!(exit, 6, "{out}");
+    assert_eq!(
+        next_line(&out),
+        "next: mcp-triage refused the server's elicitation/create request (no answer was \
+         configured); the failure follows from that, not from the tool name or the arguments: \
+         call again with --answer elicitation/create=JSON (or --input FILE)."
+    );
+    let url = format!("{}/mcp", k.base_url());
+    let (exit, out) = legacy(&url, "test_sampling", &["--arg", "prompt=hi"]);
+    assert_eq!(exit, 0, "{out}");
+    assert!(out.contains("warning INPUT_UNANSWERED: the server asked sampling/createMessage"));
+    assert_eq!(
+        next_line(&out),
+        "next: mcp-triage refused the server's sampling/createMessage request (no answer was \
+         configured) and the tool finished without it: to give one, call again with --answer \
+         sampling/createMessage=JSON (or --input FILE)."
+    );
+    rt.block_on(k.shutdown());
+}
+
+/// Issue 46, defect 4, as reported: a server that wraps errors in isError results (the
+/// TypeScript SDK's way: tests/fixtures/sampling_server.py) fails a tool whose sampling request
+/// mcp-triage refused with "MCP error -1: User rejected …", and another with "MCP error
+/// -32603: Internal error …". Neither is "check the tool name and the arguments"; with the
+/// answer given, the call succeeds. Needs python3.
+#[test]
+fn call_advice_when_a_server_wraps_a_refusal_or_an_internal_error() {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/sampling_server.py"
+    );
+    let server = format!("python3 '{script}'");
+    let o = run(&["call", "--no-prompt", "--stdio", &server, "summarize"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 6, "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        out.contains("tool text: MCP error -1: User rejected sampling request"),
+        "{out}"
+    );
+    assert_eq!(
+        next_line(&out),
+        "next: mcp-triage refused the server's sampling/createMessage request (no answer was \
+         configured); the failure follows from that, not from the tool name or the arguments: \
+         call again with --answer sampling/createMessage=JSON (or --input FILE)."
+    );
+    let answer = r#"sampling/createMessage={"role":"assistant","content":{"type":"text","text":"Paris"},"model":"m","stopReason":"endTurn"}"#;
+    let o = run(&["call", "--stdio", &server, "summarize", "--answer", answer]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 0, "{out}");
+    assert_eq!(next_line(&out), "next: nothing to do.");
+
+    let o = run(&["call", "--stdio", &server, "crash"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 6, "{out}");
+    assert_eq!(
+        next_line(&out),
+        "next: the server wrapped JSON-RPC error -32603 (Internal error) in an isError result: \
+         the server failed, not the request: check the server's logs; resend only if the tool \
+         is safe to run twice (--safe-tool, or its annotations), as it may have acted before \
+         it failed."
+    );
+}
+
 /// The probe's behaviour checks as JSON: check name → (status, detail).
 fn checks(probe_json: &[u8]) -> std::collections::BTreeMap<String, (String, String)> {
     let p: Value = serde_json::from_slice(probe_json).expect("probe JSON");

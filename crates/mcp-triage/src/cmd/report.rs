@@ -1,5 +1,6 @@
-//! `mcp-triage report LOG.jsonl`: summarise call records (from `call --log` or the proxy)
-//! for a person and a CI. The log is read and summarised by `mcp_triage_proxy::record_log`
+//! `mcp-triage report LOG.jsonl`: summarise records (from `call --log`, `proxy --log` or
+//! `wrap --log`) for a person and a CI: tool calls as calls, an observer's other exchanges
+//! apart. The log is read and summarised by `mcp_triage_proxy::record_log`
 //! into the report model; this prints its properties and tables and writes the reports.
 
 use crate::exit::Exit;
@@ -21,7 +22,7 @@ Exit 0 unless a record carries an UNSAFE_RETRY warning (then 1); 2 on unreadable
 
 #[derive(Args)]
 pub struct ReportArgs {
-    /// JSON Lines file of call records (`-` for stdin).
+    /// JSON Lines file of records: `call --log`, `proxy --log` or `wrap --log` (`-` for stdin).
     #[arg(value_name = "LOG.jsonl")]
     log: PathBuf,
 

@@ -2,6 +2,7 @@
 //! The arguments are read in `args.rs` and checked and resolved once in `config.rs`; this
 //! connects, calls and prints the record.
 
+mod advice;
 mod args;
 mod config;
 
@@ -255,16 +256,30 @@ fn wrapped_protocol_code(message: Option<&str>) -> Option<i64> {
 }
 
 /// The real cause of a failed call when `tools/list` or the answer itself says more than the
-/// outcome does; None keeps the outcome's own hint. Only advice: the verdict stays the core's.
+/// outcome does, told by who caused it ([`advice`]): the request (what `tools/list` says is
+/// wrong with it, `-32602`/`-32601`), the server (`-32603`, `-32000..=-32099`), or mcp-triage's
+/// own refusal of a server request. None keeps the outcome's own hint. Only advice: the
+/// verdict stays the core's.
 fn cause(r: &CallRecord, problem: Option<&CallProblem>) -> Option<String> {
     if !matches!(r.outcome, Outcome::ToolError | Outcome::JsonrpcError) {
-        return None;
+        // A success after a refused question still lacks what the server asked for.
+        return advice::refused(r);
     }
     if let Some(p) = problem {
         return Some(format!(
             "{p}: {}; resending unchanged fails the same way.",
             p.fix()
         ));
+    }
+    if let Some(c) = advice::refused(r) {
+        return Some(c);
+    }
+    let code = r
+        .jsonrpc
+        .error_code
+        .filter(|_| r.outcome == Outcome::JsonrpcError);
+    if let Some(c) = code.and_then(|c| advice::for_code(c, false)) {
+        return Some(c);
     }
     if let Some(code) = nonstandard_code(r).and(r.jsonrpc.error_code) {
         return Some(format!(
@@ -274,10 +289,14 @@ fn cause(r: &CallRecord, problem: Option<&CallProblem>) -> Option<String> {
     }
     if r.outcome == Outcome::ToolError {
         let code = wrapped_protocol_code(r.message.as_deref())?;
+        if let Some(c) = advice::for_code(code, true) {
+            return Some(c);
+        }
+        // A code that does not say who caused it: the message has to.
         let name = error_code_name(code).map_or(String::new(), |n| format!(" ({n})"));
         return Some(format!(
-            "the server wrapped JSON-RPC error {code}{name} in an isError result, so the tool \
-             most likely never ran: check the tool name and the arguments against tools/list."
+            "the server wrapped error {code}{name} in an isError result: read its message and \
+             the server's log before changing the call."
         ));
     }
     None
@@ -459,10 +478,9 @@ pub(crate) mod tests {
             nonstandard_code(&record(Outcome::JsonrpcError, Some(-32602), "x")),
             None
         );
-        assert_eq!(
-            cause(&record(Outcome::JsonrpcError, Some(-32602), "x"), None),
-            None
-        );
+        // -32602 is the request's: the advice says so (issue 46).
+        let c = cause(&record(Outcome::JsonrpcError, Some(-32602), "x"), None).unwrap();
+        assert!(c.contains("the server refused the arguments"), "{c}");
     }
 
     #[test]
