@@ -918,9 +918,10 @@ fn probe_checks_pass_against_the_kitchen() {
     rt.block_on(k.shutdown());
 }
 
-/// Against the stdio server that wraps errors in isError results (2025-06-18): the unknown
-/// tool and the invalid arguments (sent to the read-only `lookup` only) are problems, and in
-/// the "zero" mode the code 0 is; tools with side effects are never called. Needs python3.
+/// Against the stdio server that wraps errors in isError results (2025-06-18): the invalid
+/// arguments (sent to the read-only `lookup` only) are a problem, and in the "zero" mode the
+/// code 0 is; the unknown tool's isError result is a note (SEP-2145); tools with side effects
+/// are never called. Needs python3.
 #[test]
 fn probe_checks_flag_is_error_answers_and_nonstandard_codes() {
     let dir = std::env::temp_dir().join(format!("mcp-triage-probe-{}", std::process::id()));
@@ -936,7 +937,7 @@ fn probe_checks_flag_is_error_answers_and_nonstandard_codes() {
     let o = probe("");
     assert_eq!(code(&o), 4, "{}", String::from_utf8_lossy(&o.stderr));
     let c = checks(&o.stdout);
-    assert_eq!(c["unknown tool"].0, "problem", "{c:?}");
+    assert_eq!(c["unknown tool"].0, "note", "{c:?}");
     assert!(c["unknown tool"].1.contains("isError"), "{c:?}");
     assert_eq!(c["invalid arguments"].0, "problem", "{c:?}");
     assert!(
@@ -965,6 +966,31 @@ fn probe_checks_flag_is_error_answers_and_nonstandard_codes() {
         "{sent}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 46, item 5: a server that answers as the official reference servers do (2025-11-25,
+/// an unknown tool and bad arguments both as isError results) passes `probe`: exit 0, the
+/// unknown tool a note naming SEP-2145, so `probe` in CI fails only a broken server.
+/// Needs python3.
+#[test]
+fn probe_passes_a_server_answering_an_unknown_tool_as_is_error() {
+    let o = run(&[
+        "probe",
+        "--stdio",
+        &sloppy_server("reference"),
+        "--format",
+        "json",
+    ]);
+    let c = checks(&o.stdout);
+    assert_eq!(code(&o), 0, "{c:?}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(c["unknown tool"].0, "note", "{c:?}");
+    assert!(c["unknown tool"].1.contains("SEP-2145"), "{c:?}");
+    assert_eq!(c["invalid arguments"].0, "pass", "{c:?}");
+    let o = run(&["probe", "--stdio", &sloppy_server("reference")]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 0, "{out}");
+    assert!(out.contains("check unknown tool: note"), "{out}");
+    assert!(out.contains("0 problem(s) in the checks"), "{out}");
 }
 
 /// A legacy server that answers any request without its session id with 400, a made-up one
