@@ -787,6 +787,131 @@ fn call_advice_comes_from_tools_list() {
     rt.block_on(k.shutdown());
 }
 
+/// Issue 46, item 2: an `--arg` VALUE takes the type the tool's inputSchema asks for when
+/// that is only a string (`key=123` is the string "123", and so is an Optional[str] written as
+/// anyOf), numbers stay numbers, a quoted string still works; and when the reading still does
+/// not fit (a string enum behind a `$ref`), the refusal names the quoting. Needs python3.
+#[test]
+fn arg_values_take_the_type_of_the_input_schema() {
+    let (rt, k) = runtime_and_kitchen();
+    let url = format!("{}/s/baseline/mcp", k.base_url());
+    let o = run(&[
+        "call",
+        &url,
+        "set_value",
+        "--arg",
+        "key=123",
+        "--arg",
+        "value=3",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(code(&o), 0, "{err}{}", String::from_utf8_lossy(&o.stdout));
+    assert_eq!(journaled_calls(&k, "set_value"), 1);
+    rt.block_on(k.shutdown());
+
+    let server = sloppy_server("");
+    let o = run(&[
+        "call",
+        "--stdio",
+        &server,
+        "ship",
+        "--arg",
+        "zip=02139",
+        "--arg",
+        "grade=\"2\"",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 0, "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        out.contains(r#"tool text: {"grade": "2", "zip": "02139"}"#),
+        "{out}"
+    );
+    let o = run(&["call", "--stdio", &server, "ship", "--arg", "zip=12345"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(r#"tool text: {"zip": "12345"}"#), "{out}");
+
+    let o = run(&[
+        "call", "--stdio", &server, "ship", "--arg", "zip=1", "--arg", "grade=2",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(code(&o), 7, "{err}");
+    assert!(
+        err.contains(
+            r#"--arg read grade=2 as JSON number; to pass it as a string, quote it: --arg 'grade="2"' or --args '{"grade":"2"}'"#
+        ),
+        "{err}"
+    );
+}
+
+/// Issue 46, item 3: a call refused before sending (exit 7) still leaves a record, on stdout
+/// with `--format json` and in `--log`: `CALL_REFUSED`, no attempts, `postCount` 0, valid
+/// against docs/record.schema.json; the kitchen gets no call.
+#[test]
+fn a_refused_call_prints_and_logs_its_record() {
+    let (rt, k) = runtime_and_kitchen();
+    let url = format!("{}/s/baseline/mcp", k.base_url());
+    let dir = std::env::temp_dir().join(format!("mcp-triage-refused-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("calls.jsonl");
+    let args = r#"{"key":1,"value":2}"#;
+    let log_arg = log.to_str().unwrap();
+    let o = run(&[
+        "call",
+        &url,
+        "set_value",
+        "--args",
+        args,
+        "--format",
+        "json",
+        "--log",
+        log_arg,
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(code(&o), 7, "{err}");
+    assert!(err.contains("nothing was sent"), "{err}");
+    assert_eq!(
+        journaled_calls(&k, "set_value"),
+        0,
+        "a refused call is not sent"
+    );
+    let rec: Value = serde_json::from_slice(&o.stdout).expect("a JSON record on stdout");
+    let logged = std::fs::read_to_string(&log).expect("the log was written");
+    assert_eq!(logged.lines().count(), 1, "{logged}");
+    assert_eq!(serde_json::from_str::<Value>(&logged).unwrap(), rec);
+    let codes: Vec<&str> = rec["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes[0], "CALL_REFUSED", "{rec}");
+    assert!(
+        codes.contains(&"ARGUMENTS_DO_NOT_MATCH_INPUT_SCHEMA"),
+        "{rec}"
+    );
+    assert_eq!(rec["postCount"], 0);
+    assert_eq!(rec["attempts"], json!([]));
+    assert_eq!(rec["tool"], "set_value");
+    assert!(
+        rec["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("refused before sending: arguments do not match"),
+        "{rec}"
+    );
+    let schema: Value = serde_json::from_str(include_str!("../../../docs/record.schema.json"))
+        .expect("the record schema is JSON");
+    let invalid = mcp_triage_client::precheck::check_arguments(&schema, &rec).unwrap();
+    assert_eq!(invalid, None, "{rec}");
+    // Text output keeps the refusal on stderr alone, and still logs the record.
+    let o = run(&["call", &url, "set_value", "--args", args, "--log", log_arg]);
+    assert_eq!(code(&o), 7);
+    assert!(o.stdout.is_empty());
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+    rt.block_on(k.shutdown());
+}
+
 /// A JSON-RPC error code that neither JSON-RPC nor MCP defines (here `0`, as the Python
 /// low-level server sends for an exception) gets a warning, not "fix the arguments".
 #[test]
@@ -854,7 +979,7 @@ fn call_names_the_cause_when_a_server_wraps_errors_in_is_error() {
         "without tools/list the tool text still tells: {out}"
     );
 
-    let o = run_env(&["call", "--stdio", &server, "lookup", "--arg", "q=7"]);
+    let o = run_env(&["call", "--stdio", &server, "lookup", "--args", r#"{"q":7}"#]);
     assert_eq!(code(&o), 7, "{}", String::from_utf8_lossy(&o.stderr));
     let sent = std::fs::read_to_string(&calls).unwrap_or_default();
     assert_eq!(sent.lines().collect::<Vec<_>>(), ["deploy", "lookpu"]);
