@@ -29,10 +29,9 @@ pub struct CallArgs {
     #[arg(long, value_name = "JSON", conflicts_with = "arg", help_heading = ARGS_AND_OUTPUT)]
     pub args: Option<String>,
 
-    /// One argument KEY=VALUE (repeatable). VALUE takes KEY's type in the tool's inputSchema
-    /// when that is only a string (`message=123` sends "123"); otherwise it is JSON when it
-    /// parses, else a string (quote a string: `'KEY="123"'`). `mcp-triage list` shows each
-    /// tool's arguments.
+    /// One argument KEY=VALUE (repeatable): a string where the tool's inputSchema wants only
+    /// a string (`message=123` sends "123"), else JSON when it parses, else a string.
+    /// `mcp-triage list` shows each tool's arguments.
     #[arg(long, value_name = "KEY=VALUE", help_heading = ARGS_AND_OUTPUT)]
     pub arg: Vec<String>,
 
