@@ -126,44 +126,9 @@ impl Client {
     /// record. Never fails: a call that could not even start is a record with its verdict.
     pub async fn call_tool(&self, name: &str, arguments: Value, co: CallOptions) -> CallRecord {
         let started = Instant::now();
-        let mut rec = CallRecord::new(
-            format!("{}@{}", self.opts.client_name, self.opts.client_version),
-            self.transport_name(),
-            "tools/call",
-        );
-        rec.record_id = Some(record_id());
-        rec.tool = Some(name.to_string());
-        rec.target = Some(self.target.describe());
-        rec.retry_origin = co.retry_origin;
-        rec.retry_of = co.retry_of.clone();
-        let digest = mcp_triage_wire::canonical::ArgumentsDigest::of(&arguments);
-        rec.arguments_hash = digest.hex;
-        rec.arguments_size = digest.size;
-        if self.opts.log_arguments {
-            rec.arguments = Some(arguments.clone());
-        }
+        let mut rec = self.new_call_record(name, &arguments, &co);
         self.run_call(name, arguments, &co, &mut rec).await;
-        rec.transport = self.transport_name().to_string();
-        {
-            let st = self.state.lock().await;
-            rec.protocol_version = st.version.as_str().to_string();
-            if st.era.is_none() {
-                rec.protocol_version = "unknown".into();
-            }
-            rec.session_id = st.session_id.clone();
-            rec.scenario = self
-                .opts
-                .scenario
-                .clone()
-                .or(rec.scenario.take())
-                .or(st.scenario.clone());
-            if rec.server_info.is_none() {
-                rec.server_info = st.server_info.clone();
-            }
-            if let Some(f) = &st.list_failure {
-                rec.warn("TOOLS_LIST_FAILED", f.clone());
-            }
-        }
+        self.stamp_connection(&mut rec).await;
         if let Transport::Stdio(conn) = &self.transport {
             if matches!(rec.layer, mcp_triage_core::Layer::Transport) {
                 rec.stderr_tail = conn.lock().await.settled_stderr_tail().await;
@@ -179,6 +144,86 @@ impl Client {
         }
         rec.duration_ms = started.elapsed().as_millis() as u64;
         rec
+    }
+
+    /// The record of a call the caller decided not to send (e.g. arguments that do not match
+    /// the listed `inputSchema`): why a record at all, because a script reading `--log` or
+    /// stdout must tell a refusal from a crash. It names the tool, target, connection and
+    /// arguments as a sent call's record does, has no attempts and `postCount` 0, and carries
+    /// the warning `CALL_REFUSED` (then `code`'s own) with `detail`. Its outcome is
+    /// `JSONRPC_ERROR` on the protocol layer without an `errorCode`: invalid params are a
+    /// protocol error, and nothing in the record claims the server said so.
+    pub async fn refused_call(
+        &self,
+        name: &str,
+        arguments: Value,
+        co: CallOptions,
+        code: &str,
+        detail: &str,
+    ) -> CallRecord {
+        let mut rec = self.new_call_record(name, &arguments, &co);
+        self.stamp_connection(&mut rec).await;
+        rec.outcome = mcp_triage_core::Outcome::JsonrpcError;
+        rec.layer = rec.outcome.layer();
+        rec.message = Some(mcp_triage_core::sanitize_line(
+            &format!("refused before sending: {detail}"),
+            mcp_triage_core::MAX_MESSAGE_CHARS,
+        ));
+        rec.warnings.insert(
+            0,
+            mcp_triage_core::Warning {
+                code: "CALL_REFUSED".into(),
+                detail: format!("nothing was sent: {detail}"),
+            },
+        );
+        rec.warn(code, detail);
+        rec
+    }
+
+    /// A fresh `tools/call` record for this client: id, tool, target, retry origin and the
+    /// arguments' digest (the arguments themselves only with `log_arguments`).
+    fn new_call_record(&self, name: &str, arguments: &Value, co: &CallOptions) -> CallRecord {
+        let mut rec = CallRecord::new(
+            format!("{}@{}", self.opts.client_name, self.opts.client_version),
+            self.transport_name(),
+            "tools/call",
+        );
+        rec.record_id = Some(record_id());
+        rec.tool = Some(name.to_string());
+        rec.target = Some(self.target.describe());
+        rec.retry_origin = co.retry_origin;
+        rec.retry_of = co.retry_of.clone();
+        let digest = mcp_triage_wire::canonical::ArgumentsDigest::of(arguments);
+        rec.arguments_hash = digest.hex;
+        rec.arguments_size = digest.size;
+        if self.opts.log_arguments {
+            rec.arguments = Some(arguments.clone());
+        }
+        rec
+    }
+
+    /// What the connection says about a record once the call is over: transport, negotiated
+    /// version, session, scenario, server, and a failed `tools/list`.
+    async fn stamp_connection(&self, rec: &mut CallRecord) {
+        rec.transport = self.transport_name().to_string();
+        let st = self.state.lock().await;
+        rec.protocol_version = st.version.as_str().to_string();
+        if st.era.is_none() {
+            rec.protocol_version = "unknown".into();
+        }
+        rec.session_id = st.session_id.clone();
+        rec.scenario = self
+            .opts
+            .scenario
+            .clone()
+            .or(rec.scenario.take())
+            .or(st.scenario.clone());
+        if rec.server_info.is_none() {
+            rec.server_info = st.server_info.clone();
+        }
+        if let Some(f) = &st.list_failure {
+            rec.warn("TOOLS_LIST_FAILED", f.clone());
+        }
     }
 
     /// The call loop: an attempt, its record, and what the policy (or the protocol) says to do

@@ -26,6 +26,7 @@
 #![deny(missing_docs)]
 
 mod answers;
+pub mod arg_text;
 mod call;
 mod call_record;
 mod client;

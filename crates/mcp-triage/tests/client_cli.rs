@@ -787,6 +787,131 @@ fn call_advice_comes_from_tools_list() {
     rt.block_on(k.shutdown());
 }
 
+/// Issue 46, item 2: an `--arg` VALUE takes the type the tool's inputSchema asks for when
+/// that is only a string (`key=123` is the string "123", and so is an Optional[str] written as
+/// anyOf), numbers stay numbers, a quoted string still works; and when the reading still does
+/// not fit (a string enum behind a `$ref`), the refusal names the quoting. Needs python3.
+#[test]
+fn arg_values_take_the_type_of_the_input_schema() {
+    let (rt, k) = runtime_and_kitchen();
+    let url = format!("{}/s/baseline/mcp", k.base_url());
+    let o = run(&[
+        "call",
+        &url,
+        "set_value",
+        "--arg",
+        "key=123",
+        "--arg",
+        "value=3",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(code(&o), 0, "{err}{}", String::from_utf8_lossy(&o.stdout));
+    assert_eq!(journaled_calls(&k, "set_value"), 1);
+    rt.block_on(k.shutdown());
+
+    let server = sloppy_server("");
+    let o = run(&[
+        "call",
+        "--stdio",
+        &server,
+        "ship",
+        "--arg",
+        "zip=02139",
+        "--arg",
+        "grade=\"2\"",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 0, "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        out.contains(r#"tool text: {"grade": "2", "zip": "02139"}"#),
+        "{out}"
+    );
+    let o = run(&["call", "--stdio", &server, "ship", "--arg", "zip=12345"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(r#"tool text: {"zip": "12345"}"#), "{out}");
+
+    let o = run(&[
+        "call", "--stdio", &server, "ship", "--arg", "zip=1", "--arg", "grade=2",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(code(&o), 7, "{err}");
+    assert!(
+        err.contains(
+            r#"--arg read grade=2 as JSON number; to pass it as a string, quote it: --arg 'grade="2"' or --args '{"grade":"2"}'"#
+        ),
+        "{err}"
+    );
+}
+
+/// Issue 46, item 3: a call refused before sending (exit 7) still leaves a record, on stdout
+/// with `--format json` and in `--log`: `CALL_REFUSED`, no attempts, `postCount` 0, valid
+/// against docs/record.schema.json; the kitchen gets no call.
+#[test]
+fn a_refused_call_prints_and_logs_its_record() {
+    let (rt, k) = runtime_and_kitchen();
+    let url = format!("{}/s/baseline/mcp", k.base_url());
+    let dir = std::env::temp_dir().join(format!("mcp-triage-refused-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("calls.jsonl");
+    let args = r#"{"key":1,"value":2}"#;
+    let log_arg = log.to_str().unwrap();
+    let o = run(&[
+        "call",
+        &url,
+        "set_value",
+        "--args",
+        args,
+        "--format",
+        "json",
+        "--log",
+        log_arg,
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(code(&o), 7, "{err}");
+    assert!(err.contains("nothing was sent"), "{err}");
+    assert_eq!(
+        journaled_calls(&k, "set_value"),
+        0,
+        "a refused call is not sent"
+    );
+    let rec: Value = serde_json::from_slice(&o.stdout).expect("a JSON record on stdout");
+    let logged = std::fs::read_to_string(&log).expect("the log was written");
+    assert_eq!(logged.lines().count(), 1, "{logged}");
+    assert_eq!(serde_json::from_str::<Value>(&logged).unwrap(), rec);
+    let codes: Vec<&str> = rec["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes[0], "CALL_REFUSED", "{rec}");
+    assert!(
+        codes.contains(&"ARGUMENTS_DO_NOT_MATCH_INPUT_SCHEMA"),
+        "{rec}"
+    );
+    assert_eq!(rec["postCount"], 0);
+    assert_eq!(rec["attempts"], json!([]));
+    assert_eq!(rec["tool"], "set_value");
+    assert!(
+        rec["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("refused before sending: arguments do not match"),
+        "{rec}"
+    );
+    let schema: Value = serde_json::from_str(include_str!("../../../docs/record.schema.json"))
+        .expect("the record schema is JSON");
+    let invalid = mcp_triage_client::precheck::check_arguments(&schema, &rec).unwrap();
+    assert_eq!(invalid, None, "{rec}");
+    // Text output keeps the refusal on stderr alone, and still logs the record.
+    let o = run(&["call", &url, "set_value", "--args", args, "--log", log_arg]);
+    assert_eq!(code(&o), 7);
+    assert!(o.stdout.is_empty());
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+    rt.block_on(k.shutdown());
+}
+
 /// A JSON-RPC error code that neither JSON-RPC nor MCP defines (here `0`, as the Python
 /// low-level server sends for an exception) gets a warning, not "fix the arguments".
 #[test]
@@ -854,7 +979,7 @@ fn call_names_the_cause_when_a_server_wraps_errors_in_is_error() {
         "without tools/list the tool text still tells: {out}"
     );
 
-    let o = run_env(&["call", "--stdio", &server, "lookup", "--arg", "q=7"]);
+    let o = run_env(&["call", "--stdio", &server, "lookup", "--args", r#"{"q":7}"#]);
     assert_eq!(code(&o), 7, "{}", String::from_utf8_lossy(&o.stderr));
     let sent = std::fs::read_to_string(&calls).unwrap_or_default();
     assert_eq!(sent.lines().collect::<Vec<_>>(), ["deploy", "lookpu"]);
@@ -1044,9 +1169,10 @@ fn probe_checks_pass_against_the_kitchen() {
     rt.block_on(k.shutdown());
 }
 
-/// Against the stdio server that wraps errors in isError results (2025-06-18): the unknown
-/// tool and the invalid arguments (sent to the read-only `lookup` only) are problems, and in
-/// the "zero" mode the code 0 is; tools with side effects are never called. Needs python3.
+/// Against the stdio server that wraps errors in isError results (2025-06-18): the invalid
+/// arguments (sent to the read-only `lookup` only) are a problem, and in the "zero" mode the
+/// code 0 is; the unknown tool's isError result is a note (SEP-2145); tools with side effects
+/// are never called. Needs python3.
 #[test]
 fn probe_checks_flag_is_error_answers_and_nonstandard_codes() {
     let dir = std::env::temp_dir().join(format!("mcp-triage-probe-{}", std::process::id()));
@@ -1062,7 +1188,7 @@ fn probe_checks_flag_is_error_answers_and_nonstandard_codes() {
     let o = probe("");
     assert_eq!(code(&o), 4, "{}", String::from_utf8_lossy(&o.stderr));
     let c = checks(&o.stdout);
-    assert_eq!(c["unknown tool"].0, "problem", "{c:?}");
+    assert_eq!(c["unknown tool"].0, "note", "{c:?}");
     assert!(c["unknown tool"].1.contains("isError"), "{c:?}");
     assert_eq!(c["invalid arguments"].0, "problem", "{c:?}");
     assert!(
@@ -1091,6 +1217,31 @@ fn probe_checks_flag_is_error_answers_and_nonstandard_codes() {
         "{sent}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 46, item 5: a server that answers as the official reference servers do (2025-11-25,
+/// an unknown tool and bad arguments both as isError results) passes `probe`: exit 0, the
+/// unknown tool a note naming SEP-2145, so `probe` in CI fails only a broken server.
+/// Needs python3.
+#[test]
+fn probe_passes_a_server_answering_an_unknown_tool_as_is_error() {
+    let o = run(&[
+        "probe",
+        "--stdio",
+        &sloppy_server("reference"),
+        "--format",
+        "json",
+    ]);
+    let c = checks(&o.stdout);
+    assert_eq!(code(&o), 0, "{c:?}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(c["unknown tool"].0, "note", "{c:?}");
+    assert!(c["unknown tool"].1.contains("SEP-2145"), "{c:?}");
+    assert_eq!(c["invalid arguments"].0, "pass", "{c:?}");
+    let o = run(&["probe", "--stdio", &sloppy_server("reference")]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 0, "{out}");
+    assert!(out.contains("check unknown tool: note"), "{out}");
+    assert!(out.contains("0 problem(s) in the checks"), "{out}");
 }
 
 /// A legacy server that answers any request without its session id with 400, a made-up one

@@ -115,8 +115,17 @@ fn said(r: &CallRecord) -> String {
     format!("{}/{} {m:?}", r.layer, r.outcome)
 }
 
+/// Where the `isError` answer to an unknown tool is proposed as the standard: SEP-2145
+/// ("Standardize tools/call failure reporting") reports tool resolution failures as
+/// `isError` results, and the official reference servers and SDKs already answer so.
+pub const SEP_2145: &str =
+    "SEP-2145 (https://github.com/modelcontextprotocol/modelcontextprotocol/issues/2145)";
+
 /// Every spec version lists "Unknown tools" among the protocol errors (a JSON-RPC error; the
-/// example is `-32602`): an `isError` result makes a client think the tool ran.
+/// example is `-32602`), so that passes. An `isError` result is a note, not a problem: SEP-2145
+/// proposes exactly that answer as the standard and every official reference server gives
+/// it, so failing on it would make `probe` fail every correct server (issue 46, item 5). Only
+/// a success is a problem: the client then believes a tool ran that does not exist.
 pub fn judge_unknown_tool(name: &str, r: &CallRecord) -> (Finding, String) {
     match (r.outcome, error_code(r)) {
         (Outcome::JsonrpcError, Some(-32602)) => (
@@ -131,11 +140,12 @@ pub fn judge_unknown_tool(name: &str, r: &CallRecord) -> (Finding, String) {
             ),
         ),
         (Outcome::ToolError, _) => (
-            Finding::Problem,
+            Finding::Note,
             format!(
-                "{name:?} (not in tools/list) got an isError result ({}); every spec version \
-                 lists unknown tools among protocol errors, answered with a JSON-RPC error \
-                 (-32602), so a client cannot tell that the tool never ran",
+                "{name:?} (not in tools/list) got an isError result ({}); the released specs \
+                 list unknown tools among protocol errors (JSON-RPC -32602), while {SEP_2145} \
+                 proposes this isError answer as the standard and the reference servers give \
+                 it, so it is not held against the server",
                 said(r)
             ),
         ),
@@ -380,10 +390,21 @@ mod tests {
         let j = |o, c| judge_unknown_tool("x", &record(o, c, "MCP error -32602: no tool x")).0;
         assert_eq!(j(Outcome::JsonrpcError, Some(-32602)), Finding::Pass);
         assert_eq!(j(Outcome::JsonrpcError, Some(-32601)), Finding::Note);
-        assert_eq!(j(Outcome::ToolError, None), Finding::Problem);
         assert_eq!(j(Outcome::ToolSuccess, None), Finding::Problem);
-        let (_, d) = judge_unknown_tool("x", &record(Outcome::ToolError, None, "MCP error"));
-        assert!(d.contains("isError") && d.contains("never ran"), "{d}");
+    }
+
+    /// Issue 46, item 5: the reference servers' isError answer is a note naming SEP-2145.
+    #[test]
+    fn an_unknown_tool_answered_with_is_error_is_a_note_citing_sep_2145() {
+        let r = record(
+            Outcome::ToolError,
+            None,
+            "MCP error -32602: Tool x not found",
+        );
+        let (f, d) = judge_unknown_tool("x", &r);
+        assert_eq!(f, Finding::Note, "{d}");
+        assert!(d.contains("isError") && d.contains("SEP-2145"), "{d}");
+        assert!(d.contains("modelcontextprotocol/issues/2145"), "{d}");
     }
 
     #[test]

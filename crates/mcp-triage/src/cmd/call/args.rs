@@ -29,7 +29,8 @@ pub struct CallArgs {
     #[arg(long, value_name = "JSON", conflicts_with = "arg", help_heading = ARGS_AND_OUTPUT)]
     pub args: Option<String>,
 
-    /// One argument KEY=VALUE; VALUE is JSON when it parses, else a string (repeatable).
+    /// One argument KEY=VALUE (repeatable): a string where the tool's inputSchema wants only
+    /// a string (`message=123` sends "123"), else JSON when it parses, else a string.
     /// `mcp-triage list` shows each tool's arguments.
     #[arg(long, value_name = "KEY=VALUE", help_heading = ARGS_AND_OUTPUT)]
     pub arg: Vec<String>,

@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use mcp_triage_client::arg_text::typed_arguments;
 use mcp_triage_client::{CallOptions, ClientOptions, Interrupt, RetryOrigin, Target};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::args::CallArgs;
 use crate::cmd::client_args::ArgsError;
@@ -19,8 +20,12 @@ pub struct CallConfig {
     pub target: Target,
     /// The tool's name.
     pub tool: String,
-    /// `--args` or the `--arg`s, a JSON object.
+    /// `--args` or the `--arg`s, a JSON object (each `--arg` read JSON-first: what is sent
+    /// when no `tools/list` says more).
     pub arguments: Value,
+    /// The `--arg`s as typed, KEY and VALUE text, in order (empty with `--args`): once
+    /// `tools/list` gives the tool's inputSchema, each VALUE is read as its property asks.
+    pub arg_pairs: Vec<(String, String)>,
     /// Connection, input rounds, retries, OAuth, limits, tasks, what the record keeps.
     pub client: ClientOptions,
     /// `--retry-of` and `--idempotency-key`, and Ctrl-C's [`Interrupt`].
@@ -73,7 +78,8 @@ pub fn config(args: CallArgs) -> Result<CallConfig, ConfigError> {
     let (url, tool) = url_and_tool(&args)?;
     let target = args.conn.target(url.as_deref())?;
     let client = client_options(&args)?;
-    let arguments = arguments(&args)?;
+    let arg_pairs = arg_pairs(&args)?;
+    let arguments = arguments(&args, &arg_pairs)?;
     let interrupt = Interrupt::new();
     let call = CallOptions {
         retry_origin: if args.retry_of.is_some() {
@@ -90,6 +96,7 @@ pub fn config(args: CallArgs) -> Result<CallConfig, ConfigError> {
         target,
         tool,
         arguments,
+        arg_pairs,
         client,
         call,
         interrupt,
@@ -111,8 +118,21 @@ fn url_and_tool(args: &CallArgs) -> Result<(Option<String>, String), ConfigError
     }
 }
 
-/// `--args JSON` (an object), or the `--arg KEY=VALUE`s, each VALUE JSON when it parses.
-fn arguments(args: &CallArgs) -> Result<Value, ConfigError> {
+/// The `--arg KEY=VALUE`s split at their first `=`; one without `=` is a usage error.
+fn arg_pairs(args: &CallArgs) -> Result<Vec<(String, String)>, ConfigError> {
+    args.arg
+        .iter()
+        .map(|a| {
+            a.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .ok_or_else(|| ConfigError::Arg(a.clone()))
+        })
+        .collect()
+}
+
+/// `--args JSON` (an object), or the `--arg KEY=VALUE`s, each VALUE JSON when it parses
+/// (the reading without a schema; `call` retypes them by the listed inputSchema).
+fn arguments(args: &CallArgs, pairs: &[(String, String)]) -> Result<Value, ConfigError> {
     if let Some(text) = &args.args {
         let v: Value = serde_json::from_str(text).map_err(ConfigError::ArgsNotJson)?;
         if !v.is_object() {
@@ -120,15 +140,7 @@ fn arguments(args: &CallArgs) -> Result<Value, ConfigError> {
         }
         return Ok(v);
     }
-    let mut m = Map::new();
-    for a in &args.arg {
-        let (k, v) = a
-            .split_once('=')
-            .ok_or_else(|| ConfigError::Arg(a.clone()))?;
-        let value = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_string()));
-        m.insert(k.to_string(), value);
-    }
-    Ok(Value::Object(m))
+    Ok(typed_arguments(None, pairs))
 }
 
 /// The client options `call`'s flags set: connection, input, retries, tasks, logging.
@@ -190,6 +202,10 @@ mod tests {
         assert_eq!(c.target, Target::url("http://127.0.0.1:9/mcp").unwrap());
         assert_eq!(c.tool, "set_value");
         assert_eq!(c.arguments, json!({"key": "a", "value": 3}));
+        assert_eq!(
+            c.arg_pairs,
+            [("key".into(), "a".into()), ("value".into(), "3".into())]
+        );
         assert!(c.client.use_tasks);
         assert_eq!(c.client.task_timeout, Some(Duration::from_secs(5)));
         assert!(!c.client.list_tools_first);

@@ -15,9 +15,11 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use mcp_triage_client::arg_text::{quoting_hint, typed_arguments};
 use mcp_triage_client::precheck::{check_call, CallProblem};
 use mcp_triage_client::{CallRecord, Client, Interrupt};
 use mcp_triage_core::{error_code_name, Outcome, ProtocolVersion};
+use serde_json::Value;
 
 use super::client_args::{runtime, ArgsError};
 
@@ -39,8 +41,9 @@ enum Ended {
     Called(Box<CallRecord>, Option<CallProblem>),
     /// The server could not be reached at all.
     Unreachable(String),
-    /// The arguments do not match the inputSchema: nothing was sent.
-    Refused(CallProblem),
+    /// The arguments do not match the inputSchema: nothing was sent. The record says so;
+    /// the text is how to quote an `--arg` that was read as the wrong type, if one was.
+    Refused(Box<CallRecord>, CallProblem, Option<String>),
     /// Ctrl-C while no task was open (or twice): the call was dropped without a record.
     Interrupted,
 }
@@ -103,16 +106,37 @@ pub fn run(config: CallConfig) -> Result<ExitCode, CallError> {
             eprintln!("mcp-triage: interrupted; no task was open, nothing to cancel");
             return Ok(Exit::Interrupted.into());
         }
-        Ended::Refused(p) => {
-            eprintln!(
-                "mcp-triage: {p}; nothing was sent. {}, or pass --send-invalid-args to send \
-                 them anyway.",
-                capitalized(p.fix())
-            );
-            return Ok(Exit::InvalidArguments.into());
-        }
+        Ended::Refused(record, p, hint) => return refuse(&config, &record, &p, hint),
     };
     write_record(&config, record, problem)
+}
+
+/// A call refused before sending (exit 7): the reason and the fix on stderr, with how to
+/// quote an `--arg` when its reading caused it; and, so that a script can tell a refusal from
+/// a crash, the record (warning `CALL_REFUSED`) to `--log` and, with `--format json`, to
+/// stdout. Text output stays on stderr alone, as it always was.
+fn refuse(
+    config: &CallConfig,
+    record: &CallRecord,
+    p: &CallProblem,
+    hint: Option<String>,
+) -> Result<ExitCode, CallError> {
+    let quoting = hint
+        .map(|h| format!(" {}.", capitalized(&h)))
+        .unwrap_or_default();
+    eprintln!(
+        "mcp-triage: {p}; nothing was sent.{quoting} {}, or pass --send-invalid-args to send \
+         them anyway.",
+        capitalized(p.fix())
+    );
+    if let Some(path) = &config.log {
+        append_log(path, record)?;
+    }
+    if config.format == Format::Json {
+        let text = serde_json::to_string(record).map_err(CallError::Record)?;
+        let _ = writeln!(std::io::stdout().lock(), "{text}");
+    }
+    Ok(Exit::InvalidArguments.into())
 }
 
 /// Connects, checks the tool and the arguments against the server's list (when it is
@@ -143,21 +167,49 @@ async fn connect_and_call(config: &CallConfig) -> Result<Ended, CallError> {
         client.close().await;
         return Err(usage);
     }
+    let arguments = arguments_for(config, tools.as_deref());
     let problem = tools
         .as_deref()
-        .and_then(|t| check_call(t, tool, &config.arguments, as_task));
-    if let Some(p @ CallProblem::InvalidArguments { .. }) = &problem {
+        .and_then(|t| check_call(t, tool, &arguments, as_task));
+    if let Some(p @ CallProblem::InvalidArguments { mismatch, .. }) = &problem {
         if !config.send_invalid_args {
+            let schema = tools
+                .iter()
+                .flatten()
+                .find(|t| t.name == tool)
+                .and_then(|t| t.definition.get("inputSchema"));
+            let hint =
+                schema.and_then(|s| quoting_hint(s, &config.arg_pairs, &arguments, mismatch));
+            let detail = p.to_string();
+            let mut rec = client
+                .refused_call(tool, arguments, config.call.clone(), p.code(), &detail)
+                .await;
+            if let Some(h) = &hint {
+                rec.warn("ARG_QUOTING", h.clone());
+            }
             client.close().await;
-            return Ok(Ended::Refused(p.clone()));
+            return Ok(Ended::Refused(Box::new(rec), p.clone(), hint));
         }
     }
-    let call = client.call_tool(tool, config.arguments.clone(), config.call.clone());
+    let call = client.call_tool(tool, arguments, config.call.clone());
     let Some(r) = until_interrupted(call, &config.interrupt).await else {
         return Ok(Ended::Interrupted);
     };
     client.close().await;
     Ok(Ended::Called(Box::new(r), problem))
+}
+
+/// The arguments to send: `--args` as given; the `--arg`s read by the listed tool's
+/// inputSchema when there is a list (a string property gets VALUE as typed), else JSON-first.
+fn arguments_for(config: &CallConfig, tools: Option<&[mcp_triage_client::ToolInfo]>) -> Value {
+    let Some(tools) = tools.filter(|_| !config.arg_pairs.is_empty()) else {
+        return config.arguments.clone();
+    };
+    let schema = tools
+        .iter()
+        .find(|t| t.name == config.tool)
+        .and_then(|t| t.definition.get("inputSchema"));
+    typed_arguments(schema, &config.arg_pairs)
 }
 
 /// The end of a call that was made: the precheck's problem and a nonstandard error code become
