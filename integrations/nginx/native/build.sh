@@ -21,6 +21,7 @@ src=/usr/share/nginx/src
 lib="$root/target/$profile"
 if [ ! -f "$lib/libmcp_triage_ffi.a" ]; then
   flag=(); [ "$profile" = release ] && flag=(--release)
+  echo "build.sh: building the mcp-triage-ffi staticlib first (cargo; a few minutes from scratch)" >&2
   cargo build -j "${JOBS:-1}" -q "${flag[@]}" -p mcp-triage-ffi --lib --manifest-path "$root/Cargo.toml" >&2
 fi
 out="${out:-$lib/nginx}"
