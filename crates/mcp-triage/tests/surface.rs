@@ -288,3 +288,38 @@ fn client_help_is_grouped_and_offers_only_what_the_command_uses() {
         assert!(!probe.contains(&gone), "probe --help offers {gone}");
     }
 }
+
+/// Issue 46 item 6: `proxy -h` was one list of 53 lines with `--threads` and `--spin-us`
+/// paragraphs before `--log`. It is grouped by what an option is for, what a first run needs
+/// first and the tuning last.
+#[test]
+fn proxy_help_is_grouped_with_the_tuning_last() {
+    let sections = help_sections("proxy");
+    let headings: Vec<&str> = sections.iter().map(|(h, _)| h.as_str()).collect();
+    assert_eq!(
+        headings,
+        [
+            "Options",
+            "Listening and upstream",
+            "Host and Origin checks",
+            "Limits",
+            "Records",
+            "OpenTelemetry",
+            "Live view and metrics",
+            "Capture",
+            "Forwarding threads",
+            "Examples"
+        ]
+    );
+    let under = |h: &str| &sections.iter().find(|(s, _)| s == h).unwrap().1;
+    assert_eq!(
+        under("Listening and upstream")[..2],
+        ["--listen", "--upstream"]
+    );
+    assert!(under("Records").contains(&"--log".to_string()));
+    assert_eq!(under("Forwarding threads"), &["--threads", "--spin-us"]);
+    let wrap = help_sections("wrap");
+    assert!(wrap
+        .iter()
+        .any(|(h, f)| h == "Records" && f.contains(&"--log".to_string())));
+}

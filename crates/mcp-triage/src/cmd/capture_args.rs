@@ -12,6 +12,7 @@ use mcp_triage_proxy::capture::{
 use mcp_triage_proxy::WriterStats;
 
 #[derive(Args)]
+#[command(next_help_heading = "Capture")]
 pub struct CaptureArgs {
     /// Also write every exchange to this file, one JSON line each: an exchange-file line that
     /// `classify --batch` reads and `kitchen --replay` serves, with the request, the response

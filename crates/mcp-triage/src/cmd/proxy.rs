@@ -37,6 +37,7 @@ is the server's.";
 
 /// Options shared by proxy and wrap.
 #[derive(Args)]
+#[command(next_help_heading = "Records")]
 pub struct RecordArgs {
     /// Append records (JSON Lines) to this file.
     #[arg(long, value_name = "FILE.jsonl")]
@@ -75,14 +76,24 @@ pub struct RecordArgs {
     /// Export spans and the mcp.client.operation.duration histogram to this OTLP/HTTP collector
     /// (http://host:4318 or https://host:4318; /v1/traces and /v1/metrics are appended). Headers
     /// the collector wants (an API key) come from OTEL_EXPORTER_OTLP_HEADERS (key=value,...).
-    #[arg(long, value_name = "URL")]
+    #[arg(help_heading = "OpenTelemetry", long, value_name = "URL")]
     otlp: Option<String>,
     /// PEM file of certificates to trust for an https --otlp collector, besides Mozilla's roots.
     /// Repeatable.
-    #[arg(long, value_name = "FILE", requires = "otlp")]
+    #[arg(
+        help_heading = "OpenTelemetry",
+        long,
+        value_name = "FILE",
+        requires = "otlp"
+    )]
     otlp_ca: Vec<PathBuf>,
     /// Seconds between metric exports.
-    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    #[arg(
+        help_heading = "OpenTelemetry",
+        long,
+        value_name = "SECS",
+        default_value_t = 10.0
+    )]
     otlp_metrics_interval: f64,
     #[command(flatten)]
     ui: super::ui_args::UiArgs,
@@ -161,30 +172,103 @@ impl RecordArgs {
 #[derive(Args)]
 pub struct ProxyArgs {
     /// Address to listen on (port 0 picks a free port).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8766")]
+    #[arg(
+        help_heading = "Listening and upstream",
+        long,
+        value_name = "ADDR",
+        default_value = "127.0.0.1:8766"
+    )]
     listen: SocketAddr,
     /// The server's origin, http://host:port or https://host:port; path and query come from
     /// each request.
-    #[arg(long, value_name = "ORIGIN")]
+    #[arg(help_heading = "Listening and upstream", long, value_name = "ORIGIN")]
     upstream: String,
     /// PEM file of certificates to trust for an https upstream, besides Mozilla's roots (a
     /// private CA or a self-signed server certificate). Repeatable.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Listening and upstream", long, value_name = "FILE")]
     upstream_ca: Vec<PathBuf>,
-    /// On shutdown, seconds open exchanges may still take before they are closed.
-    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
-    drain_timeout: f64,
     /// Seconds reaching the upstream may take (TCP connect, and the TLS handshake for https);
     /// past it the client gets a 502 and the record a CONNECTION_ERROR.
-    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    #[arg(
+        help_heading = "Listening and upstream",
+        long,
+        value_name = "SECS",
+        default_value_t = 10.0
+    )]
     connect_timeout: f64,
+    /// DNS-rebinding protection: refuse (403, and a REFUSED record) requests whose Host is not a
+    /// loopback name (localhost, 127.0.0.0/8 in any form such as 127.1, [::1]) and requests
+    /// whose Origin, when present, is not a loopback origin. auto: on when --listen is a
+    /// loopback address.
+    #[arg(help_heading = "Host and Origin checks", long, value_name = "WHEN", value_enum, default_value_t = HostCheckArg::Auto)]
+    host_check: HostCheckArg,
+    /// A Host name to accept besides loopback names (repeatable); also accepted as the host of an
+    /// Origin.
+    #[arg(help_heading = "Host and Origin checks", long, value_name = "NAME")]
+    allow_host: Vec<String>,
+    /// An Origin to accept besides loopback origins, scheme://host[:port] (repeatable).
+    #[arg(help_heading = "Host and Origin checks", long, value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
+    /// Seconds the proxy waits for the next bytes of a request body (a client that stalls
+    /// mid-body); past it the client gets a 408 and the record a TIMEOUT.
+    #[arg(
+        help_heading = "Limits",
+        long,
+        value_name = "SECS",
+        default_value_t = 30.0
+    )]
+    body_read_timeout: f64,
+    /// Seconds a whole request body may take from its head (a client that trickles a byte at a
+    /// time, each gap within --body-read-timeout); past it the client gets a 408 and the record
+    /// a TIMEOUT. 0: no limit.
+    #[arg(
+        help_heading = "Limits",
+        long,
+        value_name = "SECS",
+        default_value_t = 300.0
+    )]
+    body_deadline: f64,
+    /// Seconds the proxy waits for the upstream's response head once the request was sent;
+    /// past it the client gets a 504 and the record a TIMEOUT. 0: no limit. A response that has
+    /// begun (an SSE stream) is never cut by it.
+    #[arg(
+        help_heading = "Limits",
+        long,
+        value_name = "SECS",
+        default_value_t = 300.0
+    )]
+    response_timeout: f64,
+    /// Most client connections open at once (each also holds an upstream connection); past it a
+    /// new connection gets a 503 and is closed.
+    #[arg(help_heading = "Limits", long, value_name = "N", default_value_t = mcp_triage_proxy::http::DEFAULT_MAX_CONNECTIONS as u32,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_connections: u32,
+    /// On shutdown, seconds open exchanges may still take before they are closed.
+    #[arg(
+        help_heading = "Limits",
+        long,
+        value_name = "SECS",
+        default_value_t = 10.0
+    )]
+    drain_timeout: f64,
+    /// A query parameter whose value records and captures show as REDACTED (repeatable),
+    /// besides access_token, refresh_token, id_token, token, code, code_verifier,
+    /// client_secret, key, api_key, apikey, api-key, password, passwd, secret, signature, sig,
+    /// auth, X-Amz-Signature, X-Amz-Security-Token and X-Goog-Signature, which always are. The
+    /// upstream still gets the value.
+    #[arg(help_heading = "Records", long, value_name = "NAME")]
+    redact_query_param: Vec<String>,
+    #[command(flatten)]
+    records: RecordArgs,
+    #[command(flatten)]
+    capture: super::capture_args::CaptureArgs,
     /// Threads that forward traffic. One is the default: each client connection and its upstream
     /// connection run as one task, so a second thread only helps when one core is saturated
     /// (many busy connections); next to a server on a small machine it mostly adds wakeups
     /// between threads (measured in bench/proxy-overhead.sh). With one thread a response is
     /// observed after it was written to the client; with several, before (so a resend on
     /// another connection can never overtake the record of the attempt it repeats).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[arg(help_heading = "Forwarding threads", long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: u16,
     /// After traffic, keep the forwarding thread polling its sockets for up to this many
     /// microseconds before it sleeps, yielding the core to any other runnable thread at each
@@ -195,51 +279,8 @@ pub struct ProxyArgs {
     /// longer ones close it, so a slow server or a client that calls now and then costs no
     /// polling. Default 200 with one forwarding thread; with --threads above 1 only 0 is
     /// accepted.
-    #[arg(long, value_name = "MICROS", value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    #[arg(help_heading = "Forwarding threads", long, value_name = "MICROS", value_parser = clap::value_parser!(u64).range(0..=10_000))]
     spin_us: Option<u64>,
-    /// DNS-rebinding protection: refuse (403, and a REFUSED record) requests whose Host is not a
-    /// loopback name (localhost, 127.0.0.0/8 in any form such as 127.1, [::1]) and requests
-    /// whose Origin, when present, is not a loopback origin. auto: on when --listen is a
-    /// loopback address.
-    #[arg(long, value_name = "WHEN", value_enum, default_value_t = HostCheckArg::Auto)]
-    host_check: HostCheckArg,
-    /// A Host name to accept besides loopback names (repeatable); also accepted as the host of an
-    /// Origin.
-    #[arg(long, value_name = "NAME")]
-    allow_host: Vec<String>,
-    /// An Origin to accept besides loopback origins, scheme://host[:port] (repeatable).
-    #[arg(long, value_name = "ORIGIN")]
-    allow_origin: Vec<String>,
-    /// A query parameter whose value records and captures show as REDACTED (repeatable),
-    /// besides access_token, refresh_token, id_token, token, code, code_verifier,
-    /// client_secret, key, api_key, apikey, api-key, password, passwd, secret, signature, sig,
-    /// auth, X-Amz-Signature, X-Amz-Security-Token and X-Goog-Signature, which always are. The
-    /// upstream still gets the value.
-    #[arg(long, value_name = "NAME")]
-    redact_query_param: Vec<String>,
-    /// Seconds the proxy waits for the next bytes of a request body (a client that stalls
-    /// mid-body); past it the client gets a 408 and the record a TIMEOUT.
-    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
-    body_read_timeout: f64,
-    /// Seconds a whole request body may take from its head (a client that trickles a byte at a
-    /// time, each gap within --body-read-timeout); past it the client gets a 408 and the record
-    /// a TIMEOUT. 0: no limit.
-    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
-    body_deadline: f64,
-    /// Seconds the proxy waits for the upstream's response head once the request was sent;
-    /// past it the client gets a 504 and the record a TIMEOUT. 0: no limit. A response that has
-    /// begun (an SSE stream) is never cut by it.
-    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
-    response_timeout: f64,
-    /// Most client connections open at once (each also holds an upstream connection); past it a
-    /// new connection gets a 503 and is closed.
-    #[arg(long, value_name = "N", default_value_t = mcp_triage_proxy::http::DEFAULT_MAX_CONNECTIONS as u32,
-          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    max_connections: u32,
-    #[command(flatten)]
-    records: RecordArgs,
-    #[command(flatten)]
-    capture: super::capture_args::CaptureArgs,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]

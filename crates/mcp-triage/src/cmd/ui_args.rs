@@ -9,6 +9,7 @@ use mcp_triage_proxy::ui::{self, UiGuard, UiHandle, UiHub, UiOptions};
 use mcp_triage_proxy::RecordConsumer;
 
 #[derive(Args)]
+#[command(next_help_heading = "Live view and metrics")]
 pub struct UiArgs {
     /// Serve a live page of calls by tool and layer, recent failures and (unsafe) retries on
     /// this address, with its SSE feed at /events and Prometheus metrics at /metrics (port 0
