@@ -415,6 +415,25 @@ impl Client {
         (sent, id, session)
     }
 
+    /// The server's capabilities: from `initialize` in the legacy era; in the 2026-07-28 era,
+    /// which has no handshake, from `server/discover` (servers MUST implement it, clients MAY
+    /// call it), asked once and kept. `None` when the server gave none or the call failed.
+    pub async fn discover_capabilities(&self) -> Option<Value> {
+        if let Some(c) = self.state.lock().await.server_capabilities.clone() {
+            return Some(c);
+        }
+        let (sent, era) = self.request("server/discover", json!({})).await.ok()?;
+        if era != Era::Modern {
+            return None;
+        }
+        let caps = sent
+            .result()
+            .map(|r| r["capabilities"].clone())
+            .filter(Value::is_object)?;
+        self.state.lock().await.server_capabilities = Some(caps.clone());
+        Some(caps)
+    }
+
     /// Lists the server's tools (all pages), establishing the era first.
     pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, ListToolsError> {
         Ok(self.fetch_tools().await?)

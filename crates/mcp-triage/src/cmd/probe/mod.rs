@@ -89,7 +89,7 @@ pub fn run(config: ProbeConfig) -> Result<ExitCode, ProbeError> {
             "target": target.describe(),
             "protocolVersion": client.protocol_version().await,
             "serverInfo": client.server_info().await,
-            "capabilities": client.server_capabilities().await,
+            "capabilities": client.discover_capabilities().await,
         });
         if is_http && opts.protocol == VersionChoice::Auto {
             report["eras"] = json!({
