@@ -93,8 +93,7 @@ impl StdioConn {
                 match (&mut r).take(64 * 1024).read_until(b'\n', &mut buf).await {
                     Ok(0) | Err(_) => break,
                     Ok(_) => {
-                        let line =
-                            mcp_triage_core::sanitize_line(&String::from_utf8_lossy(&buf), 300);
+                        let line = stderr_line(&String::from_utf8_lossy(&buf));
                         if line.is_empty() {
                             continue;
                         }
@@ -258,9 +257,49 @@ async fn read_lines(stdout: tokio::process::ChildStdout, tx: mpsc::Sender<Line>,
     }
 }
 
+/// The longest indentation kept on a stderr line, in spaces.
+const MAX_STDERR_INDENT: usize = 32;
+
+/// One stderr line as shown: sanitised to one line of at most 300 characters like every
+/// server text, but with its leading indentation kept (tabs as four spaces, at most
+/// [`MAX_STDERR_INDENT`]), because a crashing server's traceback reads by its indentation.
+fn stderr_line(raw: &str) -> String {
+    let raw = raw.trim_end();
+    let rest = raw.trim_start_matches([' ', '\t']);
+    let body = mcp_triage_core::sanitize_line(rest, 300);
+    if body.is_empty() {
+        return body;
+    }
+    let width: usize = raw[..raw.len() - rest.len()]
+        .chars()
+        .map(|c| if c == '\t' { 4 } else { 1 })
+        .sum();
+    format!("{}{body}", " ".repeat(width.min(MAX_STDERR_INDENT)))
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stderr_line_keeps_its_indentation_and_nothing_else() {
+        assert_eq!(
+            stderr_line("  File \"srv.py\", line 3, in <module>\n"),
+            "  File \"srv.py\", line 3, in <module>"
+        );
+        assert_eq!(
+            stderr_line("\t    raise  ValueError\r\n"),
+            "        raise ValueError"
+        );
+        assert_eq!(
+            stderr_line("Traceback (most recent call last):"),
+            "Traceback (most recent call last):"
+        );
+        assert_eq!(stderr_line("   \n"), "");
+        let deep = stderr_line(&format!("{}x", " ".repeat(100)));
+        assert_eq!(deep, format!("{}x", " ".repeat(MAX_STDERR_INDENT)));
+        assert_eq!(stderr_line("    a\u{1b}[31mred"), "    a [31mred");
+    }
 
     fn scratch(name: &str) -> std::path::PathBuf {
         let p = std::env::temp_dir().join(format!(
