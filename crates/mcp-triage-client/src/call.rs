@@ -332,7 +332,10 @@ impl Client {
             let msg = self.build_message("tools/call", &send, &id, era_now, version, Some(c.co));
             let call = self.exchange(&msg, &id, with, schema, deadline, c.tool.as_ref());
             let s = call.await;
-            rec.post_count += 1;
+            // "sent" means it left: an attempt that could not connect was not sent.
+            if s.delivery != Delivery::NeverSent {
+                rec.post_count += 1;
+            }
             let kind = if rec.rounds > 0 {
                 "input_round"
             } else {

@@ -124,8 +124,8 @@ pub struct CallRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
     /// How many times the request itself was sent (seed field): first attempt, resends and
-    /// input rounds. Setup requests (initialize, tools/list), answers to server requests and
-    /// resumption GETs are not counted.
+    /// input rounds. Setup requests (initialize, tools/list), answers to server requests,
+    /// resumption GETs and attempts that could not connect (nothing left) are not counted.
     pub post_count: u32,
     /// The HTTP status of every attempt in `attempts`, in order (empty for stdio).
     pub http_statuses: Vec<u16>,
