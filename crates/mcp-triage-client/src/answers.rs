@@ -80,10 +80,12 @@ pub fn refused_request_method(detail: &str) -> Option<&str> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum Unanswered {
     /// A legacy server request (on a stream or stdio).
-    #[error("the server asked {method} and no answer was given (--answer {method}=JSON or --input FILE)")]
+    #[error("the server asked {method} and no answer was given (--answer {method}=JSON or --input FILE){}", because(.defaults_gap))]
     Request {
         /// The request's method.
         method: String,
+        /// Why `--accept-defaults` could not answer it, when it was on.
+        defaults_gap: Option<DefaultsGap>,
     },
     /// MRTR `inputRequests` without an answer, as `KEY (METHOD)`.
     #[error("input required and not answered: {} (use --answer KEY=JSON or --input FILE)", missing.join(", "))]
@@ -91,6 +93,36 @@ pub(crate) enum Unanswered {
         /// `KEY (METHOD)` of each unanswered request.
         missing: Vec<String>,
     },
+}
+
+/// Why `--accept-defaults` could not accept a form: said beside "no answer was given", so a
+/// user who asked for the defaults learns what stood in the way.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum DefaultsGap {
+    /// A URL-mode (or other non-form) elicitation: there is no form to fill.
+    #[error("it is a {0}-mode elicitation, not a form")]
+    NotAForm(String),
+    /// The request has no `requestedSchema.properties`.
+    #[error("the form has no requestedSchema properties")]
+    NoFields,
+    /// Required fields with no `default`.
+    #[error("required field(s) without a default: {}", .0.join(", "))]
+    RequiredWithoutDefault(Vec<String>),
+}
+
+fn because(gap: &Option<DefaultsGap>) -> String {
+    gap.as_ref()
+        .map(|g| format!("; --accept-defaults could not answer: {g}"))
+        .unwrap_or_default()
+}
+
+/// Why `--accept-defaults` left this request unanswered (`None` when it is off, or the
+/// request is not an elicitation).
+fn defaults_gap(opts: &ClientOptions, method: &str, params: &Value) -> Option<DefaultsGap> {
+    (opts.accept_defaults && method == "elicitation/create")
+        .then(|| defaults_answer(params).err())
+        .flatten()
 }
 
 /// The JSON-RPC response to a server request, from the configured answers.
@@ -104,6 +136,7 @@ pub(crate) fn build_answer(opts: &ClientOptions, inc: &Incoming) -> Result<Value
         Some(r) => Ok(json!({ "jsonrpc": "2.0", "id": id, "result": r })),
         None => Err(Unanswered::Request {
             method: method.clone(),
+            defaults_gap: defaults_gap(opts, method, params),
         }),
     }
 }
@@ -119,7 +152,9 @@ pub(crate) fn answer_from(
         return Some(a.clone());
     }
     if method == "elicitation/create" && opts.accept_defaults {
-        return defaults_answer(params);
+        if let Ok(a) = defaults_answer(params) {
+            return Some(a);
+        }
     }
     if method != "roots/list" {
         if let Some(p) = &opts.prompter {
@@ -144,32 +179,38 @@ pub(crate) fn answer_from(
     None
 }
 
-/// An ElicitResult accepting a form with every field's `default` (SEP-1034); `None` when the
-/// request is not a form or a required field has no default.
-fn defaults_answer(params: &Value) -> Option<Value> {
-    if params
+/// An ElicitResult accepting a form with every field's `default` (SEP-1034); why not when
+/// the request is not a form or a required field has no default.
+fn defaults_answer(params: &Value) -> Result<Value, DefaultsGap> {
+    if let Some(m) = params
         .get("mode")
         .and_then(Value::as_str)
-        .is_some_and(|m| m != "form")
+        .filter(|m| *m != "form")
     {
-        return None;
+        return Err(DefaultsGap::NotAForm(mcp_triage_core::sanitize_line(m, 40)));
     }
     let schema = &params["requestedSchema"];
     let mut content = Map::new();
-    for (name, prop) in schema["properties"].as_object()? {
+    let props = schema["properties"]
+        .as_object()
+        .ok_or(DefaultsGap::NoFields)?;
+    for (name, prop) in props {
         if let Some(d) = prop.get("default") {
             content.insert(name.clone(), d.clone());
         }
     }
-    let required = schema["required"].as_array().cloned().unwrap_or_default();
-    if required
-        .iter()
+    let missing: Vec<String> = schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
         .filter_map(Value::as_str)
-        .any(|r| !content.contains_key(r))
-    {
-        return None;
+        .filter(|r| !content.contains_key(*r))
+        .map(|r| mcp_triage_core::sanitize_line(r, 60))
+        .collect();
+    if !missing.is_empty() {
+        return Err(DefaultsGap::RequiredWithoutDefault(missing));
     }
-    Some(json!({ "action": "accept", "content": content }))
+    Ok(json!({ "action": "accept", "content": content }))
 }
 
 /// Builds `inputResponses` for an `input_required` result; `Ok(None)` when the server sent
@@ -189,7 +230,10 @@ pub(crate) fn input_responses(
             Some(a) => {
                 out.insert(key.clone(), a);
             }
-            None => missing.push(format!("{key} ({method})")),
+            None => missing.push(match defaults_gap(opts, method, &req["params"]) {
+                Some(gap) => format!("{key} ({method}; --accept-defaults could not answer: {gap})"),
+                None => format!("{key} ({method})"),
+            }),
         }
     }
     if !missing.is_empty() {
@@ -211,6 +255,7 @@ mod tests {
         };
         let why = Unanswered::Request {
             method: "sampling/createMessage".into(),
+            defaults_gap: None,
         };
         let detail = refused_text(&inc, &why);
         assert_eq!(
@@ -238,8 +283,49 @@ mod tests {
         );
         let mut q = p.clone();
         q["requestedSchema"]["required"] = json!(["note"]);
-        assert!(defaults_answer(&q).is_none());
-        assert!(defaults_answer(&json!({ "mode": "url", "url": "https://x" })).is_none());
+        assert_eq!(
+            defaults_answer(&q),
+            Err(DefaultsGap::RequiredWithoutDefault(vec!["note".into()]))
+        );
+        assert_eq!(
+            defaults_answer(&json!({ "mode": "url", "url": "https://x" })),
+            Err(DefaultsGap::NotAForm("url".into()))
+        );
+        assert_eq!(
+            defaults_answer(&json!({ "message": "m" })),
+            Err(DefaultsGap::NoFields)
+        );
+    }
+
+    /// `--accept-defaults` on a form it cannot fill says what stood in the way (issue 46).
+    #[test]
+    fn accept_defaults_says_why_it_could_not_answer() {
+        let opts = ClientOptions {
+            accept_defaults: true,
+            ..ClientOptions::default()
+        };
+        let params = json!({ "message": "m", "requestedSchema": { "type": "object",
+            "properties": { "email": { "type": "string" }, "name": { "type": "string" } },
+            "required": ["email", "name"] } });
+        let inc = Incoming::Request {
+            id: json!(1),
+            method: "elicitation/create".into(),
+            params: params.clone(),
+        };
+        let err = build_answer(&opts, &inc).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the server asked elicitation/create and no answer was given (--answer elicitation/create=JSON or --input FILE); --accept-defaults could not answer: required field(s) without a default: email, name"
+        );
+        assert_eq!(
+            refused_request_method(&err.to_string()),
+            Some("elicitation/create")
+        );
+        let result = json!({ "inputRequests": { "q": { "method": "elicitation/create", "params": params } } });
+        assert_eq!(
+            input_responses(&opts, &result).unwrap_err().to_string(),
+            "input required and not answered: q (elicitation/create; --accept-defaults could not answer: required field(s) without a default: email, name) (use --answer KEY=JSON or --input FILE)"
+        );
     }
 
     #[test]
@@ -252,7 +338,7 @@ mod tests {
         };
         let err = build_answer(&opts, &inc).unwrap_err();
         assert!(
-            matches!(err, Unanswered::Request { ref method } if method == "sampling/createMessage")
+            matches!(err, Unanswered::Request { ref method, defaults_gap: None } if method == "sampling/createMessage")
         );
         assert_eq!(
             err.to_string(),
