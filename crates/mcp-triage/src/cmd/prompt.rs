@@ -124,6 +124,9 @@ fn form(
             if let Some(choices) = enum_choices(prop) {
                 hint.push(format!("one of: {}", choices.join(", ")));
             }
+            if let Some(f) = prop["format"].as_str() {
+                hint.push(format!("format {}", mcp_triage_core::sanitize_line(f, 40)));
+            }
             if let Some(d) = prop.get("default") {
                 hint.push(format!("default {d}"));
             }
@@ -227,6 +230,33 @@ enum Invalid {
     /// Above `maximum`.
     #[error("at most {0}")]
     Maximum(Value),
+    /// Not of the field's `format` (`email`, `uri`, `date`, `date-time`).
+    #[error("{}, please", format_noun(.0))]
+    Format(String),
+}
+
+/// What a value of an elicitation string `format` is called in a retry line.
+fn format_noun(format: &str) -> String {
+    match format {
+        "email" => "an email address".into(),
+        "uri" => "an absolute URI (scheme:…)".into(),
+        "date" => "a date as YYYY-MM-DD".into(),
+        "date-time" => "a date and time as RFC 3339 (2026-12-07T09:30:00Z)".into(),
+        other => format!(
+            "a value of format {}",
+            mcp_triage_core::sanitize_line(other, 40)
+        ),
+    }
+}
+
+/// Whether `s` is of the elicitation string `format` the field names: the four the spec
+/// allows (`email`, `uri`, `date`, `date-time`), checked by jsonschema's format validators;
+/// a format it does not know passes, as JSON Schema says unknown formats do.
+fn format_ok(format: &str, s: &str) -> bool {
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(&json!({ "type": "string", "format": format }))
+        .map_or(true, |v| v.is_valid(&json!(s)))
 }
 
 /// Parses and checks one answer against its property schema.
@@ -263,6 +293,9 @@ fn check(prop: &Value, raw: &str) -> Result<Value, Invalid> {
         }
         if prop["maxLength"].as_u64().is_some_and(|m| n > m) {
             return Err(Invalid::MaxLength(prop["maxLength"].clone()));
+        }
+        if let Some(f) = prop["format"].as_str().filter(|f| !format_ok(f, s)) {
+            return Err(Invalid::Format(f.to_string()));
         }
     }
     if let Some(x) = v.as_f64() {
@@ -317,6 +350,39 @@ mod tests {
         let (v, _) = run("elicitation/create", params.clone(), "a\n\n\n\n\n");
         assert_eq!(v.unwrap()["action"], "cancel");
         assert!(run("elicitation/create", params, "a\n").0.is_none());
+    }
+
+    #[test]
+    fn a_fields_format_is_shown_and_checked() {
+        let params = json!({ "message": "Contact", "requestedSchema": { "type": "object",
+            "properties": {
+                "mail": { "type": "string", "format": "email" },
+                "day": { "type": "string", "format": "date" },
+                "site": { "type": "string", "format": "uri" }
+            }, "required": ["mail", "day", "site"] } });
+        let (v, out) = run(
+            "elicitation/create",
+            params,
+            "a\n2026-13-40\n2026-12-07\nnot an address\nada@example.org\nexample.org\nhttps://example.org/\n",
+        );
+        assert_eq!(
+            v.unwrap(),
+            json!({ "action": "accept", "content": { "day": "2026-12-07",
+                "mail": "ada@example.org", "site": "https://example.org/" } })
+        );
+        for shown in [
+            "mail (format email; required)",
+            "day (format date; required)",
+        ] {
+            assert!(out.contains(shown), "{out}");
+        }
+        for said in [
+            "a date as YYYY-MM-DD, please",
+            "an email address, please",
+            "an absolute URI (scheme:…), please",
+        ] {
+            assert!(out.contains(said), "{out}");
+        }
     }
 
     #[test]
