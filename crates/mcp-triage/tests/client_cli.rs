@@ -387,13 +387,18 @@ fn an_invalid_tool_result_shows_the_reason_as_its_detail() {
 /// does (issue 24, item 3), since they usually say why.
 #[test]
 fn list_shows_a_dying_stdio_servers_stderr() {
-    let server = "sh -c 'echo fatal: no config file >&2; exit 3'";
+    // A traceback reads by its indentation: it is kept (issue 46, item 6).
+    let server = "sh -c 'echo fatal: no config file >&2; printf \"  File x.py, line 3\\n    raise Boom\\n\" >&2; exit 3'";
     let o = run(&["list", "--stdio", server]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(code(&o), 3, "{err}");
     assert!(err.contains("CONNECTION_ERROR"), "{err}");
     assert!(err.contains("server stderr (last lines):"), "{err}");
     assert!(err.contains("| fatal: no config file"), "{err}");
+    assert!(
+        err.contains("  |   File x.py, line 3\n  |     raise Boom\n"),
+        "{err}"
+    );
 }
 
 /// `probe` of a server that never lists its tools: the failure once, the server's stderr,
@@ -520,6 +525,59 @@ async fn mcp(State(calls): State<Arc<AtomicUsize>>, Json(msg): Json<Value>) -> R
         _ => json!({}),
     };
     Json(json!({ "jsonrpc": "2.0", "id": id, "result": result })).into_response()
+}
+
+/// A server that answers the first `tools/call` with a 503 (`Connection: close`,
+/// `Retry-After: 1`) and is gone after it: the resends cannot connect, and "tools/call sent"
+/// counts only the one that left (issue 46, item 6).
+#[test]
+fn resends_that_never_connected_are_not_counted_as_sent() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let (gone_tx, mut gone_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let app = Router::new().route(
+        "/mcp",
+        post(move |Json(msg): Json<Value>| {
+            let gone = gone_tx.clone();
+            async move {
+                let id = msg["id"].clone();
+                if msg["method"] == "tools/call" {
+                    let _ = gone.send(());
+                    return (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        [("retry-after", "1"), ("connection", "close")],
+                        "down for maintenance",
+                    )
+                        .into_response();
+                }
+                let tools = json!({ "tools": [{ "name": "look", "inputSchema": { "type": "object" },
+                    "annotations": { "readOnlyHint": true } }] });
+                Json(json!({ "jsonrpc": "2.0", "id": id, "result": tools })).into_response()
+            }
+        }),
+    );
+    let server = rt.spawn(async move { axum::serve(listener, app).await });
+    // The first 503 takes the server (and its listening socket) away.
+    rt.spawn(async move {
+        gone_rx.recv().await;
+        server.abort();
+    });
+    let o = run(&[
+        "call",
+        &url,
+        "look",
+        "--max-retries",
+        "2",
+        "--format",
+        "json",
+    ]);
+    let r: Value = serde_json::from_slice(&o.stdout).expect("a JSON record");
+    assert_eq!(r["attempts"].as_array().map(Vec::len), Some(3), "{r}");
+    assert_eq!(r["postCount"], 1, "{r}");
+    assert_eq!(r["outcome"], "CONNECTION_ERROR", "{r}");
 }
 
 #[test]
@@ -1141,6 +1199,10 @@ fn probe_checks_pass_against_the_kitchen() {
             "{era:?}: {}",
             String::from_utf8_lossy(&o.stdout)
         );
+        // Both eras name the capabilities: from initialize, or from server/discover at
+        // 2026-07-28, which has no handshake.
+        let p: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(p["capabilities"]["tools"].is_object(), "{era:?}: {p}");
         let c = checks(&o.stdout);
         assert_eq!(c["unknown tool"].0, "pass", "{c:?}");
         assert!(c["unknown tool"].1.contains("-32602"), "{c:?}");
