@@ -34,6 +34,12 @@ that grades resends, each with its journal line (crates/mcp-triage/tests/judge.r
     python3 bad-client.py URL --oauth-wrong-resource
         authorizes as above but asks for a token for another resource (RFC 8707 `resource`)
         and presents it here: must fail `token_audience`.
+    python3 bad-client.py URL --no-oauth
+        does no OAuth at all: pushes its call through the 401s, resending it three times with
+        a new id each, then states the 401 and exits 1. It used to pass every `auth.*` case
+        (a call answered 401 counted as a call, and the OAuth checks were n/a "no token to
+        expire"); it must fail `tool_called` in the three OAuth cases and `refresh_once` /
+        `scope_step_up` where those are the point (issue 45, defect 1).
 
 Standard library only; talks to 127.0.0.1 only because the judge gives it a loopback URL.
 """
@@ -220,6 +226,14 @@ status, session, _ = send({
     "params": {"protocolVersion": VERSION, "capabilities": {},
                "clientInfo": {"name": "bad-client", "version": "0"}},
 })
+if MODE == "--no-oauth":
+    for rid in (1, 2, 3, 4):
+        status, _, body = post({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                                "params": {"name": TOOL, "arguments": ARGS}}, session)
+        if status != 401:
+            break
+    print(f"error: HTTP {status} {body[:200]!r}")
+    sys.exit(1)
 if OAUTH_MODE:
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": TOOL, "arguments": ARGS}}
     post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session, TOKEN)

@@ -209,6 +209,9 @@ fn refresh_once(cx: &Ctx<'_>) -> Check {
     let k = CheckKind::RefreshOnce;
     let (refreshes, codes) = (counter(cx, "refreshGrants"), counter(cx, "codeGrants"));
     if codes == 0 {
+        if did_no_oauth(cx) {
+            return no_authorization(cx, k, "refreshing an expired token");
+        }
         return cx.skip(k, "no authorization code was exchanged: no token to expire");
     }
     match refreshes {
@@ -240,6 +243,9 @@ fn scope_step_up(cx: &Ctx<'_>) -> Check {
     let k = CheckKind::ScopeStepUp;
     let calls = cx.calls();
     let Some(pos) = calls.iter().position(|e| e.status == Some(403)) else {
+        if did_no_oauth(cx) {
+            return no_authorization(cx, k, "stepping up scope after 403 insufficient_scope");
+        }
         return cx.skip(k, "no tools/call was answered 403 insufficient_scope");
     };
     let forbidden = calls.iter().filter(|e| e.status == Some(403)).count();
@@ -403,9 +409,44 @@ fn captured_outcome(cx: &Ctx<'_>) -> Check {
     }
 }
 
+/// Whether the case's client did no OAuth at all: an OAuth case in which no token was asked
+/// for (no code or refresh grant) and no request carried one. Such a client can push a call
+/// through the 401s, yet none of it tests what the case is for.
+fn did_no_oauth(cx: &Ctx<'_>) -> bool {
+    cx.case.oauth
+        && counter(cx, "codeGrants") + counter(cx, "refreshGrants") == 0
+        && !cx
+            .entries
+            .iter()
+            .any(|e| header(e, "authorization").is_some())
+}
+
+/// The failure of an OAuth check when no authorization happened in a case whose point is
+/// OAuth (not n/a: "no token to expire" is the client's doing).
+fn no_authorization(cx: &Ctx<'_>, k: CheckKind, point: &str) -> Check {
+    let refused = unauthorized(cx);
+    auth_fail(
+        cx,
+        k,
+        format!(
+            "no authorization happened: the client asked the authorization server for no token \
+             and presented none ({} requests answered 401), so it does no OAuth; this case's \
+             point is {point}",
+            refused.len()
+        ),
+        &refused.into_iter().take(2).collect::<Vec<_>>(),
+    )
+}
+
 fn tool_called(cx: &Ctx<'_>) -> Check {
     let k = CheckKind::ToolCalled;
-    let n = cx.calls().len();
+    let calls = cx.calls();
+    // In an OAuth case a call counts only once it got past authorization: one answered 401
+    // reached the server's gate, not the tool.
+    let (through, refused): (Vec<&JournalEntry>, Vec<&JournalEntry>) = calls
+        .iter()
+        .partition(|e| !(cx.case.oauth && e.status == Some(401)));
+    let n = through.len();
     if n > 0 {
         return cx.pass(k, format!("{n} tools/call of {}", cx.case.tool));
     }
@@ -443,6 +484,19 @@ fn tool_called(cx: &Ctx<'_>) -> Check {
                 ),
             );
         }
+    }
+    if !refused.is_empty() {
+        let m = format!(
+            "{} tools/call of {}, every one answered 401: none got past authorization{}",
+            refused.len(),
+            cx.case.tool,
+            if did_no_oauth(cx) {
+                " (the client does no OAuth)"
+            } else {
+                ""
+            }
+        );
+        return auth_fail(cx, k, m, &refused.into_iter().take(4).collect::<Vec<_>>());
     }
     let seen: Vec<&JournalEntry> = cx.entries.iter().take(8).collect();
     let m = if cx.entries.is_empty() {

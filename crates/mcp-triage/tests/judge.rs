@@ -82,9 +82,24 @@ fn bad_client_fails_every_resend_check_with_evidence() {
         );
     }
     // What it cannot get wrong: it calls the tool, finishes in time, and prints the tool error.
+    // Except where the call must get past OAuth, which it does not do (issue 45, defect 1):
+    // a call answered 401 is no call of the tool.
+    let oauth_cases = [
+        "auth.expired_token",
+        "auth.revoked_refresh",
+        "auth.scope_step_up",
+    ];
     for c in cases {
         let name = c["name"].as_str().unwrap();
-        assert_eq!(check(name, "tool_called")["status"], "pass", "{name}");
+        let called = if oauth_cases.contains(&name) {
+            "fail"
+        } else if name.starts_with("auth.") {
+            // No usable token can be had there: graded by gives_up.
+            "n/a"
+        } else {
+            "pass"
+        };
+        assert_eq!(check(name, "tool_called")["status"], called, "{name}");
         // n/a where it also claimed success it did not get (reported_outcome fails there).
         assert_ne!(check(name, "in_time")["status"], "fail", "{name}");
         assert_eq!(
@@ -394,6 +409,60 @@ fn call_with_oauth_passes_every_auth_case() {
             );
         }
     }
+}
+
+/// Issue 45 defect 1: a client with no OAuth at all that pushes its call through the 401s
+/// (resent with a new id) fails the three cases whose point is OAuth: `tool_called` (a call
+/// answered 401 never got past authorization) and the refresh and step-up checks (no
+/// authorization happened), each saying the client does no OAuth; the cases where no token
+/// can be had stay graded by `gives_up`.
+#[test]
+fn a_client_without_oauth_fails_the_oauth_cases() {
+    let script = repo().join("interop/judge/bad-client.py");
+    let (code, report) = judge_auth_cases(&format!(
+        "python3 '{}' {{url}} --no-oauth",
+        script.display()
+    ));
+    assert_eq!(code, Some(1));
+    let all = statuses(&report);
+    let status = |case: &str, check: &str| {
+        all.iter()
+            .find(|(c, k, _)| c == case && k == check)
+            .unwrap_or_else(|| panic!("{case} / {check}: {all:?}"))
+            .2
+            .as_str()
+    };
+    for case in [
+        "auth.expired_token",
+        "auth.revoked_refresh",
+        "auth.scope_step_up",
+    ] {
+        assert_eq!(status(case, "tool_called"), "fail", "{case}");
+    }
+    assert_eq!(status("auth.expired_token", "refresh_once"), "fail");
+    assert_eq!(status("auth.scope_step_up", "scope_step_up"), "fail");
+    assert_eq!(status("auth.missing_pkce", "tool_called"), "n/a");
+    let case = report["suites"][0]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "auth.expired_token")
+        .unwrap();
+    let called = case["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["name"] == "tool_called")
+        .unwrap();
+    let msg = called["message"].as_str().unwrap();
+    assert!(
+        msg.contains("every one answered 401") && msg.contains("does no OAuth"),
+        "{msg}"
+    );
+    assert!(called["evidence"][0]
+        .as_str()
+        .unwrap()
+        .contains("\"status\":401"));
 }
 
 /// Issue 13 item 3: a client that resends a request refused with 401 (same token) fails
