@@ -82,12 +82,14 @@ pub fn cases(capture: &Capture) -> (Vec<CaseDef>, Vec<String>) {
         }
         // The captured tools/list says what repeating the tool does: a read-only or
         // idempotent tool may be resent (bounded), any other must not run twice.
-        let safety = capture
-            .tools_at(path.as_deref())
-            .iter()
-            .find(|t| t["name"] == **tool)
-            .map(ToolSafety::of)
-            .unwrap_or_default();
+        let listed = capture.tools_at(path.as_deref());
+        let definition = listed.iter().find(|t| t["name"] == **tool);
+        let safety = definition.map(ToolSafety::of).unwrap_or_default();
+        // Captured arguments that break the listed inputSchema may be refused before sending
+        // (mcp-triage call does, exit 7): with a stated failure that is not a missed call.
+        let may_decline = definition
+            .is_some_and(|t| breaks_schema(&t["inputSchema"], &arguments))
+            .then_some(BREAKS_SCHEMA);
         let asked_input = lines
             .iter()
             .any(|&i| asks_for_input(&capture.exchanges[i].body));
@@ -112,10 +114,28 @@ pub fn cases(capture: &Capture) -> (Vec<CaseDef>, Vec<String>) {
             oauth: false,
             captured: Some(captured),
             safety,
-            may_decline: None,
+            may_decline,
         });
     }
     (out, skipped)
+}
+
+/// Why a client may decline a replayed call whose arguments break the listed schema.
+const BREAKS_SCHEMA: &str =
+    "the captured arguments do not match the tool's inputSchema in the captured tools/list, so a client may refuse to send them";
+
+/// Whether `arguments` (null read as `{}`, as the case sends them) break `schema`; a schema
+/// that is absent or does not compile says nothing, so it is never a reason to decline.
+fn breaks_schema(schema: &serde_json::Value, arguments: &serde_json::Value) -> bool {
+    if !schema.is_object() {
+        return false;
+    }
+    let args = if arguments.is_null() {
+        json!({})
+    } else {
+        arguments.clone()
+    };
+    jsonschema::validator_for(schema).is_ok_and(|v| !v.is_valid(&args))
 }
 
 /// The classifier's verdict of one capture line, read as an exchange-file line.
@@ -276,6 +296,35 @@ mod tests {
             &*found[0].checks,
             &[CheckKind::MrtrRetry, CheckKind::CapturedOutcome]
         );
+    }
+
+    /// Issue 45 defect 2c: arguments the captured tools/list's schema refuses may be
+    /// declined with a stated failure (n/a), arguments it takes may not.
+    #[test]
+    fn arguments_that_break_the_listed_schema_may_be_declined() {
+        let list = |ty: &str| {
+            let tools = json!({"jsonrpc": "2.0", "id": 0, "result": {"tools": [
+                {"name": "t", "inputSchema": {"type": "object",
+                 "properties": {"a": {"type": ty}}, "required": ["a"]}}]}});
+            json!({"capture": 1, "seq": 0, "method": "tools/list",
+                   "request": {"method": "POST", "path": "/mcp",
+                               "body": r#"{"jsonrpc":"2.0","id":0,"method":"tools/list"}"#},
+                   "status": 200, "contentType": "application/json", "headers": {},
+                   "body": tools.to_string(), "expectId": 0})
+        };
+        let ok = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
+        let (found, _) = cases(&capture(&[
+            list("string"),
+            call_line(1, 200, ok, json!({})),
+        ]));
+        assert_eq!(found[0].may_decline, Some(BREAKS_SCHEMA));
+        let (found, _) = cases(&capture(&[
+            list("integer"),
+            call_line(1, 200, ok, json!({})),
+        ]));
+        assert_eq!(found[0].may_decline, None);
+        let (found, _) = cases(&capture(&[call_line(1, 200, ok, json!({}))]));
+        assert_eq!(found[0].may_decline, None, "no list, no reason");
     }
 
     #[test]
