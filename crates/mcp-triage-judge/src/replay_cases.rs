@@ -19,8 +19,9 @@ use serde_json::json;
 
 use crate::cases::{Captured, CapturedVerdict, CaseDef, CheckKind, ToolSafety, REPLAY_SCENARIO};
 
-/// The cases of a capture, and a sentence for every captured call that cannot become one.
-pub fn cases(capture: &Capture) -> (Vec<CaseDef>, Vec<String>) {
+/// The cases of a capture, and a sentence for every captured call that cannot become one
+/// (among them a call one of whose lines asks for a delay over `max_delay_ms`).
+pub fn cases(capture: &Capture, max_delay_ms: f64) -> (Vec<CaseDef>, Vec<String>) {
     // Keys in the order first seen, each with its lines (capture.exchanges is in seq order).
     let mut keys: Vec<(&ReplayKey, Vec<usize>)> = Vec::new();
     for (i, x) in capture.exchanges.iter().enumerate() {
@@ -58,6 +59,10 @@ pub fn cases(capture: &Capture) -> (Vec<CaseDef>, Vec<String>) {
             ));
             continue;
         };
+        if let Some(why) = over_delay(capture, &lines, tool, max_delay_ms) {
+            skipped.push(why);
+            continue;
+        }
         let mut captured = Captured::default();
         let mut bad = None;
         for &i in &lines {
@@ -118,6 +123,25 @@ pub fn cases(capture: &Capture) -> (Vec<CaseDef>, Vec<String>) {
         });
     }
     (out, skipped)
+}
+
+/// Why a call cannot be replayed within `--replay-max-delay`: the first of its lines whose
+/// `headMs` or a chunk's `atMs` is over `max_ms`.
+fn over_delay(capture: &Capture, lines: &[usize], tool: &str, max_ms: f64) -> Option<String> {
+    lines.iter().find_map(|&i| {
+        let x = &capture.exchanges[i];
+        let longest = x
+            .chunks
+            .iter()
+            .map(|(at, _)| *at)
+            .fold(x.head_ms, f64::max);
+        (longest > max_ms).then(|| {
+            format!(
+                "seq {} (line {}): tools/call of {tool}: a captured delay of {longest} ms is over --replay-max-delay ({max_ms} ms); this call is skipped (raise --replay-max-delay to grade it)",
+                x.seq, x.line
+            )
+        })
+    })
 }
 
 /// Why a client may decline a replayed call whose arguments break the listed schema.
@@ -230,7 +254,12 @@ mod tests {
 
     fn capture(lines: &[Value]) -> Capture {
         let text: Vec<String> = lines.iter().map(Value::to_string).collect();
-        Capture::parse(text.join("\n").as_bytes()).unwrap()
+        // As run.rs reads a file: delays are judged per case, not at load.
+        let limits = mcp_triage_kitchen::replay::CaptureLimits {
+            max_delay_ms: f64::MAX,
+            ..Default::default()
+        };
+        Capture::parse_with(text.join("\n").as_bytes(), &limits).unwrap()
     }
 
     fn call_line(seq: u64, status: u16, body: &str, headers: Value) -> Value {
@@ -246,10 +275,13 @@ mod tests {
     #[test]
     fn verdicts_choose_the_checks() {
         let err = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"boom"}],"isError":true}}"#;
-        let (found, skipped) = cases(&capture(&[
-            call_line(1, 503, "", json!({})),
-            call_line(2, 200, err, json!({})),
-        ]));
+        let (found, skipped) = cases(
+            &capture(&[
+                call_line(1, 503, "", json!({})),
+                call_line(2, 200, err, json!({})),
+            ]),
+            60_000.0,
+        );
         assert!(skipped.is_empty());
         assert_eq!(found.len(), 1, "one key, one case");
         let c = &found[0];
@@ -268,12 +300,10 @@ mod tests {
             Some("boom")
         );
 
-        let (found, _) = cases(&capture(&[call_line(
-            1,
-            429,
-            "",
-            json!({"retry-after": "2"}),
-        )]));
+        let (found, _) = cases(
+            &capture(&[call_line(1, 429, "", json!({"retry-after": "2"}))]),
+            60_000.0,
+        );
         assert_eq!(
             &*found[0].checks,
             &[CheckKind::RetryAfter, CheckKind::CapturedOutcome]
@@ -291,7 +321,7 @@ mod tests {
         assert!(!asks_for_input(note.as_bytes()));
         let mut line = call_line(1, 200, sse, json!({}));
         line["contentType"] = json!("text/event-stream");
-        let (found, _) = cases(&capture(&[line]));
+        let (found, _) = cases(&capture(&[line]), 60_000.0);
         assert_eq!(
             &*found[0].checks,
             &[CheckKind::MrtrRetry, CheckKind::CapturedOutcome]
@@ -313,18 +343,45 @@ mod tests {
                    "body": tools.to_string(), "expectId": 0})
         };
         let ok = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
-        let (found, _) = cases(&capture(&[
-            list("string"),
-            call_line(1, 200, ok, json!({})),
-        ]));
+        let (found, _) = cases(
+            &capture(&[list("string"), call_line(1, 200, ok, json!({}))]),
+            60_000.0,
+        );
         assert_eq!(found[0].may_decline, Some(BREAKS_SCHEMA));
-        let (found, _) = cases(&capture(&[
-            list("integer"),
-            call_line(1, 200, ok, json!({})),
-        ]));
+        let (found, _) = cases(
+            &capture(&[list("integer"), call_line(1, 200, ok, json!({}))]),
+            60_000.0,
+        );
         assert_eq!(found[0].may_decline, None);
-        let (found, _) = cases(&capture(&[call_line(1, 200, ok, json!({}))]));
+        let (found, _) = cases(&capture(&[call_line(1, 200, ok, json!({}))]), 60_000.0);
         assert_eq!(found[0].may_decline, None, "no list, no reason");
+    }
+
+    /// Issue 45 defect 2b: a call whose captured stream is longer than --replay-max-delay
+    /// is skipped with a reason naming the flag; the other calls of the file still run.
+    #[test]
+    fn a_call_over_the_delay_limit_is_skipped_not_the_file() {
+        let ok = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
+        let mut long = call_line(1, 200, ok, json!({}));
+        long["headMs"] = json!(61_000.5);
+        let mut other = call_line(2, 200, ok, json!({}));
+        other["tool"] = json!("u");
+        other["request"]["body"] = Value::String(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "u", "arguments": {"a": 1}}})
+            .to_string(),
+        );
+        let (found, skipped) = cases(&capture(&[long.clone(), other.clone()]), 60_000.0);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].tool, "u");
+        assert!(
+            skipped[0].contains("seq 1")
+                && skipped[0].contains("61000.5 ms")
+                && skipped[0].contains("--replay-max-delay"),
+            "{skipped:?}"
+        );
+        let (found, skipped) = cases(&capture(&[long, other]), 120_000.0);
+        assert_eq!((found.len(), skipped.len()), (2, 0));
     }
 
     #[test]
@@ -332,7 +389,7 @@ mod tests {
         let mut line = call_line(4, 200, "{}", json!({}));
         line["request"]["body"] = Value::Null;
         line["request"]["bodyTruncated"] = json!(true);
-        let (found, skipped) = cases(&capture(&[line]));
+        let (found, skipped) = cases(&capture(&[line]), 60_000.0);
         assert!(found.is_empty());
         assert!(
             skipped[0].contains("seq 4") && skipped[0].contains("not in the capture"),

@@ -24,7 +24,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_triage_kitchen::journal::{JournalEntry, JournalError};
-use mcp_triage_kitchen::replay::{start_replay, Capture, CaptureError, Replay, ReplayOptions};
+use mcp_triage_kitchen::replay::{
+    start_replay, Capture, CaptureError, CaptureLimits, Replay, ReplayOptions,
+};
 use mcp_triage_kitchen::{start, KitchenError, KitchenHandle, KitchenOptions};
 use mcp_triage_report::{Case, Check, Report, ReportTarget, Status, Suite};
 use tokio::io::AsyncReadExt;
@@ -57,8 +59,9 @@ pub struct JudgeOptions {
     pub replay: Option<PathBuf>,
     /// Divide the captured delays by this (replay only).
     pub replay_speed: f64,
-    /// The largest capture file read, in bytes.
-    pub replay_max_bytes: u64,
+    /// What the capture file may hold (`--replay-max-*`). A line whose captured delay is
+    /// over `max_delay_ms` skips its case with a reason instead of refusing the file.
+    pub replay_limits: CaptureLimits,
     /// List the cases and their checks instead of running them.
     pub list: bool,
     /// No progress line per case on stderr.
@@ -79,7 +82,7 @@ impl Default for JudgeOptions {
             name: None,
             replay: None,
             replay_speed: 1.0,
-            replay_max_bytes: mcp_triage_kitchen::replay::DEFAULT_MAX_CAPTURE_BYTES,
+            replay_limits: CaptureLimits::default(),
             list: false,
             quiet: false,
             color: false,
@@ -336,12 +339,17 @@ fn load_cases(options: &JudgeOptions) -> Result<(Vec<CaseDef>, Option<Arc<Captur
     let Some(path) = &options.replay else {
         return Ok((selected(options, cases::all())?, None));
     };
-    let capture =
-        Capture::read(path, options.replay_max_bytes).map_err(|source| JudgeError::Capture {
-            path: path.clone(),
-            source,
-        })?;
-    let (cases, skipped) = replay_cases::cases(&capture);
+    // Delays are judged per case (one 60 s stream must not refuse the whole file): the file
+    // is read without the delay limit, and replay_cases skips the calls over it.
+    let read_limits = CaptureLimits {
+        max_delay_ms: f64::MAX,
+        ..options.replay_limits
+    };
+    let capture = Capture::read_with(path, &read_limits).map_err(|source| JudgeError::Capture {
+        path: path.clone(),
+        source,
+    })?;
+    let (cases, skipped) = replay_cases::cases(&capture, options.replay_limits.max_delay_ms);
     for why in &skipped {
         eprintln!("judge --replay: {why}");
     }

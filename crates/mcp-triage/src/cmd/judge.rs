@@ -65,9 +65,8 @@ pub struct JudgeArgs {
     #[arg(long, value_name = "X", default_value = "1", requires = "replay", value_parser = mcp_triage_kitchen::replay::parse_speed)]
     replay_speed: f64,
 
-    /// With --replay: the largest capture file read, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = mcp_triage_kitchen::replay::DEFAULT_MAX_CAPTURE_BYTES, requires = "replay")]
-    replay_max_bytes: u64,
+    #[command(flatten)]
+    replay_limits: super::replay_limits::ReplayLimitArgs,
 
     /// List the cases and their checks, then exit.
     #[arg(long)]
@@ -132,7 +131,7 @@ impl From<JudgeArgs> for JudgeOptions {
             name: a.name,
             replay: a.replay,
             replay_speed: a.replay_speed,
-            replay_max_bytes: a.replay_max_bytes,
+            replay_limits: a.replay_limits.limits(true),
             list: a.list,
             quiet: a.quiet,
         }

@@ -79,26 +79,8 @@ pub struct KitchenArgs {
     #[arg(long, value_name = "X", default_value = "1", requires = "replay", value_parser = mcp_triage_kitchen::replay::parse_speed)]
     replay_speed: f64,
 
-    /// With --replay: the largest capture file read, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = mcp_triage_kitchen::replay::DEFAULT_MAX_CAPTURE_BYTES, requires = "replay")]
-    replay_max_bytes: u64,
-
-    /// With --replay: the most exchanges (lines) in the capture file.
-    #[arg(long, value_name = "N", default_value_t = mcp_triage_kitchen::replay::DEFAULT_MAX_LINES, requires = "replay")]
-    replay_max_lines: usize,
-
-    /// With --replay: the most `chunks` entries on one line.
-    #[arg(long, value_name = "N", default_value_t = mcp_triage_kitchen::replay::DEFAULT_MAX_CHUNKS, requires = "replay")]
-    replay_max_chunks: usize,
-
-    /// With --replay: the largest response body of one line, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = mcp_triage_kitchen::replay::DEFAULT_MAX_BODY_BYTES, requires = "replay")]
-    replay_max_body: usize,
-
-    /// With --replay: the longest captured delay (headMs, a chunk's atMs) a line may ask for,
-    /// e.g. 60s, 1500ms, 2m.
-    #[arg(long, value_name = "DURATION", default_value = "60s", requires = "replay", value_parser = mcp_triage_kitchen::replay::parse_max_delay)]
-    replay_max_delay: f64,
+    #[command(flatten)]
+    replay_limits: super::replay_limits::ReplayLimitArgs,
 }
 
 /// A value of `kitchen`'s options that cannot be used.
@@ -210,15 +192,8 @@ impl From<KitchenArgs> for KitchenConfig {
         };
         let replay = args.replay.map(|path| ReplayConfig {
             path,
-            limits: CaptureLimits {
-                max_bytes: args.replay_max_bytes,
-                max_lines: args.replay_max_lines,
-                max_chunks: args.replay_max_chunks,
-                max_body_bytes: args.replay_max_body,
-                max_delay_ms: args.replay_max_delay,
-                // the kitchen only serves: the line texts and request trees are the judge's
-                keep_for_readers: false,
-            },
+            // the kitchen only serves: the line texts and request trees are the judge's
+            limits: args.replay_limits.limits(false),
             options: ReplayOptions {
                 speed: args.replay_speed,
             },

@@ -25,6 +25,7 @@ pub mod probe;
 pub mod probe_checks;
 pub mod prompt;
 pub mod proxy;
+pub mod replay_limits;
 pub mod report;
 pub mod signature;
 pub mod tool_checks;
