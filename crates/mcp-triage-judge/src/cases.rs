@@ -360,6 +360,17 @@ fn error_answer_cases() -> Vec<CaseDef> {
             json!({ "by": 1 }),
             &[],
         ),
+        // A 503 *after* the tool ran, as a gateway past its own timeout answers: unlike the
+        // server's own 503 above, a resend of increment_counter runs it again, so a client
+        // that resends a call with side effects after any 5xx fails no_unsafe_resend here.
+        case(
+            "gateway_503.increment_counter",
+            "chaos.mix",
+            json!({ "seed": 5, "rates": { "gateway_503": 1.0 }, "methods": ["tools/call"] }),
+            "increment_counter",
+            json!({ "by": 1 }),
+            &[],
+        ),
         case(
             "http_503.read_counter",
             "errors.http_status_per_method",

@@ -54,6 +54,8 @@ fn bad_client_fails_every_resend_check_with_evidence() {
         ("http_503.read_counter", "backoff"),
         ("sse_cut.increment_counter", "no_unsafe_resend"),
         ("sse_cut.increment_counter", "backoff"),
+        // Issue 45 defect 4: a 503 after the tool ran (a gateway's): the burst runs it again.
+        ("gateway_503.increment_counter", "no_unsafe_resend"),
         ("sse.cut_before_response", "backoff"),
         ("errors.rate_limited", "retry_after"),
         ("errors.tool_error", "no_auto_resend"),
@@ -598,4 +600,21 @@ fn call_passes_every_task_case() {
             assert_eq!(status_of(&all, case, check), "pass", "{case} / {check}");
         }
     }
+}
+
+/// Issue 45 defect 4: a 503 that comes after the tool ran (a gateway's) is not a reason to
+/// resend increment_counter: our client gives up after it and passes; the bad client's burst
+/// (above) runs the tool again and fails `no_unsafe_resend`.
+#[test]
+fn call_does_not_resend_a_call_with_side_effects_after_a_gateways_503() {
+    let bin = env!("CARGO_BIN_EXE_mcp-triage");
+    let client = format!("'{bin}' call {{url}} \"$MCP_TRIAGE_TOOL\" --args \"$MCP_TRIAGE_ARGS\"");
+    let (code, all) = judge_cases(&client, &["gateway_503.increment_counter"]);
+    let failed: Vec<_> = all.iter().filter(|(_, _, s)| s == "fail").collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        status_of(&all, "gateway_503.increment_counter", "no_unsafe_resend"),
+        "pass"
+    );
 }

@@ -94,6 +94,16 @@ pub(super) async fn tools_call(req: Req) -> Response<Body> {
         _ => None,
     };
     let finish_req = Req { msg: None, ..req };
+    if let ToolFault::StatusAfterExecution(status) = fault {
+        // The body runs to its end (its side effects and idempotency store included), then
+        // its answer is dropped for an empty status, as a gateway past its timeout does.
+        let reply = fut.await;
+        drop(tool_out(reply, &finish_req, &id, &binding));
+        finish_req.trace.note(format!(
+            "tool executed; its answer replaced by an empty {status} (chaos gateway_503)"
+        ));
+        return empty(status);
+    }
     run_body(fut, cut, tx, finish_req, id, binding).await;
     sse::render(rx, mode, plan).await
 }

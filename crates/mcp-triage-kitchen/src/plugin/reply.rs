@@ -158,6 +158,11 @@ pub enum ToolFault {
     /// runs the tool once it is answered. Skipped when the client lacks the `elicitation`
     /// capability.
     InputRound,
+    /// Run the tool to its end (journaled as executed), drop its answer and send an empty
+    /// response with this status: what a gateway does whose upstream answered after the
+    /// gateway's own timeout. Unlike a server's own 503 the call *did* run, so a client that
+    /// resends a call with side effects after a 5xx runs it twice.
+    StatusAfterExecution(u16),
 }
 
 /// A method answered by a scenario instead of the catalogue.

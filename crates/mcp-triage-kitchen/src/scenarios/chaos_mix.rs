@@ -22,6 +22,7 @@ pub const FAULTS: &[&str] = &[
     "delay",
     "sse_cut",
     "input_required",
+    "gateway_503",
 ];
 
 static INFO: ScenarioInfo = ScenarioInfo {
@@ -35,8 +36,10 @@ static INFO: ScenarioInfo = ScenarioInfo {
            runs: in 2026-07-28 an `input_required` result with a signed `requestState` and an `elicitation/create` form request under \
            the key `chaos_confirm`, whose retry carrying `inputResponses.chaos_confirm` runs the tool — whatever the draw of the retry's \
            POST; in legacy eras an `elicitation/create` request on the POST's SSE stream, the tool runs once the client answers; \
-           skipped when the client lacks the `elicitation` capability, and other requests pass). The draw for POST number N depends only \
-           on `seed` and N, so a run is reproducible. Rates add up to at most 1; the rest passes; `sse_cut` and `input_required` are \
+           skipped when the client lacks the `elicitation` capability, and other requests pass), `gateway_503` (a `tools/call` \
+           is EXECUTED, journaled with `executed: true`, and its answer replaced by an empty 503, as a gateway past its own timeout \
+           answers: a resend of a call with side effects runs it twice; other requests get an empty 503). The draw for POST number N depends only \
+           on `seed` and N, so a run is reproducible. Rates add up to at most 1; the rest passes; `sse_cut`, `input_required` and `gateway_503` are \
            0 unless named. `initialize` and notifications always pass so sessions can form.",
     params: &[
         ParamSpec { name: "seed", kind: ParamKind::Integer, default: "1", choices: &[], doc: "PRNG seed." },
@@ -144,6 +147,8 @@ impl Scenario for ChaosMix {
         }
         match draw(cx.p(), cx.post) {
             Some("http_503") => Wire::Status(503),
+            // A tools/call runs first and gets its 503 after (`tool_fault`).
+            Some("gateway_503") if cx.method != Some("tools/call") => Wire::Status(503),
             // Not a tool call: nothing executes, the stream simply carries no response.
             Some("sse_cut") if cx.method != Some("tools/call") => Wire::Body {
                 status: 200,
@@ -185,6 +190,7 @@ impl Scenario for ChaosMix {
                 mid_event: cut_mid_event(p, post),
             },
             Some("input_required") => ToolFault::InputRound,
+            Some("gateway_503") => ToolFault::StatusAfterExecution(503),
             _ => ToolFault::None,
         }
     }
@@ -222,6 +228,25 @@ mod tests {
         );
         let without = Params::resolve(&INFO, &json!({ "rates": { "http_503": 0.3 } }));
         assert!((1..=500).all(|n| draw(&with, n) == draw(&without, n)));
+    }
+
+    /// `gateway_503` acts after the tool (a tool fault) on a tools/call, and is a plain 503
+    /// only for what is no call: the call runs, then its answer is replaced.
+    #[test]
+    fn gateway_503_runs_the_call_then_answers_503() {
+        let p = Params::resolve(&INFO, &json!({ "rates": { "gateway_503": 1.0 } }));
+        assert!(
+            (1..=50).all(|n| ChaosMix.tool_fault(&p, n) == ToolFault::StatusAfterExecution(503))
+        );
+        let old = Params::resolve(&INFO, &json!({ "rates": { "http_503": 0.5 } }));
+        let with = Params::resolve(
+            &INFO,
+            &json!({ "rates": { "http_503": 0.5, "gateway_503": 0.0 } }),
+        );
+        assert!(
+            (1..=500).all(|n| draw(&old, n) == draw(&with, n)),
+            "appended last"
+        );
     }
 
     #[test]
