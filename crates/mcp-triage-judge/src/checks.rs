@@ -330,7 +330,13 @@ fn gives_up(cx: &Ctx<'_>) -> Check {
             &[],
         );
     }
-    let last = cx.output.lines().map(str::trim).rfind(|l| !l.is_empty());
+    let lines: Vec<&str> = cx
+        .output
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let last = stated_line(&lines);
     match (cx.exit, last) {
         (Some(0), _) => auth_fail(
             cx,
@@ -474,7 +480,10 @@ fn tool_called(cx: &Ctx<'_>) -> Check {
         }
     }
     if let Some(why) = cx.case.may_decline {
-        let stated = cx.exit.is_some_and(|c| c != 0) && !cx.output.trim().is_empty();
+        let lines: Vec<&str> = cx.output.lines().map(str::trim).collect();
+        let stated = cx.exit.is_some_and(|c| c != 0)
+            && stated_line(&lines).is_some_and(|l| !l.is_empty())
+            && crash_before_any_request(cx, &lines).is_none();
         if stated {
             return cx.skip(
                 k,
@@ -987,6 +996,39 @@ const RUNTIME_GAVE_UP: &[(i32, &str, &str)] = &[(
     "Node exit 13, unsettled top-level await: the event loop emptied while the call was pending",
 )];
 
+/// Whether a line of a client's output is a runtime's own words, not the client's: the
+/// version banner Node prints under an uncaught exception (`Node.js v22.23.3`), a stack frame
+/// (`at f (file.js:1:2)`, Python's `File "x.py", line 3, in f`), a traceback header.
+fn is_runtime_noise(line: &str) -> bool {
+    let version_after = |prefix: &str| {
+        line.strip_prefix(prefix)
+            .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()) && !v.contains(' '))
+    };
+    version_after("Node.js v")
+        || version_after("Bun v")
+        || version_after("Deno ")
+        || line.starts_with("at ")
+        || line.starts_with("File \"")
+        || line.starts_with("Traceback (most recent call last)")
+        || line.chars().all(|c| c == '^' || c == '~' || c == ' ')
+}
+
+/// The client's last statement: its last output line that is not runtime noise.
+fn stated_line<'a>(lines: &[&'a str]) -> Option<&'a str> {
+    lines.iter().rev().copied().find(|l| !is_runtime_noise(l))
+}
+
+/// When the client crashed before any request reached the kitchen (an uncaught exception at
+/// import or start: a stack trace, a traceback), the exception line: that is no statement of
+/// the call's outcome, however much it printed.
+fn crash_before_any_request<'a>(cx: &Ctx<'_>, lines: &[&'a str]) -> Option<&'a str> {
+    let crashed = lines
+        .iter()
+        .any(|l| l.starts_with("at ") || l.starts_with("Traceback ("));
+    (crashed && cx.entries.is_empty())
+        .then(|| stated_line(lines).unwrap_or("an uncaught exception"))
+}
+
 /// Words that name a failure in a client's output (matched as whole words, case-folded).
 const FAILURE_WORDS: &[&str] = &[
     "error",
@@ -1103,8 +1145,16 @@ fn reported_outcome(cx: &Ctx<'_>) -> Check {
     {
         return fail(format!("{why}; nothing reported"));
     }
-    match lines.last() {
-        None => fail(format!("exit {code} without a word on stdout or stderr")),
+    if let Some(error) = crash_before_any_request(cx, &lines) {
+        return fail(format!(
+            "exit {code}: crashed before any request reached the server ({error}); a stack trace is no statement of the call's outcome"
+        ));
+    }
+    match stated_line(&lines) {
+        None if lines.is_empty() => fail(format!("exit {code} without a word on stdout or stderr")),
+        None => fail(format!(
+            "exit {code} with only a runtime's stack trace or banner"
+        )),
         Some(last) => cx.pass(k, format!("exit {code}, stated: {last}")),
     }
 }
@@ -1530,6 +1580,45 @@ mod tests {
             case("tasks.completed").may_decline.is_none(),
             "slow_compute runs without a task"
         );
+    }
+
+    /// Issue 45 defect 3: a crash at import (a stack trace and Node's version banner, no
+    /// request sent) is no stated outcome, for reported_outcome nor for a case a client may
+    /// decline; the same trace after requests names the exception line, not the banner.
+    #[test]
+    fn a_version_banner_is_not_a_statement() {
+        let crash = "file:///app/client.mjs:3\nimport { Client } from 'nope';\n\n\
+            Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'nope' imported from /app/client.mjs\n    \
+            at packageResolve (node:internal/modules/esm/resolve:873:9)\n    \
+            at moduleResolve (node:internal/modules/esm/resolve:946:18)\n\nNode.js v22.23.3\n";
+        let c = case("baseline");
+        let r = grade(CheckKind::ReportedOutcome, &ctx(&c, &[], Some(1), crash));
+        assert_eq!(r.status, Status::Fail, "{r:?}");
+        assert!(
+            r.message.contains("crashed before any request")
+                && r.message.contains("ERR_MODULE_NOT_FOUND")
+                && !r.message.contains("Node.js v22"),
+            "{}",
+            r.message
+        );
+        let declinable = case("tasks.failed");
+        let r = grade(
+            CheckKind::ToolCalled,
+            &ctx(&declinable, &[], Some(1), crash),
+        );
+        assert_eq!(r.status, Status::Fail, "{r:?}");
+        let list = typed(&[
+            json!({"receivedMs": 0, "httpMethod": "POST", "era": "modern",
+                   "method": "tools/list", "id": 1, "status": 200, "headers": {}}),
+        ]);
+        let r = grade(CheckKind::ReportedOutcome, &ctx(&c, &list, Some(1), crash));
+        assert_eq!(r.status, Status::Pass, "{r:?}");
+        assert!(r.message.contains("ERR_MODULE_NOT_FOUND"), "{}", r.message);
+        let r = grade(
+            CheckKind::ReportedOutcome,
+            &ctx(&c, &list, Some(1), "Node.js v22.23.3"),
+        );
+        assert_eq!(r.status, Status::Fail, "{r:?}");
     }
 
     /// Issue 21 item 6: after "unknown tool", a next call needs a fresh tools/list.
