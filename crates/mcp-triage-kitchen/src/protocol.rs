@@ -51,7 +51,7 @@ pub const UNSUPPORTED_VERSION: i64 = -32022;
 pub const SESSION_NOT_FOUND: i64 = -32001;
 
 /// Which era a request belongs to. Decided per request, because one endpoint serves both.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Era {
     /// 2025-03-26 … 2025-11-25: sessions established by `initialize`.

@@ -13,7 +13,7 @@ use crate::{journal, protocol};
 
 use super::capture::response_message;
 use super::key::{rpc_key, ReplayKey};
-use super::lookup::Replay;
+use super::lookup::{Asker, Replay};
 use super::serve::serve;
 
 /// Decide and build the answer to one request; fills the journal entry.
@@ -55,7 +55,11 @@ pub(super) fn answer(
         }
         entry.retry = journal::retry_fields(&m["params"]);
     }
-    let Some((x, nth, of, past_end)) = replay.next(&key) else {
+    let asker = Asker {
+        era: entry.era.unwrap_or(protocol::Era::Legacy),
+        in_session: entry.session.is_some(),
+    };
+    let Some((x, nth, of, past_end)) = replay.next(&key, asker) else {
         entry.replay = Some(journal::ReplayServed::Unmatched {
             unmatched: key.to_string(),
         });

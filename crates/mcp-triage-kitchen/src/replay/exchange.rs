@@ -47,4 +47,10 @@ pub struct CapturedExchange {
     /// The line's text, so readers (the exchange-file classifier) can use it as it is; empty
     /// when the capture was read without [`super::CaptureLimits::keep_for_readers`].
     pub text: String,
+    /// The era the exchange was made in, from its `protocolVersion` (`None`: not captured).
+    /// A request other than a tool call is answered only by lines of its own era: a capture's
+    /// 2026-07-28 discovery `tools/list` answered 400 is no answer to a legacy client's.
+    pub era: Option<crate::protocol::Era>,
+    /// The exchange carried an `Mcp-Session-Id` (`sessionId`): made inside a legacy session.
+    pub in_session: bool,
 }

@@ -212,6 +212,23 @@ fn parse_line(
         } else {
             String::new()
         },
+        era: raw
+            .protocol_version
+            .as_ref()
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
+            .map(|v| {
+                if crate::protocol::is_modern_version(v) {
+                    crate::protocol::Era::Modern
+                } else {
+                    crate::protocol::Era::Legacy
+                }
+            }),
+        in_session: raw
+            .session_id
+            .as_ref()
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty()),
     })
 }
 
