@@ -516,7 +516,7 @@ fn task_case(id: &'static str, tool: &'static str, arguments: Value) -> CaseDef 
         may_decline: (mcp_triage_kitchen::fixtures_tasks::task_support(tool)
             == Some(mcp_triage_kitchen::fixtures_tasks::TaskSupport::Required))
         .then_some(
-            "the tool runs only as a task (execution.taskSupport: required), which a client without the tasks extension cannot call",
+            "the tool runs only as a task of the 2026-07-28 tasks extension (execution.taskSupport: required; not listed in the legacy era), which a client without that extension cannot call",
         ),
     }
 }

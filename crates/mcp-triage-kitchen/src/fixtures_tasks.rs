@@ -15,8 +15,11 @@
 //!
 //! "Required" tools answer a request that did not declare the extension with `-32021`; the
 //! optional one runs synchronously for it (the extension never returns a task to such a
-//! request). In the legacy era (no extension there) `greet` and `slow_compute` run
-//! synchronously and the others answer a tool error saying why.
+//! request). The legacy era has no extension, and 2025-11-25's own `execution.taskSupport`
+//! means a task-augmented call of that revision, which these fixtures do not serve (only
+//! `tasks.deferred` does): so a legacy `tools/list` shows `greet` and `slow_compute` without
+//! `execution` (both run synchronously) and not the task-only tools, which answer a legacy
+//! call as unknown tools ([`legacy_view`]).
 
 use std::time::Duration;
 
@@ -214,8 +217,29 @@ pub fn mrtr_prelude(
     }
 }
 
+/// A `tools/list` as the legacy era sees it: the task-only fixtures left out and the
+/// optional one without `execution` (listing 2025-11-25's `taskSupport` without serving its
+/// task-augmented calls told a 2025-11-25 task client to make calls that were refused).
+pub fn legacy_view(tools: Vec<Value>) -> Vec<Value> {
+    tools
+        .into_iter()
+        .filter_map(|mut t| {
+            match t["name"].as_str().and_then(task_support) {
+                Some(TaskSupport::Required) => return None,
+                Some(TaskSupport::Optional) => {
+                    if let Some(o) = t.as_object_mut() {
+                        o.remove("execution");
+                    }
+                }
+                None => {}
+            }
+            Some(t)
+        })
+        .collect()
+}
+
 /// Synchronous body (no task): `greet` always, `slow_compute` for a request without the
-/// extension; the other tools explain that they need it (legacy era).
+/// extension. The task-only tools have none (a legacy call of one is an unknown tool).
 pub fn call_sync(name: &str, args: Value) -> Option<BoxFuture<'static, ToolReply>> {
     let fut: BoxFuture<'static, ToolReply> = match name {
         "greet" => {
@@ -228,10 +252,6 @@ pub fn call_sync(name: &str, args: Value) -> Option<BoxFuture<'static, ToolReply
                 _ => ToolReply::error_text("slow_compute stopped"),
             }
         }),
-        other if task_support(other).is_some() => {
-            let msg = format!("{other} runs only as a task: it needs the io.modelcontextprotocol/tasks extension of protocol 2026-07-28");
-            Box::pin(async move { ToolReply::error_text(msg) })
-        }
         _ => return None,
     };
     Some(fut)

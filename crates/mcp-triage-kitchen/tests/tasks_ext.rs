@@ -454,10 +454,30 @@ async fn legacy_sessions_get_the_fixtures_synchronously() {
     .await
     .unwrap();
     assert_eq!(r.json()["result"]["isError"], false, "{}", r.text());
+    // Issue 45 defect 3: 2025-11-25's execution.taskSupport means a task-augmented call of
+    // that revision, which the fixtures do not serve: a legacy list shows no taskSupport and
+    // not the task-only tools, and a legacy call of one is an unknown tool (nothing ran).
     let r = post(a, P, Some(&sid), &call_msg(4, "failing_job", json!({})))
         .await
         .unwrap();
-    assert_eq!(r.json()["result"]["isError"], true);
-    assert!(r.text().contains("io.modelcontextprotocol/tasks"));
+    assert_eq!(r.json()["error"]["code"], -32602, "{}", r.text());
+    assert!(
+        r.text().contains("Unknown tool: failing_job"),
+        "{}",
+        r.text()
+    );
+    let list = json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/list" });
+    let r = post(a, P, Some(&sid), &list).await.unwrap();
+    let tools = r.json()["result"]["tools"].as_array().unwrap().clone();
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(
+        names.contains(&"slow_compute") && names.contains(&"greet"),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"failing_job"), "{names:?}");
+    assert!(
+        tools.iter().all(|t| t.get("execution").is_none()),
+        "no 2025-11-25 taskSupport without 2025-11-25 tasks: {tools:?}"
+    );
     k.shutdown().await;
 }

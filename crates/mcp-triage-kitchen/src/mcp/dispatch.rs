@@ -55,6 +55,9 @@ pub(super) async fn dispatch(req: Req) -> Response<Body> {
             "capabilities": with_tasks(server_capabilities(Era::Modern), &req.instance, Era::Modern),
             "instructions": instructions(&req.instance),
         })),
+        "tools/list" if legacy => Ok(json!({ "tools": crate::fixtures_tasks::legacy_view(
+            catalogue::tools(&req.instance, &req.clock)
+        ) })),
         "tools/list" => Ok(json!({ "tools": catalogue::tools(&req.instance, &req.clock) })),
         "resources/list" => Ok(json!({ "resources": catalogue::resources() })),
         "subscriptions/listen" if !legacy => return listen(&req),

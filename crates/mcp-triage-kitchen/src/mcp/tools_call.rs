@@ -120,7 +120,11 @@ fn checked_call(
     let Some(name) = req.tool.clone() else {
         return Err(invalid("Invalid params: tools/call needs a tool name"));
     };
-    if catalogue::tool(&req.instance, &req.clock, &name).is_none() {
+    // The task-only fixtures are not listed in the legacy era (`fixtures_tasks::legacy_view`).
+    let legacy_task_only = req.era == Era::Legacy
+        && crate::fixtures_tasks::task_support(&name)
+            == Some(crate::fixtures_tasks::TaskSupport::Required);
+    if legacy_task_only || catalogue::tool(&req.instance, &req.clock, &name).is_none() {
         return Err(Box::new(unknown_tool(id, &name)));
     }
     let binding = state_binding(&req.instance, &name);
