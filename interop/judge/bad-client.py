@@ -34,6 +34,10 @@ that grades resends, each with its journal line (crates/mcp-triage/tests/judge.r
     python3 bad-client.py URL --oauth-wrong-resource
         authorizes as above but asks for a token for another resource (RFC 8707 `resource`)
         and presents it here: must fail `token_audience`.
+    python3 bad-client.py URL --resume-once
+        resumes a primed stream once (GET + Last-Event-ID after `retry:`) and, when that
+        stream drops too, gives up with a message: must fail `resume_again` in
+        `sse.second_drop` (issue 45), where a second resumption with the same id gets the result.
     python3 bad-client.py URL --no-oauth
         does no OAuth at all: pushes its call through the 401s, resending it three times with
         a new id each, then states the 401 and exits 1. It used to pass every `auth.*` case
@@ -226,6 +230,26 @@ status, session, _ = send({
     "params": {"protocolVersion": VERSION, "capabilities": {},
                "clientInfo": {"name": "bad-client", "version": "0"}},
 })
+if MODE == "--resume-once":
+    import time
+    status, _, body = post({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                            "params": {"name": TOOL, "arguments": ARGS}}, session)
+    primed = re.search(r"^id: *(\S+)", body, re.M)
+    if not primed:
+        print(f"result: {status} {body[:200]!r}")
+        sys.exit(0 if '"result"' in body else 1)
+    retry = re.search(r"^retry: *(\d+)", body, re.M)
+    time.sleep(int(retry.group(1)) / 1000 if retry else 0.5)
+    req = urllib.request.Request(URL, headers={
+        "Accept": "text/event-stream", "MCP-Protocol-Version": VERSION,
+        "Mcp-Session-Id": session or "", "Last-Event-ID": primed.group(1)})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            print(f"resumed: {r.read().decode('utf-8', 'replace')[:200]!r}")
+            sys.exit(0)
+    except Exception as e:  # the resumed stream dropped: this client does not try again
+        print(f"error: the resumed stream dropped ({type(e).__name__}); giving up")
+        sys.exit(1)
 if MODE == "--no-oauth":
     for rid in (1, 2, 3, 4):
         status, _, body = post({"jsonrpc": "2.0", "id": rid, "method": "tools/call",

@@ -317,10 +317,12 @@ impl Client {
         let (era_now, version, session) = (with.era, with.version, with.session);
         let deadline = tokio::time::Instant::now() + c.timeout;
         let schema = c.tool.as_ref().and_then(|t| t.output_schema.clone());
-        let (sent, id, kind) = if let Some((id, last_event_id)) = c.resume.take() {
+        let mut resumed_from = None;
+        let (mut sent, id, kind) = if let Some((id, last_event_id)) = c.resume.take() {
             let s = self
                 .resume_stream(&id, &last_event_id, version, session, schema, deadline)
                 .await;
+            resumed_from = Some(last_event_id);
             (s, id, "resume")
         } else {
             let id = self.new_id();
@@ -375,6 +377,16 @@ impl Client {
                 rec.outcome = prev.outcome;
                 rec.layer = prev.layer;
                 rec.message = prev.detail.clone();
+            }
+        }
+        if sent.verdict.outcome == Outcome::StreamIncomplete {
+            // A resumed stream that broke again before any event with an id: nothing newer
+            // was received, so the next resumption asks from the same Last-Event-ID (the
+            // record above keeps what this stream itself carried).
+            if let (Some(from), Some(stream)) = (resumed_from, sent.verdict.stream.as_mut()) {
+                if stream.last_event_id.is_none() {
+                    stream.last_event_id = Some(from);
+                }
             }
         }
         if sent.sse && sent.verdict.outcome == Outcome::StreamIncomplete {
@@ -453,11 +465,13 @@ impl Client {
         // ended without its response) leaves the call where the broken stream left it:
         // decide as for that stream, minus the resumption (resend if safe, else give up),
         // not as for an HTTP error of its own.
+        // A resumption whose connection broke before any answer (no status) refused
+        // nothing: the stream may be resumed again from the same event.
         let refused_resume = (kind == "resume" && !sent.sse && !has_answer(sent.verdict.outcome))
             .then(|| c.stream_verdict.clone())
             .flatten()
             .map(|mut v| {
-                if let Some(s) = v.stream.as_mut() {
+                if let Some(s) = v.stream.as_mut().filter(|_| sent.status.is_some()) {
                     s.last_event_id = None;
                 }
                 v

@@ -29,6 +29,9 @@ pub enum CheckKind {
     ReissueNewId,
     /// 2025-11-25 resumption: GET + Last-Event-ID, not before `retry:`.
     ResumeGet,
+    /// A resumed stream that drops again before any event with an id is resumed again with
+    /// the same `Last-Event-ID` (not none, not another, not a re-POST).
+    ResumeAgain,
     /// After session expiry: a new initialize without the old session id.
     Reinitialize,
     /// 2026-07-28 header rules on every request.
@@ -110,6 +113,7 @@ impl CheckKind {
             CheckKind::MrtrRetry => "mrtr_retry",
             CheckKind::ReissueNewId => "reissue_new_id",
             CheckKind::ResumeGet => "resume_get",
+            CheckKind::ResumeAgain => "resume_again",
             CheckKind::Reinitialize => "reinitialize",
             CheckKind::Headers2026 => "headers_2026",
             CheckKind::InTime => "in_time",
@@ -164,6 +168,10 @@ impl CheckKind {
             CheckKind::ResumeGet => &[
                 "spec 2025-11-25 transports §resumability: resumption is always via HTTP GET with Last-Event-ID",
                 "spec 2025-11-25 transports: the client MUST respect the retry field (wait that long before reconnecting)",
+            ],
+            CheckKind::ResumeAgain => &[
+                "spec 2025-11-25 transports §resumability: the client SHOULD include the ID of the last event it received in Last-Event-ID; no event with an id came since, so that is the same one",
+                "typescript-sdk #2499: a second drop after resuming left the client without a Last-Event-ID",
             ],
             CheckKind::Reinitialize => &[
                 "spec 2025-11-25 transports §session management: on 404 for a request with Mcp-Session-Id the client MUST start a new session by sending a new InitializeRequest without a session ID",
@@ -402,6 +410,15 @@ fn second_request_cases() -> Vec<CaseDef> {
         scenario_case("sse.cut_before_response", json!({}), &[ReissueNewId]),
         scenario_case("sse.cut_mid_event", json!({}), &[ReissueNewId]),
         scenario_case("sse.priming_then_close", json!({}), &[ResumeGet]),
+        // The resumption drops again before any event with an id: resume again, same id.
+        CaseDef {
+            id: Cow::Borrowed("sse.second_drop"),
+            ..scenario_case(
+                "sse.priming_then_close",
+                json!({ "dropResumes": 1 }),
+                &[ResumeGet, ResumeAgain],
+            )
+        },
         // Every call runs and then loses its answer: a resend of increment_counter adds again,
         // unless the server honours the client's idempotency key (the second case).
         case(

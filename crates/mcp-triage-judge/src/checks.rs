@@ -103,6 +103,7 @@ pub fn grade(kind: CheckKind, cx: &Ctx<'_>) -> Check {
         CheckKind::MrtrRetry => mrtr_retry(cx),
         CheckKind::ReissueNewId => reissue_new_id(cx),
         CheckKind::ResumeGet => resume_get(cx),
+        CheckKind::ResumeAgain => resume_again(cx),
         CheckKind::Reinitialize => reinitialize(cx),
         CheckKind::Headers2026 => headers_2026(cx),
         CheckKind::InTime => in_time(cx),
@@ -887,6 +888,60 @@ fn resume_get(cx: &Ctx<'_>) -> Check {
     cx.pass(k, format!("GET + Last-Event-ID after {gap} ms"))
 }
 
+fn resume_again(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::ResumeAgain;
+    let calls = cx.calls();
+    let Some(post) = calls.first() else {
+        return cx.skip(k, "no tools/call");
+    };
+    if post.era != Some(Era::Legacy) {
+        return cx.skip(k, "2026-07-28: streams are not resumable");
+    }
+    let t0 = received(post);
+    // Resumptions only: a standalone GET (no Last-Event-ID) is another stream.
+    let resumptions: Vec<&JournalEntry> = cx
+        .entries
+        .iter()
+        .filter(|e| {
+            e.http_method == "GET" && received(e) >= t0 && header(e, "last-event-id").is_some()
+        })
+        .collect();
+    let Some(&dropped) = resumptions.first() else {
+        return cx.skip(k, "never resumed (graded by resume_get)");
+    };
+    let id = header(dropped, "last-event-id").unwrap_or("");
+    let after = received(dropped);
+    if let Some(&again) = resumptions.get(1) {
+        let other = header(again, "last-event-id").unwrap_or("");
+        if other == id {
+            return cx.pass(
+                k,
+                format!(
+                    "resumed again with Last-Event-ID {id} {} ms after the drop",
+                    received(again) - after
+                ),
+            );
+        }
+        return cx.fail(
+            k,
+            format!("resumed again with Last-Event-ID {other}, not {id}: no event with an id came since"),
+            &[dropped, again],
+        );
+    }
+    if let Some(repost) = calls.iter().find(|c| received(c) > after) {
+        return cx.fail(
+            k,
+            "re-POSTed the call instead of resuming again with the same Last-Event-ID",
+            &[dropped, repost],
+        );
+    }
+    cx.fail(
+        k,
+        "did not resume again after the resumed stream dropped before any event with an id",
+        &[dropped],
+    )
+}
+
 fn reinitialize(cx: &Ctx<'_>) -> Check {
     let k = CheckKind::Reinitialize;
     let Some(expired) = cx.entries.iter().find(|e| is_expiry(e)) else {
@@ -1440,7 +1495,44 @@ mod tests {
             run(CheckKind::ResumeGet, &c, &[post.clone(), get(50)]).status,
             Status::Fail
         );
-        assert_eq!(run(CheckKind::ResumeGet, &c, &[post]).status, Status::Fail);
+        assert_eq!(
+            run(CheckKind::ResumeGet, &c, &[post.clone()]).status,
+            Status::Fail
+        );
+
+        // Issue 45: the resumption drops; a second one with the same id passes, one with no
+        // id, another id, a re-POST or nothing fails.
+        let c2 = case("sse.second_drop");
+        let get_id = |t: u64, id: Option<&str>| {
+            let mut g = get(t);
+            g["headers"] = match id {
+                Some(id) => json!({ "last-event-id": id }),
+                None => json!({}),
+            };
+            g
+        };
+        let again = |second: Value| {
+            run(
+                CheckKind::ResumeAgain,
+                &c2,
+                &[post.clone(), get(600), second],
+            )
+        };
+        assert_eq!(again(get_id(1200, Some("x-0"))).status, Status::Pass);
+        // A GET without Last-Event-ID is a standalone stream, not a resumption.
+        assert_eq!(again(get_id(1200, None)).status, Status::Fail);
+        assert_eq!(again(get_id(1200, Some("x-9"))).status, Status::Fail);
+        let mut repost = call(1300, 2, "run_configured_test_scenario", 200);
+        repost["headers"] = json!({"mcp-protocol-version": "2025-11-25"});
+        let r = again(repost);
+        assert_eq!(r.status, Status::Fail);
+        assert!(r.message.contains("re-POSTed"), "{}", r.message);
+        let r = run(CheckKind::ResumeAgain, &c2, &[post.clone(), get(600)]);
+        assert_eq!(r.status, Status::Fail);
+        assert_eq!(
+            run(CheckKind::ResumeAgain, &c2, &[post]).status,
+            Status::Skip
+        );
 
         let c = case("session.expire");
         let expired = call(0, 2, "run_configured_test_scenario", 404);

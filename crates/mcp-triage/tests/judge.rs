@@ -618,3 +618,27 @@ fn call_does_not_resend_a_call_with_side_effects_after_a_gateways_503() {
         "pass"
     );
 }
+
+/// Issue 45, "a second drop after resume": the resumption drops again before any event with
+/// an id. A client that resumes once and gives up fails `resume_again` with the dropped GET
+/// as evidence; `mcp-triage call` resumes again with the same Last-Event-ID and passes.
+#[test]
+fn a_second_drop_after_resume_is_resumed_again() {
+    let script = repo().join("interop/judge/bad-client.py");
+    let (code, all) = judge_cases(
+        &format!("python3 '{}' {{url}} --resume-once", script.display()),
+        &["sse.second_drop"],
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(status_of(&all, "sse.second_drop", "resume_get"), "pass");
+    assert_eq!(status_of(&all, "sse.second_drop", "resume_again"), "fail");
+    let bin = env!("CARGO_BIN_EXE_mcp-triage");
+    let ours = format!(
+        "'{bin}' call {{url}} \"$MCP_TRIAGE_TOOL\" --args \"$MCP_TRIAGE_ARGS\" --protocol-version 2025-11-25"
+    );
+    let (code, all) = judge_cases(&ours, &["sse.second_drop"]);
+    let failed: Vec<_> = all.iter().filter(|(_, _, s)| s == "fail").collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(code, Some(0));
+    assert_eq!(status_of(&all, "sse.second_drop", "resume_again"), "pass");
+}

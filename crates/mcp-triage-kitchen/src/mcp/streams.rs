@@ -253,6 +253,13 @@ pub(super) fn get_stream(
             }
             r
         }
+        Some((log, _)) if drops_this_resumption(&session_instance) => {
+            let mut r = sse::sse_headers(dropped_resumption());
+            if let Some(id) = log.request_id() {
+                r.extensions_mut().insert(answer::ResumedRequest(id));
+            }
+            r
+        }
         Some((log, seq)) => {
             let start = log.position_after(seq);
             let request = log.request_id();
@@ -267,6 +274,30 @@ pub(super) fn get_stream(
     };
     set_header(&mut r, "mcp-session-id", &session.id);
     r
+}
+
+/// Counts resumptions per instance (the scenario's `resumptions_dropped`).
+const RESUMPTIONS: &str = "resumptions";
+
+/// Whether this resumption is one the instance's scenario drops (counted per instance).
+fn drops_this_resumption(instance: &Instance) -> bool {
+    let drops = instance
+        .scenario
+        .resumptions_dropped(&instance.state.params);
+    drops > 0 && instance.state.bump(RESUMPTIONS) <= drops
+}
+
+/// A resumption that drops again before any event with an id: a comment, then the
+/// connection breaks (the body errors, so hyper resets it mid-stream).
+fn dropped_resumption() -> Response<Body> {
+    use futures_util::StreamExt as _;
+    let comment = futures_util::stream::once(async { Ok(Bytes::from_static(b": resumed\n\n")) });
+    // Let the head and the comment reach the client before the break, as a real drop does.
+    let broken = futures_util::stream::once(async {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        Err::<Bytes, _>(std::io::Error::other("resumed stream dropped by scenario"))
+    });
+    Response::new(Body::from_stream(comment.chain(broken)))
 }
 
 /// The legacy standalone GET stream: the session's own notifications (its

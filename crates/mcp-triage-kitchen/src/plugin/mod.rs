@@ -123,4 +123,11 @@ pub trait Scenario: Send + Sync + 'static {
     fn close_after_priming(&self) -> bool {
         false
     }
+
+    /// How many resumptions (`GET` + `Last-Event-ID`) of a stream of this instance drop
+    /// again before any event with an id: each sends an SSE comment and breaks the connection,
+    /// so a client must resume again with the same `Last-Event-ID`.
+    fn resumptions_dropped(&self, _p: &Params) -> u64 {
+        0
+    }
 }

@@ -119,8 +119,13 @@ static PRIMING: ScenarioInfo = ScenarioInfo {
            `id: <stream>-1`. Earlier legacy versions have no priming and get a normal stream with the result (`id: <stream>-1`). \
            2026-07-28 requests (no priming, no resumption) get `200 text/event-stream` with an empty body: no event at all, so the \
            client's verdict is MISSING_RESPONSE (an empty 2xx body, rule 2), not STREAM_INCOMPLETE; the documented outcome \
-           (TOOL_SUCCESS) is the legacy one.",
-    params: &[ParamSpec { name: "delayMs", kind: ParamKind::Integer, default: "100", choices: &[], doc: "Delay before the result is ready." }],
+           (TOOL_SUCCESS) is the legacy one. With `dropResumes` N, the first N resumptions of the instance's streams drop again before \
+           any event with an id (a `: resumed` comment, then the connection breaks): a client must resume again with the same \
+           `Last-Event-ID` (TypeScript SDK #2499: a second drop left it with none).",
+    params: &[
+        ParamSpec { name: "delayMs", kind: ParamKind::Integer, default: "100", choices: &[], doc: "Delay before the result is ready." },
+        ParamSpec { name: "dropResumes", kind: ParamKind::Integer, default: "0", choices: &[], doc: "Resumptions that drop again before any event with an id." },
+    ],
     outcome: Outcome::ToolSuccess,
     origin: Origin::Kitchen,
 };
@@ -134,6 +139,9 @@ impl Scenario for PrimingThenClose {
     }
     fn close_after_priming(&self) -> bool {
         true
+    }
+    fn resumptions_dropped(&self, p: &crate::plugin::Params) -> u64 {
+        p.u64("dropResumes")
     }
     fn run_tool(&self, cx: ToolCx) -> BoxFuture<'static, ToolReply> {
         Box::pin(async move {
