@@ -11,6 +11,12 @@
 #                                                              unscored count too (unscored-checks.mjs)
 #   interop/conformance-server.sh --alpha [args…]              the 0.2.0-alpha CLI with these args
 #   interop/conformance-server.sh [args…]                      the 0.1.16 CLI with these args
+#   interop/conformance-server.sh --write [args…]              any of the above, rewriting the
+#                                                              README table's rows it checks
+#
+# The first two forms end with a summary (checks passed and failed per scenario, and totals)
+# held to their rows of README.md's conformance table (interop/conformance-table.mjs): the
+# table states no count a run does not check.
 #
 # KITCHEN_RESPONSE_MODE=auto|json|sse picks the kitchen's response mode for the single-run forms
 # (default sse). Exits non-zero when any check fails. Installs the pinned npm packages
@@ -36,7 +42,7 @@ stop_kitchen() {
     kitchen_pid=""
   fi
 }
-trap stop_kitchen EXIT
+trap 'stop_kitchen; rm -rf "$out"' EXIT
 
 # run_suite MODE CLI ARGS… : start a kitchen in response mode MODE, run CLI against it.
 run_suite() {
@@ -60,11 +66,26 @@ run_suite() {
   return "$rc"
 }
 
+# table DIR KEY CLI: the summary of DIR's checks, held to (with --write: written into) the
+# README row KEY; the CLI's package version is the row's Suite.
+table() {
+  local version
+  version="$("$node22" -p "require('$(dirname "$(dirname "$3")")/package.json').version")"
+  "$node22" "$here/conformance-table.mjs" ${write:+--write} "$root/README.md" "$2" "$version" 0 "$1"
+}
+
+write=""
+if [ "${1:-}" = "--write" ]; then
+  write=1
+  shift
+fi
 mode="${KITCHEN_RESPONSE_MODE:-sse}"
 if [ $# -eq 0 ]; then
   rc=0
   run_suite sse "$cli_stable" --suite active || rc=1
   run_suite auto "$cli_stable" --suite active || rc=1
+  table "$out/results-sse" server-sse "$cli_stable" || rc=1
+  table "$out/results-auto" server-json "$cli_stable" || rc=1
   exit "$rc"
 elif [ "$1" = "--alpha" ]; then
   shift
@@ -75,6 +96,9 @@ elif printf '%s\n' "$@" | grep -qx -- '--requirements'; then
   # The CLI runs the tasks extension scenarios "not scored" (outside its exit status); the
   # kitchen serves the extension, so they count here: every check passes, all ten ran.
   "$node22" "$here/unscored-checks.mjs" "$out/results-$mode" tasks- 10 || rc=1
+  if [ "$*" = "--requirements 2026-07-28" ] && [ "$mode" = sse ]; then
+    table "$out/results-$mode" server-2026-07-28 "$cli_alpha" || rc=1
+  fi
   exit "$rc"
 else
   run_suite "$mode" "$cli_stable" "$@"

@@ -40,7 +40,7 @@ if [ "${SKIP_INTEROP:-0}" != 1 ]; then
   bash interop/ts-sdk-interop.sh
   step "interop: mcp-triage call against server-everything (stdio, HTTP), the TS SDK example server, the Python SDK (also behind OAuth)"
   bash interop/client-interop.sh
-  step "interop: the official conformance suite's client scenarios (0.1.16 and 0.2.0-alpha) against mcp-triage"
+  step "interop: the official conformance suite's client scenarios (0.1.16, and every 0.2.0-alpha one but its skip list) against mcp-triage"
   bash interop/conformance-client.sh
   step "interop: judge reports (junitparser, headless Chromium) and the pinned clients, mcp-triage call included"
   bash interop/judge/judge-interop.sh

@@ -153,8 +153,10 @@ pub fn check_call(
     }
 }
 
-/// Validates arguments against an `inputSchema` (JSON Schema 2020-12 unless the schema names
-/// another draft; `format` is not asserted, as 2020-12 says): the first mismatch, if any.
+/// Validates arguments against an `inputSchema` in its dialect (the draft its `$schema`
+/// names, else 2020-12 as MCP says; `format` is not asserted; no remote `$ref` fetched: see
+/// [`mcp_triage_core::compile_listed`]): the first mismatch, if any. The schema is only read,
+/// so every keyword of it stays in the listed definition.
 pub fn check_arguments(
     schema: &Value,
     arguments: &Value,
@@ -164,10 +166,7 @@ pub fn check_arguments(
             "a JSON Schema is an object (or a boolean)".into(),
         ));
     }
-    let validator = jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .should_validate_formats(false)
-        .build(schema)
+    let validator = mcp_triage_core::compile_listed(schema)
         .map_err(|e| InputSchemaError(mcp_triage_core::sanitize_line(&e.to_string(), 200)))?;
     let Some(e) = validator.iter_errors(arguments).next() else {
         return Ok(None);

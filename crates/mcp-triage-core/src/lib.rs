@@ -57,7 +57,7 @@ pub use limits::Limits;
 pub use protocol::{CallContext, ProtocolVersion, RequestId, RequestKind, RequestSession};
 pub use record::{AttemptRecord, CallRecord, Decision, JsonRpcInfo, RetryOrigin, ServerInfo};
 pub use record_text::{AttemptText, Attempts, CallRecordText};
-pub use schema::{OutputSchema, SchemaError, SchemaMismatch};
+pub use schema::{compile_listed, dialect, OutputSchema, SchemaError, SchemaMismatch};
 pub use sse::StreamEvent;
 pub use verdict::{
     sanitize_line, AuthChallenge, Layer, LimitHit, Outcome, StreamStats, Verdict, Warning,

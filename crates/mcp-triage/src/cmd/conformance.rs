@@ -25,33 +25,60 @@ pub struct ConformanceArgs {
     /// The scenario; defaults to $MCP_CONFORMANCE_SCENARIO.
     #[arg(long, env = "MCP_CONFORMANCE_SCENARIO", value_name = "NAME")]
     pub scenario: String,
+
+    /// The revision the suite runs the scenario at (the 0.2.0 CLI sets
+    /// $MCP_CONFORMANCE_PROTOCOL_VERSION from its --spec-version); the scripted scenarios
+    /// speak it, 2025-11-25 when absent or unknown.
+    #[arg(
+        long,
+        env = "MCP_CONFORMANCE_PROTOCOL_VERSION",
+        value_name = "REVISION"
+    )]
+    pub protocol_version: Option<String>,
 }
 
 /// The era, whether to accept elicitation defaults, and the tools to call with their arguments.
 type Steps = (VersionChoice, bool, Vec<(&'static str, Value)>);
 
-/// What the reference client does per scenario: which tool with which arguments.
-fn steps(scenario: &str) -> Option<Steps> {
-    let legacy = VersionChoice::Fixed(ProtocolVersion::V2025_11_25);
+/// What the reference client does per scenario: which tool with which arguments, at
+/// `revision` (the suite's; these scenarios were written for the `initialize` era, and the
+/// 0.1.16 CLI names no revision, so 2025-11-25 unless the suite says otherwise: `tools_call`
+/// at 2026-07-28 has a server that refuses `initialize`).
+fn steps(scenario: &str, revision: VersionChoice) -> Option<Steps> {
     Some(match scenario {
         // Handshake and tools/list only.
-        "initialize" => (legacy, false, vec![]),
+        "initialize" => (revision, false, vec![]),
         "tools_call" => (
-            legacy,
+            revision,
             false,
             vec![("add_numbers", json!({ "a": 5, "b": 3 }))],
         ),
         // Accept the form with the schema's defaults (SEP-1034).
         "elicitation-sep1034-client-defaults" => (
-            legacy,
+            revision,
             true,
             vec![("test_client_elicitation_defaults", json!({}))],
         ),
         // The tool's stream closes after a priming event; resume by GET after retry: ms.
-        "sse-retry" => (legacy, false, vec![("test_reconnection", json!({}))]),
+        "sse-retry" => (revision, false, vec![("test_reconnection", json!({}))]),
         _ => return None,
     })
 }
+
+/// The revision named by `--protocol-version` / $MCP_CONFORMANCE_PROTOCOL_VERSION, or
+/// 2025-11-25 (the scripted scenarios' era) when it names none we know.
+fn scripted_revision(named: Option<&str>) -> VersionChoice {
+    match named.map(VersionChoice::parse) {
+        Some(Ok(VersionChoice::Fixed(v))) => VersionChoice::Fixed(v),
+        _ => VersionChoice::Fixed(ProtocolVersion::V2025_11_25),
+    }
+}
+
+/// `json-schema-2020-12-preservation`: the suite lists a tool with a rich 2020-12
+/// `inputSchema` (FOCAL) and an echo tool; the client hands the schema it holds for FOCAL back
+/// through ECHO, and the suite compares it keyword by keyword with what it sent. What is
+/// echoed is [`ToolInfo::input_schema`] itself, so the check sees the client's own copy.
+const SCHEMA_ECHO: (&str, &str) = ("json_schema_2020_12_tool", "json_schema_echo");
 
 /// Arguments for a tool from its input schema: every required property gets a value of its type.
 fn synthesize(schema: &Value) -> Value {
@@ -120,6 +147,9 @@ pub enum SetupError {
     /// `tools/list` failed.
     #[error(transparent)]
     ListTools(#[from] ListToolsError),
+    /// The scenario needs a tool that `tools/list` did not list.
+    #[error("tools/list does not list {0:?}, which this scenario needs")]
+    NotListed(&'static str),
 }
 
 /// Why `conformance-client` did not run its scenario (calls that fail are exit 1, not this).
@@ -166,6 +196,14 @@ pub struct ConformanceConfig {
 pub enum Plan {
     /// What the reference client calls in this scenario (see [`steps`]).
     Scripted(Vec<(&'static str, Value)>),
+    /// Call the tool `echo` with `{"schema": <the listed inputSchema of focal>}` (see
+    /// [`SCHEMA_ECHO`]).
+    EchoSchema {
+        /// The tool whose schema is echoed.
+        focal: &'static str,
+        /// The tool that takes it.
+        echo: &'static str,
+    },
     /// A scenario without a script: the calls the suite names in MCP_CONFORMANCE_CONTEXT's
     /// `toolCalls`, or (None) every listed tool whose definition is valid.
     Generic(Option<Vec<(String, Value)>>),
@@ -176,7 +214,8 @@ pub enum Plan {
 pub fn config(args: ConformanceArgs) -> Result<ConformanceConfig, TargetError> {
     let target = Target::url(&args.url)?;
     let scenario = args.scenario;
-    let (client, plan) = match steps(&scenario) {
+    let revision = scripted_revision(args.protocol_version.as_deref());
+    let (client, plan) = match steps(&scenario, revision) {
         Some((protocol, accept_defaults, calls)) => (
             ClientOptions {
                 protocol,
@@ -197,7 +236,13 @@ pub fn config(args: ConformanceArgs) -> Result<ConformanceConfig, TargetError> {
                 oauth: auth_options(&scenario, &context),
                 ..ClientOptions::default()
             };
-            (client, Plan::Generic(tool_calls(&context)))
+            let plan = if scenario == "json-schema-2020-12-preservation" {
+                let (focal, echo) = SCHEMA_ECHO;
+                Plan::EchoSchema { focal, echo }
+            } else {
+                Plan::Generic(tool_calls(&context))
+            };
+            (client, plan)
         }
     };
     Ok(ConformanceConfig {
@@ -233,27 +278,59 @@ pub fn run(config: ConformanceConfig) -> Result<ExitCode, ConformanceError> {
     } = config;
     match plan {
         Plan::Scripted(calls) => run_scripted(target, client, calls),
-        Plan::Generic(calls) => run_generic(target, client, &scenario, calls),
+        Plan::Generic(Some(named)) => run_generic(target, client, &scenario, Calls::Named(named)),
+        Plan::Generic(None) => run_generic(target, client, &scenario, Calls::EveryValid),
+        Plan::EchoSchema { focal, echo } => {
+            run_generic(target, client, &scenario, Calls::EchoSchema { focal, echo })
+        }
+    }
+}
+
+/// What a scenario without a fixed script calls, decided once `tools/list` is in.
+enum Calls {
+    /// The calls the suite names in MCP_CONFORMANCE_CONTEXT.
+    Named(Vec<(String, Value)>),
+    /// Every listed tool whose definition is valid.
+    EveryValid,
+    /// `echo` with the listed inputSchema of `focal` (see [`SCHEMA_ECHO`]).
+    EchoSchema {
+        focal: &'static str,
+        echo: &'static str,
+    },
+}
+
+impl Calls {
+    /// The (tool, arguments) to call, given what `tools/list` returned.
+    fn resolve(self, tools: &[ToolInfo]) -> Result<Vec<(String, Value)>, SetupError> {
+        Ok(match self {
+            Calls::Named(named) => named,
+            Calls::EveryValid => valid_tools(tools),
+            Calls::EchoSchema { focal, echo } => {
+                let schema = tools
+                    .iter()
+                    .find(|t| t.name == focal)
+                    .and_then(ToolInfo::input_schema)
+                    .ok_or(SetupError::NotListed(focal))?;
+                vec![(echo.to_string(), json!({ "schema": schema }))]
+            }
+        })
     }
 }
 
 /// Scenarios without a fixed script (the 2026-07-28 client scenarios): the era by detection,
-/// the tool calls the suite names in MCP_CONFORMANCE_CONTEXT, or else every listed tool whose
-/// definition is valid (tools with an invalid x-mcp-header are excluded, as clients MUST).
+/// and the calls [`Calls`] picks once the tools are listed (tools with an invalid
+/// x-mcp-header are never among them, as clients MUST).
 fn run_generic(
     target: Target,
     opts: ClientOptions,
     scenario: &str,
-    named: Option<Vec<(String, Value)>>,
+    calls: Calls,
 ) -> Result<ExitCode, ConformanceError> {
     let rt = runtime()?;
     let result: Result<Vec<CallRecord>, SetupError> = rt.block_on(async {
         let client = Client::connect(target, opts).await?;
         let tools = client.list_tools().await?;
-        let calls = match named {
-            Some(named) => named,
-            None => valid_tools(&tools),
-        };
+        let calls = calls.resolve(&tools)?;
         let mut records = Vec::new();
         for (name, a) in calls {
             records.push(client.call_tool(&name, a, CallOptions::default()).await);
@@ -288,7 +365,8 @@ fn valid_tools(tools: &[ToolInfo]) -> Vec<(String, Value)> {
             );
             continue;
         }
-        calls.push((t.name.clone(), synthesize(&t.definition["inputSchema"])));
+        let schema = t.input_schema().unwrap_or(&Value::Null);
+        calls.push((t.name.clone(), synthesize(schema)));
     }
     calls
 }
@@ -392,6 +470,63 @@ mod tests {
             Some(vec![("t".to_string(), json!({ "x": 1 }))])
         );
         assert_eq!(tool_calls(&Value::Null), None);
+    }
+
+    /// The 0.2.0 CLI names its revision; `tools_call` at 2026-07-28 has a server that refuses
+    /// `initialize`, so the scripted scenarios speak what it names (2025-11-25 otherwise).
+    #[test]
+    fn scripted_scenarios_speak_the_suites_revision() {
+        let at = |extra: &[&str]| {
+            let argv = [
+                &["http://127.0.0.1:9/mcp", "--scenario", "tools_call"],
+                extra,
+            ]
+            .concat();
+            config_of(&argv).unwrap().client.protocol
+        };
+        let v2026 = VersionChoice::Fixed(ProtocolVersion::V2026_07_28);
+        let v2025 = VersionChoice::Fixed(ProtocolVersion::V2025_11_25);
+        assert_eq!(at(&["--protocol-version", "2026-07-28"]), v2026);
+        assert_eq!(at(&["--protocol-version", "2099-01-01"]), v2025);
+        assert_eq!(at(&["--protocol-version", "auto"]), v2025);
+        assert_eq!(at(&[]), v2025);
+    }
+
+    /// json-schema-2020-12-preservation echoes the focal tool's inputSchema as listed, every
+    /// keyword of it; a server that does not list the focal tool is a setup error.
+    #[test]
+    fn the_schema_echo_sends_the_listed_schema_back() {
+        let c = config_of(&[
+            "http://127.0.0.1:9/mcp",
+            "--scenario",
+            "json-schema-2020-12-preservation",
+        ])
+        .unwrap();
+        let Plan::EchoSchema { focal, echo } = c.plan else {
+            panic!("the echo plan expected: {:?}", c.plan);
+        };
+        let schema = json!({ "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$defs": { "a": { "$anchor": "x" } }, "allOf": [{ "anyOf": [{}] }],
+            "if": {}, "then": {}, "else": {}, "additionalProperties": false, "x-extra": [1] });
+        let tool = |name: &str, schema: Value| ToolInfo {
+            name: name.to_string(),
+            description: None,
+            hints: Default::default(),
+            annotations: None,
+            header_params: Vec::new(),
+            output_schema: None,
+            definition: json!({ "name": name, "inputSchema": schema }),
+        };
+        let tools = [
+            tool(focal, schema.clone()),
+            tool(echo, json!({ "type": "object" })),
+        ];
+        let calls = Calls::EchoSchema { focal, echo }.resolve(&tools).unwrap();
+        assert_eq!(calls, [(echo.to_string(), json!({ "schema": schema }))]);
+        let e = Calls::EchoSchema { focal, echo }
+            .resolve(&tools[1..])
+            .unwrap_err();
+        assert!(matches!(e, SetupError::NotListed(n) if n == focal), "{e}");
     }
 
     #[test]
