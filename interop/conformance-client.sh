@@ -33,6 +33,9 @@ auth_stable=(auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth/me
 auth_alpha=(auth/authorization-server-migration auth/iss-supported auth/iss-not-advertised
   auth/iss-supported-missing auth/iss-wrong-issuer auth/iss-unexpected auth/iss-normalized
   auth/metadata-issuer-mismatch)
+# ... and the alpha's authorization extensions (DPoP SEP-1932, SEP-990, SEP-1933): "[extension]"
+# scenarios, which run without --force as long as run() passes no --spec-version.
+auth_extension=(auth/dpop auth/dpop-nonce auth/enterprise-managed-authorization auth/wif-jwt-bearer)
 
 cargo build -j 2 -q -p mcp-triage --manifest-path "$root/Cargo.toml"
 bin="$root/target/debug/mcp-triage"
@@ -70,7 +73,8 @@ else
     run "$cli_stable" "$s"
   done
   for s in request-metadata sep-2322-client-request-state http-standard-headers \
-    http-custom-headers http-invalid-tool-headers "${auth_stable[@]}" "${auth_alpha[@]}"; do
+    http-custom-headers http-invalid-tool-headers "${auth_stable[@]}" "${auth_alpha[@]}" \
+    "${auth_extension[@]}"; do
     run "$cli_alpha" "$s"
   done
 fi
