@@ -90,7 +90,7 @@ const CONFORMANCE_CIMD_URL: &str = "https://conformance-test.local/client-metada
 /// MCP_CONFORMANCE_CONTEXT, and the machine scenarios use their grant with what the context
 /// gives: client-credentials, the workload's JWT (`valid_jwt`) for the JWT bearer grant of
 /// `auth/wif-jwt-bearer`, the user's ID token and the IdP (`idp_*`) for
-/// `auth/enterprise-managed-authorization`. DPoP (`auth/dpop*`) needs nothing here: the
+/// `auth/enterprise-managed-authorization` (0.1.16's `auth/cross-app-access-complete-flow`). DPoP (`auth/dpop*`) needs nothing here: the
 /// scenario's authorization server lists ES256 in `dpop_signing_alg_values_supported`, which
 /// the client's default `--dpop auto` follows.
 fn auth_options(scenario: &str, context: &Value) -> Option<OAuthOptions> {
@@ -101,7 +101,10 @@ fn auth_options(scenario: &str, context: &Value) -> Option<OAuthOptions> {
     let (grant, identity_token) = match scenario {
         s if s.starts_with("auth/client-credentials") => (Grant::ClientCredentials, None),
         "auth/wif-jwt-bearer" => (Grant::JwtBearer, text("valid_jwt")),
-        "auth/enterprise-managed-authorization" => (Grant::EnterpriseManaged, text("idp_id_token")),
+        // The same SEP-990 scenario; 0.1.16 names it cross-app-access-complete-flow.
+        "auth/enterprise-managed-authorization" | "auth/cross-app-access-complete-flow" => {
+            (Grant::EnterpriseManaged, text("idp_id_token"))
+        }
         _ => (Grant::AuthorizationCode, None),
     };
     let idp = match (text("idp_token_endpoint"), text("idp_client_id")) {
@@ -412,6 +415,8 @@ mod tests {
         assert_eq!(wif.grant, Grant::JwtBearer);
         assert_eq!(wif.identity_token.as_deref(), Some("w.j.t"));
         assert_eq!(wif.client_id.as_deref(), Some("c"));
+        let old_name = auth_options("auth/cross-app-access-complete-flow", &context).unwrap();
+        assert_eq!(old_name.grant, Grant::EnterpriseManaged);
         let ema = auth_options("auth/enterprise-managed-authorization", &context).unwrap();
         assert_eq!(ema.grant, Grant::EnterpriseManaged);
         assert_eq!(ema.identity_token.as_deref(), Some("i.d.t"));
