@@ -26,7 +26,8 @@ cd "$here"
 cli_stable="$here/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 cli_alpha="$here/node_modules/conformance-alpha/dist/index.js"
 # Client auth scenarios on 0.1.16 (mcp-triage as the OAuth client): the tier-1 auth suite, the
-# 2025-03-26 back-compat pair, the draft ones and client-credentials-{basic,jwt}. The alpha
+# 2025-03-26 back-compat pair, the draft ones, client-credentials-{basic,jwt} and the SEP-990
+# cross-app-access flow (the alpha's enterprise-managed-authorization under its old name). The alpha
 # runs these too, as part of everything its list names.
 auth_stable=(auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth/metadata-var3
   auth/basic-cimd auth/scope-from-www-authenticate auth/scope-from-scopes-supported
@@ -34,14 +35,11 @@ auth_stable=(auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth/me
   auth/token-endpoint-auth-basic auth/token-endpoint-auth-post auth/token-endpoint-auth-none
   auth/pre-registration auth/2025-03-26-oauth-metadata-backcompat
   auth/2025-03-26-oauth-endpoint-fallback auth/resource-mismatch auth/offline-access-scope
-  auth/offline-access-not-supported auth/client-credentials-basic auth/client-credentials-jwt)
+  auth/offline-access-not-supported auth/client-credentials-basic auth/client-credentials-jwt
+  auth/cross-app-access-complete-flow)
 # Alpha client scenarios not run, each with why. This list should end empty: a scenario the
 # client cannot pass yet belongs here with its reason, never silently out of the list.
-skip_alpha=(
-  # implemented on branch auth46: DPoP proofs (RFC 9449) with server nonces, the
-  # enterprise-managed authorization and workload-identity JWT-bearer grants
-  auth/dpop auth/dpop-nonce auth/enterprise-managed-authorization auth/wif-jwt-bearer
-)
+skip_alpha=()
 
 cargo build -j 2 -q -p mcp-triage --manifest-path "$root/Cargo.toml"
 bin="$root/target/debug/mcp-triage"

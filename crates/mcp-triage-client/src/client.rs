@@ -22,7 +22,7 @@ use mcp_triage_core::{ProtocolVersion, ServerInfo};
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
 
-use crate::headers::with_auth;
+use crate::headers::with_token;
 use crate::oauth::{BearerCell, OAuth};
 use crate::options::{CallOptions, ClientOptions};
 use crate::sse_legacy::{SseOpenError, SseSession};
@@ -396,7 +396,7 @@ impl Client {
             Transport::Http(HttpEndpoint { http, url, headers }) => {
                 if let Some(s) = &st.session_id {
                     let mut req = http.delete(url).header("Mcp-Session-Id", s);
-                    req = with_auth(req, headers, self.bearer.get().as_deref());
+                    req = with_token(req, headers, &self.bearer);
                     let _ = tokio::time::timeout(Duration::from_secs(2), req.send()).await;
                 }
             }

@@ -3,6 +3,8 @@
 
 use base64::Engine;
 
+use crate::oauth::BearerCell;
+
 /// A 2xx `text/event-stream` response: what a GET stream must be before the client reads it.
 pub(crate) fn is_event_stream(resp: &reqwest::Response) -> bool {
     let sse = resp
@@ -28,6 +30,16 @@ pub(crate) fn with_auth(
         Some(t) => req.bearer_auth(t),
         None => req,
     }
+}
+
+/// The user's extra headers and the token the client holds (`--bearer`, or what OAuth
+/// obtained): Bearer, or DPoP with a proof for this very request ([`BearerCell::authorize`]).
+pub(crate) fn with_token(
+    req: reqwest::RequestBuilder,
+    headers: &[(String, String)],
+    token: &BearerCell,
+) -> reqwest::RequestBuilder {
+    token.authorize(with_auth(req, headers, None))
 }
 
 /// A header value as sent: plain when it is visible ASCII (inner spaces allowed), else the

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::client::{Client, Era, HttpEndpoint, Negotiated, Transport};
 use crate::exchange::Attempt;
-use crate::headers::{header_value, with_auth};
+use crate::headers::{header_value, with_token};
 use crate::tools::param_headers;
 use crate::wire::{self, Sent};
 
@@ -35,7 +35,7 @@ impl Client {
             .post(&to.url)
             .header("Accept", "application/json, text/event-stream")
             .header("Content-Type", "application/json");
-        req = with_auth(req, &to.headers, self.bearer.get().as_deref());
+        req = with_token(req, &to.headers, &self.bearer);
         let is_init = msg["method"] == "initialize";
         if era == Era::Modern || (!is_init && version.at_least(ProtocolVersion::V2025_06_18)) {
             req = req.header("MCP-Protocol-Version", version.as_str());
@@ -113,6 +113,7 @@ impl Client {
                 )
             }
             Ok(Ok(resp)) => {
+                self.bearer.observe(resp.url(), resp.headers());
                 let answers_ok = era == Era::Legacy;
                 let mut sent =
                     wire::read_response(resp, ctx.clone(), deadline, started, |inc| async move {
@@ -169,7 +170,7 @@ impl Client {
             .get(url)
             .header("Accept", "text/event-stream")
             .header("Last-Event-ID", last_event_id);
-        req = with_auth(req, headers, self.bearer.get().as_deref());
+        req = with_token(req, headers, &self.bearer);
         if version.at_least(ProtocolVersion::V2025_06_18) {
             req = req.header("MCP-Protocol-Version", version.as_str());
         }

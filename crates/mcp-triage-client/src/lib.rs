@@ -50,7 +50,8 @@ pub use answers::refused_request_method;
 pub use client::{Client, ConnectError, UnknownSessionAnswer, IDEMPOTENCY_META};
 pub use headers::header_value;
 pub use mcp_triage_core::{CallRecord, RetryOrigin};
-pub use oauth::{AuthorizeMode, Grant, OAuthOptions};
+pub use oauth::dpop::DpopMode;
+pub use oauth::{AuthorizeMode, Grant, IdpClient, OAuthOptions};
 pub use options::{
     Answers, AnswersError, CallOptions, ClientOptions, Prompter, SharedPrompter, UnknownVersion,
     VersionChoice,

@@ -8,7 +8,7 @@ use mcp_triage_core::ProtocolVersion;
 use serde_json::Value;
 
 use crate::answers::answer_or_error;
-use crate::headers::{is_event_stream, with_auth};
+use crate::headers::{is_event_stream, with_token};
 use crate::oauth::BearerCell;
 use crate::options::ClientOptions;
 use crate::wire::Incoming;
@@ -26,7 +26,7 @@ pub(crate) struct Standalone {
 
 impl Standalone {
     fn request(&self, b: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        let mut b = with_auth(b, &self.headers, self.bearer.get().as_deref());
+        let mut b = with_token(b, &self.headers, &self.bearer);
         if self.version.at_least(ProtocolVersion::V2025_06_18) {
             b = b.header("MCP-Protocol-Version", self.version.as_str());
         }

@@ -399,3 +399,61 @@ async fn kitchen_as_scope_step_up() {
     assert_no_bearer(&r);
     k.shutdown().await;
 }
+
+// --- DPoP against the kitchen's authorization server (`dpop`, `dpop_nonce`) -------------------
+
+fn oauth_counters(k: &KitchenHandle) -> [u64; 4] {
+    [
+        "codeGrants",
+        "refusedTokenRequests",
+        "dpopProofsRefused",
+        "dpopNonceChallenges",
+    ]
+    .map(|c| oauth_counter(k, c))
+}
+
+#[tokio::test]
+async fn kitchen_as_dpop_binds_the_token_and_every_request_proves_the_key() {
+    let k = kitchen_flow("dpop").await;
+    let r = run(&k.mcp_url(), memory_oauth()).await;
+    assert_eq!(r.outcome, Outcome::ToolSuccess, "{r:?}");
+    // One token request, no proof the kitchen refused (it checks each request's proof: key,
+    // ath, htm, htu, iat and jti replay), no nonce asked for.
+    assert_eq!(oauth_counters(&k), [1, 0, 0, 0]);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.code == "AUTHORIZED" && w.detail.contains("DPoP-bound")),
+        "{:?}",
+        r.warnings
+    );
+    assert_no_bearer(&r);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn kitchen_as_dpop_nonces_are_followed_once_at_each_server() {
+    let k = kitchen_flow("dpop_nonce").await;
+    let r = run(&k.mcp_url(), memory_oauth()).await;
+    assert_eq!(r.outcome, Outcome::ToolSuccess, "{r:?}");
+    // Two use_dpop_nonce answers: the token endpoint's and the resource's; each followed once.
+    assert_eq!(oauth_counters(&k), [1, 0, 0, 2]);
+    assert_eq!(oauth_counter(&k, "authorizations"), 1);
+    k.shutdown().await;
+}
+
+#[tokio::test]
+async fn kitchen_as_dpop_refuses_a_client_that_will_not_prove_possession() {
+    let k = kitchen_flow("dpop").await;
+    let mut o = memory_oauth();
+    o.list_tools_first = false;
+    if let Some(a) = o.oauth.as_mut() {
+        a.dpop = mcp_triage_client::DpopMode::Never;
+    }
+    let r = run(&k.mcp_url(), o).await;
+    assert_eq!(r.outcome, Outcome::HttpError, "{r:?}");
+    let why = &auth_failed(&r).detail;
+    assert!(why.contains("invalid_dpop_proof"), "{why}");
+    assert_eq!(oauth_counter(&k, "dpopProofsRefused"), 1);
+    k.shutdown().await;
+}

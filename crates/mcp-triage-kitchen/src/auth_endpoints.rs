@@ -133,13 +133,17 @@ pub async fn authorize(
     oauth_as::authorize(&s.auth, &fault, &q)
 }
 
-/// `POST /oauth/{fault}/token`.
+/// `POST /oauth/{fault}/token`, with its `DPoP` proof (checked against this very URL under the
+/// DPoP faults).
 pub async fn token(
     State(s): State<Arc<Shared>>,
     Path(fault): Path<String>,
+    headers: HeaderMap,
     body: String,
 ) -> Response<Body> {
-    oauth_as::token(&s.auth, &fault, &body)
+    let token_url = format!("{}/oauth/{fault}/token", base_of(&s, &headers));
+    let proof = headers.get("dpop").and_then(|v| v.to_str().ok());
+    oauth_as::token(&s.auth, &fault, &body, proof, &token_url)
 }
 
 /// `POST /oauth/{fault}/revoke`.

@@ -69,6 +69,7 @@ pub mod admin;
 pub mod answer;
 pub mod auth_endpoints;
 pub mod catalogue;
+pub mod dpop_check;
 pub mod fixtures_2026;
 pub mod fixtures_tasks;
 mod host_check;

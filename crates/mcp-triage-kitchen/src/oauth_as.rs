@@ -7,8 +7,10 @@
 //! the misbehaving authorization server in its metadata and a client meets the fault by
 //! following discovery. The faults ([`AsFault`]) are the ones a client must survive: an access
 //! token that is already expired, a refresh token that was revoked, tokens for another
-//! audience, metadata without PKCE, no metadata at all, and a scope step-up (decided by the
-//! resource, which asks for more scope on `tools/call`).
+//! audience, metadata without PKCE, no metadata at all, a scope step-up (decided by the
+//! resource, which asks for more scope on `tools/call`), and DPoP (RFC 9449): tokens bound to
+//! the client's key, checked proofs at the token endpoint and the resource, and server nonces
+//! on demand ([`crate::dpop_check`]).
 //!
 //! The HTTP handlers are thin wrappers in [`crate::auth_endpoints`]: this module takes no
 //! shared state, so the `auth.*` scenarios can check tokens without importing the state.
@@ -57,6 +59,15 @@ pub enum AsFault {
     /// `tools/call` needs `mcp:write` besides `mcp:tools`: 403 `insufficient_scope` until the
     /// client steps up.
     ScopeStepUp,
+    /// Tokens are DPoP-bound (RFC 9449): the metadata lists ES256 in
+    /// `dpop_signing_alg_values_supported`, a token request needs a valid proof, the token is
+    /// `token_type` DPoP bound to the proof's key, and the resource takes it only with the DPoP
+    /// scheme and a fresh proof of that key (`ath` its hash) on each request.
+    Dpop,
+    /// As `Dpop`, and the token endpoint and the resource each demand their current nonce
+    /// (§8, §9): a proof without it is refused with `use_dpop_nonce` and the nonce in
+    /// `DPoP-Nonce`.
+    DpopNonce,
 }
 
 impl AsFault {
@@ -69,11 +80,18 @@ impl AsFault {
         ("missing_pkce", AsFault::MissingPkce),
         ("metadata_404", AsFault::Metadata404),
         ("scope_step_up", AsFault::ScopeStepUp),
+        ("dpop", AsFault::Dpop),
+        ("dpop_nonce", AsFault::DpopNonce),
     ];
 
     /// Parses a parameter name.
     pub fn parse(s: &str) -> Option<AsFault> {
         AsFault::ALL.iter().find(|(n, _)| *n == s).map(|(_, f)| *f)
+    }
+
+    /// Whether tokens are DPoP-bound.
+    pub fn dpop(self) -> bool {
+        matches!(self, AsFault::Dpop | AsFault::DpopNonce)
     }
 
     /// The parameter name.
@@ -96,6 +114,8 @@ struct Access {
     scope: String,
     expired: bool,
     revoked: bool,
+    /// The thumbprint of the DPoP key the token is bound to (`cnf.jkt`), if it is.
+    jkt: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -113,6 +133,8 @@ struct Refresh {
     resource: String,
     scope: String,
     revoked: bool,
+    /// A public client's refresh token is bound to its DPoP key too (RFC 9449 §5).
+    jkt: Option<String>,
 }
 
 /// Most registrations, codes, access and refresh tokens kept, each: past it the oldest goes.
@@ -123,6 +145,9 @@ pub const MAX_REGISTRATION_BYTES: usize = 16 * 1024;
 const CODE_SECONDS: u64 = 60;
 /// How long a registration or refresh token is kept.
 const LONG_SECONDS: u64 = 24 * 3600;
+/// How long a DPoP proof's `jti` is remembered: longer than the window its `iat` may be in,
+/// so a proof cannot be replayed while it would pass.
+const JTI_SECONDS: u64 = 900;
 
 /// A map bounded in count, each entry with a lifetime: the oldest is evicted first when
 /// full, and an entry past its lifetime is gone. Clients that register or authorize without
@@ -197,6 +222,11 @@ struct AsData {
     /// bounded like the registrations they belong to: a set without bound grew by one entry
     /// for every client that ever authorized.
     granted: Bounded<()>,
+    /// DPoP proof `jti`s seen (a replayed proof is refused).
+    jtis: Bounded<()>,
+    /// The nonces the token endpoint and the resource demand under `dpop_nonce`.
+    as_nonce: String,
+    rs_nonce: String,
     counters: HashMap<&'static str, u64>,
 }
 
@@ -208,6 +238,9 @@ impl Default for AsData {
             access: Bounded::new(MAX_ENTRIES, ACCESS_SECONDS),
             refresh: Bounded::new(MAX_ENTRIES, LONG_SECONDS),
             granted: Bounded::new(MAX_ENTRIES, LONG_SECONDS),
+            jtis: Bounded::new(MAX_ENTRIES, JTI_SECONDS),
+            as_nonce: format!("as-{}", random_token()),
+            rs_nonce: format!("rs-{}", random_token()),
             counters: HashMap::new(),
         }
     }
@@ -225,8 +258,12 @@ pub struct AuthServer {
 pub enum TokenCheck {
     /// Valid, with these scopes.
     Valid(String),
-    /// No such token, revoked, expired or for another audience (401 `invalid_token`).
+    /// No such token, revoked, expired or for another audience, or (DPoP) presented without
+    /// a valid proof of its key (401 `invalid_token`).
     Invalid(&'static str),
+    /// A DPoP proof without the resource's current nonce: 401 `use_dpop_nonce` with this
+    /// nonce in `DPoP-Nonce` (RFC 9449 §9).
+    UseNonce(String),
 }
 
 fn random_token() -> String {
@@ -257,15 +294,24 @@ fn oauth_error(status: u16, error: &str, description: &str) -> Response<Body> {
     )
 }
 
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
 impl AuthServer {
     fn bump(d: &mut AsData, key: &'static str) {
         *d.counters.entry(key).or_insert(0) += 1;
     }
 
     /// Counters: `registrations`, `authorizations`, `codeGrants`, `refreshGrants`,
-    /// `refusedTokenRequests`, `revocations`, and `misdirectedTokens`: access tokens presented
+    /// `refusedTokenRequests`, `revocations`, `misdirectedTokens`: access tokens presented
     /// at a resource other than the one the client asked for (or asked for none), which the
-    /// judge grades as a token sent to another resource.
+    /// judge grades as a token sent to another resource, and under the DPoP faults
+    /// `dpopProofsRefused` (at the token endpoint or the resource) and `dpopNonceChallenges`
+    /// (`use_dpop_nonce` answers).
     pub fn counters(&self) -> Value {
         let d = self.data.lock().expect("as lock");
         let mut m = serde_json::Map::new();
@@ -277,6 +323,8 @@ impl AuthServer {
             "refusedTokenRequests",
             "revocations",
             "misdirectedTokens",
+            "dpopProofsRefused",
+            "dpopNonceChallenges",
         ] {
             m.insert(k.into(), json!(d.counters.get(k).copied().unwrap_or(0)));
         }
@@ -286,21 +334,127 @@ impl AuthServer {
     /// Judges a bearer token presented to the resource at `resource`. A token the client asked
     /// for another resource (or for none) is counted as misdirected before it is judged: under
     /// `wrong_audience` the server, not the client, picked the wrong audience, so only what the
-    /// client asked for tells whether the client sent a token where it does not belong.
+    /// client asked for tells whether the client sent a token where it does not belong. A
+    /// DPoP-bound token is no bearer token: without its proof it is refused.
     pub fn check(&self, token: &str, resource: &str) -> TokenCheck {
         let mut d = self.data.lock().expect("as lock");
+        match AuthServer::judge(&mut d, token, resource) {
+            Ok(a) if a.jkt.is_some() => TokenCheck::Invalid(
+                "the access token is DPoP-bound: present it with the DPoP scheme and a proof",
+            ),
+            Ok(a) => TokenCheck::Valid(a.scope),
+            Err(refused) => refused,
+        }
+    }
+
+    /// Judges a token presented with the DPoP scheme and `proof` (the `DPoP` header) in a
+    /// request `htm` to `resource` (RFC 9449 §7.1): the token as [`AuthServer::check`] does,
+    /// then the proof (its `ath` the token's hash, its key the one the token is bound to, not
+    /// seen before) and, with `want_nonce`, the resource's nonce.
+    pub fn check_dpop(
+        &self,
+        token: &str,
+        proof: Option<&str>,
+        htm: &str,
+        resource: &str,
+        want_nonce: bool,
+    ) -> TokenCheck {
+        let mut d = self.data.lock().expect("as lock");
+        let a = match AuthServer::judge(&mut d, token, resource) {
+            Ok(a) => a,
+            Err(refused) => return refused,
+        };
+        let Some(jkt) = a.jkt else {
+            return TokenCheck::Invalid("the access token is not DPoP-bound: present it as Bearer");
+        };
+        let expect = crate::dpop_check::Expect {
+            htm,
+            htu: resource,
+            access_token: Some(token),
+            now: unix_now(),
+        };
+        let checked = proof
+            .ok_or("the request has no DPoP proof")
+            .and_then(|p| crate::dpop_check::check(p, expect))
+            .and_then(|p| {
+                if p.jkt != jkt {
+                    Err("the DPoP proof's key is not the one the token is bound to")
+                } else if !d.jtis.live(&p.jti) {
+                    d.jtis.insert(p.jti.clone(), ());
+                    Ok(p)
+                } else {
+                    Err("the DPoP proof was used before (its jti)")
+                }
+            });
+        match checked {
+            Err(why) => {
+                AuthServer::bump(&mut d, "dpopProofsRefused");
+                TokenCheck::Invalid(why)
+            }
+            Ok(p) if want_nonce && p.nonce.as_deref() != Some(d.rs_nonce.as_str()) => {
+                AuthServer::bump(&mut d, "dpopNonceChallenges");
+                TokenCheck::UseNonce(d.rs_nonce.clone())
+            }
+            Ok(_) => TokenCheck::Valid(a.scope),
+        }
+    }
+
+    /// The record of a live access token for `resource`, counting a misdirected one; `Err` is
+    /// the refusal.
+    fn judge(d: &mut AsData, token: &str, resource: &str) -> Result<Access, TokenCheck> {
         if d.access.get(token).is_some_and(|a| a.requested != resource) {
-            AuthServer::bump(&mut d, "misdirectedTokens");
+            AuthServer::bump(d, "misdirectedTokens");
         }
         match d.access.get(token) {
-            None => TokenCheck::Invalid("unknown access token"),
-            Some(a) if a.revoked => TokenCheck::Invalid("the access token was revoked"),
-            Some(a) if a.expired => TokenCheck::Invalid("the access token expired"),
-            Some(a) if a.resource != resource => {
-                TokenCheck::Invalid("the access token was issued for another resource")
-            }
-            Some(a) => TokenCheck::Valid(a.scope.clone()),
+            None => Err(TokenCheck::Invalid("unknown access token")),
+            Some(a) if a.revoked => Err(TokenCheck::Invalid("the access token was revoked")),
+            Some(a) if a.expired => Err(TokenCheck::Invalid("the access token expired")),
+            Some(a) if a.resource != resource => Err(TokenCheck::Invalid(
+                "the access token was issued for another resource",
+            )),
+            Some(a) => Ok(a.clone()),
         }
+    }
+
+    /// Under the DPoP faults, the proof of a token request to `token_url`: its key's
+    /// thumbprint (what the token is bound to), or the refusal: no proof or a bad one
+    /// (`invalid_dpop_proof`), or, under `dpop_nonce`, a proof without the current nonce
+    /// (`use_dpop_nonce` with the nonce in `DPoP-Nonce`, RFC 9449 §8).
+    fn token_proof(
+        d: &mut AsData,
+        fault: AsFault,
+        proof: Option<&str>,
+        token_url: &str,
+    ) -> Result<String, ProofRefusal> {
+        let expect = crate::dpop_check::Expect {
+            htm: "POST",
+            htu: token_url,
+            access_token: None,
+            now: unix_now(),
+        };
+        let checked = proof
+            .ok_or("this authorization server binds tokens with DPoP: the token request needs a DPoP proof")
+            .and_then(|p| crate::dpop_check::check(p, expect))
+            .and_then(|p| {
+                if d.jtis.live(&p.jti) {
+                    return Err("the DPoP proof was used before (its jti)");
+                }
+                d.jtis.insert(p.jti.clone(), ());
+                Ok(p)
+            });
+        let p = match checked {
+            Ok(p) => p,
+            Err(why) => {
+                AuthServer::bump(d, "dpopProofsRefused");
+                AuthServer::bump(d, "refusedTokenRequests");
+                return Err(ProofRefusal::Invalid(why));
+            }
+        };
+        if fault == AsFault::DpopNonce && p.nonce.as_deref() != Some(d.as_nonce.as_str()) {
+            AuthServer::bump(d, "dpopNonceChallenges");
+            return Err(ProofRefusal::UseNonce(d.as_nonce.clone()));
+        }
+        Ok(p.jkt)
     }
 
     /// Issues an access token (and a refresh token) for a grant; `first` is a client's first
@@ -312,6 +466,7 @@ impl AuthServer {
         resource: &str,
         scope: &str,
         first: bool,
+        jkt: Option<&str>,
     ) -> Value {
         let access = random_token();
         let refresh = random_token();
@@ -329,6 +484,7 @@ impl AuthServer {
                 scope: scope.to_string(),
                 expired,
                 revoked: false,
+                jkt: jkt.map(str::to_string),
             },
         );
         d.refresh.insert(
@@ -338,11 +494,12 @@ impl AuthServer {
                 resource: resource.to_string(),
                 scope: scope.to_string(),
                 revoked: first && fault == AsFault::RevokedRefresh,
+                jkt: jkt.map(str::to_string),
             },
         );
         let mut body = json!({
             "access_token": access,
-            "token_type": "Bearer",
+            "token_type": if jkt.is_some() { "DPoP" } else { "Bearer" },
             "expires_in": ACCESS_SECONDS,
             "refresh_token": refresh,
         });
@@ -350,6 +507,33 @@ impl AuthServer {
             body["scope"] = json!(scope);
         }
         body
+    }
+}
+
+/// Why the token endpoint refuses a request's DPoP proof.
+enum ProofRefusal {
+    /// No proof, or a bad one: `invalid_dpop_proof`.
+    Invalid(&'static str),
+    /// A good proof without the current nonce: `use_dpop_nonce`, the nonce in `DPoP-Nonce`.
+    UseNonce(String),
+}
+
+impl ProofRefusal {
+    fn response(self) -> Response<Body> {
+        match self {
+            ProofRefusal::Invalid(why) => oauth_error(400, "invalid_dpop_proof", why),
+            ProofRefusal::UseNonce(nonce) => {
+                let mut r = oauth_error(
+                    400,
+                    "use_dpop_nonce",
+                    "this authorization server requires a DPoP nonce",
+                );
+                if let Ok(v) = axum::http::HeaderValue::from_str(&nonce) {
+                    r.headers_mut().insert("dpop-nonce", v);
+                }
+                r
+            }
+        }
     }
 }
 
@@ -389,6 +573,9 @@ pub fn metadata(base: &str, fault: &str) -> Response<Body> {
         "scopes_supported": [BASE_SCOPE, WRITE_SCOPE],
         "code_challenge_methods_supported": ["S256"],
     });
+    if fault.dpop() {
+        m["dpop_signing_alg_values_supported"] = json!(["ES256"]);
+    }
     if fault == AsFault::MissingPkce {
         if let Some(o) = m.as_object_mut() {
             o.remove("code_challenge_methods_supported");
@@ -485,13 +672,30 @@ pub fn authorize(auth: &AuthServer, fault: &str, q: &HashMap<String, String>) ->
 }
 
 /// `POST /oauth/{fault}/token`: authorization_code (PKCE checked, one use) and refresh_token.
-pub fn token(auth: &AuthServer, fault: &str, body: &str) -> Response<Body> {
+/// Under the DPoP faults `proof` (the `DPoP` header) is checked against `token_url` first, and
+/// the tokens are bound to its key.
+pub fn token(
+    auth: &AuthServer,
+    fault: &str,
+    body: &str,
+    proof: Option<&str>,
+    token_url: &str,
+) -> Response<Body> {
     let Some(fault) = AsFault::parse(fault) else {
         return no_such_server();
     };
     let f = form_pairs(body);
     let get = |k: &str| f.get(k).cloned().unwrap_or_default();
     let mut d = auth.data.lock().expect("as lock");
+    let jkt = if fault.dpop() {
+        match AuthServer::token_proof(&mut d, fault, proof, token_url) {
+            Ok(jkt) => Some(jkt),
+            Err(refused) => return refused.response(),
+        }
+    } else {
+        None
+    };
+    let jkt = jkt.as_deref();
     let refuse = |d: &mut AsData, error: &str, why: &str| {
         AuthServer::bump(d, "refusedTokenRequests");
         oauth_error(400, error, why)
@@ -515,7 +719,8 @@ pub fn token(auth: &AuthServer, fault: &str, body: &str) -> Response<Body> {
             };
             let first = !d.granted.live(&c.client_id);
             d.granted.insert(c.client_id.clone(), ());
-            let body = AuthServer::issue(&mut d, fault, &c.client_id, &resource, &c.scope, first);
+            let body =
+                AuthServer::issue(&mut d, fault, &c.client_id, &resource, &c.scope, first, jkt);
             json_response(200, &body)
         }
         "refresh_token" => {
@@ -532,9 +737,24 @@ pub fn token(auth: &AuthServer, fault: &str, body: &str) -> Response<Body> {
                     "the refresh token belongs to another client",
                 );
             }
+            if r.jkt.is_some() && r.jkt.as_deref() != jkt {
+                return refuse(
+                    &mut d,
+                    "invalid_grant",
+                    "the refresh token is bound to another DPoP key",
+                );
+            }
             d.refresh.remove(&get("refresh_token"));
             AuthServer::bump(&mut d, "refreshGrants");
-            let body = AuthServer::issue(&mut d, fault, &r.client_id, &r.resource, &r.scope, false);
+            let body = AuthServer::issue(
+                &mut d,
+                fault,
+                &r.client_id,
+                &r.resource,
+                &r.scope,
+                false,
+                jkt,
+            );
             json_response(200, &body)
         }
         _ => refuse(
@@ -611,9 +831,17 @@ mod tests {
             "http://k/mcp",
             "mcp:tools",
             true,
+            None,
         );
-        let expired =
-            AuthServer::issue(&mut d, AsFault::ExpiredToken, "c", "http://k/mcp", "", true);
+        let expired = AuthServer::issue(
+            &mut d,
+            AsFault::ExpiredToken,
+            "c",
+            "http://k/mcp",
+            "",
+            true,
+            None,
+        );
         let other = AuthServer::issue(
             &mut d,
             AsFault::WrongAudience,
@@ -621,6 +849,7 @@ mod tests {
             "http://k/mcp",
             "",
             false,
+            None,
         );
         drop(d);
         let t = |v: &Value| v["access_token"].as_str().unwrap().to_string();
@@ -648,5 +877,81 @@ mod tests {
         // wrong-audience token was asked for http://k/mcp, and the server picked its audience.
         assert_eq!(a.counters()["misdirectedTokens"], 1);
         assert_eq!(form_pairs("a=1&b=x%20y+z&c")["b"], "x y z");
+    }
+
+    #[test]
+    fn dpop_tokens_need_a_fresh_proof_of_their_key_and_the_nonce() {
+        use crate::dpop_check::tests::TestKey;
+        let a = AuthServer::default();
+        let (key, other) = (TestKey::new(), TestKey::new());
+        let url = "http://k/mcp";
+        let now = unix_now();
+        let tok = {
+            let mut d = a.data.lock().unwrap();
+            let body = AuthServer::issue(
+                &mut d,
+                AsFault::Dpop,
+                "c",
+                url,
+                "mcp:tools",
+                false,
+                Some(&key.jkt()),
+            );
+            assert_eq!(body["token_type"], "DPoP");
+            body["access_token"].as_str().unwrap().to_string()
+        };
+        // As a bearer token it is refused.
+        assert!(matches!(a.check(&tok, url), TokenCheck::Invalid(w) if w.contains("DPoP-bound")));
+        let good = key.proof("POST", url, Some(&tok), None, now);
+        assert_eq!(
+            a.check_dpop(&tok, Some(&good), "POST", url, false),
+            TokenCheck::Valid("mcp:tools".into())
+        );
+        // The same proof again, another key's proof, no proof: refused.
+        let refused = |p: Option<&str>| a.check_dpop(&tok, p, "POST", url, false);
+        assert!(
+            matches!(refused(Some(&good)), TokenCheck::Invalid(w) if w.contains("used before"))
+        );
+        let stolen = other.proof("POST", url, Some(&tok), Some("x"), now);
+        assert!(matches!(refused(Some(&stolen)), TokenCheck::Invalid(w) if w.contains("bound to")));
+        assert!(matches!(refused(None), TokenCheck::Invalid(_)));
+        assert_eq!(a.counters()["dpopProofsRefused"], 3);
+        // Under dpop_nonce: the nonce is asked for, then accepted.
+        let no_nonce = key.proof("POST", url, Some(&tok), Some("old"), now);
+        let TokenCheck::UseNonce(n) = a.check_dpop(&tok, Some(&no_nonce), "POST", url, true) else {
+            panic!("a nonce was expected");
+        };
+        let with_nonce = key.proof("POST", url, Some(&tok), Some(&n), now);
+        assert_eq!(
+            a.check_dpop(&tok, Some(&with_nonce), "POST", url, true),
+            TokenCheck::Valid("mcp:tools".into())
+        );
+        assert_eq!(a.counters()["dpopNonceChallenges"], 1);
+    }
+
+    #[test]
+    fn the_dpop_token_endpoint_checks_the_proof_and_asks_for_its_nonce() {
+        use crate::dpop_check::tests::TestKey;
+        let a = AuthServer::default();
+        let key = TestKey::new();
+        let url = "http://k/oauth/dpop_nonce/token";
+        let body = "grant_type=refresh_token&refresh_token=x&client_id=c";
+        let status = |r: Response<Body>| r.status().as_u16();
+        // No proof: invalid_dpop_proof.
+        assert_eq!(status(token(&a, "dpop_nonce", body, None, url)), 400);
+        assert_eq!(a.counters()["dpopProofsRefused"], 1);
+        // A good proof without the nonce: use_dpop_nonce with the nonce in DPoP-Nonce.
+        let p = key.proof("POST", url, None, None, unix_now());
+        let r = token(&a, "dpop_nonce", body, Some(&p), url);
+        assert_eq!(r.status(), 400);
+        let nonce = r.headers()["dpop-nonce"].to_str().unwrap().to_string();
+        assert_eq!(a.counters()["dpopNonceChallenges"], 1);
+        // With it the proof passes and the grant itself is judged (an unknown refresh token).
+        let p = key.proof("POST", url, None, Some(&nonce), unix_now());
+        let r = token(&a, "dpop_nonce", body, Some(&p), url);
+        assert_eq!(r.status(), 400);
+        assert!(r.headers().get("dpop-nonce").is_none());
+        assert_eq!(a.counters()["dpopNonceChallenges"], 1);
+        assert_eq!(a.counters()["refusedTokenRequests"], 2);
     }
 }

@@ -702,7 +702,50 @@ fn call_authorizes_with_oauth_and_never_prints_a_token() {
 #[test]
 fn oauth_flags_are_checked() {
     let url = "http://127.0.0.1:9/mcp";
+    let dir = std::env::temp_dir().join(format!("mcp-triage-oauth-flags-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let token_file = dir.join("id.jwt");
+    std::fs::write(&token_file, "a.b.c\n").unwrap();
+    let empty_file = dir.join("empty.jwt");
+    std::fs::write(&empty_file, "\n").unwrap();
+    let (token_file, empty_file) = (
+        token_file.to_str().unwrap().to_string(),
+        empty_file.to_str().unwrap().to_string(),
+    );
     for (args, says) in [
+        (
+            vec!["--grant", "jwt-bearer"],
+            "--grant jwt-bearer needs --identity-token-file",
+        ),
+        (
+            vec![
+                "--grant",
+                "enterprise-managed",
+                "--identity-token-file",
+                &token_file,
+            ],
+            "--grant enterprise-managed needs",
+        ),
+        (
+            vec!["--identity-token-file", "/nonexistent/id.jwt"],
+            "--identity-token-file /nonexistent/id.jwt",
+        ),
+        (
+            vec!["--identity-token-file", &empty_file],
+            "the file is empty",
+        ),
+        (
+            vec![
+                "--idp-token-endpoint",
+                "http://127.0.0.1:9/token",
+                "--idp-client-id",
+                "i",
+                "--idp-client-secret-env",
+                "MCP_TRIAGE_TEST_UNSET_SECRET",
+            ],
+            "--idp-client-secret-env MCP_TRIAGE_TEST_UNSET_SECRET",
+        ),
+        (vec!["--dpop", "sometimes"], "auto, always or never"),
         (
             vec![
                 "--client-id",
@@ -745,7 +788,9 @@ fn oauth_flags_are_checked() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(code(&o), 2, "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("a.b.c"), "{args:?}: {err}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The `tools/call` requests the kitchen's journal holds for `tool`.

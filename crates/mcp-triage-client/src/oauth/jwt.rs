@@ -69,14 +69,23 @@ pub fn client_assertion(
         "exp": now + LIFETIME_SECS,
         "jti": super::pkce::random_token(16)?,
     });
+    sign_es256(&key, &header, &claims).map_err(|_| ClientKeyError::Sign)
+}
+
+/// A compact JWS of `claims` under `header`, signed with the P-256 `key` (ES256, the fixed
+/// 64-byte signature JWS wants): the one signing step of the client assertion and of the DPoP
+/// proofs ([`super::dpop`]), so both produce the same JWS encoding.
+pub(crate) fn sign_es256(
+    key: &EcdsaKeyPair,
+    header: &serde_json::Value,
+    claims: &serde_json::Value,
+) -> Result<String, ring::error::Unspecified> {
     let signing_input = format!(
         "{}.{}",
         URL_SAFE_NO_PAD.encode(header.to_string()),
         URL_SAFE_NO_PAD.encode(claims.to_string())
     );
-    let sig = key
-        .sign(&rng, signing_input.as_bytes())
-        .map_err(|_| ClientKeyError::Sign)?;
+    let sig = key.sign(&SystemRandom::new(), signing_input.as_bytes())?;
     Ok(format!(
         "{signing_input}.{}",
         URL_SAFE_NO_PAD.encode(sig.as_ref())

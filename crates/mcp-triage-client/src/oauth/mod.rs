@@ -3,15 +3,20 @@
 //! (RFC 9728) and the authorization server's metadata (RFC 8414 / OpenID discovery, with the
 //! 2025-03-26 fallbacks), registers (a client ID metadata document URL, else dynamic client
 //! registration RFC 7591, else the configured client id), runs the authorization code grant
-//! with PKCE S256 and a loopback redirect (or the client credentials grant for machine
-//! clients), names the resource (RFC 8707), and caches the tokens per server, refreshing them
-//! before they expire and on a 401.
+//! with PKCE S256 and a loopback redirect (or, for machine clients, the client credentials
+//! grant, the JWT bearer grant with a workload identity token (SEP-1933), or the
+//! enterprise-managed authorization of SEP-990: an ID-JAG from the enterprise IdP by token
+//! exchange, then the JWT bearer grant), names the resource (RFC 8707), and caches the tokens
+//! per server, refreshing them before they expire and on a 401. Where the authorization server
+//! offers DPoP (RFC 9449) the tokens are bound to an ephemeral key ([`dpop`]).
 //!
 //! Tokens, secrets and codes never leave this module except in the `Authorization` header of a
 //! request to the MCP server and in the token store file: errors and notes name endpoints,
 //! scopes and error codes only, and every type holding a secret has a redacting `Debug`.
 
 pub mod discovery;
+pub mod dpop;
+mod grants;
 pub mod jwt;
 pub mod pkce;
 pub mod redirect;
@@ -27,6 +32,7 @@ use reqwest::Url;
 use serde_json::{json, Value};
 
 use discovery::TokenAuthMethod;
+use dpop::{Dpop, DpopMode, Role};
 use store::{StoreData, StoredClient, StoredToken, TokenStore};
 
 /// Largest metadata or token response read.
@@ -52,6 +58,27 @@ pub enum Grant {
     AuthorizationCode,
     /// Client credentials (a machine client with `--client-id` and a secret).
     ClientCredentials,
+    /// The JWT bearer grant (RFC 7523 §2.1) with a workload identity token as the assertion
+    /// (workload identity federation, SEP-1933): a workload that already holds a token from
+    /// its platform's issuer trades it for an access token, with no secret of its own.
+    JwtBearer,
+    /// Enterprise-managed authorization (SEP-990): the user's ID token from the enterprise
+    /// IdP is exchanged there for an ID-JAG (RFC 8693 token exchange), which the MCP server's
+    /// authorization server takes as a JWT bearer assertion (RFC 7523); the IdP decides, no
+    /// browser is involved.
+    EnterpriseManaged,
+}
+
+impl Grant {
+    /// The grant as the `AUTHORIZED` note names it.
+    fn describe(self) -> &'static str {
+        match self {
+            Grant::AuthorizationCode => "authorization code + PKCE",
+            Grant::ClientCredentials => "client credentials",
+            Grant::JwtBearer => "JWT bearer",
+            Grant::EnterpriseManaged => "enterprise-managed: ID-JAG + JWT bearer",
+        }
+    }
 }
 
 /// How the authorization page reaches the user.
@@ -283,6 +310,15 @@ pub enum OAuthError {
     /// The `private_key_jwt` assertion could not be made.
     #[error(transparent)]
     ClientKey(#[from] jwt::ClientKeyError),
+    /// The DPoP key or a proof could not be made.
+    #[error(transparent)]
+    Dpop(#[from] dpop::DpopError),
+    /// A 401 `use_dpop_nonce` from the MCP server without a nonce to use.
+    #[error("HTTP 401 use_dpop_nonce without a DPoP-Nonce header: the client has no nonce to put in its proof (RFC 9449 §9)")]
+    DpopNonceMissing,
+    /// A second 401 `use_dpop_nonce` for one request.
+    #[error("HTTP 401 use_dpop_nonce again after sending the request with the server's nonce: giving up (RFC 9449 §9)")]
+    DpopNonceAgain,
     /// The token store could not be written.
     #[error(transparent)]
     Store(#[from] store::StoreError),
@@ -418,15 +454,39 @@ pub enum OAuthError {
     /// A refresh whose registration is gone.
     #[error("the registration that obtained the token is not cached")]
     RegistrationNotCached,
+    /// The JWT bearer or enterprise-managed grant without an identity token.
+    #[error(
+        "the {grant} grant needs an identity token (--identity-token-file or --identity-token-env)"
+    )]
+    NoIdentityToken {
+        /// The grant, as `--grant` spells it.
+        grant: &'static str,
+    },
+    /// The enterprise-managed grant without the IdP or the client at the authorization server.
+    #[error(
+        "the enterprise-managed grant needs --idp-token-endpoint, --idp-client-id and --client-id"
+    )]
+    NoEnterpriseClient,
+    /// The IdP's token exchange answered something other than an ID-JAG.
+    #[error(
+        "the IdP token endpoint {endpoint} issued a {:?} token, not an ID-JAG (urn:ietf:params:oauth:token-type:id-jag)",
+        clean(.issued)
+    )]
+    NotIdJag {
+        /// The IdP's token endpoint.
+        endpoint: String,
+        /// Its `issued_token_type`.
+        issued: String,
+    },
     /// The token answer has no `access_token`.
     #[error("the token endpoint {endpoint} answered without an access_token")]
     NoAccessToken {
         /// The token endpoint.
         endpoint: String,
     },
-    /// The token is not a Bearer token.
+    /// The token is neither a Bearer token nor a DPoP token the client asked for.
     #[error(
-        "the token endpoint {endpoint} issued a {:?} token; this client sends Bearer tokens only",
+        "the token endpoint {endpoint} issued a {:?} token; this client sends Bearer tokens, and DPoP tokens when it sent a DPoP proof",
         clean(.token_type)
     )]
     NotBearer {
@@ -466,6 +526,36 @@ pub struct OAuthOptions {
     pub max_authorizations: u32,
     /// Where tokens and registrations are cached.
     pub store: TokenStore,
+    /// When to bind tokens to a DPoP key (`--dpop`).
+    pub dpop: DpopMode,
+    /// The identity token a grant starts from: the workload identity JWT the JWT bearer grant
+    /// sends as its assertion, or the user's ID token the enterprise-managed grant exchanges
+    /// for an ID-JAG.
+    pub identity_token: Option<String>,
+    /// The enterprise IdP of the enterprise-managed grant.
+    pub idp: Option<IdpClient>,
+}
+
+/// This client at the enterprise IdP (SEP-990): where it exchanges the user's ID token for an
+/// ID-JAG, and as which client.
+#[derive(Clone)]
+pub struct IdpClient {
+    /// The IdP's token endpoint.
+    pub token_endpoint: String,
+    /// The client id registered with the IdP.
+    pub client_id: String,
+    /// Its secret, when the IdP registered the client as confidential (sent with HTTP Basic).
+    pub client_secret: Option<String>,
+}
+
+impl std::fmt::Debug for IdpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdpClient")
+            .field("token_endpoint", &self.token_endpoint)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
+            .finish()
+    }
 }
 
 impl Default for OAuthOptions {
@@ -482,6 +572,9 @@ impl Default for OAuthOptions {
             authorize_timeout: Duration::from_secs(300),
             max_authorizations: 2,
             store: TokenStore::memory(),
+            dpop: DpopMode::Auto,
+            identity_token: None,
+            idp: None,
         }
     }
 }
@@ -496,28 +589,92 @@ impl std::fmt::Debug for OAuthOptions {
             .field("client_metadata_url", &self.client_metadata_url)
             .field("mode", &self.mode)
             .field("store", &self.store)
+            .field("dpop", &self.dpop)
+            .field("identity_token", &self.identity_token.as_ref().map(|_| "…"))
+            .field("idp", &self.idp)
             .finish_non_exhaustive()
     }
 }
 
-/// The bearer token every request to the MCP server carries, shared by the client's tasks
+/// The access token every request to the MCP server carries, shared by the client's tasks
 /// (POSTs, resumption and standalone GETs, DELETE) and replaced when a token is obtained or
-/// refreshed.
+/// refreshed. A DPoP-bound token goes out as `Authorization: DPoP` with a fresh proof for each
+/// request (RFC 9449 §7.1), any other as `Authorization: Bearer`: the one place both are sent.
 #[derive(Clone, Default)]
-pub(crate) struct BearerCell(Arc<std::sync::RwLock<Option<String>>>);
+pub(crate) struct BearerCell(Arc<std::sync::RwLock<Option<Presented>>>);
+
+/// A token as presented: bound to the DPoP key of `dpop`, or a Bearer token.
+#[derive(Clone)]
+struct Presented {
+    token: String,
+    dpop: Option<Arc<Dpop>>,
+}
+
+impl Presented {
+    fn bearer(token: String) -> Presented {
+        Presented { token, dpop: None }
+    }
+}
 
 impl BearerCell {
+    /// A cell holding a Bearer token (`--bearer`), or none.
     pub(crate) fn new(token: Option<String>) -> BearerCell {
-        BearerCell(Arc::new(std::sync::RwLock::new(token)))
+        BearerCell(Arc::new(std::sync::RwLock::new(
+            token.map(Presented::bearer),
+        )))
     }
 
-    pub(crate) fn get(&self) -> Option<String> {
+    fn get(&self) -> Option<Presented> {
         self.0.read().map(|g| g.clone()).unwrap_or(None)
     }
 
-    fn set(&self, token: Option<String>) {
+    fn set(&self, token: Option<Presented>) {
         if let Ok(mut g) = self.0.write() {
             *g = token;
+        }
+    }
+
+    /// The DPoP state of the token in use, when it is DPoP-bound.
+    fn dpop(&self) -> Option<Arc<Dpop>> {
+        self.get().and_then(|p| p.dpop)
+    }
+
+    /// `req` with the token: `Authorization: Bearer`, or `Authorization: DPoP` and a `DPoP`
+    /// proof naming this request's method and URL, the token's hash and the MCP server's
+    /// latest nonce. The method and URL are read off a copy of the request (every request here
+    /// has its body in memory, so the copy is cheap); a proof that cannot be made leaves the
+    /// request without one, and the server's 401 says so.
+    pub(crate) fn authorize(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let Some(p) = self.get() else {
+            return req;
+        };
+        let Some(dpop) = &p.dpop else {
+            return req.bearer_auth(&p.token);
+        };
+        let proof = req.try_clone().and_then(|r| r.build().ok()).and_then(|r| {
+            dpop.proof(Role::Resource, r.method().as_str(), r.url(), Some(&p.token))
+                .ok()
+        });
+        let value = format!("DPoP {}", p.token);
+        let req = match reqwest::header::HeaderValue::try_from(value.as_str()) {
+            Ok(mut v) => {
+                v.set_sensitive(true);
+                req.header(reqwest::header::AUTHORIZATION, v)
+            }
+            // Not a header value: the request fails to build, as with bearer_auth.
+            Err(_) => req.header(reqwest::header::AUTHORIZATION, value),
+        };
+        match proof {
+            Some(proof) => req.header("DPoP", proof),
+            None => req,
+        }
+    }
+
+    /// Keeps the `DPoP-Nonce` of a response from the MCP server at `url` (RFC 9449 §9: any
+    /// response may carry the nonce the next proof must name), when the token is DPoP-bound.
+    pub(crate) fn observe(&self, url: &Url, headers: &reqwest::header::HeaderMap) {
+        if let Some(d) = self.dpop() {
+            d.note_nonce(Role::Resource, url, headers);
         }
     }
 }
@@ -534,6 +691,8 @@ impl std::fmt::Debug for BearerCell {
 pub(crate) struct AuthAttempts {
     refreshed: bool,
     authorizations: u32,
+    /// Whether the request was sent again with the MCP server's DPoP nonce (once at most).
+    dpop_nonce_retried: bool,
 }
 
 /// The authorization server as discovered.
@@ -554,6 +713,8 @@ struct Discovered {
     auth_methods: Vec<String>,
     cimd_supported: bool,
     iss_parameter_supported: bool,
+    /// `dpop_signing_alg_values_supported`.
+    dpop_algs: Vec<String>,
 }
 
 #[derive(Default)]
@@ -561,6 +722,9 @@ struct AuthState {
     loaded: bool,
     data: StoreData,
     discovered: Option<Discovered>,
+    /// The DPoP key and nonces, made when first wanted and kept for the process: the tokens
+    /// bound to it are only good with it.
+    dpop: Option<Arc<Dpop>>,
     /// Why an earlier request gave up authorizing: later requests give up at once instead of
     /// spending the same budget again on a server that refuses every token (the judge's
     /// `auth.wrong_audience` counted 15 refused requests and 9 authorizations without this).
@@ -658,7 +822,7 @@ pub(crate) struct OAuth {
     state: tokio::sync::Mutex<AuthState>,
 }
 
-fn now_secs() -> u64 {
+pub(crate) fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -699,10 +863,20 @@ async fn read_bounded(mut resp: reqwest::Response, what: &str) -> Result<Vec<u8>
 /// Sends `req` and reads its JSON answer (bounded); a non-2xx answer is an error naming `what`
 /// with the OAuth `error` and `error_description` only (never the body).
 async fn send_for_json(req: reqwest::RequestBuilder, what: &str) -> Result<Value, FetchError> {
-    let resp = req.send().await.map_err(|source| FetchError::Send {
+    json_answer(send(req, what).await?, what).await
+}
+
+/// Sends `req`; a transport error names the request `what`.
+async fn send(req: reqwest::RequestBuilder, what: &str) -> Result<reqwest::Response, FetchError> {
+    req.send().await.map_err(|source| FetchError::Send {
         what: what.to_string(),
         source,
-    })?;
+    })
+}
+
+/// The JSON answer of `resp` (bounded), as [`send_for_json`] reads it: the caller may look at
+/// the head first (the token request keeps a `DPoP-Nonce`).
+async fn json_answer(resp: reqwest::Response, what: &str) -> Result<Value, FetchError> {
     let status = resp.status().as_u16();
     let bytes = read_bounded(resp, what).await?;
     if !(200..300).contains(&status) {
@@ -777,8 +951,14 @@ impl OAuth {
                 Ok(d) => st.data = d,
                 Err(e) => notes.push(("AUTH_STORE".to_string(), e.to_string())),
             }
+            // A DPoP-bound token is never stored (its key died with its process); one in a
+            // hand-edited store is not adopted.
             let cached = st.data.tokens.get(&self.resource_key).cloned();
-            self.bearer.set(cached.map(|t| t.access_token));
+            self.bearer.set(
+                cached
+                    .filter(|t| !t.dpop)
+                    .map(|t| Presented::bearer(t.access_token)),
+            );
         }
         let Some(tok) = st.data.tokens.get(&self.resource_key).cloned() else {
             return notes;
@@ -818,20 +998,32 @@ impl OAuth {
     }
 
     /// Keeps the token (and the registration of its issuer) in memory and merges both into the
-    /// store, so another process's tokens for other servers survive.
+    /// store, so another process's tokens for other servers survive. A DPoP-bound token stays
+    /// in memory only: its key is this process's, so the store drops this server's token
+    /// instead (an older Bearer token there would be adopted by the next process).
     fn keep_token(&self, st: &mut AuthState, tok: StoredToken) -> Result<(), OAuthError> {
-        self.bearer.set(Some(tok.access_token.clone()));
+        let dpop = st.dpop.clone().filter(|_| tok.dpop);
+        self.bearer.set(Some(Presented {
+            token: tok.access_token.clone(),
+            dpop,
+        }));
         let client = st.data.clients.get(&tok.issuer).cloned();
         st.data
             .tokens
             .insert(self.resource_key.clone(), tok.clone());
+        let key = self.resource_key.clone();
         let merged = self.opts.store.update(&st.data, |d| {
             if let Some(c) = client {
                 d.clients.insert(tok.issuer.clone(), c);
             }
-            d.tokens.insert(self.resource_key.clone(), tok);
+            if tok.dpop {
+                d.tokens.remove(&key);
+            } else {
+                d.tokens.insert(key.clone(), tok.clone());
+            }
         })?;
         st.data = merged;
+        st.data.tokens.insert(key, tok);
         Ok(())
     }
 
@@ -846,6 +1038,12 @@ impl OAuth {
         challenge: Option<&AuthChallenge>,
         attempts: &mut AuthAttempts,
     ) -> Result<(&'static str, String), OAuthError> {
+        let error = challenge.and_then(|c| c.error.as_deref());
+        if status == 401 && error == Some("use_dpop_nonce") {
+            if let Some(d) = self.bearer.dpop() {
+                return self.dpop_nonce_retry(&d, attempts);
+            }
+        }
         let mut st = self.state.lock().await;
         if let Some(why) = &st.gave_up {
             return Err(OAuthError::GaveUpEarlier {
@@ -858,8 +1056,7 @@ impl OAuth {
             .and_then(|c| c.scope.as_deref())
             .map(str::trim)
             .filter(|s| !s.is_empty());
-        let insufficient = status == 403
-            && challenge.and_then(|c| c.error.as_deref()) == Some("insufficient_scope");
+        let insufficient = status == 403 && error == Some("insufficient_scope");
         let mut before: Vec<String> = Vec::new();
         if status == 401 {
             if let Some(note) = self
@@ -877,23 +1074,18 @@ impl OAuth {
         self.count_authorization(&mut st, status, attempts)?;
         let d = self.discovered_for(&mut st, status, challenge).await?;
         let scope = discovery::select_scope(wanted.as_deref(), &d.prm_scopes, &d.scopes_supported);
-        let tok = match self.opts.grant {
-            Grant::AuthorizationCode => {
-                self.authorization_code(&mut st, &d, scope.as_deref())
-                    .await?
-            }
-            Grant::ClientCredentials => self.client_credentials(&d, scope.as_deref()).await?,
-        };
+        let tok = self.obtain(&mut st, &d, scope.as_deref()).await?;
         let granted = tok.scope.clone();
+        let how = format!(
+            "{}{}",
+            self.opts.grant.describe(),
+            if tok.dpop { ", DPoP-bound" } else { "" }
+        );
         let mut after = String::new();
         if let Err(e) = self.keep_token(&mut st, tok) {
             // The token works for this process even when it cannot be cached.
             after = format!("; not cached: {e}");
         }
-        let how = match self.opts.grant {
-            Grant::AuthorizationCode => "authorization code + PKCE",
-            Grant::ClientCredentials => "client credentials",
-        };
         Ok(("AUTHORIZED", format!(
             "{}HTTP {status}{}: obtained a token from {} ({how}, scope {}) and sent the request again{after}",
             before.concat(),
@@ -901,6 +1093,63 @@ impl OAuth {
             clean(&d.issuer),
             granted.map(|s| format!("{:?}", clean(&s))).unwrap_or_else(|| "unspecified".to_string())
         )))
+    }
+
+    /// A token by the configured grant, DPoP-bound where the authorization server offers it
+    /// (or `--dpop always`).
+    async fn obtain(
+        &self,
+        st: &mut AuthState,
+        d: &Discovered,
+        scope: Option<&str>,
+    ) -> Result<StoredToken, OAuthError> {
+        let dpop = self.dpop_for(st, &d.dpop_algs)?;
+        let dpop = dpop.as_deref();
+        match self.opts.grant {
+            Grant::AuthorizationCode => self.authorization_code(st, d, scope, dpop).await,
+            Grant::ClientCredentials => self.client_credentials(d, scope, dpop).await,
+            Grant::JwtBearer => self.jwt_bearer(d, scope, dpop).await,
+            Grant::EnterpriseManaged => self.enterprise_managed(d, scope, dpop).await,
+        }
+    }
+
+    /// The DPoP state to use with an authorization server listing `algs` as its
+    /// `dpop_signing_alg_values_supported`: `None` when DPoP is not wanted; made on first use
+    /// and then kept, since the tokens are bound to its key.
+    fn dpop_for(
+        &self,
+        st: &mut AuthState,
+        algs: &[String],
+    ) -> Result<Option<Arc<Dpop>>, OAuthError> {
+        if !self.opts.dpop.wanted(algs) {
+            return Ok(None);
+        }
+        if st.dpop.is_none() {
+            st.dpop = Some(Arc::new(Dpop::new()?));
+        }
+        Ok(st.dpop.clone())
+    }
+
+    /// A 401 `use_dpop_nonce` to a DPoP request (RFC 9449 §9): send it again with the nonce
+    /// the answer carried (kept by [`BearerCell::observe`]), once per request; a server that
+    /// asks again, or gives no nonce, is not asked forever.
+    fn dpop_nonce_retry(
+        &self,
+        dpop: &Dpop,
+        attempts: &mut AuthAttempts,
+    ) -> Result<(&'static str, String), OAuthError> {
+        if dpop.nonce(Role::Resource, &self.server).is_none() {
+            return Err(OAuthError::DpopNonceMissing);
+        }
+        if attempts.dpop_nonce_retried {
+            return Err(OAuthError::DpopNonceAgain);
+        }
+        attempts.dpop_nonce_retried = true;
+        Ok((
+            "AUTH_DPOP_NONCE",
+            "HTTP 401 use_dpop_nonce: sent the request again with the server's DPoP nonce"
+                .to_string(),
+        ))
     }
 
     /// A 401's first answer: refresh the token when it has a refresh token and this request has
@@ -1093,6 +1342,7 @@ impl OAuth {
             auth_methods: Vec::new(),
             cimd_supported: false,
             iss_parameter_supported: false,
+            dpop_algs: Vec::new(),
         })
     }
 
@@ -1140,6 +1390,7 @@ impl OAuth {
             cimd_supported: meta["client_id_metadata_document_supported"] == json!(true),
             iss_parameter_supported: meta["authorization_response_iss_parameter_supported"]
                 == json!(true),
+            dpop_algs: strings(&meta["dpop_signing_alg_values_supported"]),
         })
     }
 
@@ -1232,6 +1483,7 @@ impl OAuth {
         st: &mut AuthState,
         d: &Discovered,
         scope: Option<&str>,
+        dpop: Option<&Dpop>,
     ) -> Result<StoredToken, OAuthError> {
         if d.authorization_endpoint.is_empty() {
             return Err(OAuthError::NoAuthorizationEndpoint {
@@ -1265,8 +1517,7 @@ impl OAuth {
             ("code_verifier", pkce.verifier.clone()),
             ("resource", d.resource.clone()),
         ];
-        let tok = self.token_request(d, &client, form, scope).await?;
-        Ok(tok)
+        self.token_request(d, &client, form, scope, dpop).await
     }
 
     /// The loopback listener the redirect comes back to, on the port of an earlier registration
@@ -1350,16 +1601,12 @@ impl OAuth {
         &self,
         d: &Discovered,
         scope: Option<&str>,
+        dpop: Option<&Dpop>,
     ) -> Result<StoredToken, OAuthError> {
-        let Some(id) = &self.opts.client_id else {
+        if self.opts.client_id.is_none() {
             return Err(OAuthError::NoClientCredentials);
-        };
-        let client = StoredClient {
-            client_id: id.clone(),
-            client_secret: self.opts.client_secret.clone(),
-            token_endpoint_auth_method: None,
-            redirect_uri: None,
-        };
+        }
+        let client = self.configured_client();
         let mut form = vec![
             ("grant_type", "client_credentials".to_string()),
             ("resource", d.resource.clone()),
@@ -1367,7 +1614,19 @@ impl OAuth {
         if let Some(s) = scope {
             form.push(("scope", s.to_string()));
         }
-        self.token_request(d, &client, form, scope).await
+        self.token_request(d, &client, form, scope, dpop).await
+    }
+
+    /// The configured client (`--client-id`, its secret): the machine grants' client, with an
+    /// empty id when none is configured (then the token request carries no client
+    /// authentication, which the JWT bearer grant allows: RFC 7523 §3.1).
+    fn configured_client(&self) -> StoredClient {
+        StoredClient {
+            client_id: self.opts.client_id.clone().unwrap_or_default(),
+            client_secret: self.opts.client_secret.clone(),
+            token_endpoint_auth_method: None,
+            redirect_uri: None,
+        }
     }
 
     /// Refreshes `tok` with its authorization server (RFC 6749 §6), keeping the old refresh
@@ -1414,14 +1673,24 @@ impl OAuth {
                 .unwrap_or_default(),
             cimd_supported: false,
             iss_parameter_supported: false,
+            dpop_algs: Vec::new(),
         };
         let form = vec![
             ("grant_type", "refresh_token".to_string()),
             ("refresh_token", refresh.clone()),
             ("resource", d.resource.clone()),
         ];
+        // A DPoP-bound token set is refreshed with a proof of the same key (RFC 9449 §5: a
+        // public client's refresh token is bound too).
+        let dpop = match (tok.dpop, &st.dpop) {
+            (true, Some(d)) => Some(d.clone()),
+            _ => {
+                let algs = st.discovered.as_ref().map(|d| d.dpop_algs.clone());
+                self.dpop_for(st, &algs.unwrap_or_default())?
+            }
+        };
         let mut new = self
-            .token_request(&d, &client, form, tok.scope.as_deref())
+            .token_request(&d, &client, form, tok.scope.as_deref(), dpop.as_deref())
             .await?;
         if new.refresh_token.is_none() {
             new.refresh_token = Some(refresh);
@@ -1432,24 +1701,61 @@ impl OAuth {
         self.keep_token(st, new)
     }
 
-    /// POSTs a token request with the client's authentication and reads the token set.
+    /// POSTs a token request with the client's authentication (and a DPoP proof with `dpop`)
+    /// and reads the token set. A `use_dpop_nonce` refusal that brings a new nonce is sent
+    /// again once with it (RFC 9449 §8); the request is built afresh, so the client assertion
+    /// and the proof carry new `jti`s.
     async fn token_request(
         &self,
         d: &Discovered,
         client: &StoredClient,
-        mut form: Vec<(&'static str, String)>,
+        form: Vec<(&'static str, String)>,
         requested_scope: Option<&str>,
+        dpop: Option<&Dpop>,
     ) -> Result<StoredToken, OAuthError> {
+        // Checked here too, not only at discovery: a stored token names its token endpoint.
+        let token_url = discovery::authorization_server_url(&d.token_endpoint, "token_endpoint")?;
+        let what = format!("the token endpoint {}", d.token_endpoint);
+        let mut nonce_retried = false;
+        let doc = loop {
+            let req = self.token_http_request(d, client, &token_url, form.clone(), dpop)?;
+            let resp = send(req, &what).await?;
+            let new_nonce = dpop.is_some_and(|p| {
+                p.note_nonce(Role::AuthorizationServer, &token_url, resp.headers())
+            });
+            match json_answer(resp, &what).await {
+                Err(FetchError::Refused {
+                    status: 400,
+                    error: Some(e),
+                    ..
+                }) if e == "use_dpop_nonce" && new_nonce && !nonce_retried => {
+                    nonce_retried = true;
+                }
+                answer => break answer?,
+            }
+        };
+        read_token(d, &doc, requested_scope, dpop.is_some())
+    }
+
+    /// One token request: `form` with the client's authentication (a `private_key_jwt`
+    /// assertion, HTTP Basic, the secret in the form, or the id alone; nothing for a grant
+    /// without a client) and, with `dpop`, a proof for the token endpoint.
+    fn token_http_request(
+        &self,
+        d: &Discovered,
+        client: &StoredClient,
+        token_url: &Url,
+        mut form: Vec<(&'static str, String)>,
+        dpop: Option<&Dpop>,
+    ) -> Result<reqwest::RequestBuilder, OAuthError> {
         let method = discovery::token_auth_method(
             &d.auth_methods,
             client.client_secret.is_some(),
             client.token_endpoint_auth_method.as_deref(),
         );
-        // Checked here too, not only at discovery: a stored token names its token endpoint.
-        let token_url = discovery::authorization_server_url(&d.token_endpoint, "token_endpoint")?;
         let mut req = self
             .http
-            .post(token_url)
+            .post(token_url.clone())
             .header("Accept", "application/json");
         // A configured key is used where the server takes private_key_jwt (RFC 7523 §2.2).
         let key = self.opts.client_key_pem.as_deref().filter(|_| {
@@ -1463,15 +1769,10 @@ impl OAuth {
             form.push(("client_assertion", assertion));
         }
         match method {
-            _ if key.is_some() => {}
+            _ if key.is_some() || client.client_id.is_empty() => {}
             TokenAuthMethod::ClientSecretBasic => {
-                let pair = format!(
-                    "{}:{}",
-                    discovery::form_encode(&client.client_id),
-                    discovery::form_encode(client.client_secret.as_deref().unwrap_or(""))
-                );
-                let b64 = base64::engine::general_purpose::STANDARD.encode(pair);
-                req = req.header("Authorization", format!("Basic {b64}"));
+                let secret = client.client_secret.as_deref().unwrap_or("");
+                req = req.header("Authorization", basic_auth(&client.client_id, secret));
             }
             TokenAuthMethod::ClientSecretPost => {
                 form.push(("client_id", client.client_id.clone()));
@@ -1482,36 +1783,178 @@ impl OAuth {
             }
             TokenAuthMethod::None => form.push(("client_id", client.client_id.clone())),
         }
-        let endpoint = &d.token_endpoint;
-        let doc = send_for_json(req.form(&form), &format!("the token endpoint {endpoint}")).await?;
-        let access = doc["access_token"]
-            .as_str()
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| OAuthError::NoAccessToken {
+        if let Some(p) = dpop {
+            req = req.header(
+                "DPoP",
+                p.proof(Role::AuthorizationServer, "POST", token_url, None)?,
+            );
+        }
+        Ok(req.form(&form))
+    }
+}
+
+/// HTTP Basic client authentication (RFC 6749 §2.3.1: id and secret form-encoded first).
+fn basic_auth(client_id: &str, secret: &str) -> String {
+    let pair = format!(
+        "{}:{}",
+        discovery::form_encode(client_id),
+        discovery::form_encode(secret)
+    );
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(pair)
+    )
+}
+
+/// The token set of a token endpoint's answer `doc`. The token type decides how the token is
+/// presented (RFC 9449 §5, §7.1): `DPoP` is bound to the key whose proof the request carried
+/// (`proof_sent`), `Bearer` (or none) is a Bearer token even when a proof was sent (the server
+/// chose not to bind it); any other type, or `DPoP` without a proof, cannot be used.
+fn read_token(
+    d: &Discovered,
+    doc: &Value,
+    requested_scope: Option<&str>,
+    proof_sent: bool,
+) -> Result<StoredToken, OAuthError> {
+    let endpoint = &d.token_endpoint;
+    let access = doc["access_token"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| OAuthError::NoAccessToken {
+            endpoint: endpoint.clone(),
+        })?;
+    let dpop = match doc["token_type"].as_str() {
+        None => false,
+        Some(t) if t.eq_ignore_ascii_case("bearer") => false,
+        Some(t) if t.eq_ignore_ascii_case("dpop") && proof_sent => true,
+        Some(t) => {
+            return Err(OAuthError::NotBearer {
                 endpoint: endpoint.clone(),
-            })?;
-        if let Some(t) = doc["token_type"].as_str() {
-            if !t.eq_ignore_ascii_case("bearer") {
-                return Err(OAuthError::NotBearer {
-                    endpoint: endpoint.clone(),
-                    token_type: t.to_string(),
-                });
+                token_type: t.to_string(),
+            })
+        }
+    };
+    Ok(StoredToken {
+        access_token: access.to_string(),
+        refresh_token: doc["refresh_token"].as_str().map(str::to_string),
+        expires_at: doc["expires_in"]
+            .as_u64()
+            .map(|s| now_secs().saturating_add(s)),
+        issued_at: Some(now_secs()),
+        scope: doc["scope"]
+            .as_str()
+            .map(str::to_string)
+            .or_else(|| requested_scope.map(str::to_string)),
+        issuer: d.issuer.clone(),
+        token_endpoint: d.token_endpoint.clone(),
+        dpop,
+    })
+}
+
+#[cfg(test)]
+impl Discovered {
+    /// An authorization server at `issuer` whose token endpoint is `{issuer}/token`, for the
+    /// MCP server `http://127.0.0.1:9/mcp`, offering DPoP.
+    pub(crate) fn for_test(issuer: &str) -> Discovered {
+        Discovered {
+            resource: "http://127.0.0.1:9/mcp".to_string(),
+            prm_scopes: Vec::new(),
+            issuer: issuer.to_string(),
+            issuer_verified: true,
+            authorization_endpoint: String::new(),
+            token_endpoint: format!("{issuer}/token"),
+            registration_endpoint: None,
+            scopes_supported: Vec::new(),
+            auth_methods: Vec::new(),
+            cimd_supported: false,
+            iss_parameter_supported: false,
+            dpop_algs: vec![dpop::ALG.to_string()],
+        }
+    }
+}
+
+/// A loopback HTTP server for the tests of this module and its children: every request (head
+/// and body, read in full) is kept, and `answer(n, request)` writes the n-th answer.
+#[cfg(test)]
+pub(crate) mod test_server {
+    use std::sync::{Arc, Mutex};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// The requests received so far, as text.
+    pub(crate) type Requests = Arc<Mutex<Vec<String>>>;
+
+    /// Reads one request: the head, then `Content-Length` bytes of body.
+    async fn read_request(sock: &mut tokio::net::TcpStream) -> String {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            let text = String::from_utf8_lossy(&buf).to_string();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let len = text[..end]
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse::<usize>().ok())?
+                    })
+                    .unwrap_or(0);
+                if buf.len() >= end + 4 + len {
+                    return text;
+                }
+            }
+            match sock.read(&mut chunk).await {
+                Ok(0) | Err(_) => return String::from_utf8_lossy(&buf).to_string(),
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
             }
         }
-        Ok(StoredToken {
-            access_token: access.to_string(),
-            refresh_token: doc["refresh_token"].as_str().map(str::to_string),
-            expires_at: doc["expires_in"]
-                .as_u64()
-                .map(|s| now_secs().saturating_add(s)),
-            issued_at: Some(now_secs()),
-            scope: doc["scope"]
-                .as_str()
-                .map(str::to_string)
-                .or_else(|| requested_scope.map(str::to_string)),
-            issuer: d.issuer.clone(),
-            token_endpoint: d.token_endpoint.clone(),
+    }
+
+    /// Starts the server; its base URL and the requests it got.
+    pub(crate) async fn start(
+        answer: impl Fn(usize, &str) -> String + Send + Sync + 'static,
+    ) -> (String, Requests) {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", l.local_addr().unwrap());
+        let requests: Requests = Arc::default();
+        let seen = requests.clone();
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = l.accept().await {
+                let req = read_request(&mut sock).await;
+                let n = {
+                    let mut r = seen.lock().unwrap();
+                    r.push(req.clone());
+                    r.len() - 1
+                };
+                let _ = sock.write_all(answer(n, &req).as_bytes()).await;
+            }
+        });
+        (base, requests)
+    }
+
+    /// An HTTP/1.1 answer with a JSON body, closing the connection.
+    pub(crate) fn json(status: &str, extra_headers: &str, body: &str) -> String {
+        format!(
+            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nConnection: close\r\n{extra_headers}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    }
+
+    /// A request's header value (names compare case-insensitively).
+    pub(crate) fn header<'a>(req: &'a str, name: &str) -> Option<&'a str> {
+        req.split("\r\n\r\n").next()?.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case(name).then(|| v.trim())
         })
+    }
+
+    /// A request's form body as (name, value) pairs, decoded.
+    pub(crate) fn form(req: &str) -> Vec<(String, String)> {
+        let body = req.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+        reqwest::Url::parse(&format!("http://x/?{body}"))
+            .unwrap()
+            .query_pairs()
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect()
     }
 }
 
@@ -1647,5 +2090,217 @@ mod tests {
         assert!(!refresh_due(&StoredToken::default(), u64::MAX / 2));
         // Expired.
         assert!(refresh_due(&tok(0, 10), 11));
+    }
+
+    // --- DPoP (RFC 9449) ---------------------------------------------------------------------
+
+    use dpop::tests::verified;
+    use test_server::{form, header, json as answer, start};
+
+    fn client(id: &str) -> StoredClient {
+        StoredClient {
+            client_id: id.to_string(),
+            ..StoredClient::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_token_request_proves_possession_and_sends_the_as_nonce_on_its_one_retry() {
+        let (base, reqs) = start(|n, _| {
+            if n == 0 {
+                answer(
+                    "400 Bad Request",
+                    "DPoP-Nonce: as-nonce-1\r\n",
+                    r#"{"error":"use_dpop_nonce"}"#,
+                )
+            } else {
+                answer(
+                    "200 OK",
+                    "",
+                    r#"{"access_token":"at-1","token_type":"DPoP","expires_in":60}"#,
+                )
+            }
+        })
+        .await;
+        let oauth = oauth_for("http://127.0.0.1:9/mcp").unwrap();
+        let dpop = Dpop::new().unwrap();
+        let grant = vec![("grant_type", "client_credentials".to_string())];
+        let d = Discovered::for_test(&base);
+        let tok = oauth
+            .token_request(&d, &client("cid"), grant, None, Some(&dpop))
+            .await
+            .unwrap();
+        assert!(tok.dpop, "token_type DPoP is a bound token");
+        let reqs = reqs.lock().unwrap().clone();
+        assert_eq!(reqs.len(), 2);
+        let (h, first) = verified(dpop.key(), header(&reqs[0], "dpop").unwrap());
+        let (_, second) = verified(dpop.key(), header(&reqs[1], "dpop").unwrap());
+        assert_eq!(h["typ"], "dpop+jwt");
+        assert_eq!(first["htm"], "POST");
+        assert_eq!(first["htu"], json!(format!("{base}/token")));
+        assert!(first.get("nonce").is_none() && first.get("ath").is_none());
+        assert_eq!(second["nonce"], "as-nonce-1");
+        assert_ne!(first["jti"], second["jti"], "a retry is a fresh proof");
+        // The retry is the same token request.
+        assert_eq!(form(&reqs[0]), form(&reqs[1]));
+    }
+
+    #[tokio::test]
+    async fn an_as_that_always_wants_another_nonce_is_asked_twice_not_forever() {
+        let (base, reqs) = start(|n, _| {
+            answer(
+                "400 Bad Request",
+                &format!("DPoP-Nonce: n-{n}\r\n"),
+                r#"{"error":"use_dpop_nonce"}"#,
+            )
+        })
+        .await;
+        let oauth = oauth_for("http://127.0.0.1:9/mcp").unwrap();
+        let dpop = Dpop::new().unwrap();
+        let grant = vec![("grant_type", "client_credentials".to_string())];
+        let d = Discovered::for_test(&base);
+        let e = oauth
+            .token_request(&d, &client("cid"), grant.clone(), None, Some(&dpop))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&e, OAuthError::Fetch(FetchError::Refused { status: 400, error, .. })
+                if error.as_deref() == Some("use_dpop_nonce")),
+            "{e}"
+        );
+        assert_eq!(reqs.lock().unwrap().len(), 2);
+        // Without a new nonce there is nothing to retry with: one request.
+        let (base, reqs) =
+            start(|_, _| answer("400 Bad Request", "", r#"{"error":"use_dpop_nonce"}"#)).await;
+        let d = Discovered::for_test(&base);
+        assert!(oauth
+            .token_request(&d, &client("cid"), grant, None, Some(&dpop))
+            .await
+            .is_err());
+        assert_eq!(reqs.lock().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn the_token_type_decides_how_the_token_is_presented() {
+        let d = Discovered::for_test("http://127.0.0.1:1");
+        let doc = |t: &str| json!({ "access_token": "a", "token_type": t });
+        assert!(read_token(&d, &doc("DPoP"), None, true).unwrap().dpop);
+        // A server that got a proof may still issue a Bearer token: it is one.
+        assert!(!read_token(&d, &doc("Bearer"), None, true).unwrap().dpop);
+        assert!(!read_token(&d, &doc("bearer"), None, false).unwrap().dpop);
+        // A DPoP token the client did not ask for cannot be used, nor another type.
+        for (t, proof) in [("DPoP", false), ("mac", true)] {
+            let e = read_token(&d, &doc(t), None, proof).unwrap_err();
+            assert!(matches!(e, OAuthError::NotBearer { .. }), "{e}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_dpop_token_goes_out_with_a_proof_and_a_resource_nonce_is_retried_once() {
+        let oauth = oauth_for("http://127.0.0.1:9/mcp").unwrap();
+        let dpop = Arc::new(Dpop::new().unwrap());
+        oauth.bearer.set(Some(Presented {
+            token: "tok".into(),
+            dpop: Some(dpop.clone()),
+        }));
+        let http = reqwest::Client::new();
+        let sent = |url: &str| {
+            oauth
+                .bearer
+                .authorize(http.post(url).body("{}"))
+                .build()
+                .unwrap()
+        };
+        let req = sent("http://127.0.0.1:9/mcp?x=1#f");
+        assert_eq!(req.headers()["authorization"], "DPoP tok");
+        assert!(req.headers()["authorization"].is_sensitive());
+        let (_, claims) = verified(dpop.key(), req.headers()["dpop"].to_str().unwrap());
+        assert_eq!(claims["htu"], "http://127.0.0.1:9/mcp");
+        assert_eq!(claims["ath"], json!(pkce::s256("tok")));
+        assert!(claims.get("nonce").is_none());
+
+        let challenge = AuthChallenge {
+            scheme: "DPoP".into(),
+            error: Some("use_dpop_nonce".into()),
+            ..AuthChallenge::default()
+        };
+        let mut attempts = AuthAttempts::default();
+        let e = oauth
+            .on_challenge(401, Some(&challenge), &mut attempts)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, OAuthError::DpopNonceMissing), "{e}");
+        let mut h = reqwest::header::HeaderMap::new();
+        h.insert("dpop-nonce", "rs-1".parse().unwrap());
+        oauth
+            .bearer
+            .observe(&Url::parse("http://127.0.0.1:9/mcp").unwrap(), &h);
+        let (code, _) = oauth
+            .on_challenge(401, Some(&challenge), &mut attempts)
+            .await
+            .unwrap();
+        assert_eq!(code, "AUTH_DPOP_NONCE");
+        let req = sent("http://127.0.0.1:9/mcp");
+        let (_, claims) = verified(dpop.key(), req.headers()["dpop"].to_str().unwrap());
+        assert_eq!(claims["nonce"], "rs-1");
+        // Refused again within the same request: give up, no loop.
+        let e = oauth
+            .on_challenge(401, Some(&challenge), &mut attempts)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, OAuthError::DpopNonceAgain), "{e}");
+        // The next request may follow a rotated nonce once more.
+        let mut next = AuthAttempts::default();
+        assert!(oauth
+            .on_challenge(401, Some(&challenge), &mut next)
+            .await
+            .is_ok());
+    }
+
+    #[test]
+    fn a_bearer_token_goes_out_as_bearer_without_a_proof() {
+        let cell = BearerCell::new(Some("plain".into()));
+        let req = cell
+            .authorize(reqwest::Client::new().get("http://127.0.0.1:9/mcp"))
+            .build()
+            .unwrap();
+        assert_eq!(req.headers()["authorization"], "Bearer plain");
+        assert!(req.headers().get("dpop").is_none());
+    }
+
+    #[test]
+    fn a_dpop_bound_token_is_kept_in_memory_only() {
+        let dir = std::env::temp_dir().join(format!("mcp-triage-dpop-{}", std::process::id()));
+        let path = dir.join("tokens.json");
+        let opts = OAuthOptions {
+            store: TokenStore::file(path.clone()),
+            ..OAuthOptions::default()
+        };
+        let oauth = OAuth::new(
+            "http://127.0.0.1:9/mcp",
+            opts,
+            BearerCell::default(),
+            Duration::from_secs(5),
+            Duration::from_secs(5),
+            "test".into(),
+        )
+        .unwrap();
+        let mut st = AuthState {
+            dpop: Some(Arc::new(Dpop::new().unwrap())),
+            ..AuthState::default()
+        };
+        let tok = StoredToken {
+            access_token: "bound-canary".into(),
+            issuer: "http://127.0.0.1:1".into(),
+            token_endpoint: "http://127.0.0.1:1/token".into(),
+            dpop: true,
+            ..StoredToken::default()
+        };
+        oauth.keep_token(&mut st, tok).unwrap();
+        assert!(st.data.tokens[&oauth.resource_key].dpop);
+        assert!(oauth.bearer.dpop().is_some());
+        let file = std::fs::read_to_string(&path).unwrap();
+        assert!(!file.contains("bound-canary"), "{file}");
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -54,6 +54,10 @@ pub struct StoredToken {
     pub issuer: String,
     /// Where to refresh it.
     pub token_endpoint: String,
+    /// Bound to this process's DPoP key (`token_type` DPoP, RFC 9449): presented with proofs
+    /// of that key, and never written to the file, since the key is not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dpop: bool,
 }
 
 impl std::fmt::Debug for StoredToken {
@@ -62,6 +66,7 @@ impl std::fmt::Debug for StoredToken {
             .field("expires_at", &self.expires_at)
             .field("scope", &self.scope)
             .field("issuer", &self.issuer)
+            .field("dpop", &self.dpop)
             .finish_non_exhaustive()
     }
 }
@@ -422,6 +427,7 @@ mod tests {
                 scope: Some("a b".into()),
                 issuer: "http://127.0.0.1:2".into(),
                 token_endpoint: "http://127.0.0.1:2/token".into(),
+                dpop: false,
             },
         );
         d.clients.insert(

@@ -155,10 +155,35 @@ pub struct OAuthArgs {
     #[arg(long, value_name = "URL")]
     pub client_metadata_url: Option<String>,
 
-    /// authorization-code (a person approves in a browser) or client-credentials (a machine
-    /// client: --client-id and --client-secret-env).
-    #[arg(long, value_name = "GRANT", value_parser = ["authorization-code", "client-credentials"])]
+    /// authorization-code (a person approves in a browser), client-credentials (a machine
+    /// client: --client-id and --client-secret-env), jwt-bearer (a workload identity token as
+    /// the assertion: --identity-token-file) or enterprise-managed (the enterprise IdP trades
+    /// the user's ID token for an ID-JAG: --identity-token-file, --idp-token-endpoint,
+    /// --idp-client-id, --client-id).
+    #[arg(long, value_name = "GRANT", value_parser = ["authorization-code", "client-credentials", "jwt-bearer", "enterprise-managed"])]
     pub grant: Option<String>,
+
+    /// The identity token file of --grant jwt-bearer (the workload's JWT) or enterprise-managed
+    /// (the user's ID token from the IdP); read once, never printed.
+    #[arg(long, value_name = "FILE")]
+    pub identity_token_file: Option<PathBuf>,
+
+    /// The enterprise IdP's token endpoint, where --grant enterprise-managed gets the ID-JAG.
+    #[arg(long, value_name = "URL")]
+    pub idp_token_endpoint: Option<String>,
+
+    /// This client's id at the enterprise IdP.
+    #[arg(long, value_name = "ID")]
+    pub idp_client_id: Option<String>,
+
+    /// The environment variable holding the client's secret at the IdP.
+    #[arg(long, value_name = "VAR", requires = "idp_client_id")]
+    pub idp_client_secret_env: Option<String>,
+
+    /// Bind tokens to a DPoP key (RFC 9449): auto (when the authorization server lists ES256
+    /// in dpop_signing_alg_values_supported), always or never.
+    #[arg(long, value_name = "WHEN", value_parser = mcp_triage_client::DpopMode::parse)]
+    pub dpop: Option<mcp_triage_client::DpopMode>,
 
     /// How to show the authorization page: browser, print (the URL on stderr) or follow
     /// (fetch it and follow its redirects, for servers that approve without a person).
@@ -211,6 +236,23 @@ pub enum ArgsError {
         "--grant client-credentials needs --client-id and --client-secret-env or --client-key-file"
     )]
     ClientCredentials,
+    /// `--grant jwt-bearer` without the workload's token.
+    #[error("--grant jwt-bearer needs --identity-token-file (the workload identity token)")]
+    JwtBearer,
+    /// `--grant enterprise-managed` without the ID token, the IdP or the client.
+    #[error("--grant enterprise-managed needs --identity-token-file (the ID token), --idp-token-endpoint, --idp-client-id and --client-id")]
+    EnterpriseManaged,
+    /// `--identity-token-file` cannot be read, or is empty.
+    #[error("--identity-token-file {}: {source}", path.display())]
+    IdentityTokenFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `--idp-client-secret-env` names a variable that is not set.
+    #[error("--idp-client-secret-env {0}: the variable is not set (or not UTF-8)")]
+    IdpSecretEnv(String),
     /// `--max-authorizations 0`.
     #[error("--max-authorizations must be at least 1")]
     MaxAuthorizations,
@@ -266,6 +308,9 @@ impl OAuthArgs {
             || self.client_key_file.is_some()
             || self.client_metadata_url.is_some()
             || self.grant.is_some()
+            || self.identity_token_file.is_some()
+            || self.idp_token_endpoint.is_some()
+            || self.dpop.is_some()
             || self.authorize.is_some()
             || self.no_browser
             || self.redirect_port.is_some()
@@ -287,6 +332,8 @@ impl OAuthArgs {
             ),
             None => None,
         };
+        let identity_token = self.identity_token()?;
+        let idp = self.idp()?;
         let grant = match self.grant.as_deref() {
             Some("client-credentials") => {
                 if self.client_id.is_none() || (client_secret.is_none() && client_key_pem.is_none())
@@ -294,6 +341,14 @@ impl OAuthArgs {
                     return Err(ArgsError::ClientCredentials);
                 }
                 Grant::ClientCredentials
+            }
+            Some("jwt-bearer") if identity_token.is_none() => return Err(ArgsError::JwtBearer),
+            Some("jwt-bearer") => Grant::JwtBearer,
+            Some("enterprise-managed") => {
+                if identity_token.is_none() || idp.is_none() || self.client_id.is_none() {
+                    return Err(ArgsError::EnterpriseManaged);
+                }
+                Grant::EnterpriseManaged
             }
             _ => Grant::AuthorizationCode,
         };
@@ -327,7 +382,51 @@ impl OAuthArgs {
             authorize_timeout: seconds("authorize-timeout", self.authorize_timeout)?,
             max_authorizations: self.max_authorizations,
             store,
+            dpop: self.dpop.unwrap_or_default(),
+            identity_token,
+            idp,
             ..OAuthOptions::default()
+        }))
+    }
+
+    /// The `--identity-token-file` contents without surrounding white space (token files
+    /// usually end in a newline); an empty file is an error, not a token.
+    fn identity_token(&self) -> Result<Option<String>, ArgsError> {
+        let Some(path) = &self.identity_token_file else {
+            return Ok(None);
+        };
+        let fail = |source| ArgsError::IdentityTokenFile {
+            path: path.clone(),
+            source,
+        };
+        let text = std::fs::read_to_string(path).map_err(fail)?;
+        let token = text.trim();
+        if token.is_empty() {
+            return Err(fail(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "the file is empty",
+            )));
+        }
+        Ok(Some(token.to_string()))
+    }
+
+    /// The enterprise IdP client, when both its token endpoint and client id are given.
+    fn idp(&self) -> Result<Option<mcp_triage_client::IdpClient>, ArgsError> {
+        let (Some(token_endpoint), Some(client_id)) =
+            (&self.idp_token_endpoint, &self.idp_client_id)
+        else {
+            return Ok(None);
+        };
+        let client_secret = match &self.idp_client_secret_env {
+            Some(var) => {
+                Some(std::env::var(var).map_err(|_| ArgsError::IdpSecretEnv(var.clone()))?)
+            }
+            None => None,
+        };
+        Ok(Some(mcp_triage_client::IdpClient {
+            token_endpoint: token_endpoint.clone(),
+            client_id: client_id.clone(),
+            client_secret,
         }))
     }
 }

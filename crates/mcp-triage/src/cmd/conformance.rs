@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use mcp_triage_client::{
-    AuthorizeMode, CallOptions, CallRecord, Client, ClientOptions, ConnectError, Grant,
+    AuthorizeMode, CallOptions, CallRecord, Client, ClientOptions, ConnectError, Grant, IdpClient,
     ListToolsError, OAuthOptions, Target, TargetError, ToolInfo, VersionChoice,
 };
 use mcp_triage_core::{Outcome, ProtocolVersion};
@@ -114,21 +114,41 @@ const CONFORMANCE_CIMD_URL: &str = "https://conformance-test.local/client-metada
 /// OAuth for the `auth/` scenarios, as the suite's reference client sets it up: its
 /// authorization servers approve at once by redirecting (so the redirect is followed, not
 /// shown to a person), tokens live in memory only, pre-registered credentials come from
-/// MCP_CONFORMANCE_CONTEXT, and the client-credentials scenarios use that grant.
+/// MCP_CONFORMANCE_CONTEXT, and the machine scenarios use their grant with what the context
+/// gives: client-credentials, the workload's JWT (`valid_jwt`) for the JWT bearer grant of
+/// `auth/wif-jwt-bearer`, the user's ID token and the IdP (`idp_*`) for
+/// `auth/enterprise-managed-authorization` (0.1.16's `auth/cross-app-access-complete-flow`). DPoP (`auth/dpop*`) needs nothing here: the
+/// scenario's authorization server lists ES256 in `dpop_signing_alg_values_supported`, which
+/// the client's default `--dpop auto` follows.
 fn auth_options(scenario: &str, context: &Value) -> Option<OAuthOptions> {
     if !scenario.starts_with("auth/") {
         return None;
     }
-    let machine = scenario.starts_with("auth/client-credentials");
+    let text = |k: &str| context[k].as_str().map(str::to_string);
+    let (grant, identity_token) = match scenario {
+        s if s.starts_with("auth/client-credentials") => (Grant::ClientCredentials, None),
+        "auth/wif-jwt-bearer" => (Grant::JwtBearer, text("valid_jwt")),
+        // The same SEP-990 scenario; 0.1.16 names it cross-app-access-complete-flow.
+        "auth/enterprise-managed-authorization" | "auth/cross-app-access-complete-flow" => {
+            (Grant::EnterpriseManaged, text("idp_id_token"))
+        }
+        _ => (Grant::AuthorizationCode, None),
+    };
+    let idp = match (text("idp_token_endpoint"), text("idp_client_id")) {
+        (Some(token_endpoint), Some(client_id)) => Some(IdpClient {
+            token_endpoint,
+            client_id,
+            client_secret: None,
+        }),
+        _ => None,
+    };
     Some(OAuthOptions {
-        grant: if machine {
-            Grant::ClientCredentials
-        } else {
-            Grant::AuthorizationCode
-        },
-        client_id: context["client_id"].as_str().map(str::to_string),
-        client_secret: context["client_secret"].as_str().map(str::to_string),
-        client_key_pem: context["private_key_pem"].as_str().map(str::to_string),
+        grant,
+        identity_token,
+        idp,
+        client_id: text("client_id"),
+        client_secret: text("client_secret"),
+        client_key_pem: text("private_key_pem"),
         client_metadata_url: Some(CONFORMANCE_CIMD_URL.to_string()),
         mode: AuthorizeMode::Follow,
         authorize_timeout: std::time::Duration::from_secs(20),
@@ -460,6 +480,39 @@ mod tests {
         assert!(c.client.accept_defaults);
         let oauth = c.client.oauth.expect("auth/ scenarios use OAuth");
         assert_eq!(oauth.grant, Grant::ClientCredentials);
+    }
+
+    #[test]
+    fn the_identity_grants_take_their_tokens_from_the_context() {
+        let context = json!({
+            "client_id": "c", "client_secret": "s", "valid_jwt": "w.j.t",
+            "wrong_audience_jwt": "x", "idp_id_token": "i.d.t", "idp_client_id": "ic",
+            "idp_token_endpoint": "http://127.0.0.1:3/token",
+        });
+        let wif = auth_options("auth/wif-jwt-bearer", &context).unwrap();
+        assert_eq!(wif.grant, Grant::JwtBearer);
+        assert_eq!(wif.identity_token.as_deref(), Some("w.j.t"));
+        assert_eq!(wif.client_id.as_deref(), Some("c"));
+        let old_name = auth_options("auth/cross-app-access-complete-flow", &context).unwrap();
+        assert_eq!(old_name.grant, Grant::EnterpriseManaged);
+        let ema = auth_options("auth/enterprise-managed-authorization", &context).unwrap();
+        assert_eq!(ema.grant, Grant::EnterpriseManaged);
+        assert_eq!(ema.identity_token.as_deref(), Some("i.d.t"));
+        let idp = ema.idp.as_ref().expect("the IdP from the context");
+        assert_eq!(
+            (idp.token_endpoint.as_str(), idp.client_id.as_str()),
+            ("http://127.0.0.1:3/token", "ic")
+        );
+        assert_eq!(ema.client_secret.as_deref(), Some("s"));
+        let dpop = auth_options("auth/dpop-nonce", &Value::Null).unwrap();
+        assert_eq!(dpop.grant, Grant::AuthorizationCode);
+        assert_eq!(dpop.dpop, mcp_triage_client::DpopMode::Auto);
+        // Secrets stay out of Debug.
+        let shown = format!("{ema:?}");
+        assert!(
+            !shown.contains("i.d.t") && !shown.contains("\"s\""),
+            "{shown}"
+        );
     }
 
     #[test]
