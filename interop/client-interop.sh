@@ -228,3 +228,8 @@ if [ "$failures" -ne 0 ]; then
   exit 1
 fi
 echo "client interop: $runs calls, all with the expected outcome"
+# The README states the count: held to this run, so the two cannot drift apart.
+if ! grep -q "(\`interop/client-interop.sh\`, $runs checks)" "$root/README.md"; then
+  echo "client interop: README.md does not say \"(\`interop/client-interop.sh\`, $runs checks)\"" >&2
+  exit 1
+fi

@@ -71,3 +71,30 @@ fn the_judge_cases_in_the_docs_are_the_judges() {
         "docs/commands/judge.md's `judge --list` block is not what the binary prints:\n{listing}"
     );
 }
+
+/// The README's demo paragraph states how many rows the demo has (issue 46: every count the
+/// README states is checked): held to what `demo` prints.
+#[test]
+fn the_demo_row_count_in_the_readme_is_the_demos() {
+    let out = bin().args(["demo"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("all ") && l.ends_with(" rows match"))
+        .unwrap_or_else(|| panic!("no `all N rows match` line:\n{err}"));
+    // Prose wraps: compare with runs of white space as one space.
+    let readme = doc("README.md")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        readme.contains(&format!("`{line}`")),
+        "README.md does not say `{line}` (what `mcp-triage demo` prints)"
+    );
+    let n = line.trim_start_matches("all ").trim_end_matches(" rows match");
+    assert!(
+        readme.contains(&format!("the demo plan's {n} rows")),
+        "README.md's nginx paragraph does not say \"the demo plan's {n} rows\""
+    );
+}
