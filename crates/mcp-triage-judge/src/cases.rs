@@ -48,6 +48,9 @@ pub enum CheckKind {
     ScopeStepUp,
     /// OAuth: every token presented was asked for this resource (RFC 8707).
     TokenAudience,
+    /// OAuth with DPoP (RFC 9449): the calls that got through carried a proof of the bound
+    /// key, and no proof was refused.
+    DpopProof,
     /// OAuth: no usable token can be had; the client stops with a stated failure.
     GivesUp,
     /// `judge --replay`: the client ends as the captured line it was last served says.
@@ -122,6 +125,7 @@ impl CheckKind {
             CheckKind::RefreshOnce => "refresh_once",
             CheckKind::ScopeStepUp => "scope_step_up",
             CheckKind::TokenAudience => "token_audience",
+            CheckKind::DpopProof => "dpop_proof",
             CheckKind::GivesUp => "gives_up",
             CheckKind::CapturedOutcome => "captured_outcome",
             CheckKind::RelistBeforeCall => "relist_before_call",
@@ -197,6 +201,10 @@ impl CheckKind {
             CheckKind::ScopeStepUp => &[
                 "spec 2025-11-25 basic/authorization §Scope Challenge Handling: on 403 with error=\"insufficient_scope\" the client SHOULD re-authorize with the challenge's scope and retry (with a bound on attempts)",
                 "RFC 6750 §3.1 insufficient_scope",
+            ],
+            CheckKind::DpopProof => &[
+                "RFC 9449 §4 and §7.1: a DPoP-bound access token is sent as Authorization: DPoP with a proof of the bound key (ath = hash of the token) on every request",
+                "RFC 9449 §8 and §9: a use_dpop_nonce error is answered once with the server's DPoP-Nonce in a new proof",
             ],
             CheckKind::TokenAudience => &[
                 "spec 2025-11-25 basic/authorization §Resource Parameter Implementation: clients MUST send the resource parameter (RFC 8707) naming the MCP server in authorization and token requests",
@@ -504,6 +512,9 @@ fn oauth_cases() -> Vec<CaseDef> {
             "auth.wrong_audience",
             &[GivesUp, AuthBounded, TokenAudience],
         ),
+        // The kitchen's authorization server issues DPoP-bound tokens (and demands nonces).
+        oauth_case("auth.dpop", &[DpopProof, AuthBounded, TokenAudience]),
+        oauth_case("auth.dpop_nonce", &[DpopProof, AuthBounded, TokenAudience]),
         oauth_case("auth.missing_pkce", &[GivesUp]),
         oauth_case("auth.metadata_404", &[GivesUp]),
     ]

@@ -112,6 +112,7 @@ pub fn grade(kind: CheckKind, cx: &Ctx<'_>) -> Check {
         CheckKind::RefreshOnce => refresh_once(cx),
         CheckKind::ScopeStepUp => scope_step_up(cx),
         CheckKind::TokenAudience => token_audience(cx),
+        CheckKind::DpopProof => dpop_proof(cx),
         CheckKind::GivesUp => gives_up(cx),
         CheckKind::CapturedOutcome => captured_outcome(cx),
         CheckKind::RelistBeforeCall => relist_before_call(cx),
@@ -309,6 +310,42 @@ fn token_audience(cx: &Ctx<'_>) -> Check {
     cx.pass(
         k,
         format!("{presented} requests with a token, each asked for this resource"),
+    )
+}
+
+fn dpop_proof(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::DpopProof;
+    let refused = counter(cx, "dpopProofsRefused");
+    if refused > 0 {
+        return auth_fail(
+            cx,
+            k,
+            format!("{refused} DPoP proofs refused (at the token endpoint or the resource)"),
+            &unauthorized(cx).into_iter().take(2).collect::<Vec<_>>(),
+        );
+    }
+    if did_no_oauth(cx) {
+        return no_authorization(cx, k, "DPoP-bound tokens");
+    }
+    let calls = cx.calls();
+    let proved = calls
+        .iter()
+        .filter(|e| header(e, "dpop").is_some() && e.status.is_some_and(|s| s < 300))
+        .count();
+    if proved == 0 {
+        return auth_fail(
+            cx,
+            k,
+            "no tools/call with a DPoP proof got through: the DPoP-bound token was sent as a bearer token, or not at all".into(),
+            &calls.into_iter().take(3).collect::<Vec<_>>(),
+        );
+    }
+    cx.pass(
+        k,
+        format!(
+            "{proved} tools/call with a proof of the bound key; {} nonce challenge(s) answered",
+            counter(cx, "dpopNonceChallenges")
+        ),
     )
 }
 

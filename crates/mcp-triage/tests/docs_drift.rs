@@ -92,7 +92,9 @@ fn the_demo_row_count_in_the_readme_is_the_demos() {
         readme.contains(&format!("`{line}`")),
         "README.md does not say `{line}` (what `mcp-triage demo` prints)"
     );
-    let n = line.trim_start_matches("all ").trim_end_matches(" rows match");
+    let n = line
+        .trim_start_matches("all ")
+        .trim_end_matches(" rows match");
     assert!(
         readme.contains(&format!("the demo plan's {n} rows")),
         "README.md's nginx paragraph does not say \"the demo plan's {n} rows\""

@@ -394,7 +394,7 @@ fn call_with_oauth_passes_every_auth_case() {
         assert_eq!(code, Some(0), "{era}");
         let cases: std::collections::BTreeSet<&str> =
             all.iter().map(|(c, _, _)| c.as_str()).collect();
-        assert_eq!(cases.len(), 6, "{cases:?}");
+        assert_eq!(cases.len(), 8, "{cases:?}");
         for (case, check) in [
             ("auth.expired_token", "refresh_once"),
             ("auth.scope_step_up", "scope_step_up"),
@@ -403,6 +403,8 @@ fn call_with_oauth_passes_every_auth_case() {
             ("auth.wrong_audience", "gives_up"),
             ("auth.missing_pkce", "gives_up"),
             ("auth.metadata_404", "gives_up"),
+            ("auth.dpop", "dpop_proof"),
+            ("auth.dpop_nonce", "dpop_proof"),
         ] {
             assert!(
                 all.iter()
@@ -443,6 +445,10 @@ fn a_client_without_oauth_fails_the_oauth_cases() {
     }
     assert_eq!(status("auth.expired_token", "refresh_once"), "fail");
     assert_eq!(status("auth.scope_step_up", "scope_step_up"), "fail");
+    for case in ["auth.dpop", "auth.dpop_nonce"] {
+        assert_eq!(status(case, "tool_called"), "fail", "{case}");
+        assert_eq!(status(case, "dpop_proof"), "fail", "{case}");
+    }
     assert_eq!(status("auth.missing_pkce", "tool_called"), "n/a");
     let case = report["suites"][0]["cases"]
         .as_array()
