@@ -21,14 +21,6 @@ use mcp_triage_core::{Outcome, Verdict};
 
 use crate::protocol::Era;
 
-/// Headers whose values never appear in the journal.
-const REDACTED: &[&str] = &[
-    "authorization",
-    "cookie",
-    "proxy-authorization",
-    "set-cookie",
-];
-
 /// Default bound on the journal's serialized size (`--journal-max-bytes`).
 pub const DEFAULT_MAX_BYTES: usize = 64 * 1024 * 1024;
 
@@ -529,7 +521,8 @@ pub fn redacted_headers(headers: &HeaderMap) -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
     for (name, value) in headers {
         let n = name.as_str().to_ascii_lowercase();
-        let v = if REDACTED.contains(&n.as_str()) {
+        // The proxy's own list: a journal never keeps what a record hides.
+        let v = if mcp_triage_wire::redact::is_secret_header(&n, &[]) {
             "[redacted]".to_string()
         } else {
             String::from_utf8_lossy(value.as_bytes()).into_owned()
@@ -771,6 +764,17 @@ mod tests {
         assert_eq!(v["authorization"], "[redacted]");
         assert_eq!(v["cookie"], "[redacted]");
         assert_eq!(v["mcp-method"], "tools/call");
+        // Every secret header the proxy hides, the journal hides too (issue 47: one list).
+        let mut all = HeaderMap::new();
+        for name in mcp_triage_wire::redact::SECRET_HEADERS {
+            all.insert(
+                axum::http::HeaderName::from_static(name),
+                "canary-7d1f".parse().unwrap(),
+            );
+        }
+        let v = redacted_headers(&all);
+        assert_eq!(v.len(), mcp_triage_wire::redact::SECRET_HEADERS.len());
+        assert!(v.values().all(|x| x == "[redacted]"), "{v:?}");
         let j = Journal::new(2);
         for i in 0..3 {
             j.push(entry(i));

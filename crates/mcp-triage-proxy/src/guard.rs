@@ -11,33 +11,9 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-pub use mcp_triage_wire::redact::{redact_query, REDACTED, SECRET_QUERY_PARAMS};
-
-/// Header names whose values never reach a record, a span or a capture, whatever the options
-/// say (`--redact-header` adds to them; compared case-insensitively): credentials
-/// (`Authorization` and the API-key and token headers in common use) and cookies.
-pub const SECRET_HEADERS: [&str; 14] = [
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "set-cookie",
-    "x-api-key",
-    "api-key",
-    "x-auth-token",
-    "x-access-token",
-    "x-amz-security-token",
-    "x-goog-api-key",
-    "x-csrf-token",
-    "private-token",
-    "ocp-apim-subscription-key",
-    "x-functions-key",
-];
-
-/// True when `name` is a secret header: in [`SECRET_HEADERS`] or in `extra`.
-pub fn is_secret_header(name: &str, extra: &[String]) -> bool {
-    SECRET_HEADERS.iter().any(|h| h.eq_ignore_ascii_case(name))
-        || extra.iter().any(|h| h.eq_ignore_ascii_case(name))
-}
+pub use mcp_triage_wire::redact::{
+    is_secret_header, redact_query, REDACTED, SECRET_HEADERS, SECRET_QUERY_PARAMS,
+};
 
 /// Which `Host` and `Origin` values the proxy accepts.
 #[derive(Debug, Clone, Default)]

@@ -1,9 +1,37 @@
-//! Query secrets kept out of every record, capture and log line: the one list of parameter
-//! names ([`SECRET_QUERY_PARAMS`]) and the one redaction ([`redact_query`]) the proxy's records
-//! and captures and the C ABI's record line (what the nginx modules log) all apply. One home,
-//! so that a gateway's log and the proxy's record never disagree about what is a secret.
+//! Secrets kept out of every record, capture, journal and log line: the one list of header
+//! names ([`SECRET_HEADERS`]), the one list of query parameter names ([`SECRET_QUERY_PARAMS`])
+//! and the one query redaction ([`redact_query`]) the proxy's records and captures, the
+//! kitchen's journal and the C ABI's record line (what the nginx modules log) all apply. One
+//! home, so that a gateway's log and the proxy's record never disagree about what is a secret.
 
 use std::borrow::Cow;
+
+/// Header names whose values never reach a record, a span, a capture or the kitchen's journal,
+/// whatever the options say (`--redact-header` adds to them; compared case-insensitively):
+/// credentials (`Authorization` and the API-key and token headers in common use) and cookies.
+/// One list for the proxy's guard and the kitchen's journal, which once hid 4 of these 14.
+pub const SECRET_HEADERS: [&str; 14] = [
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+    "x-api-key",
+    "api-key",
+    "x-auth-token",
+    "x-access-token",
+    "x-amz-security-token",
+    "x-goog-api-key",
+    "x-csrf-token",
+    "private-token",
+    "ocp-apim-subscription-key",
+    "x-functions-key",
+];
+
+/// True when `name` is a secret header: in [`SECRET_HEADERS`] or in `extra`.
+pub fn is_secret_header(name: &str, extra: &[String]) -> bool {
+    SECRET_HEADERS.iter().any(|h| h.eq_ignore_ascii_case(name))
+        || extra.iter().any(|h| h.eq_ignore_ascii_case(name))
+}
 
 /// Query parameters whose values never reach a record or a capture, whatever the options say
 /// (`--redact-query-param` adds to them). One list for both, so a capture never keeps what the
