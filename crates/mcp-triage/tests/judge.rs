@@ -90,6 +90,8 @@ fn bad_client_fails_every_resend_check_with_evidence() {
         "auth.expired_token",
         "auth.revoked_refresh",
         "auth.scope_step_up",
+        "auth.dpop",
+        "auth.dpop_nonce",
     ];
     for c in cases {
         let name = c["name"].as_str().unwrap();
@@ -647,4 +649,34 @@ fn a_second_drop_after_resume_is_resumed_again() {
     assert!(failed.is_empty(), "{failed:?}");
     assert_eq!(code, Some(0));
     assert_eq!(status_of(&all, "sse.second_drop", "resume_again"), "pass");
+}
+
+/// Issue 45, "progress keeps a call alive": progress every 250 ms for 4 s, past the 1.5 s
+/// request timeout the case asks for. A client that asks for progress but gives up at its
+/// fixed deadline fails `progress_keeps_alive`; `mcp-triage call`, whose deadline progress
+/// moves, gets the result and passes.
+#[test]
+fn progress_keeps_a_call_alive() {
+    let script = repo().join("interop/judge/bad-client.py");
+    let (code, all) = judge_cases(
+        &format!("python3 '{}' {{url}} --progress-ignored", script.display()),
+        &["timeout.progress_keepalive"],
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        status_of(&all, "timeout.progress_keepalive", "progress_keeps_alive"),
+        "fail"
+    );
+    let bin = env!("CARGO_BIN_EXE_mcp-triage");
+    let ours = format!(
+        "'{bin}' call {{url}} \"$MCP_TRIAGE_TOOL\" --args \"$MCP_TRIAGE_ARGS\" --timeout \"$(( MCP_TRIAGE_REQUEST_TIMEOUT_MS / 1000 ))\""
+    );
+    let (code, all) = judge_cases(&ours, &["timeout.progress_keepalive"]);
+    let failed: Vec<_> = all.iter().filter(|(_, _, s)| s == "fail").collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        status_of(&all, "timeout.progress_keepalive", "progress_keeps_alive"),
+        "pass"
+    );
 }
