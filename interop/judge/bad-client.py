@@ -38,6 +38,10 @@ that grades resends, each with its journal line (crates/mcp-triage/tests/judge.r
         resumes a primed stream once (GET + Last-Event-ID after `retry:`) and, when that
         stream drops too, gives up with a message: must fail `resume_again` in
         `sse.second_drop` (issue 45), where a second resumption with the same id gets the result.
+    python3 bad-client.py URL --progress-ignored
+        asks for progress (`_meta.progressToken`) but gives up at a fixed deadline
+        (MCP_TRIAGE_REQUEST_TIMEOUT_MS, default 1500) however much progress flows: must fail
+        `progress_keeps_alive` in `timeout.progress_keepalive` (issue 45; opencode #28186).
     python3 bad-client.py URL --no-oauth
         does no OAuth at all: pushes its call through the 401s, resending it three times with
         a new id each, then states the 401 and exits 1. It used to pass every `auth.*` case
@@ -250,6 +254,20 @@ if MODE == "--resume-once":
     except Exception as e:  # the resumed stream dropped: this client does not try again
         print(f"error: the resumed stream dropped ({type(e).__name__}); giving up")
         sys.exit(1)
+if MODE == "--progress-ignored":
+    limit = int(os.environ.get("MCP_TRIAGE_REQUEST_TIMEOUT_MS") or "1500") / 1000
+    asked = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+             "params": {"name": TOOL, "arguments": ARGS, "_meta": {"progressToken": "bad-1"}}}
+    got = {}
+    reader = threading.Thread(target=lambda: got.update(answer=post(asked, session)), daemon=True)
+    reader.start()
+    reader.join(limit)
+    if reader.is_alive():
+        print(f"error: no result within {limit} s; giving up (progress or not)", flush=True)
+        os._exit(1)
+    status, _, body = got["answer"]
+    print(f"result: {status} {body[:200]!r}")
+    sys.exit(0)
 if MODE == "--no-oauth":
     for rid in (1, 2, 3, 4):
         status, _, body = post({"jsonrpc": "2.0", "id": rid, "method": "tools/call",

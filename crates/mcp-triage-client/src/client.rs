@@ -298,6 +298,10 @@ impl Client {
             .cloned()
             .unwrap_or_default();
         if let Some(co) = co {
+            // A tool call asks for progress: progress keeps its attempt alive (`keepalive`).
+            if !self.opts.progress_max_wait.is_zero() {
+                meta.insert("progressToken".into(), id.clone());
+            }
             if let Some(k) = &co.idempotency_key {
                 meta.insert(IDEMPOTENCY_META.into(), json!(k));
             }

@@ -24,6 +24,8 @@ pub(crate) struct Attempt<'a> {
     pub(crate) deadline: tokio::time::Instant,
     pub(crate) started: Instant,
     pub(crate) tool: Option<&'a ToolInfo>,
+    /// What progress notifications do to `deadline` (a tool call that asked for progress).
+    pub(crate) keepalive: Option<crate::keepalive::Keepalive>,
 }
 
 impl Client {
@@ -48,12 +50,19 @@ impl Client {
             mcp_triage_core::RequestSession::from_header(with.session),
         )
         .with_request_kind(kind);
+        let keepalive = crate::keepalive::Keepalive::for_message(
+            msg,
+            deadline.saturating_duration_since(tokio::time::Instant::now()),
+            self.opts.progress_max_wait,
+            tokio::time::Instant::now(),
+        );
         let mut attempt = Attempt {
             id,
             ctx,
             deadline,
             started,
             tool,
+            keepalive,
         };
         match &self.transport {
             Transport::Http(_) if self.sse().is_some() => {

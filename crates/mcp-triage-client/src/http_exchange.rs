@@ -82,6 +82,7 @@ impl Client {
             deadline,
             started,
             tool,
+            keepalive,
         } = attempt;
         let (deadline, started) = (*deadline, *started);
         let era = with.era;
@@ -115,14 +116,19 @@ impl Client {
             Ok(Ok(resp)) => {
                 self.bearer.observe(resp.url(), resp.headers());
                 let answers_ok = era == Era::Legacy;
-                let mut sent =
-                    wire::read_response(resp, ctx.clone(), deadline, started, |inc| async move {
+                let mut sent = wire::read_response(
+                    resp,
+                    ctx.clone(),
+                    (deadline, keepalive.as_ref()),
+                    started,
+                    |inc| async move {
                         if !answers_ok {
                             return Err(wire::IncomingError::ModernStream);
                         }
                         self.answer_incoming(inc, with).await
-                    })
-                    .await;
+                    },
+                )
+                .await;
                 if matches!(
                     sent.verdict.outcome,
                     Outcome::Timeout | Outcome::ConnectionError
@@ -201,7 +207,7 @@ impl Client {
             }
             Ok(Ok(r)) => r,
         };
-        wire::read_response(resp, ctx, deadline, started, |inc| async move {
+        wire::read_response(resp, ctx, (deadline, None), started, |inc| async move {
             let with = Negotiated {
                 era: Era::Legacy,
                 version,

@@ -33,6 +33,7 @@ mod client;
 mod exchange;
 mod headers;
 mod http_exchange;
+mod keepalive;
 pub mod oauth;
 mod options;
 pub mod precheck;

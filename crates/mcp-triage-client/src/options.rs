@@ -150,6 +150,10 @@ pub struct ClientOptions {
     pub oauth: Option<crate::oauth::OAuthOptions>,
     /// Deadline of one attempt (request sent to complete response).
     pub timeout: Duration,
+    /// How long `notifications/progress` may keep one `tools/call` attempt alive: each one for
+    /// the call's progress token moves the deadline to `timeout` from then, up to this long
+    /// after the attempt began. Zero: no progress token is sent and the deadline is fixed.
+    pub progress_max_wait: Duration,
     /// Deadline of a TCP connect.
     pub connect_timeout: Duration,
     /// Classifier limits (body, event, stream sizes, depth).
@@ -212,6 +216,7 @@ impl Default for ClientOptions {
             bearer: None,
             oauth: None,
             timeout: Duration::from_secs(30),
+            progress_max_wait: Duration::from_secs(600),
             connect_timeout: Duration::from_secs(10),
             limits: Limits::default(),
             retry: RetryOptions::default(),

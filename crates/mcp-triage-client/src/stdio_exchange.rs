@@ -20,7 +20,7 @@ impl Client {
         msg: &Value,
         attempt: &Attempt<'_>,
     ) -> Sent {
-        let (ctx, deadline, started) = (&attempt.ctx, attempt.deadline, attempt.started);
+        let (ctx, mut deadline, started) = (&attempt.ctx, attempt.deadline, attempt.started);
         if let Some(why) = &conn.closed {
             return Sent::failed(
                 Verdict::connection_error(why.clone()),
@@ -80,7 +80,11 @@ impl Client {
                 continue;
             }
             if v.get("id") != Some(expected) {
-                continue; // a notification or another id
+                // a notification or another id; progress for our token moves the deadline
+                if let Some(k) = attempt.keepalive.as_ref().filter(|k| k.is_progress(&v)) {
+                    deadline = k.extended(deadline, tokio::time::Instant::now());
+                }
+                continue;
             }
             let (verdict, response) = wire::classify_line(&line, ctx);
             let mut s = Sent::failed(verdict, Delivery::Sent, started);

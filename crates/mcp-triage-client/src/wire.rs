@@ -8,6 +8,7 @@
 
 use std::time::{Instant, SystemTime};
 
+use crate::keepalive::Keepalive;
 use mcp_triage_core::retry::Delivery;
 use mcp_triage_core::{
     classify_with_response, CallContext, Interruption, Limits, Outcome, ResponseClassifier,
@@ -161,7 +162,7 @@ pub(crate) fn context(
 pub(crate) async fn read_response<F, Fut>(
     resp: reqwest::Response,
     mut ctx: CallContext,
-    deadline: tokio::time::Instant,
+    (deadline, keepalive): (tokio::time::Instant, Option<&Keepalive>),
     started: Instant,
     on_incoming: F,
 ) -> Sent
@@ -176,8 +177,12 @@ where
     ctx.observe_messages = true;
     let cls = ResponseClassifier::new(&head, ctx);
     let mut answers = StreamAnswers::default();
-    let (verdict, response) =
-        read_body(resp, deadline, status, cls, &mut answers, on_incoming).await;
+    let reading = Reading {
+        deadline,
+        keepalive,
+        status,
+    };
+    let (verdict, response) = read_body(resp, reading, cls, &mut answers, on_incoming).await;
     let response = kept_response(&verdict, response);
     Sent {
         status: Some(status),
@@ -247,8 +252,7 @@ impl HeadFacts {
 /// place.
 async fn read_body<F, Fut>(
     mut resp: reqwest::Response,
-    deadline: tokio::time::Instant,
-    status: u16,
+    mut reading: Reading<'_>,
     mut cls: ResponseClassifier,
     answers: &mut StreamAnswers,
     mut on_incoming: F,
@@ -257,8 +261,9 @@ where
     F: FnMut(Incoming) -> Fut,
     Fut: std::future::Future<Output = Result<Answer, IncomingError>>,
 {
+    let status = reading.status;
     loop {
-        let bytes = match tokio::time::timeout_at(deadline, resp.chunk()).await {
+        let bytes = match tokio::time::timeout_at(reading.deadline, resp.chunk()).await {
             Err(_) => {
                 return cls.interrupted_with_response(Interruption::TimedOut(
                     "the deadline passed while reading the response".into(),
@@ -275,6 +280,7 @@ where
         };
         cls.feed(&bytes);
         let incoming: Vec<Incoming> = std::iter::from_fn(|| cls.poll_event())
+            .inspect(|ev| reading.saw(ev))
             .filter_map(Incoming::from_event)
             .collect();
         if let Some(why) = answers.answer(incoming, &mut on_incoming).await {
@@ -282,6 +288,27 @@ where
         }
         if cls.is_decided() {
             return cls.finish_with_response();
+        }
+    }
+}
+
+/// How a body is read: until `deadline`, which progress for the call's token moves
+/// ([`Keepalive`]); `status` is the response's, for a verdict made here.
+struct Reading<'k> {
+    deadline: tokio::time::Instant,
+    keepalive: Option<&'k Keepalive>,
+    status: u16,
+}
+
+impl Reading<'_> {
+    /// A stream event: progress for our token moves the deadline.
+    fn saw(&mut self, ev: &StreamEvent) {
+        let (Some(k), StreamEvent::Notification { data, .. }) = (self.keepalive, ev) else {
+            return;
+        };
+        let progress = serde_json::from_str::<Value>(data).is_ok_and(|m| k.is_progress(&m));
+        if progress {
+            self.deadline = k.extended(self.deadline, tokio::time::Instant::now());
         }
     }
 }

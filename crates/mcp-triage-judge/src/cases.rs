@@ -48,6 +48,9 @@ pub enum CheckKind {
     ScopeStepUp,
     /// OAuth: every token presented was asked for this resource (RFC 8707).
     TokenAudience,
+    /// Progress past the client's timeout: a client that asked for progress keeps waiting
+    /// while it flows and gets the result.
+    ProgressKeepsAlive,
     /// OAuth with DPoP (RFC 9449): the calls that got through carried a proof of the bound
     /// key, and no proof was refused.
     DpopProof,
@@ -126,6 +129,7 @@ impl CheckKind {
             CheckKind::ScopeStepUp => "scope_step_up",
             CheckKind::TokenAudience => "token_audience",
             CheckKind::DpopProof => "dpop_proof",
+            CheckKind::ProgressKeepsAlive => "progress_keeps_alive",
             CheckKind::GivesUp => "gives_up",
             CheckKind::CapturedOutcome => "captured_outcome",
             CheckKind::RelistBeforeCall => "relist_before_call",
@@ -202,6 +206,10 @@ impl CheckKind {
                 "spec 2025-11-25 basic/authorization §Scope Challenge Handling: on 403 with error=\"insufficient_scope\" the client SHOULD re-authorize with the challenge's scope and retry (with a bound on attempts)",
                 "RFC 6750 §3.1 insufficient_scope",
             ],
+            CheckKind::ProgressKeepsAlive => &[
+                "spec basic/lifecycle §Timeouts (2026: basic/patterns/cancellation): implementations MAY choose to reset the timeout clock when receiving a progress notification … SHOULD always enforce a maximum timeout",
+                "opencode #28186: a host gave up at its fixed timeout while progress flowed",
+            ],
             CheckKind::DpopProof => &[
                 "RFC 9449 §4 and §7.1: a DPoP-bound access token is sent as Authorization: DPoP with a proof of the bound key (ath = hash of the token) on every request",
                 "RFC 9449 §8 and §9: a use_dpop_nonce error is answered once with the server's DPoP-Nonce in a new proof",
@@ -268,6 +276,9 @@ pub struct CaseDef {
     /// client gets; it runs only as a task): then not calling it, with a stated failure, is
     /// `tool_called` n/a rather than a failure.
     pub may_decline: Option<&'static str>,
+    /// The request timeout the client is asked to use (`MCP_TRIAGE_REQUEST_TIMEOUT_MS`), where
+    /// the case is about what happens past it (`timeout.progress_keepalive`).
+    pub client_timeout_ms: Option<u64>,
 }
 
 /// The scenario name of `judge --replay` cases.
@@ -333,6 +344,7 @@ fn case(
         captured: None,
         safety: ToolSafety::kitchen(tool),
         may_decline: None,
+        client_timeout_ms: None,
     }
 }
 
@@ -404,6 +416,16 @@ fn error_answer_cases() -> Vec<CaseDef> {
             )
         },
         scenario_case("errors.tool_error", json!({}), &[NoAutoResend]),
+        // Progress every 250 ms for 4 s, past the 1.5 s request timeout the client is asked
+        // to use (MCP_TRIAGE_REQUEST_TIMEOUT_MS).
+        CaseDef {
+            client_timeout_ms: Some(1500),
+            ..scenario_case(
+                "timeout.progress_keepalive",
+                json!({ "totalMs": 4000, "intervalMs": 250 }),
+                &[ProgressKeepsAlive],
+            )
+        },
         scenario_case("errors.jsonrpc_error", json!({}), &[NoAutoResend]),
     ]
 }
@@ -546,6 +568,7 @@ fn task_case(id: &'static str, tool: &'static str, arguments: Value) -> CaseDef 
         .then_some(
             "the tool runs only as a task of the 2026-07-28 tasks extension (execution.taskSupport: required; not listed in the legacy era), which a client without that extension cannot call",
         ),
+        client_timeout_ms: None,
     }
 }
 
@@ -565,6 +588,7 @@ fn scenario_tool_changed(id: &'static str, mutation: Value) -> CaseDef {
         may_decline: Some(
             "the tool is no longer in tools/list, and a client (an agent framework) may call only listed tools",
         ),
+        client_timeout_ms: None,
     }
 }
 
@@ -592,5 +616,6 @@ fn oauth_case(id: &'static str, checks: &'static [CheckKind]) -> CaseDef {
         captured: None,
         safety: ToolSafety::default(),
         may_decline: None,
+        client_timeout_ms: None,
     }
 }

@@ -113,6 +113,7 @@ pub fn grade(kind: CheckKind, cx: &Ctx<'_>) -> Check {
         CheckKind::ScopeStepUp => scope_step_up(cx),
         CheckKind::TokenAudience => token_audience(cx),
         CheckKind::DpopProof => dpop_proof(cx),
+        CheckKind::ProgressKeepsAlive => progress_keeps_alive(cx),
         CheckKind::GivesUp => gives_up(cx),
         CheckKind::CapturedOutcome => captured_outcome(cx),
         CheckKind::RelistBeforeCall => relist_before_call(cx),
@@ -311,6 +312,44 @@ fn token_audience(cx: &Ctx<'_>) -> Check {
         k,
         format!("{presented} requests with a token, each asked for this resource"),
     )
+}
+
+fn progress_keeps_alive(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::ProgressKeepsAlive;
+    let calls = cx.calls();
+    let Some(call) = calls.first() else {
+        return cx.skip(k, "no tools/call");
+    };
+    let asked = call
+        .injected
+        .as_deref()
+        .is_some_and(|n| n.contains("progress to the call's progressToken"));
+    if !asked {
+        return cx.skip(
+            k,
+            "the call carried no progressToken, so no progress flowed (nothing kept it alive)",
+        );
+    }
+    let delivered = call
+        .answer
+        .as_ref()
+        .is_some_and(|a| a.outcome == Outcome::ToolSuccess);
+    match (delivered, cx.exit) {
+        (true, Some(0)) => cx.pass(
+            k,
+            "kept waiting while progress flowed past its request timeout, and got the result",
+        ),
+        (true, _) => cx.fail(
+            k,
+            "the result was delivered, yet the client did not end with success",
+            &[*call],
+        ),
+        (false, _) => cx.fail(
+            k,
+            "gave up while progress for its own token was flowing: the result came later to nobody",
+            &[*call],
+        ),
+    }
 }
 
 fn dpop_proof(cx: &Ctx<'_>) -> Check {

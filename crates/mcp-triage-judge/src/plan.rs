@@ -723,6 +723,19 @@ fn timeout_rows(p: &mut Vec<PlanRow>) {
             });
         }
     }
+    // Progress every 100 ms for 900 ms keeps the call alive past the 300 ms deadline.
+    for era in [M, L] {
+        p.push(PlanRow {
+            query: "totalMs=900&intervalMs=100",
+            timeout_ms: Some(300),
+            ..row(
+                "timeout.progress_keepalive",
+                era,
+                ToolSuccess,
+                "progress for the call's token every 100 ms moves the client's 300 ms deadline until the result comes at 900 ms",
+            )
+        });
+    }
     p.push(PlanRow {
         query: "initDelayMs=1500",
         timeout_ms: Some(300),

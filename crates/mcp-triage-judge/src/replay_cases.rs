@@ -120,6 +120,7 @@ pub fn cases(capture: &Capture, max_delay_ms: f64) -> (Vec<CaseDef>, Vec<String>
             captured: Some(captured),
             safety,
             may_decline,
+            client_timeout_ms: None,
         });
     }
     (out, skipped)

@@ -8,7 +8,9 @@
 //! - `MCP_TRIAGE_URL`: the MCP URL (also substituted for `{url}` in the command),
 //! - `MCP_TRIAGE_TOOL` and `MCP_TRIAGE_ARGS` (JSON): the one tool call to make,
 //! - `MCP_TRIAGE_AUTH`: `oauth` in the `auth.*` cases (the server asks for OAuth; the kitchen's
-//!   authorization server approves at once by redirecting), empty otherwise.
+//!   authorization server approves at once by redirecting), empty otherwise,
+//! - `MCP_TRIAGE_REQUEST_TIMEOUT_MS`: the request timeout to use where the case is about what
+//!   happens past it (`timeout.progress_keepalive`), empty otherwise.
 //!
 //! With [`JudgeOptions::replay`] the cases come from a capture file instead (`proxy --capture`):
 //! one per captured `tools/call`, each run against a fresh `kitchen --replay` of the file, graded
@@ -285,6 +287,12 @@ async fn run_client(
         .env("MCP_TRIAGE_TOOL", &*case.tool)
         .env("MCP_TRIAGE_ARGS", case.arguments.to_string())
         .env("MCP_TRIAGE_AUTH", if case.oauth { "oauth" } else { "" })
+        .env(
+            "MCP_TRIAGE_REQUEST_TIMEOUT_MS",
+            case.client_timeout_ms
+                .map(|ms| ms.to_string())
+                .unwrap_or_default(),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

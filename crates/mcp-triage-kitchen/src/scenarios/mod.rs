@@ -60,6 +60,7 @@ pub static REGISTRY: &[&dyn Scenario] = &[
     &timeout::UncooperativeHang,
     &timeout::CooperativeDeadline,
     &timeout::LateResponse,
+    &timeout::ProgressKeepalive,
     &timeout::InitHang,
     &errors_connection_close::ConnectionClose,
     &errors_malformed_payload::MalformedPayload,

@@ -130,6 +130,57 @@ impl Scenario for LateResponse {
     }
 }
 
+/// `timeout.progress_keepalive`.
+pub struct ProgressKeepalive;
+
+static PROGRESS: ScenarioInfo = ScenarioInfo {
+    id: "timeout.progress_keepalive",
+    summary: "The result comes after totalMs; meanwhile notifications/progress every intervalMs when the call has a progress token.",
+    docs: "Always SSE. Counts `run_configured_test_scenario`. With a `progressToken` in the call's `_meta`, a `notifications/progress` \
+           (progress = elapsed ms, total = totalMs) goes out every `intervalMs` until `totalMs`, then the result: a client whose \
+           timeout is shorter than `totalMs` but that resets it on progress gets the result; one that gives up at its timeout while \
+           progress flows does not (opencode #28186). Without a token the tool is silent for `totalMs`, then answers.",
+    params: &[
+        ParamSpec { name: "totalMs", kind: ParamKind::Integer, default: "3000", choices: &[], doc: "Time until the result." },
+        ParamSpec { name: "intervalMs", kind: ParamKind::Integer, default: "250", choices: &[], doc: "Gap between progress notifications (at least 10)." },
+    ],
+    outcome: Outcome::ToolSuccess,
+    origin: Origin::Kitchen,
+};
+
+impl Scenario for ProgressKeepalive {
+    fn info(&self) -> &'static ScenarioInfo {
+        &PROGRESS
+    }
+    fn validate(&self, p: &Params) -> Result<(), ParamsError> {
+        non_negative(p, &["totalMs", "intervalMs"])
+    }
+    fn forced_sse(&self) -> bool {
+        true
+    }
+    fn run_tool(&self, cx: ToolCx) -> BoxFuture<'static, ToolReply> {
+        Box::pin(async move {
+            let total = cx.p().u64("totalMs");
+            let step = cx.p().u64("intervalMs").max(10);
+            cx.trace.note(if cx.progress_token.is_some() {
+                "progress to the call's progressToken until the result"
+            } else {
+                "no progressToken: silent until the result"
+            });
+            let mut elapsed = 0;
+            while elapsed < total {
+                let wait = step.min(total - elapsed);
+                cx.sleep(Duration::from_millis(wait)).await;
+                elapsed += wait;
+                if elapsed < total {
+                    cx.progress(elapsed as f64, Some(total as f64), Some("working"));
+                }
+            }
+            delayed_success(&cx, total)
+        })
+    }
+}
+
 /// `timeout.init_hang`.
 pub struct InitHang;
 

@@ -72,6 +72,12 @@ pub struct CallArgs {
     #[arg(long, value_name = "SECONDS", help_heading = ARGS_AND_OUTPUT)]
     pub task_timeout: Option<f64>,
 
+    /// How long progress notifications may keep one attempt alive: each one for the call's
+    /// progress token moves the deadline to --timeout from then, up to this long after the
+    /// attempt began; 0 sends no progress token and keeps the deadline fixed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600.0, help_heading = ARGS_AND_OUTPUT)]
+    pub progress_max_wait: f64,
+
     /// Most task attempts (polls, updates, cancels) kept in the record; older working polls
     /// are dropped and counted in a TASK_POLLS_ELIDED warning.
     #[arg(long, value_name = "N", default_value_t = 64, help_heading = ARGS_AND_OUTPUT)]

@@ -70,6 +70,9 @@ pub enum ConfigError {
     /// `--max-task-attempts` below 2.
     #[error("--max-task-attempts must be at least 2")]
     MaxTaskAttempts,
+    /// `--progress-max-wait` out of range.
+    #[error("--progress-max-wait must be a number of seconds from 0 to a day")]
+    ProgressMaxWait,
 }
 
 /// Checks `call`'s arguments in the order the command always checked them (the positionals,
@@ -157,6 +160,10 @@ fn client_options(args: &CallArgs) -> Result<ClientOptions, ConfigError> {
     if args.max_task_attempts < 2 {
         return Err(ConfigError::MaxTaskAttempts);
     }
+    opts.progress_max_wait = match args.progress_max_wait {
+        s if s.is_finite() && (0.0..=86_400.0).contains(&s) => Duration::from_secs_f64(s),
+        _ => return Err(ConfigError::ProgressMaxWait),
+    };
     opts.max_task_attempts = args.max_task_attempts;
     opts.scenario = args.scenario.clone();
     opts.list_tools_first = !args.no_list;
@@ -246,6 +253,12 @@ mod tests {
         assert!(matches!(e, ConfigError::TaskTimeout), "{e}");
         let e = config_of(&["http://x/mcp", "t", "--max-task-attempts", "1"]).unwrap_err();
         assert!(matches!(e, ConfigError::MaxTaskAttempts), "{e}");
+        for bad in ["1e9", "NaN", "inf"] {
+            let e = config_of(&["http://x/mcp", "t", "--progress-max-wait", bad]).unwrap_err();
+            assert!(matches!(e, ConfigError::ProgressMaxWait), "{bad}: {e}");
+        }
+        let c = config_of(&["http://x/mcp", "t", "--progress-max-wait", "0"]).unwrap();
+        assert!(c.client.progress_max_wait.is_zero());
         let e = config_of(&["http://x/mcp", "t", "--timeout", "0"]).unwrap_err();
         assert!(
             matches!(e, ConfigError::Args(ArgsError::Seconds("timeout"))),
