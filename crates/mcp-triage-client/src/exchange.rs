@@ -47,7 +47,8 @@ impl Client {
             schema,
             mcp_triage_core::RequestSession::from_header(with.session),
         )
-        .with_request_kind(kind);
+        .with_request_kind(kind)
+        .with_drafts(self.opts.drafts);
         let mut attempt = Attempt {
             id,
             ctx,

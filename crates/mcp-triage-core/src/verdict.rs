@@ -469,7 +469,7 @@ impl Verdict {
                 out.push_str(&format!(" retryable={r}"));
             }
             if let Some(ms) = f.retry_after_ms {
-                out.push_str(&format!(" retryNotBeforeMs={ms}"));
+                out.push_str(&format!(" retryAfterMs={ms}"));
             }
             out.push_str(&format!(" correlationId={:?}", f.correlation_id));
         }
