@@ -693,3 +693,27 @@ async fn shutdown_signal() {
         let _ = tokio::signal::ctrl_c().await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cmd::args_testing::parsed;
+
+    /// `--draft` reaches the observer's options, which every classifier context of the proxy
+    /// and of `wrap` reads; without it every draft is off, so records do not change.
+    #[test]
+    fn draft_reaches_the_observer() {
+        let p: ProxyArgs = parsed(&[
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--draft",
+            "tool-failure",
+        ]);
+        let o = p.records.observe();
+        assert!(o.drafts.tool_failure && !o.drafts.sep_2145);
+        let w: WrapArgs = parsed(&["--draft", "all", "--", "server"]);
+        assert_eq!(w.records.observe().drafts, mcp_triage_core::Drafts::ALL);
+        let p: ProxyArgs = parsed(&["--upstream", "http://127.0.0.1:9"]);
+        assert!(!p.records.observe().drafts.any());
+    }
+}
