@@ -168,11 +168,40 @@ async fn every_scenario_matches_its_documented_outcome() {
         "{:?}",
         region.message
     );
+    draft_rows_read_the_declared_failure(&results);
+    // Every record validates against the published schema.
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../../docs/record.schema.json")).unwrap();
+    let schema = jsonschema::validator_for(&schema).unwrap();
+    for r in &results {
+        let doc = serde_json::to_value(&r.record).unwrap();
+        let errors: Vec<String> = schema.iter_errors(&doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", r.row.scenario);
+        assert_ne!(r.record.outcome, Outcome::LimitExceeded);
+    }
+}
+
+/// The row of `scenario` in `era` with `variant`.
+fn row_of<'a>(
+    results: &'a [RowResult],
+    scenario: &str,
+    era: PlanEra,
+    variant: &str,
+) -> &'a RowResult {
+    results
+        .iter()
+        .find(|r| r.row.scenario == scenario && r.row.era == era && r.row.variant == variant)
+        .unwrap_or_else(|| panic!("{scenario} {variant}"))
+}
+
+/// Issue 45, draft failure classes, through the real client against the kitchen.
+fn draft_rows_read_the_declared_failure(results: &[RowResult]) {
     // Issue 45, draft failure classes: with --draft tool-failure a declared non-retryable
     // failure of a read-only tool is not resent and the reason names the class; a declared
     // retryable one waits its retryNotBefore and is resent.
     let tf = "errors.tool_failure";
-    let kept = &find(
+    let kept = &row_of(
+        results,
         tf,
         PlanEra::Legacy,
         "declared non-retryable, --draft tool-failure",
@@ -192,7 +221,8 @@ async fn every_scenario_matches_its_documented_outcome() {
     assert!(declared
         .correlation_id
         .starts_with("kitchen-errors.tool_failure-"));
-    let resent = &find(
+    let resent = &row_of(
+        results,
         tf,
         PlanEra::Modern,
         "declared retryable, --draft tool-failure",
@@ -203,9 +233,9 @@ async fn every_scenario_matches_its_documented_outcome() {
     assert!(d.reason.contains("retryNotBefore"), "{}", d.reason);
     assert!(d.delay_ms.is_some_and(|ms| ms <= 100), "{d:?}");
     // Without the draft the same failure is any tool error: nothing is read.
-    let plain = &find(tf, PlanEra::Modern, "").record;
+    let plain = &row_of(results, tf, PlanEra::Modern, "").record;
     assert!(plain.attempts[0].verdict.tool_failure.is_none());
-    let unflagged = &find(tf, PlanEra::Legacy, "wrong but valid, no isError").record;
+    let unflagged = &row_of(results, tf, PlanEra::Legacy, "wrong but valid, no isError").record;
     assert!(
         unflagged.attempts[0]
             .verdict
@@ -216,7 +246,8 @@ async fn every_scenario_matches_its_documented_outcome() {
         unflagged.attempts[0].verdict
     );
     // Draft SEP-2145: an unlisted tool answered as an isError result is an unknown tool.
-    let unknown = &find(
+    let unknown = &row_of(
+        results,
         "baseline",
         PlanEra::Modern,
         "unknown tool as isError, --draft all",
@@ -226,14 +257,4 @@ async fn every_scenario_matches_its_documented_outcome() {
         unknown.attempts[0].verdict.tool_error_kind,
         Some(mcp_triage_core::ToolErrorKind::UnknownTool)
     );
-    // Every record validates against the published schema.
-    let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../../../docs/record.schema.json")).unwrap();
-    let schema = jsonschema::validator_for(&schema).unwrap();
-    for r in &results {
-        let doc = serde_json::to_value(&r.record).unwrap();
-        let errors: Vec<String> = schema.iter_errors(&doc).map(|e| e.to_string()).collect();
-        assert!(errors.is_empty(), "{}: {errors:?}", r.row.scenario);
-        assert_ne!(r.record.outcome, Outcome::LimitExceeded);
-    }
 }
