@@ -49,7 +49,8 @@ impl Client {
             schema,
             mcp_triage_core::RequestSession::from_header(with.session),
         )
-        .with_request_kind(kind);
+        .with_request_kind(kind)
+        .with_drafts(self.opts.drafts);
         let keepalive = crate::keepalive::Keepalive::for_message(
             msg,
             deadline.saturating_duration_since(tokio::time::Instant::now()),

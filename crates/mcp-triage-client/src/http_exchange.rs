@@ -189,7 +189,8 @@ impl Client {
             self.opts.limits,
             schema,
             mcp_triage_core::RequestSession::from_header(session),
-        );
+        )
+        .with_drafts(self.opts.drafts);
         let resp = match tokio::time::timeout_at(deadline, req.send()).await {
             Err(_) => {
                 return Sent::failed(

@@ -158,6 +158,9 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// Classifier limits (body, event, stream sizes, depth).
     pub limits: Limits,
+    /// Draft proposals the classifier reads (`--draft`): a declared ToolFailure class the
+    /// retry policy then honours, SEP-2145 tool-error kinds. All off by default.
+    pub drafts: mcp_triage_core::Drafts,
     /// The retry policy's options.
     pub retry: RetryOptions,
     /// Seed for the jitter source; `None` draws one from the OS.
@@ -219,6 +222,7 @@ impl Default for ClientOptions {
             progress_max_wait: Duration::from_secs(600),
             connect_timeout: Duration::from_secs(10),
             limits: Limits::default(),
+            drafts: mcp_triage_core::Drafts::default(),
             retry: RetryOptions::default(),
             jitter_seed: None,
             answers: Answers::default(),

@@ -175,6 +175,9 @@ where
     let facts = HeadFacts::of(&head);
     ctx.keep_response = true;
     ctx.observe_messages = true;
+    // "Now" is when the answer came, not when the request left: a wait the server names as a
+    // time (a Retry-After date, a declared retryNotBefore) is counted from its answer.
+    ctx.now = SystemTime::now();
     let cls = ResponseClassifier::new(&head, ctx);
     let mut answers = StreamAnswers::default();
     let reading = Reading {
@@ -377,6 +380,15 @@ fn kept_response(verdict: &Verdict, response: Option<Value>) -> Option<Value> {
 /// with the response message the classifier parsed from it.
 pub(crate) fn classify_line(line: &[u8], ctx: &CallContext) -> (Verdict, Option<Value>) {
     let head = ResponseHead::new(200).content_type("application/json");
+    if ctx.drafts.tool_failure {
+        // A declared retryNotBefore is a time: count its wait from this line, not from when
+        // the request was written (the only rule that reads "now" on a line).
+        let now = CallContext {
+            now: SystemTime::now(),
+            ..ctx.clone()
+        };
+        return classify_with_response(&head, line, &now);
+    }
     classify_with_response(&head, line, ctx)
 }
 

@@ -54,14 +54,14 @@ mod verdict_json;
 pub use classify::{classify, classify_with_response, Interruption, ResponseClassifier};
 pub use http::ResponseHead;
 pub use limits::Limits;
-pub use protocol::{CallContext, ProtocolVersion, RequestId, RequestKind, RequestSession};
+pub use protocol::{CallContext, Drafts, ProtocolVersion, RequestId, RequestKind, RequestSession};
 pub use record::{AttemptRecord, CallRecord, Decision, JsonRpcInfo, RetryOrigin, ServerInfo};
 pub use record_text::{AttemptText, Attempts, CallRecordText};
 pub use schema::{compile_listed, dialect, OutputSchema, SchemaError, SchemaMismatch};
 pub use sse::StreamEvent;
 pub use verdict::{
-    sanitize_line, AuthChallenge, Layer, LimitHit, Outcome, StreamStats, Verdict, Warning,
-    MAX_MESSAGE_CHARS,
+    sanitize_line, AuthChallenge, FailureClass, Layer, LimitHit, Outcome, StreamStats,
+    ToolErrorKind, ToolFailure, Verdict, Warning, MAX_MESSAGE_CHARS,
 };
 
 /// The name the JSON-RPC and MCP specs give an error code (`-32602` → "Invalid params"), or

@@ -183,6 +183,85 @@ impl RequestKind {
     }
 }
 
+/// Draft proposals the classifier reads when asked to: each is a switch, off by default,
+/// because a draft may change or be dropped, and a verdict must not change under a caller who
+/// did not ask for it (the golden vectors hold the verdicts with every switch off).
+///
+/// Wire names (`--draft`, the bindings): `tool-failure`, `sep-2145`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Drafts {
+    /// SEP #3313 (ToolFailure): read `_meta["io.modelcontextprotocol/toolFailure"]` of an
+    /// `isError` result into [`crate::Verdict::tool_failure`] (class, code, retryability,
+    /// correlation id), and warn about a malformed one.
+    pub tool_failure: bool,
+    /// SEP-2145: an unknown tool, a tool that cannot be called and an output that breaks the
+    /// tool's `outputSchema` are `isError` results; name which one a tool error is
+    /// ([`crate::Verdict::tool_error_kind`]) and warn about a JSON-RPC error that reports one.
+    pub sep_2145: bool,
+}
+
+impl Drafts {
+    /// Every draft's wire name, in documentation order.
+    pub const NAMES: [&'static str; 2] = ["tool-failure", "sep-2145"];
+
+    /// Every draft on.
+    pub const ALL: Drafts = Drafts {
+        tool_failure: true,
+        sep_2145: true,
+    };
+
+    /// Parses a comma-separated list of wire names (`tool-failure,sep-2145`; `all` for every
+    /// one, `none` or an empty list for none). An unknown name is an error naming it and the
+    /// known ones, so that a misspelt draft is not silently left off.
+    pub fn parse(list: &str) -> Result<Drafts, String> {
+        let mut d = Drafts::default();
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match name {
+                "tool-failure" => d.tool_failure = true,
+                "sep-2145" => d.sep_2145 = true,
+                "all" => d = Drafts::ALL,
+                "none" => {}
+                other => {
+                    return Err(format!(
+                        "unknown draft {other:?} (known: {}, all, none)",
+                        Drafts::NAMES.join(", ")
+                    ))
+                }
+            }
+        }
+        Ok(d)
+    }
+
+    /// Whether any draft is on.
+    pub fn any(self) -> bool {
+        self.tool_failure || self.sep_2145
+    }
+
+    /// The wire names of the drafts that are on, comma-separated (`none` when none is).
+    pub fn names(self) -> String {
+        let on: Vec<&str> = [
+            (self.tool_failure, "tool-failure"),
+            (self.sep_2145, "sep-2145"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
+        if on.is_empty() {
+            "none".to_string()
+        } else {
+            on.join(",")
+        }
+    }
+}
+
+impl std::str::FromStr for Drafts {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Drafts, String> {
+        Drafts::parse(s)
+    }
+}
+
 /// Everything the classifier needs to know about the call besides the response itself.
 #[derive(Debug, Clone)]
 pub struct CallContext {
@@ -211,6 +290,8 @@ pub struct CallContext {
     /// message, and a JSON body is then kept whole instead of compacted past 1 MiB (the
     /// compacted copy cuts long strings, so no value can be built from it).
     pub keep_response: bool,
+    /// The draft proposals to read ([`Drafts`]); all off by default.
+    pub drafts: Drafts,
 }
 
 impl CallContext {
@@ -227,7 +308,14 @@ impl CallContext {
             request_session: RequestSession::Unknown,
             request_kind: RequestKind::ToolCall,
             keep_response: false,
+            drafts: Drafts::default(),
         }
+    }
+
+    /// Sets the draft proposals to read.
+    pub fn with_drafts(mut self, drafts: Drafts) -> Self {
+        self.drafts = drafts;
+        self
     }
 
     /// Sets whether the response message is kept for the caller (see
@@ -286,6 +374,21 @@ mod tests {
         assert_eq!(ProtocolVersion::parse("2025-13-01"), None);
         assert!(ProtocolVersion::V2026_07_28.at_least(ProtocolVersion::V2025_06_18));
         assert!(!ProtocolVersion::Unknown.at_least(ProtocolVersion::V2024_11_05));
+    }
+
+    #[test]
+    fn drafts_parse_from_their_wire_names() {
+        assert_eq!(Drafts::parse(""), Ok(Drafts::default()));
+        assert_eq!(Drafts::parse("none"), Ok(Drafts::default()));
+        let tf = Drafts::parse("tool-failure").unwrap();
+        assert!(tf.tool_failure && !tf.sep_2145);
+        assert_eq!(Drafts::parse(" tool-failure , sep-2145 "), Ok(Drafts::ALL));
+        assert_eq!(Drafts::parse("all"), Ok(Drafts::ALL));
+        let e = Drafts::parse("tool-failure,sep2145").unwrap_err();
+        assert!(e.contains("\"sep2145\"") && e.contains("sep-2145"), "{e}");
+        assert_eq!(Drafts::ALL.names(), "tool-failure,sep-2145");
+        assert_eq!(Drafts::default().names(), "none");
+        assert!(!Drafts::default().any());
     }
 
     #[test]

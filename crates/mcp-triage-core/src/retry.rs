@@ -12,8 +12,10 @@
 //! match every one, so that a new action fails its build instead of falling into a default arm.
 //!
 //! The rules (issue 4 §4), in the order they apply:
-//! 1. a final answer ends the call (`TOOL_SUCCESS`, `TOOL_ERROR`); so do `INPUT_REQUIRED` and
-//!    `TASK_CREATED`, unless the caller says it answers input rounds
+//! 1. a final answer ends the call (`TOOL_SUCCESS`, `TOOL_ERROR`; a tool error the server
+//!    declared a retryable `reliability` failure, draft SEP #3313, is resent when the call is
+//!    safe, not before its `retryNotBefore`, and a declared non-retryable one never); so do
+//!    `INPUT_REQUIRED` and `TASK_CREATED`, unless the caller says it answers input rounds
 //!    ([`RetryInput::input_rounds`]: answer and resend, or give up once `max` rounds were
 //!    answered) or drives tasks ([`RetryInput::drives_tasks`]: poll the task). Callers that do
 //!    not (the C ABI, the bindings) get `done` for both, the answer being theirs to act on;
@@ -41,7 +43,7 @@
 use serde::Deserialize;
 
 use crate::protocol::ProtocolVersion;
-use crate::verdict::{Outcome, Verdict};
+use crate::verdict::{FailureClass, Outcome, Verdict};
 
 /// The JSON-RPC error code of a 2026-07-28 `HeaderMismatch` (headers disagree with the body).
 pub const HEADER_MISMATCH: i64 = -32020;
@@ -362,12 +364,7 @@ pub fn decide(
     use RetryAction::*;
     match v.outcome {
         Outcome::ToolSuccess => return RetryDecision::new(Done, "a successful tool result"),
-        Outcome::ToolError => {
-            return RetryDecision::new(
-                Done,
-                "the tool ran and reported an error (isError); resending would run it again",
-            )
-        }
+        Outcome::ToolError => return tool_error(input, opts, random),
         Outcome::InputRequired => return input_required(input.input_rounds),
         Outcome::TaskCreated if input.drives_tasks => {
             return RetryDecision::new(
@@ -578,6 +575,93 @@ pub fn decide(
         ),
         Err(give_up) => give_up,
     }
+}
+
+/// A tool error: the call's end, unless the server declared it a retryable `reliability`
+/// failure (draft SEP #3313, read into [`Verdict::tool_failure`] only when the caller turned
+/// that draft on). The class decides first: `capability` and `governance` failures are never
+/// resent, whatever `retryable` says (the draft: it MUST be absent or false there); a
+/// `reliability` failure is resent only when declared `retryable: true`, and then only when the
+/// call is safe to run again (the draft: never for a non-idempotent tool) and not before
+/// `retryNotBefore`, within `max_retries` and `max_wait` as any resend.
+fn tool_error(
+    input: &RetryInput<'_>,
+    opts: &RetryOptions,
+    random: &mut dyn FnMut() -> f64,
+) -> RetryDecision {
+    use RetryAction::*;
+    let Some(f) = input.verdict.tool_failure.as_deref() else {
+        return RetryDecision::new(
+            Done,
+            "the tool ran and reported an error (isError); resending would run it again",
+        );
+    };
+    let declared = format!(
+        "the server declared a {} failure (code {}, correlationId {}; draft SEP #3313)",
+        f.class, f.code, f.correlation_id
+    );
+    match (f.class, f.retryable) {
+        (FailureClass::Capability, _) => {
+            return RetryDecision::new(
+                Done,
+                format!("{declared}: the call cannot succeed as asked; never resent"),
+            )
+        }
+        (FailureClass::Governance, _) => {
+            return RetryDecision::new(
+                Done,
+                format!("{declared}: refused by policy, it needs action elsewhere (approval, authorization); never resent"),
+            )
+        }
+        (FailureClass::Reliability, Some(true)) => {}
+        (FailureClass::Reliability, r) => {
+            return RetryDecision::new(
+                Done,
+                format!(
+                    "{declared}, retryable {}: never resent",
+                    if r == Some(false) { "false" } else { "absent" }
+                ),
+            )
+        }
+    }
+    let Some(safe_because) = safety(input, opts) else {
+        return RetryDecision::new(
+            GiveUp,
+            format!(
+                "{declared}, retryable, but {}: resending could run it twice",
+                unsafe_reason(input, opts)
+            ),
+        );
+    };
+    if input.resends >= opts.max_retries {
+        return RetryDecision::new(
+            GiveUp,
+            format!(
+                "{declared}, retryable; {} resend(s) already made (max-retries {})",
+                input.resends, opts.max_retries
+            ),
+        );
+    }
+    let (delay, why) = match f.retry_after_ms {
+        Some(ms) if ms > opts.max_wait_ms => {
+            return RetryDecision::new(
+                GiveUp,
+                format!(
+                    "{declared}, retryable not before {ms} ms from now, beyond max-wait {} ms; not waiting that long",
+                    opts.max_wait_ms
+                ),
+            )
+        }
+        Some(ms) => (ms, format!("retryNotBefore {ms} ms")),
+        None => {
+            let d = backoff_ms(opts, input.resends, random);
+            (d, format!("{d} ms backoff"))
+        }
+    };
+    RetryDecision::new(
+        Resend { delay_ms: delay },
+        format!("{declared}, retryable; safe to resend because {safe_because} ({why})"),
+    )
 }
 
 /// An `input_required` answer: the call's end for a caller that does not answer input
@@ -1119,6 +1203,106 @@ mod tests {
             decide(&input(&v), &RetryOptions::default(), &mut half()).action,
             RetryAction::GiveUp
         );
+    }
+
+    fn declared(class: FailureClass, retryable: Option<bool>, wait: Option<u64>) -> Verdict {
+        let mut v = verdict(Outcome::ToolError, Some(200));
+        v.tool_failure = Some(Box::new(crate::verdict::ToolFailure {
+            class,
+            code: "c0de".into(),
+            retryable,
+            retry_not_before: wait.map(|w| 1_000 + w),
+            retry_after_ms: wait,
+            correlation_id: "corr-1".into(),
+            agent_guidance: None,
+        }));
+        v
+    }
+
+    /// Draft SEP #3313: a declared `retryable: false` is never resent, even for a read-only
+    /// tool that a transient failure would resend; the reason names the class and the code.
+    #[test]
+    fn a_declared_non_retryable_failure_is_never_resent() {
+        use FailureClass::*;
+        for (class, retryable) in [
+            (Reliability, Some(false)),
+            (Reliability, None),
+            (Capability, Some(false)),
+            // retryable true breaks the draft's rule there: the class wins
+            (Capability, Some(true)),
+            (Governance, Some(true)),
+            (Governance, None),
+        ] {
+            let v = declared(class, retryable, Some(10));
+            let mut i = input(&v);
+            i.hints = READ_ONLY;
+            let d = decide(&i, &RetryOptions::default(), &mut half());
+            assert_eq!(
+                d.action,
+                RetryAction::Done,
+                "{class} {retryable:?}: {}",
+                d.reason
+            );
+            assert!(
+                d.reason.contains(&format!(
+                    "declared a {class} failure (code c0de, correlationId corr-1"
+                )),
+                "{}",
+                d.reason
+            );
+            assert!(d.reason.contains("never resent"), "{}", d.reason);
+        }
+        // Without a declared failure a tool error ends the call as before.
+        let d = decide(
+            &input(&verdict(Outcome::ToolError, None)),
+            &RetryOptions::default(),
+            &mut half(),
+        );
+        assert_eq!(d.action, RetryAction::Done);
+        assert!(d.reason.contains("isError"), "{}", d.reason);
+    }
+
+    /// A declared retryable reliability failure of a safe call waits `retryNotBefore`; of an
+    /// unsafe call it is not resent; past max-wait or max-retries it gives up.
+    #[test]
+    fn a_declared_retryable_failure_waits_its_not_before() {
+        let v = declared(FailureClass::Reliability, Some(true), Some(1_250));
+        let mut i = input(&v);
+        i.hints = READ_ONLY;
+        let d = decide(&i, &RetryOptions::default(), &mut half());
+        assert_eq!(
+            d.action,
+            RetryAction::Resend { delay_ms: 1_250 },
+            "{}",
+            d.reason
+        );
+        assert!(d.reason.contains("reliability failure"), "{}", d.reason);
+        assert!(d.reason.contains("retryNotBefore 1250 ms"), "{}", d.reason);
+        // No retryNotBefore: the backoff.
+        let v = declared(FailureClass::Reliability, Some(true), None);
+        let mut i = input(&v);
+        i.hints = READ_ONLY;
+        let d = decide(&i, &RetryOptions::default(), &mut || 0.0);
+        assert_eq!(d.action, RetryAction::Resend { delay_ms: 200 });
+        // Not safe: declared retryable does not make a call with side effects safe.
+        i.hints = ToolHints::default();
+        let d = decide(&i, &RetryOptions::default(), &mut half());
+        assert_eq!(d.action, RetryAction::GiveUp);
+        assert!(d.reason.contains("could run it twice"), "{}", d.reason);
+        // Beyond max-wait, or out of resends: give up, saying which.
+        let v = declared(FailureClass::Reliability, Some(true), Some(60_000));
+        let mut i = input(&v);
+        i.hints = READ_ONLY;
+        let d = decide(&i, &RetryOptions::default(), &mut half());
+        assert_eq!(d.action, RetryAction::GiveUp);
+        assert!(d.reason.contains("beyond max-wait"), "{}", d.reason);
+        let v = declared(FailureClass::Reliability, Some(true), Some(10));
+        let mut i = input(&v);
+        i.hints = READ_ONLY;
+        i.resends = 2;
+        let d = decide(&i, &RetryOptions::default(), &mut half());
+        assert_eq!(d.action, RetryAction::GiveUp);
+        assert!(d.reason.contains("max-retries 2"), "{}", d.reason);
     }
 
     #[test]

@@ -182,6 +182,107 @@ pub struct AuthChallenge {
     pub realm: Option<String>,
 }
 
+/// The behavioural class of a server-declared tool failure (draft SEP #3313): what a client
+/// does about it, whatever its `code` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailureClass {
+    /// The call cannot succeed as asked (unsupported, not found, invalid input): never resent.
+    Capability,
+    /// A transient condition: resent only when declared `retryable`, the tool is safe to run
+    /// again, and not before `retryNotBefore`.
+    Reliability,
+    /// Refused by policy (authorization, approval): needs action elsewhere, never resent.
+    Governance,
+}
+
+impl FailureClass {
+    /// The wire name (`capability`, `reliability`, `governance`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureClass::Capability => "capability",
+            FailureClass::Reliability => "reliability",
+            FailureClass::Governance => "governance",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn from_wire(name: &str) -> Option<FailureClass> {
+        [
+            FailureClass::Capability,
+            FailureClass::Reliability,
+            FailureClass::Governance,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for FailureClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A failure the server declared in an `isError` result's
+/// `_meta["io.modelcontextprotocol/toolFailure"]` (draft SEP #3313), read only when
+/// [`crate::Drafts::tool_failure`] is on. Its strings are sanitised to one line and cut, as a
+/// JSON-RPC error's message is: they are the server's text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolFailure {
+    /// The behavioural class the client dispatches on.
+    pub class: FailureClass,
+    /// The server's specific code (open vocabulary, e.g. `auth_required`), at most 128 chars.
+    pub code: String,
+    /// Whether the server says this exact call may be retried (only meaningful for
+    /// `reliability`); absent when not sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retryable: Option<bool>,
+    /// `retryNotBefore` as sent: Unix epoch milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_not_before: Option<u64>,
+    /// `retryNotBefore` as a wait from the context's `now`, in milliseconds (0 when it has
+    /// passed): what the retry policy waits, as it waits a `Retry-After`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+    /// The server's identifier of the failure in its own logs, at most 256 chars.
+    pub correlation_id: String,
+    /// The server's short instruction for the calling model, at most 512 chars.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_guidance: Option<String>,
+}
+
+/// Which kind of tool-invocation failure an `isError` result reports (draft SEP-2145), read
+/// only when [`crate::Drafts::sep_2145`] is on, from the text SEP-2145 recommends or the
+/// declared ToolFailure `code`: the tool itself may never have run, which the advice and a
+/// model need to know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolErrorKind {
+    /// The server has no callable tool of that name (`Unknown tool: <name>`): re-list tools.
+    UnknownTool,
+    /// The tool exists but cannot be called now (disabled, policy): `Tool unavailable: <name>`.
+    ToolUnavailable,
+    /// The arguments failed the tool's validation (SEP-1303): `Invalid input: <name>`.
+    InvalidInput,
+    /// The tool's output broke its `outputSchema`:
+    /// `Tool produced invalid structured output for <name>`.
+    InvalidOutput,
+}
+
+impl ToolErrorKind {
+    /// The wire name (`unknown_tool`, `tool_unavailable`, `invalid_input`, `invalid_output`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolErrorKind::UnknownTool => "unknown_tool",
+            ToolErrorKind::ToolUnavailable => "tool_unavailable",
+            ToolErrorKind::InvalidInput => "invalid_input",
+            ToolErrorKind::InvalidOutput => "invalid_output",
+        }
+    }
+}
+
 /// What an SSE response stream carried up to the verdict.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -269,6 +370,15 @@ pub struct Verdict {
     /// The task to poll, for `TASK_CREATED`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
+    /// The failure the server declared in a `TOOL_ERROR` (draft SEP #3313; only with
+    /// [`crate::Drafts::tool_failure`]). Boxed: only a declared failure has one, and its
+    /// strings would otherwise grow every verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_failure: Option<Box<ToolFailure>>,
+    /// Which invocation failure a `TOOL_ERROR` reports (draft SEP-2145; only with
+    /// [`crate::Drafts::sep_2145`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_error_kind: Option<ToolErrorKind>,
     /// The limit that stopped classification, for `LIMIT_EXCEEDED`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<LimitHit>,
@@ -295,6 +405,8 @@ impl Verdict {
             auth_challenge: None,
             stream: None,
             task_id: None,
+            tool_failure: None,
+            tool_error_kind: None,
             limit: None,
             warnings: Vec::new(),
             detail: None,
@@ -350,6 +462,19 @@ impl Verdict {
         }
         if let Some(t) = &self.task_id {
             out.push_str(&format!(" taskId={t:?}"));
+        }
+        if let Some(f) = &self.tool_failure {
+            out.push_str(&format!(" failure={}/{}", f.class, f.code));
+            if let Some(r) = f.retryable {
+                out.push_str(&format!(" retryable={r}"));
+            }
+            if let Some(ms) = f.retry_after_ms {
+                out.push_str(&format!(" retryAfterMs={ms}"));
+            }
+            out.push_str(&format!(" correlationId={:?}", f.correlation_id));
+        }
+        if let Some(k) = self.tool_error_kind {
+            out.push_str(&format!(" kind={}", k.as_str()));
         }
         if let Some(a) = &self.auth_challenge {
             out.push_str(&format!(" auth={}", a.scheme));

@@ -11,7 +11,7 @@
 use std::io::{self, Write};
 
 use crate::json_text::{write_i64, ObjectWriter};
-use crate::verdict::{AuthChallenge, LimitHit, StreamStats, Verdict, Warning};
+use crate::verdict::{AuthChallenge, LimitHit, StreamStats, ToolFailure, Verdict, Warning};
 
 impl Verdict {
     /// Writes the verdict's JSON text: the same bytes as `serde_json::to_writer(w, self)`,
@@ -37,6 +37,12 @@ impl Verdict {
             stream_stats(o.key("stream")?, s)?;
         }
         o.opt_str("taskId", self.task_id.as_deref())?;
+        if let Some(f) = &self.tool_failure {
+            tool_failure(o.key("toolFailure")?, f)?;
+        }
+        if let Some(k) = self.tool_error_kind {
+            o.wire_name("toolErrorKind", k.as_str())?;
+        }
         if let Some(l) = &self.limit {
             limit(o.key("limit")?, l)?;
         }
@@ -85,6 +91,20 @@ pub(crate) fn stream_stats<W: Write>(w: &mut W, s: &StreamStats) -> io::Result<(
     o.close()
 }
 
+fn tool_failure<W: Write>(w: &mut W, f: &ToolFailure) -> io::Result<()> {
+    let mut o = ObjectWriter::open(w)?;
+    o.wire_name("class", f.class.as_str())?;
+    o.str("code", &f.code)?;
+    if let Some(r) = f.retryable {
+        o.bool("retryable", r)?;
+    }
+    o.opt_uint("retryNotBefore", f.retry_not_before)?;
+    o.opt_uint("retryAfterMs", f.retry_after_ms)?;
+    o.str("correlationId", &f.correlation_id)?;
+    o.opt_str("agentGuidance", f.agent_guidance.as_deref())?;
+    o.close()
+}
+
 fn limit<W: Write>(w: &mut W, l: &LimitHit) -> io::Result<()> {
     let mut o = ObjectWriter::open(w)?;
     o.str("name", &l.name)?;
@@ -127,7 +147,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::verdict::Outcome;
+    use crate::verdict::{FailureClass, Outcome, ToolErrorKind};
 
     /// `wire_name` writes these without escaping them: none may need it.
     #[test]
@@ -179,6 +199,16 @@ mod tests {
             terminal: true,
         });
         v.task_id = Some("t".into());
+        v.tool_failure = Some(Box::new(ToolFailure {
+            class: FailureClass::Reliability,
+            code: "retryable_transient_error \" \u{1}".into(),
+            retryable: Some(true),
+            retry_not_before: Some(u64::MAX),
+            retry_after_ms: Some(0),
+            correlation_id: "c-1".into(),
+            agent_guidance: Some("é 😀".into()),
+        }));
+        v.tool_error_kind = Some(ToolErrorKind::UnknownTool);
         v.limit = Some(LimitHit {
             name: "maxBodyBytes".into(),
             max: 1,
@@ -189,6 +219,18 @@ mod tests {
         same_as_serde(&v);
         same_as_serde(&Verdict::new(Outcome::ToolSuccess));
         v.code = Some(i64::MIN);
+        same_as_serde(&v);
+        // the optional members of a declared failure, left out
+        v.tool_failure = Some(Box::new(ToolFailure {
+            class: FailureClass::Governance,
+            code: String::new(),
+            retryable: None,
+            retry_not_before: None,
+            retry_after_ms: None,
+            correlation_id: String::new(),
+            agent_guidance: None,
+        }));
+        v.tool_error_kind = Some(ToolErrorKind::InvalidOutput);
         same_as_serde(&v);
     }
 
@@ -230,10 +272,30 @@ mod tests {
                             priming_events: n[5],
                             comments: n[6],
                             bytes: n[7],
-                            last_event_id: b,
+                            last_event_id: b.clone(),
                             retry_ms: retry,
                             terminal: n[0] % 2 == 0,
                         });
+                        v.tool_failure = Some(Box::new(ToolFailure {
+                            class: [
+                                FailureClass::Capability,
+                                FailureClass::Reliability,
+                                FailureClass::Governance,
+                            ][(n[2] % 3) as usize],
+                            code: a.clone(),
+                            retryable: is_error,
+                            retry_not_before: retry,
+                            retry_after_ms: retry.map(|r| r / 2),
+                            correlation_id: message.clone().unwrap_or_default(),
+                            agent_guidance: b.clone(),
+                        }));
+                        v.tool_error_kind = [
+                            None,
+                            Some(ToolErrorKind::UnknownTool),
+                            Some(ToolErrorKind::ToolUnavailable),
+                            Some(ToolErrorKind::InvalidInput),
+                            Some(ToolErrorKind::InvalidOutput),
+                        ][(n[3] % 5) as usize];
                         v.task_id = Some(a);
                         v.limit = Some(LimitHit {
                             name: "maxEventBytes".into(),

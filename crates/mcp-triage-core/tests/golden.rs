@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use mcp_triage_core::exchange::Exchange;
-use mcp_triage_core::{classify, CallContext, ResponseClassifier, Verdict};
+use mcp_triage_core::{classify, CallContext, Drafts, ResponseClassifier, Verdict};
 use serde_json::Value;
 
 fn compare(expect: &Value, got: &Value, failures: &mut Vec<String>) {
@@ -67,11 +67,21 @@ fn compare(expect: &Value, got: &Value, failures: &mut Vec<String>) {
     }
 }
 
+/// The draft switches a line asks for: `"drafts": "tool-failure,sep-2145"` (absent: none, so
+/// every other file holds the verdicts with the drafts off).
+fn drafts_of(case: &Value) -> Result<Drafts, String> {
+    match case.get("drafts") {
+        None => Ok(Drafts::default()),
+        Some(Value::String(list)) => Drafts::parse(list),
+        Some(other) => Err(format!("drafts is {other}; it must be a string")),
+    }
+}
+
 /// Classifies one line whole, and once more fed in small chunks through the state machine:
 /// both must agree.
-fn run_line(line: &str) -> Result<(Verdict, Verdict), String> {
+fn run_line(line: &str, drafts: Drafts) -> Result<(Verdict, Verdict), String> {
     let x = Exchange::parse(line.as_bytes()).map_err(|e| e.to_string())?;
-    let ctx = x.context(&CallContext::new(1));
+    let ctx = x.context(&CallContext::new(1).with_drafts(drafts));
     let whole = classify(&x.head, &x.body, &ctx);
     let mut sm = ResponseClassifier::new(&x.head, ctx.clone());
     for chunk in x.body.chunks(7) {
@@ -121,7 +131,7 @@ fn golden_vectors() {
             if !names.insert(name.clone()) {
                 report.push(format!("{at}: duplicate case name"));
             }
-            let (whole, chunked) = match run_line(line) {
+            let (whole, chunked) = match drafts_of(&case).and_then(|d| run_line(line, d)) {
                 Ok(v) => v,
                 Err(e) => {
                     report.push(format!("{at}: not an exchange: {e}"));

@@ -23,6 +23,10 @@ pub enum CheckKind {
     RetryAfter,
     /// No automatic resend after a tool error or JSON-RPC error.
     NoAutoResend,
+    /// A tool error whose failure the server declared (draft SEP #3313 ToolFailure) is resent
+    /// only when declared a `retryable` `reliability` failure, of a tool safe to run again,
+    /// and not before its `retryNotBefore`.
+    HonoursDeclaredClass,
     /// MRTR retry: new id, exact requestState, the inputResponses keys asked for.
     MrtrRetry,
     /// A re-issued call after a cut stream carries a new id.
@@ -116,6 +120,7 @@ impl CheckKind {
             CheckKind::BoundedResend => "bounded_resend",
             CheckKind::RetryAfter => "retry_after",
             CheckKind::NoAutoResend => "no_auto_resend",
+            CheckKind::HonoursDeclaredClass => "honours_declared_class",
             CheckKind::MrtrRetry => "mrtr_retry",
             CheckKind::ReissueNewId => "reissue_new_id",
             CheckKind::ResumeGet => "resume_get",
@@ -164,6 +169,10 @@ impl CheckKind {
             CheckKind::NoAutoResend => &[
                 "seed article: a tool error (isError) and a JSON-RPC error are answers, not transport failures; retryOrigin separates SDK retry, business logic and manual click",
                 "sdk-behaviour-and-crates.md §2.5: no SDK retries tools/call on its own",
+            ],
+            CheckKind::HonoursDeclaredClass => &[
+                "draft SEP #3313 (ToolFailure) client behavior: capability and governance failures MUST NOT be auto-retried; a reliability failure MAY be, only when retryable is true and the tool's idempotentHint permits it, and MUST NOT be before retryNotBefore",
+                "judge: graded on the kitchen's answer as the core reads it (journal answer.declaredFailure); a call sent after that answer ended is a resend of the declared failure",
             ],
             CheckKind::MrtrRetry => &[
                 "spec 2026-07-28 mrtr.mdx: the client MUST echo back the exact value of requestState when retrying",
@@ -426,6 +435,20 @@ fn error_answer_cases() -> Vec<CaseDef> {
                 &[ProgressKeepsAlive],
             )
         },
+        // A read-only tool (safe to resend by its annotations) whose failure the server
+        // declares not retryable (draft SEP #3313): the declaration, not the annotation, says
+        // whether to send it again.
+        declared_case(
+            "errors.declared_non_retryable",
+            json!({ "class": "reliability", "code": "upstream_quota_exhausted", "retryable": false,
+                    "agentGuidance": "Do not retry: the upstream quota resets tomorrow." }),
+        ),
+        // Declared retryable after 1 s: not resending is fine, resending sooner is not.
+        declared_case(
+            "errors.declared_retryable",
+            json!({ "class": "reliability", "code": "retryable_transient_error", "retryable": true,
+                    "retryNotBeforeMs": 1000 }),
+        ),
         scenario_case("errors.jsonrpc_error", json!({}), &[NoAutoResend]),
     ]
 }
@@ -569,6 +592,25 @@ fn task_case(id: &'static str, tool: &'static str, arguments: Value) -> CaseDef 
             "the tool runs only as a task of the 2026-07-28 tasks extension (execution.taskSupport: required; not listed in the legacy era), which a client without that extension cannot call",
         ),
         client_timeout_ms: None,
+    }
+}
+
+/// An `errors.tool_failure` case with `params`: its tool is read-only and idempotent (the
+/// scenario lists it so), and the check is whether the client honours the declared failure.
+fn declared_case(id: &'static str, params: Value) -> CaseDef {
+    CaseDef {
+        safety: ToolSafety {
+            read_only: true,
+            idempotent: true,
+        },
+        ..case(
+            id,
+            "errors.tool_failure",
+            params,
+            RUN_TOOL,
+            judge_message(),
+            &[CheckKind::HonoursDeclaredClass],
+        )
     }
 }
 

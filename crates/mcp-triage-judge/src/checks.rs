@@ -7,7 +7,7 @@
 //! The entries are the kitchen's own [`JournalEntry`] type, so every field a check reads is
 //! checked by the compiler against what the kitchen writes.
 
-use mcp_triage_core::Outcome;
+use mcp_triage_core::{FailureClass, Outcome};
 use mcp_triage_kitchen::journal::{Answer, JournalEntry};
 use mcp_triage_kitchen::protocol::Era;
 use mcp_triage_report::{Check, Status};
@@ -86,6 +86,7 @@ fn vacuous_without_outcome(k: CheckKind, cx: &Ctx<'_>) -> bool {
         | CheckKind::BoundedResend
         | CheckKind::RetryAfter
         | CheckKind::NoAutoResend
+        | CheckKind::HonoursDeclaredClass
         | CheckKind::ReissueNewId => cx.calls().len() <= 1,
         _ => false,
     }
@@ -100,6 +101,7 @@ pub fn grade(kind: CheckKind, cx: &Ctx<'_>) -> Check {
         CheckKind::BoundedResend => bounded_resend(cx),
         CheckKind::RetryAfter => retry_after(cx),
         CheckKind::NoAutoResend => no_auto_resend(cx),
+        CheckKind::HonoursDeclaredClass => honours_declared_class(cx),
         CheckKind::MrtrRetry => mrtr_retry(cx),
         CheckKind::ReissueNewId => reissue_new_id(cx),
         CheckKind::ResumeGet => resume_get(cx),
@@ -798,6 +800,84 @@ fn no_auto_resend(cx: &Ctx<'_>) -> Check {
     }
 }
 
+/// Slack on `retryNotBefore` for the clocks' millisecond rounding (the kitchen's epoch ms, the
+/// client's wait in whole ms): a resend this close counts as on time.
+const NOT_BEFORE_SLACK_MS: u64 = 10;
+
+/// After a tool error whose failure the server declared (draft SEP #3313), a later call of
+/// the tool (one that arrived after that answer ended, so the client had it) must be allowed
+/// by the declaration: only a `reliability` failure declared `retryable`, of a tool safe to run
+/// again, no sooner than `retryNotBefore`.
+fn honours_declared_class(cx: &Ctx<'_>) -> Check {
+    let k = CheckKind::HonoursDeclaredClass;
+    let calls = cx.calls();
+    let declared: Vec<_> = calls
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| {
+            let a = e.answer.as_ref()?;
+            Some((i, a, a.declared_failure.as_deref()?))
+        })
+        .collect();
+    let Some(&(_, _, first)) = declared.first() else {
+        return cx.skip(k, "no call was answered with a declared failure");
+    };
+    for &(i, answer, f) in &declared {
+        let Some(resend) = calls[i + 1..]
+            .iter()
+            .find(|e| e.received_ms >= answer.ended_ms)
+        else {
+            continue;
+        };
+        let what = format!(
+            "a declared {} failure ({}, retryable {})",
+            f.class,
+            f.code,
+            f.retryable.map_or("absent".to_string(), |r| r.to_string())
+        );
+        let allowed = f.class == FailureClass::Reliability && f.retryable == Some(true);
+        if !allowed {
+            return cx.fail(
+                k,
+                format!("tools/call sent again after {what}: the server said not to retry it"),
+                &[calls[i], resend],
+            );
+        }
+        if !cx.case.safety.repeatable() {
+            return cx.fail(
+                k,
+                format!("tools/call sent again after {what}, but the tool is neither read-only nor idempotent"),
+                &[calls[i], resend],
+            );
+        }
+        if let Some(not_before) = f.retry_not_before {
+            if resend.received_ms + NOT_BEFORE_SLACK_MS < not_before {
+                return cx.fail(
+                    k,
+                    format!(
+                        "tools/call sent again {} ms before the retryNotBefore of {what}",
+                        not_before - resend.received_ms
+                    ),
+                    &[calls[i], resend],
+                );
+            }
+        }
+    }
+    let message = if calls.len() > 1 {
+        format!(
+            "sent {} times, each as the declared {} failure allows",
+            calls.len(),
+            first.class
+        )
+    } else {
+        format!(
+            "not sent again after the declared {} failure ({})",
+            first.class, first.code
+        )
+    };
+    cx.pass(k, message)
+}
+
 /// After an answer saying the tool is unknown (`-32602` naming an unknown tool), every later
 /// tools/call — of any tool — comes after a tools/list sent after that answer: the client acts
 /// on the list as it is now, not on the stale one.
@@ -1434,6 +1514,94 @@ mod tests {
         let r = run(CheckKind::NoAutoResend, &c, &[error, again]);
         assert_eq!(r.status, Status::Fail);
         assert!(r.message.contains("JSON-RPC error"), "{}", r.message);
+    }
+
+    /// A tool-error answer declaring `failure` (the journal's `answer.declaredFailure`),
+    /// ended at `t + 5`.
+    fn declared(t: u64, id: u64, failure: Value) -> Value {
+        let mut e = answered(
+            t,
+            id,
+            "run_configured_test_scenario",
+            "TOOL_ERROR",
+            200,
+            true,
+        );
+        e["answer"]["declaredFailure"] = failure;
+        e
+    }
+
+    /// Issue 45, draft failure classes: a resend after a declared non-retryable failure fails
+    /// with both calls as evidence, whatever the tool's safety; a retryable one may be resent
+    /// from its retryNotBefore on, not sooner; calls that arrived before the answer (a parallel
+    /// burst) are not resends of it.
+    #[test]
+    fn a_declared_failure_is_resent_only_as_declared() {
+        let c = case("errors.declared_non_retryable");
+        let tool = "run_configured_test_scenario";
+        let kept =
+            json!({"class": "reliability", "code": "q", "retryable": false, "correlationId": "c"});
+        let ok = answered(600, 2, tool, "TOOL_SUCCESS", 200, true);
+        let once = run(
+            CheckKind::HonoursDeclaredClass,
+            &c,
+            &[declared(0, 1, kept.clone())],
+        );
+        assert_eq!(once.status, Status::Pass, "{once:?}");
+        assert!(once.message.contains("not sent again"), "{}", once.message);
+        let r = run(
+            CheckKind::HonoursDeclaredClass,
+            &c,
+            &[declared(0, 1, kept.clone()), ok.clone()],
+        );
+        assert_eq!(r.status, Status::Fail, "{r:?}");
+        assert!(r.message.contains("retryable false"), "{}", r.message);
+        assert_eq!(r.evidence.len(), 2);
+        // Sent before the answer ended: not a resend of it.
+        let parallel = answered(2, 2, tool, "TOOL_SUCCESS", 200, true);
+        let r = run(
+            CheckKind::HonoursDeclaredClass,
+            &c,
+            &[declared(0, 1, kept), parallel],
+        );
+        assert_eq!(r.status, Status::Pass, "{r:?}");
+        // Governance with retryable true: the class wins.
+        let gov =
+            json!({"class": "governance", "code": "g", "retryable": true, "correlationId": "c"});
+        let r = run(
+            CheckKind::HonoursDeclaredClass,
+            &c,
+            &[declared(0, 1, gov), ok.clone()],
+        );
+        assert_eq!(r.status, Status::Fail, "{r:?}");
+        // Retryable from 500 on: a resend at 600 passes, at 100 fails.
+        let c = case("errors.declared_retryable");
+        let retry = json!({"class": "reliability", "code": "t", "retryable": true,
+                           "retryNotBefore": 500, "correlationId": "c"});
+        let r = run(
+            CheckKind::HonoursDeclaredClass,
+            &c,
+            &[declared(0, 1, retry.clone()), ok],
+        );
+        assert_eq!(r.status, Status::Pass, "{r:?}");
+        let early = answered(100, 2, tool, "TOOL_SUCCESS", 200, true);
+        let r = run(
+            CheckKind::HonoursDeclaredClass,
+            &c,
+            &[declared(0, 1, retry), early],
+        );
+        assert_eq!(r.status, Status::Fail, "{r:?}");
+        assert!(
+            r.message.contains("400 ms before the retryNotBefore"),
+            "{}",
+            r.message
+        );
+        // No declared failure at all: n/a.
+        let plain = answered(0, 1, tool, "TOOL_ERROR", 200, true);
+        assert_eq!(
+            run(CheckKind::HonoursDeclaredClass, &c, &[plain]).status,
+            Status::Skip
+        );
     }
 
     /// Issue 21 item 1: exit 0 is held against the last answer the call got.

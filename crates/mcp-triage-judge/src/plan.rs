@@ -66,6 +66,8 @@ pub struct PlanRow {
     pub tasks: bool,
     /// Per-attempt timeout in ms (the client default otherwise).
     pub timeout_ms: Option<u64>,
+    /// The draft proposals the client reads (`--draft`); none for most rows.
+    pub drafts: mcp_triage_core::Drafts,
     /// The final outcome the client must report.
     pub expect: Outcome,
     /// How many attempts the record must list (None: not checked).
@@ -88,11 +90,24 @@ const fn row(scenario: &'static str, era: PlanEra, expect: Outcome, why: &'stati
         safe_tools: &[],
         tasks: false,
         timeout_ms: None,
+        drafts: NO_DRAFTS,
         expect,
         attempts: Some(1),
         why,
     }
 }
+
+/// No draft read: the client as it is without `--draft`.
+const NO_DRAFTS: mcp_triage_core::Drafts = mcp_triage_core::Drafts {
+    tool_failure: false,
+    sep_2145: false,
+};
+
+/// `--draft tool-failure`.
+const TOOL_FAILURE: mcp_triage_core::Drafts = mcp_triage_core::Drafts {
+    tool_failure: true,
+    sep_2145: false,
+};
 
 use PlanEra::{Legacy as L, Modern as M};
 
@@ -158,6 +173,29 @@ fn baseline_rows(p: &mut Vec<PlanRow>) {
         ToolSuccess,
         "a well-behaved server: the tool succeeds",
     ));
+    // An unlisted tool answered as draft SEP-2145 asks (the common unknownToolAs parameter):
+    // a tool error, never resent, whether the client reads the draft or not.
+    for (era, drafts, variant) in [
+        (
+            M,
+            mcp_triage_core::Drafts::ALL,
+            "unknown tool as isError, --draft all",
+        ),
+        (L, NO_DRAFTS, "unknown tool as isError"),
+    ] {
+        p.push(PlanRow {
+            variant,
+            query: "unknownToolAs=isError",
+            tool: "no_such_tool",
+            drafts,
+            ..row(
+                "baseline",
+                era,
+                ToolError,
+                "unknownToolAs=isError: a tool the instance does not list gets an isError result (draft SEP-2145), an answer: not resent",
+            )
+        });
+    }
 }
 
 /// `auth.*`: 401/403 challenges and a configured bearer token; a family of its own because
@@ -494,6 +532,48 @@ fn errors_rows(p: &mut Vec<PlanRow>) {
         ToolError,
         "invocation 1 returns isError: true; tool errors are never resent",
     ));
+    tool_failure_rows(p);
+}
+
+/// `errors.tool_failure`: a tool error with a declared ToolFailure (draft SEP #3313) on a
+/// read-only tool. Without `--draft` it is any tool error; with it, a declared non-retryable
+/// failure is not resent though the tool is read-only, a retryable one is resent after its
+/// `retryNotBefore` (invocation 2 succeeds); the wrong-but-valid forms read as their flag says.
+fn tool_failure_rows(p: &mut Vec<PlanRow>) {
+    use Outcome::*;
+    let id = "errors.tool_failure";
+    p.extend(both(
+        id,
+        ToolError,
+        "invocation 1 fails with a declared reliability failure, retryable false; tool errors are never resent",
+    ));
+    p.push(PlanRow {
+        variant: "declared non-retryable, --draft tool-failure",
+        list: true,
+        drafts: TOOL_FAILURE,
+        ..row(id, L, ToolError, "retryable false on a read-only tool (trusted on loopback): the declared class wins, not resent")
+    });
+    p.push(PlanRow {
+        variant: "declared retryable, --draft tool-failure",
+        query: "retryable=true&retryNotBeforeMs=100",
+        list: true,
+        drafts: TOOL_FAILURE,
+        attempts: Some(2),
+        ..row(id, M, ToolSuccess, "a retryable reliability failure of a read-only tool: resent after its retryNotBefore; invocation 2 succeeds")
+    });
+    p.push(PlanRow {
+        variant: "wrong but valid, isError with conforming data",
+        query: "form=structured",
+        list: true,
+        ..row(id, M, ToolError, "isError: true with structuredContent that matches the outputSchema: a tool error, whatever the data")
+    });
+    p.push(PlanRow {
+        variant: "wrong but valid, no isError",
+        query: "form=unflagged",
+        list: true,
+        drafts: TOOL_FAILURE,
+        ..row(id, L, ToolSuccess, "conforming data without isError: a success (the declared failure is only warned about; the draft puts it on error results)")
+    });
 }
 
 /// `errors.http_status_sequence`: which POST meets the 503 depends on the era's request
@@ -840,6 +920,7 @@ pub fn row_options(
     o.bearer = row.bearer.map(str::to_string);
     o.retry.safe_tools = row.safe_tools.iter().map(|s| s.to_string()).collect();
     o.use_tasks = row.tasks;
+    o.drafts = row.drafts;
     if let Some(ms) = row.timeout_ms {
         o.timeout = std::time::Duration::from_millis(ms);
     }

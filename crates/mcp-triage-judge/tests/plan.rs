@@ -168,6 +168,7 @@ async fn every_scenario_matches_its_documented_outcome() {
         "{:?}",
         region.message
     );
+    draft_rows_read_the_declared_failure(&results);
     // Every record validates against the published schema.
     let schema: serde_json::Value =
         serde_json::from_str(include_str!("../../../docs/record.schema.json")).unwrap();
@@ -178,4 +179,82 @@ async fn every_scenario_matches_its_documented_outcome() {
         assert!(errors.is_empty(), "{}: {errors:?}", r.row.scenario);
         assert_ne!(r.record.outcome, Outcome::LimitExceeded);
     }
+}
+
+/// The row of `scenario` in `era` with `variant`.
+fn row_of<'a>(
+    results: &'a [RowResult],
+    scenario: &str,
+    era: PlanEra,
+    variant: &str,
+) -> &'a RowResult {
+    results
+        .iter()
+        .find(|r| r.row.scenario == scenario && r.row.era == era && r.row.variant == variant)
+        .unwrap_or_else(|| panic!("{scenario} {variant}"))
+}
+
+/// Issue 45, draft failure classes, through the real client against the kitchen.
+fn draft_rows_read_the_declared_failure(results: &[RowResult]) {
+    // Issue 45, draft failure classes: with --draft tool-failure a declared non-retryable
+    // failure of a read-only tool is not resent and the reason names the class; a declared
+    // retryable one waits its retryNotBefore and is resent.
+    let tf = "errors.tool_failure";
+    let kept = &row_of(
+        results,
+        tf,
+        PlanEra::Legacy,
+        "declared non-retryable, --draft tool-failure",
+    )
+    .record;
+    let reason = &kept.attempts[0].decision.as_ref().unwrap().reason;
+    assert!(
+        reason.contains("declared a reliability failure (code retryable_transient_error")
+            && reason.contains("retryable false: never resent"),
+        "{reason}"
+    );
+    let declared = kept.attempts[0]
+        .verdict
+        .tool_failure
+        .as_ref()
+        .expect("read");
+    assert!(declared
+        .correlation_id
+        .starts_with("kitchen-errors.tool_failure-"));
+    let resent = &row_of(
+        results,
+        tf,
+        PlanEra::Modern,
+        "declared retryable, --draft tool-failure",
+    )
+    .record;
+    assert_eq!(actions(resent), vec!["resend", "done"]);
+    let d = resent.attempts[0].decision.as_ref().unwrap();
+    assert!(d.reason.contains("retryNotBefore"), "{}", d.reason);
+    assert!(d.delay_ms.is_some_and(|ms| ms <= 100), "{d:?}");
+    // Without the draft the same failure is any tool error: nothing is read.
+    let plain = &row_of(results, tf, PlanEra::Modern, "").record;
+    assert!(plain.attempts[0].verdict.tool_failure.is_none());
+    let unflagged = &row_of(results, tf, PlanEra::Legacy, "wrong but valid, no isError").record;
+    assert!(
+        unflagged.attempts[0]
+            .verdict
+            .warnings
+            .iter()
+            .any(|w| w.code == "TOOL_FAILURE_WITHOUT_ERROR"),
+        "{:?}",
+        unflagged.attempts[0].verdict
+    );
+    // Draft SEP-2145: an unlisted tool answered as an isError result is an unknown tool.
+    let unknown = &row_of(
+        results,
+        "baseline",
+        PlanEra::Modern,
+        "unknown tool as isError, --draft all",
+    )
+    .record;
+    assert_eq!(
+        unknown.attempts[0].verdict.tool_error_kind,
+        Some(mcp_triage_core::ToolErrorKind::UnknownTool)
+    );
 }

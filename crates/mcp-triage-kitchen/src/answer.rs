@@ -18,7 +18,7 @@ use axum::http::{header, Response};
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use mcp_triage_core::{
-    CallContext, Interruption, RequestId, RequestKind, ResponseClassifier, ResponseHead,
+    CallContext, Drafts, Interruption, RequestId, RequestKind, ResponseClassifier, ResponseHead,
 };
 use serde_json::Value;
 
@@ -106,7 +106,16 @@ pub async fn observe(
 ) -> (Response<Body>, Observed) {
     let head = head_of(&resp);
     // A tasks/get answer is a task's state, judged by the task rules (working, failed, …).
-    let ctx = CallContext::new(expected).with_request_kind(kind);
+    // The draft ToolFailure is read, so that the journal says which class a tool error
+    // declared (judge's honours_declared_class); "now" is the clock, so that its
+    // retryNotBefore reads as a wait from when the answer went out.
+    let ctx = CallContext::new(expected)
+        .with_request_kind(kind)
+        .with_drafts(Drafts {
+            tool_failure: true,
+            ..Drafts::default()
+        })
+        .with_now(std::time::SystemTime::now());
     let (parts, body) = resp.into_parts();
     if axum::body::HttpBody::size_hint(&body).exact().is_some() {
         // Whole: already in memory, so collecting it costs a copy, not a wait.

@@ -17,7 +17,7 @@ use axum::http::HeaderMap;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-use mcp_triage_core::{Outcome, Verdict};
+use mcp_triage_core::{Outcome, ToolFailure, Verdict};
 
 use crate::protocol::Era;
 
@@ -124,6 +124,12 @@ pub struct Answer {
     /// When the answer ended (its last byte went out, or the connection broke), Unix ms: a
     /// resend's backoff is measured from here, not from when the failed attempt was sent.
     pub ended_ms: u64,
+    /// The failure a tool error declared (draft SEP #3313's ToolFailure, as the core reads it
+    /// with that draft on; its `retryAfterMs` counted from when the kitchen sent it): `judge`
+    /// holds a resend against the declared class (`honours_declared_class`). Boxed: only a
+    /// declared failure has one, and an answer is moved with every journal entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declared_failure: Option<Box<ToolFailure>>,
 }
 
 impl Answer {
@@ -131,6 +137,7 @@ impl Answer {
     pub fn of(v: &Verdict) -> Answer {
         Answer {
             ended_ms: now_ms(),
+            declared_failure: v.tool_failure.clone(),
             task_id: v.task_id.clone(),
             outcome: v.outcome,
             status: v.status,
@@ -150,6 +157,7 @@ impl Answer {
             code: None,
             message: None,
             detail: Some("the kitchen closed the connection without a response".into()),
+            declared_failure: None,
         }
     }
 
@@ -304,6 +312,11 @@ impl JournalEntry {
         if let Some(a) = &mut self.answer {
             cut_opt(&mut a.message);
             cut_opt(&mut a.detail);
+            if let Some(f) = &mut a.declared_failure {
+                cut(&mut f.code);
+                cut(&mut f.correlation_id);
+                cut_opt(&mut f.agent_guidance);
+            }
         }
         if let Some(ReplayServed::Unmatched { unmatched }) = &mut self.replay {
             truncate(unmatched, max);
@@ -618,6 +631,7 @@ mod tests {
                 detail: Some("the tool reported an error: boom".into()),
                 ended_ms: 1_767_322_245_010,
                 task_id: None,
+                declared_failure: None,
             }),
             deduplicated: None,
             task_id: None,

@@ -908,6 +908,148 @@ async fn rate_limited_429_with_retry_after() {
     k.shutdown().await;
 }
 
+/// The draft SEP #3313 ToolFailure on a read-only tool with an outputSchema: invocation 1
+/// fails with the declared class in `_meta`, in each form; the journal's answer carries the
+/// declared failure as the core reads it.
+#[tokio::test]
+async fn tool_failure_declares_its_class_in_each_form() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/errors.tool_failure/mcp?class=governance&code=policy_blocked&agentGuidance=ask";
+    let sid = legacy_session(a, p, json!({})).await;
+    let list = post(
+        a,
+        p,
+        Some(&sid),
+        &json!({"jsonrpc":"2.0","id":9,"method":"tools/list"}),
+    )
+    .await
+    .unwrap()
+    .json();
+    let tool = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "run_configured_test_scenario")
+        .unwrap()
+        .clone();
+    assert_eq!(tool["annotations"]["readOnlyHint"], true);
+    assert_eq!(
+        tool["outputSchema"]["required"],
+        json!(["scenarioId", "invocation"])
+    );
+    let r = post(a, p, Some(&sid), &run(2)).await.unwrap().json();
+    let failure = &r["result"]["_meta"]["io.modelcontextprotocol/toolFailure"];
+    assert_eq!(r["result"]["isError"], true);
+    assert!(r["result"].get("structuredContent").is_none());
+    assert_eq!(failure["class"], "governance");
+    assert_eq!(failure["code"], "policy_blocked");
+    assert_eq!(failure["retryable"], false);
+    assert_eq!(failure["agentGuidance"], "ask");
+    assert_eq!(failure["correlationId"], "kitchen-errors.tool_failure-1");
+    assert!(failure.get("retryNotBefore").is_none());
+    // invocation 2 succeeds with data that conforms
+    let ok = post(a, p, Some(&sid), &run(3)).await.unwrap().json();
+    assert_eq!(
+        ok["result"]["structuredContent"],
+        json!({"scenarioId": "errors.tool_failure", "invocation": 2})
+    );
+    let journal = k.kitchen().journal_entries().unwrap();
+    let answer = journal
+        .iter()
+        .find(|e| e.id == Some(json!(2)) && e.method.as_deref() == Some("tools/call"))
+        .and_then(|e| e.answer.clone())
+        .expect("journaled answer");
+    let declared = answer
+        .declared_failure
+        .expect("the core read the declared failure");
+    assert_eq!(declared.class, mcp_triage_core::FailureClass::Governance);
+    // Wrong but valid: conforming data on a failure, flagged or not; retryNotBefore ahead.
+    let p = "/s/errors.tool_failure/mcp?form=structured&retryable=true&retryNotBeforeMs=5000";
+    let r = modern(a, p, 1, "tools/call", run(1)["params"].clone())
+        .await
+        .unwrap()
+        .json();
+    assert_eq!(r["result"]["isError"], true);
+    assert_eq!(r["result"]["structuredContent"]["invocation"], 1);
+    let meta = &r["result"]["_meta"];
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let not_before = meta["io.modelcontextprotocol/toolFailure"]["retryNotBefore"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        not_before > now_ms && not_before <= now_ms + 5_000,
+        "{not_before}"
+    );
+    assert!(
+        meta.get("io.modelcontextprotocol/serverInfo").is_some(),
+        "{meta}"
+    );
+    let p = "/s/errors.tool_failure/mcp?form=unflagged";
+    let r = modern(a, p, 1, "tools/call", run(1)["params"].clone())
+        .await
+        .unwrap()
+        .json();
+    assert!(r["result"].get("isError").is_none());
+    assert_eq!(r["result"]["structuredContent"]["invocation"], 1);
+    assert!(r["result"]["_meta"]["io.modelcontextprotocol/toolFailure"].is_object());
+    // retryNotBeforeMs below -1 is refused
+    let bad = post(
+        a,
+        "/s/errors.tool_failure/mcp?retryNotBeforeMs=-2",
+        None,
+        &initialize_msg(1, "2025-11-25", json!({})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(bad.status, 400);
+    k.shutdown().await;
+}
+
+/// The common `unknownToolAs` parameter: an unlisted tool is the JSON-RPC error -32602 by
+/// default, and with `isError` the tool execution error draft SEP-2145 asks for.
+#[tokio::test]
+async fn unknown_tool_as_a_jsonrpc_error_or_an_is_error_result() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let call = call_msg(5, "no_such_tool", json!({}));
+    let sid = legacy_session(a, "/s/baseline/mcp", json!({})).await;
+    let r = post(a, "/s/baseline/mcp", Some(&sid), &call)
+        .await
+        .unwrap()
+        .json();
+    assert_eq!(r["error"]["code"], -32602);
+    let p = "/s/baseline/mcp?unknownToolAs=isError";
+    let sid = legacy_session(a, p, json!({})).await;
+    let r = post(a, p, Some(&sid), &call).await.unwrap();
+    assert_eq!(r.status, 200);
+    let r = r.json();
+    assert_eq!(r["result"]["isError"], true);
+    assert_eq!(
+        r["result"]["content"][0]["text"],
+        "Unknown tool: no_such_tool. Re-run tools/list and retry."
+    );
+    let r = modern(a, p, 6, "tools/call", call["params"].clone())
+        .await
+        .unwrap()
+        .json();
+    assert_eq!(r["result"]["resultType"], "complete");
+    assert_eq!(r["result"]["isError"], true);
+    let bad = post(
+        a,
+        "/s/baseline/mcp?unknownToolAs=error",
+        None,
+        &initialize_msg(1, "2025-11-25", json!({})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(bad.status, 400);
+    k.shutdown().await;
+}
+
 /// The draft SEP-3304 forms: -32023 with `data.retryAfterMs` on a 429, or on a 200.
 #[tokio::test]
 async fn rate_limited_sep3304_forms() {

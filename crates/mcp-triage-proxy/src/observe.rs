@@ -49,6 +49,9 @@ pub struct ObserveOptions {
     pub max_open_tasks: usize,
     /// How long an open task is remembered without a poll (`--open-task-ttl`).
     pub open_task_ttl: std::time::Duration,
+    /// Draft proposals the classifier reads (`--draft`); all off by default, so that records
+    /// do not change under a user who did not ask.
+    pub drafts: mcp_triage_core::Drafts,
 }
 
 impl Default for ObserveOptions {
@@ -61,6 +64,7 @@ impl Default for ObserveOptions {
             max_request_bytes: 4 << 20,
             max_open_tasks: crate::tasks::DEFAULT_MAX_OPEN_TASKS,
             open_task_ttl: crate::tasks::DEFAULT_OPEN_TASK_TTL,
+            drafts: mcp_triage_core::Drafts::default(),
         }
     }
 }

@@ -59,6 +59,10 @@ fn bad_client_fails_every_resend_check_with_evidence() {
         ("sse.cut_before_response", "backoff"),
         ("errors.rate_limited", "retry_after"),
         ("errors.tool_error", "no_auto_resend"),
+        // Issue 45, draft failure classes: the burst resends a failure declared not
+        // retryable, and one declared retryable before its retryNotBefore.
+        ("errors.declared_non_retryable", "honours_declared_class"),
+        ("errors.declared_retryable", "honours_declared_class"),
         ("errors.jsonrpc_error", "no_auto_resend"),
         // Issue 21 item 6: a tool gone from the list is an answer, not a reason to resend.
         ("catalog.mutation.renamed", "no_auto_resend"),
@@ -679,4 +683,30 @@ fn progress_keeps_a_call_alive() {
         status_of(&all, "timeout.progress_keepalive", "progress_keeps_alive"),
         "pass"
     );
+}
+
+/// Issue 45, draft failure classes: `mcp-triage call --draft tool-failure` reads the failure
+/// the kitchen declares on a read-only tool: it does not resend the one declared not
+/// retryable (its annotations alone would allow a resend after a transient failure), and
+/// resends the one declared retryable no sooner than its retryNotBefore. The bad client's
+/// burst fails both (above).
+#[test]
+fn call_with_the_draft_honours_a_declared_failure_class() {
+    let bin = env!("CARGO_BIN_EXE_mcp-triage");
+    let client = format!(
+        "'{bin}' call {{url}} \"$MCP_TRIAGE_TOOL\" --args \"$MCP_TRIAGE_ARGS\" --draft tool-failure"
+    );
+    let cases = ["errors.declared_non_retryable", "errors.declared_retryable"];
+    let (code, all) = judge_cases(&client, &cases);
+    let failed: Vec<_> = all.iter().filter(|(_, _, s)| s == "fail").collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(code, Some(0));
+    for case in cases {
+        assert_eq!(
+            status_of(&all, case, "honours_declared_class"),
+            "pass",
+            "{case}"
+        );
+        assert_eq!(status_of(&all, case, "reported_outcome"), "pass", "{case}");
+    }
 }

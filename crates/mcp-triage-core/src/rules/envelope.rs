@@ -306,6 +306,9 @@ fn classify_error(
         }
     }
     let mut v = error_object_verdict(error, &format!("{base}/error"), findings);
+    if ctx.drafts.sep_2145 && ctx.request_kind == RequestKind::ToolCall {
+        super::drafts::warn_protocol_error(&mut v);
+    }
     if ctx.request_kind == RequestKind::TaskPoll && v.code == Some(-32602) {
         if let Some(d) = v.detail.as_mut() {
             d.push_str(

@@ -5,6 +5,7 @@
 //! `isError`, `structuredContent` and the output schema), `task_state` judges a `tasks/get`
 //! result (a task's state; a terminal one by the result or error it carries).
 
+mod drafts;
 mod envelope;
 mod result;
 mod task_state;

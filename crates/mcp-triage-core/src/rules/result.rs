@@ -421,6 +421,7 @@ fn classify_complete(r: &Object, ctx: &CallContext, base: &str, mut findings: Fi
     };
     v.result_type = Some("complete".to_string());
     v.is_error = is_error;
+    super::drafts::read_result(r, ctx, base, &mut v, &mut findings);
     finish(v, findings)
 }
 

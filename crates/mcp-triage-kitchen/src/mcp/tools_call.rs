@@ -80,7 +80,7 @@ pub(super) async fn tools_call(req: Req) -> Response<Body> {
     let cx = tool_cx(&req, &name, &id, client, request_state, out);
     let ask_cx = (fault == ToolFault::InputRound).then(|| cx.clone());
     let Some(body) = catalogue::call(&name, req.instance.scenario, cx) else {
-        return unknown_tool(&id, &name);
+        return unknown_tool(&req, &id, &name);
     };
     let fut = match ask_cx {
         Some(acx) => input_round(acx, body),
@@ -125,7 +125,7 @@ fn checked_call(
         && crate::fixtures_tasks::task_support(&name)
             == Some(crate::fixtures_tasks::TaskSupport::Required);
     if legacy_task_only || catalogue::tool(&req.instance, &req.clock, &name).is_none() {
-        return Err(Box::new(unknown_tool(id, &name)));
+        return Err(Box::new(unknown_tool(req, id, &name)));
     }
     let binding = state_binding(&req.instance, &name);
     let request_state = match req.params.get("requestState") {
@@ -143,8 +143,20 @@ fn checked_call(
     Ok((name, binding, request_state))
 }
 
-/// `-32602 Unknown tool`, for a name the catalogue does not (or no longer) list.
-fn unknown_tool(id: &Value, name: &str) -> Response<Body> {
+/// The answer for a name the catalogue does not (or no longer) list: `-32602 Unknown tool`,
+/// as the released revisions say; with the common parameter `unknownToolAs: "isError"`, the
+/// tool execution error draft SEP-2145 asks for instead (an `isError` result whose text is the
+/// SEP's recommended `Unknown tool: <name>. Re-run tools/list and retry.`), so a client can be
+/// tried on both forms of the same fault.
+fn unknown_tool(req: &Req, id: &Value, name: &str) -> Response<Body> {
+    if req.instance.state.params.str("unknownToolAs") == "isError" {
+        req.trace
+            .note("unknown tool answered as an isError result (draft SEP-2145)");
+        let text = format!("Unknown tool: {name}. Re-run tools/list and retry.");
+        let r = json!({ "content": [{ "type": "text", "text": text }], "isError": true });
+        let r = finish_result(req, "tools/call", r);
+        return reply_ok(req, protocol::result_response(id, r));
+    }
     rpc_error(
         200,
         Some(id),

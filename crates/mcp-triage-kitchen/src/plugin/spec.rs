@@ -109,13 +109,22 @@ pub struct ScenarioInfo {
 }
 
 /// Parameter names accepted by every scenario (kitchen knobs, not scenario semantics).
-pub const COMMON_PARAMS: &[ParamSpec] = &[ParamSpec {
-    name: "responseMode",
-    kind: ParamKind::String,
-    default: "\"auto\"",
-    choices: &["auto", "json", "sse"],
-    doc: "How requests are answered: `json` (application/json), `sse` (text/event-stream), or `auto` (JSON unless the handler emits messages before its result). Overrides the server option for this instance.",
-}];
+pub const COMMON_PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "responseMode",
+        kind: ParamKind::String,
+        default: "\"auto\"",
+        choices: &["auto", "json", "sse"],
+        doc: "How requests are answered: `json` (application/json), `sse` (text/event-stream), or `auto` (JSON unless the handler emits messages before its result). Overrides the server option for this instance.",
+    },
+    ParamSpec {
+        name: "unknownToolAs",
+        kind: ParamKind::String,
+        default: "\"jsonrpc\"",
+        choices: &["jsonrpc", "isError"],
+        doc: "How a tools/call of a tool the instance does not list is answered: `jsonrpc`, the JSON-RPC error -32602 `Unknown tool: <name>` of the released revisions; `isError`, the tool execution error draft SEP-2145 asks for (HTTP 200, an isError result with the text `Unknown tool: <name>. Re-run tools/list and retry.`).",
+    },
+];
 
 /// A scenario's parameters after merging the caller's JSON over the defaults.
 #[derive(Clone, Debug, Default)]

@@ -44,6 +44,7 @@ pub mod errors_malformed_payload;
 pub mod errors_non_compliant_envelope;
 pub mod errors_rate_limited;
 pub mod errors_tool_error;
+pub mod errors_tool_failure;
 pub mod session_expire;
 pub mod sse;
 pub mod tasks_deferred;
@@ -55,6 +56,7 @@ pub static REGISTRY: &[&dyn Scenario] = &[
     &errors_http_status_sequence::HttpStatusSequence,
     &errors_jsonrpc_error::JsonRpcError,
     &errors_tool_error::ToolError,
+    &errors_tool_failure::ToolFailure,
     &elicitation::Approval,
     &compat_sdk_v2::SdkV2,
     &timeout::UncooperativeHang,

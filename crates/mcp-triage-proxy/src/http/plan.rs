@@ -292,7 +292,7 @@ impl Plan {
         };
         let tools = response.filter(|_| self.learn_tools).and_then(tools_of);
         let mut batch_verdicts = self.batch_copy.map(|(buf, overflow)| {
-            batch_verdicts(head, &buf, overflow, &self.calls, obs.options().limits)
+            batch_verdicts(head, &buf, overflow, &self.calls, obs.options())
         });
         // A single call (no batch, no other record) takes the verdict; several share copies.
         let sole = self.calls.len() == 1 && self.messages.is_empty() && self.standalone.is_none();
@@ -468,7 +468,7 @@ fn batch_verdicts(
     buf: &[u8],
     overflow: bool,
     calls: &[Call],
-    limits: mcp_triage_core::Limits,
+    options: &crate::ObserveOptions,
 ) -> Vec<Option<Verdict>> {
     let elements: Option<Vec<Value>> = (!overflow && head.is_success())
         .then(|| serde_json::from_slice::<Value>(buf).ok())
@@ -482,7 +482,9 @@ fn batch_verdicts(
         .map(|call| {
             let id_value = call.record.id.clone().unwrap_or_default();
             let id = request_id_of(&id_value)?;
-            let ctx = CallContext::new(id).with_limits(limits);
+            let ctx = CallContext::new(id)
+                .with_limits(options.limits)
+                .with_drafts(options.drafts);
             if overflow {
                 return None;
             }
@@ -517,6 +519,7 @@ fn request_id_of(id: &Value) -> Option<RequestId> {
 fn call_context(sh: &Shared, id: RequestId, version: Option<&str>) -> CallContext {
     let mut ctx = CallContext::new(id)
         .with_limits(sh.observer.options().limits)
+        .with_drafts(sh.observer.options().drafts)
         .with_now(std::time::SystemTime::now());
     if let Some(v) = version.and_then(ProtocolVersion::parse) {
         ctx = ctx.with_protocol_version(v);

@@ -276,6 +276,7 @@ fn context(id: &Value, call: &Call, d: &Down<'_>) -> CallContext {
     let rid = serde_json::from_value::<RequestId>(id.clone()).unwrap_or(RequestId::Number(0));
     let mut ctx = CallContext::new(rid)
         .with_limits(d.observer.options().limits)
+        .with_drafts(d.observer.options().drafts)
         .with_now(std::time::SystemTime::now())
         // a tasks/get answer is a task's state, judged by the task rules (as over HTTP)
         .with_request_kind(mcp_triage_core::RequestKind::from_method(call.method()));

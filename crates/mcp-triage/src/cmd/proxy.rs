@@ -73,6 +73,11 @@ pub struct RecordArgs {
     #[arg(long, value_name = "SECS", default_value_t = mcp_triage_proxy::tasks::DEFAULT_OPEN_TASK_TTL.as_secs(),
           value_parser = clap::value_parser!(u64).range(1..=604_800))]
     open_task_ttl: u64,
+    /// Read draft proposals into the records' verdicts, comma-separated: `tool-failure`
+    /// (SEP #3313: a declared failure class in isError results), `sep-2145` (unknown-tool and
+    /// output-schema failures as isError results); `all`, `none`.
+    #[arg(long, value_name = "LIST", default_value = "none")]
+    draft: mcp_triage_core::Drafts,
     /// Export spans and the mcp.client.operation.duration histogram to this OTLP/HTTP collector
     /// (http://host:4318 or https://host:4318; /v1/traces and /v1/metrics are appended). Headers
     /// the collector wants (an API key) come from OTEL_EXPORTER_OTLP_HEADERS (key=value,...).
@@ -113,6 +118,7 @@ impl RecordArgs {
             max_request_bytes: self.max_request_bytes,
             max_open_tasks: self.max_open_tasks as usize,
             open_task_ttl: std::time::Duration::from_secs(self.open_task_ttl),
+            drafts: self.draft,
         }
     }
 
@@ -685,5 +691,29 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cmd::args_testing::parsed;
+
+    /// `--draft` reaches the observer's options, which every classifier context of the proxy
+    /// and of `wrap` reads; without it every draft is off, so records do not change.
+    #[test]
+    fn draft_reaches_the_observer() {
+        let p: ProxyArgs = parsed(&[
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--draft",
+            "tool-failure",
+        ]);
+        let o = p.records.observe();
+        assert!(o.drafts.tool_failure && !o.drafts.sep_2145);
+        let w: WrapArgs = parsed(&["--draft", "all", "--", "server"]);
+        assert_eq!(w.records.observe().drafts, mcp_triage_core::Drafts::ALL);
+        let p: ProxyArgs = parsed(&["--upstream", "http://127.0.0.1:9"]);
+        assert!(!p.records.observe().drafts.any());
     }
 }

@@ -6,7 +6,7 @@
 //! arguments" while the warning above said `--answer sampling/createMessage=JSON`.
 
 use mcp_triage_client::{refused_request_method, CallRecord};
-use mcp_triage_core::{error_code_name, Outcome};
+use mcp_triage_core::{error_code_name, FailureClass, Outcome, ToolErrorKind, ToolFailure};
 
 /// Who caused a JSON-RPC error, by its code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +61,69 @@ pub(super) fn for_code(code: i64, wrapped: bool) -> Option<String> {
              acted before it failed."
         ),
     })
+}
+
+/// The advice for a tool error that reports a failure to invoke the tool (draft SEP-2145,
+/// read with `--draft sep-2145`): the server answers these as `isError` results now, where it
+/// used to send a JSON-RPC error, and the generic "the tool ran and failed" would then be
+/// wrong. An unknown tool keeps the advice a JSON-RPC "Unknown tool" and the precheck give:
+/// the name is not listed, so re-list the tools.
+pub(super) fn for_kind(kind: ToolErrorKind, tool: &str) -> String {
+    match kind {
+        ToolErrorKind::UnknownTool => format!(
+            "the server says {tool:?} is not listed (an unknown tool, reported as an isError \
+             result as draft SEP-2145 does), so the tool never ran: re-list the tools \
+             (mcp-triage list) and check the name; resending unchanged fails the same way."
+        ),
+        ToolErrorKind::ToolUnavailable => format!(
+            "the server says {tool:?} cannot be called now (disabled or restricted by policy; \
+             draft SEP-2145), so the tool never ran: use another tool or ask the server's \
+             operator; resending unchanged fails the same way."
+        ),
+        ToolErrorKind::InvalidInput => "the server refused the arguments (input validation, \
+             an isError result; SEP-1303, draft SEP-2145), so the tool most likely never ran: \
+             fix them against the tool's inputSchema (mcp-triage list); resending unchanged \
+             fails the same way."
+            .to_string(),
+        ToolErrorKind::InvalidOutput => "the tool ran, but its output broke its own \
+             outputSchema (draft SEP-2145 reports that as a tool error): its structured result \
+             cannot be used; report it to the server's authors with the record, or read the \
+             text content; resending runs the tool again."
+            .to_string(),
+    }
+}
+
+/// The advice for a tool error whose failure the server declared (draft SEP #3313, read with
+/// `--draft tool-failure`): what its class asks of the caller, the server's own guidance, and
+/// the correlation id that finds the failure in the server's logs.
+pub(super) fn declared(f: &ToolFailure) -> String {
+    let what = match (f.class, f.retryable) {
+        (FailureClass::Capability, _) => {
+            "the call cannot succeed as asked: change the request or the approach; resending \
+             unchanged fails the same way"
+        }
+        (FailureClass::Governance, _) => {
+            "a policy refused it (authorization, approval): it needs action outside this \
+             call, not a resend"
+        }
+        (FailureClass::Reliability, Some(true)) => {
+            "a transient failure the server says may be retried: resend later if the tool is \
+             safe to run twice"
+        }
+        (FailureClass::Reliability, _) => {
+            "a transient failure the server says not to retry: do not resend it"
+        }
+    };
+    let guidance = f
+        .agent_guidance
+        .as_deref()
+        .map(|g| format!(" The server's guidance: {g}"))
+        .unwrap_or_default();
+    format!(
+        "the server declared a {} failure ({}; draft SEP #3313): {what}.{guidance} Quote \
+         correlationId {:?} to the server's operator.",
+        f.class, f.code, f.correlation_id
+    )
 }
 
 /// The advice when mcp-triage refused a server request (sampling, elicitation, anything it had
@@ -139,6 +202,49 @@ mod tests {
         assert!(!c.contains("never ran"), "{c}");
         assert!(for_code(-32602, true).unwrap().contains("never ran"));
         assert_eq!(for_code(-1, true), None);
+    }
+
+    /// Draft SEP-2145: an unknown tool reported as a tool error is still "not listed", with
+    /// the way to re-list; an output-schema failure says the tool ran.
+    #[test]
+    fn sep_2145_kinds_are_told_what_they_are() {
+        let c = for_kind(ToolErrorKind::UnknownTool, "nope");
+        assert!(c.contains("\"nope\" is not listed"), "{c}");
+        assert!(c.contains("re-list the tools (mcp-triage list)"), "{c}");
+        assert!(c.contains("never ran"), "{c}");
+        let c = for_kind(ToolErrorKind::InvalidOutput, "t");
+        assert!(c.starts_with("the tool ran, but its output broke"), "{c}");
+        assert!(!c.contains("never ran"), "{c}");
+        assert!(for_kind(ToolErrorKind::ToolUnavailable, "t").contains("cannot be called now"));
+        assert!(for_kind(ToolErrorKind::InvalidInput, "t").contains("inputSchema"));
+    }
+
+    #[test]
+    fn a_declared_failure_names_its_class_guidance_and_correlation_id() {
+        let mut f = ToolFailure {
+            class: FailureClass::Reliability,
+            code: "retryable_transient_error".into(),
+            retryable: Some(false),
+            retry_not_before: None,
+            retry_after_ms: None,
+            correlation_id: "req-7".into(),
+            agent_guidance: Some("Try tomorrow.".into()),
+        };
+        let c = declared(&f);
+        assert!(
+            c.starts_with("the server declared a reliability failure (retryable_transient_error"),
+            "{c}"
+        );
+        assert!(c.contains("not to retry"), "{c}");
+        assert!(c.contains("The server's guidance: Try tomorrow."), "{c}");
+        assert!(c.contains("correlationId \"req-7\""), "{c}");
+        f.class = FailureClass::Governance;
+        f.agent_guidance = None;
+        let c = declared(&f);
+        assert!(
+            c.contains("a policy refused it") && !c.contains("guidance"),
+            "{c}"
+        );
     }
 
     #[test]

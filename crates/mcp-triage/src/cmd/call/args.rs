@@ -97,6 +97,13 @@ pub struct CallArgs {
     #[arg(long, help_heading = ARGS_AND_OUTPUT)]
     pub send_invalid_args: bool,
 
+    /// Read draft proposals, comma-separated: `tool-failure` (SEP #3313: the failure class a
+    /// server declares in an isError result; a declared non-retryable one is never resent, a
+    /// retryable one waits its retryNotBefore), `sep-2145` (unknown-tool and output-schema
+    /// failures as isError results, with their own advice); `all`, `none`.
+    #[arg(long, value_name = "LIST", default_value = "none", help_heading = ARGS_AND_OUTPUT)]
+    pub draft: mcp_triage_core::Drafts,
+
     #[command(flatten)]
     pub input: InputArgs,
 

@@ -169,6 +169,7 @@ fn client_options(args: &CallArgs) -> Result<ClientOptions, ConfigError> {
     opts.list_tools_first = !args.no_list;
     opts.log_arguments = args.log_arguments;
     opts.keep_result = args.log_result;
+    opts.drafts = args.draft;
     Ok(opts)
 }
 
@@ -224,6 +225,15 @@ mod tests {
         assert_eq!(c.format, Format::Json);
         assert_eq!(c.log, Some(PathBuf::from("calls.jsonl")));
         assert!(!c.allow_invalid_tool && !c.send_invalid_args);
+        assert!(!c.client.drafts.any());
+    }
+
+    #[test]
+    fn draft_switches_reach_the_classifier() {
+        let c = config_of(&["http://x/mcp", "t", "--draft", "tool-failure"]).unwrap();
+        assert!(c.client.drafts.tool_failure && !c.client.drafts.sep_2145);
+        let c = config_of(&["http://x/mcp", "t", "--draft", "tool-failure,sep-2145"]).unwrap();
+        assert_eq!(c.client.drafts, mcp_triage_core::Drafts::ALL);
     }
 
     #[test]

@@ -340,6 +340,9 @@ fn cause(r: &CallRecord, problem: Option<&CallProblem>) -> Option<String> {
         ));
     }
     if r.outcome == Outcome::ToolError {
+        if let Some(c) = drafted(r) {
+            return Some(c);
+        }
         let code = wrapped_protocol_code(r.message.as_deref())?;
         if let Some(c) = advice::for_code(code, true) {
             return Some(c);
@@ -352,6 +355,17 @@ fn cause(r: &CallRecord, problem: Option<&CallProblem>) -> Option<String> {
         ));
     }
     None
+}
+
+/// What the drafts read into the final verdict of a tool error say about it (`--draft`): the
+/// SEP-2145 kind (an unknown tool is "not listed", as without the draft) before the declared
+/// SEP #3313 failure, whose class says whether to resend. None without either.
+fn drafted(r: &CallRecord) -> Option<String> {
+    let v = &r.attempts.last()?.verdict;
+    if let Some(kind) = v.tool_error_kind {
+        return Some(advice::for_kind(kind, r.tool.as_deref().unwrap_or("?")));
+    }
+    v.tool_failure.as_deref().map(advice::declared)
 }
 
 fn append_log(path: &std::path::Path, record: &CallRecord) -> Result<(), CallError> {
@@ -533,6 +547,67 @@ pub(crate) mod tests {
         // -32602 is the request's: the advice says so (issue 46).
         let c = cause(&record(Outcome::JsonrpcError, Some(-32602), "x"), None).unwrap();
         assert!(c.contains("the server refused the arguments"), "{c}");
+    }
+
+    /// A record whose last attempt's verdict is `v`.
+    fn with_verdict(v: mcp_triage_core::Verdict) -> CallRecord {
+        let mut r = record(v.outcome, None, "Unknown tool: nope");
+        r.tool = Some("nope".into());
+        r.attempts.push(mcp_triage_core::AttemptRecord {
+            id: serde_json::json!(1),
+            kind: "call".into(),
+            retry_of: None,
+            status: Some(200),
+            content_type: None,
+            stream: None,
+            verdict: v,
+            duration_ms: 1,
+            decision: None,
+        });
+        r
+    }
+
+    /// Issue 45: with `--draft sep-2145` an unknown tool answered as an isError result is
+    /// still "not listed", and the account's last decision line says so instead of "the tool
+    /// ran"; a declared failure names its class.
+    #[test]
+    fn drafted_tool_errors_get_their_own_cause() {
+        use mcp_triage_core::{FailureClass, ToolErrorKind, ToolFailure, Verdict};
+        let mut v = Verdict::new(Outcome::ToolError);
+        v.tool_error_kind = Some(ToolErrorKind::UnknownTool);
+        let r = with_verdict(v.clone());
+        let c = cause(&r, None).unwrap();
+        assert!(
+            c.contains("\"nope\" is not listed") && c.contains("re-list"),
+            "{c}"
+        );
+        assert!(account(&r, None).contains("next: the server says \"nope\" is not listed"));
+        // The precheck, when the list was read, says it first (and also "not in tools/list").
+        let p = CallProblem::UnknownTool {
+            tool: "nope".into(),
+            close: vec![],
+        };
+        assert!(cause(&r, Some(&p))
+            .unwrap()
+            .contains("is not in tools/list"));
+        // Without the draft's kind the plain text keeps the outcome's hint.
+        let plain = with_verdict(Verdict::new(Outcome::ToolError));
+        assert_eq!(cause(&plain, None), None);
+        v.tool_error_kind = None;
+        v.tool_failure = Some(Box::new(ToolFailure {
+            class: FailureClass::Capability,
+            code: "resource_not_found".into(),
+            retryable: Some(false),
+            retry_not_before: None,
+            retry_after_ms: None,
+            correlation_id: "c-1".into(),
+            agent_guidance: None,
+        }));
+        let c = cause(&with_verdict(v), None).unwrap();
+        assert!(
+            c.contains("declared a capability failure (resource_not_found"),
+            "{c}"
+        );
     }
 
     #[test]

@@ -66,9 +66,17 @@ pub struct ClassifyArgs {
     #[arg(long, value_enum)]
     pub(super) format: Option<Format>,
 
-    /// "Now" for Retry-After dates: an HTTP-date or Unix seconds (default: the system clock).
+    /// "Now" for Retry-After dates and a declared retryNotBefore: an HTTP-date or Unix
+    /// seconds (default: the system clock).
     #[arg(long, value_name = "DATE", value_parser = parse_now)]
     pub(super) now: Option<SystemTime>,
+
+    /// Read draft proposals, comma-separated: `tool-failure` (SEP #3313: the failure class a
+    /// server declares in an isError result, as toolFailure in the verdict), `sep-2145`
+    /// (unknown-tool and output-schema failures as isError results: toolErrorKind); `all`,
+    /// `none`.
+    #[arg(long, value_name = "LIST", default_value = "none")]
+    pub(super) draft: mcp_triage_core::Drafts,
 
     #[command(flatten)]
     pub(super) limits: LimitArgs,

@@ -92,7 +92,8 @@ pub fn config(args: ClassifyArgs) -> Result<ClassifyConfig, ConfigError> {
     let mut context = CallContext::new(args.expect_id)
         .with_protocol_version(args.protocol_version)
         .with_now(args.now.unwrap_or_else(SystemTime::now))
-        .with_limits(args.limits.limits());
+        .with_limits(args.limits.limits())
+        .with_drafts(args.draft);
     if let Some(path) = &args.output_schema {
         context = context.with_output_schema(Arc::new(output_schema(path)?));
     }
@@ -182,6 +183,10 @@ mod tests {
         );
         assert_eq!(c.context.limits.max_depth, 9);
         assert!(c.context.output_schema.is_none());
+        assert!(
+            !c.context.drafts.any(),
+            "every draft is off unless asked for"
+        );
         let Input::One { file, head, format } = c.input else {
             panic!("one response expected");
         };
@@ -190,6 +195,16 @@ mod tests {
         assert_eq!(head.get("content-type"), Some("application/json"));
         assert_eq!(head.get("retry-after"), Some("2"));
         assert_eq!(format, VerdictFormat::Text);
+    }
+
+    /// `--draft` reaches the context of one response and of every `--batch` line (a line's
+    /// context is its own settings over this one).
+    #[test]
+    fn drafts_reach_the_context() {
+        let c = config_of(&["body.json", "--draft", "sep-2145"]).unwrap();
+        assert!(c.context.drafts.sep_2145 && !c.context.drafts.tool_failure);
+        let c = config_of(&["--batch", "x.jsonl", "--draft", "all"]).unwrap();
+        assert_eq!(c.context.drafts, mcp_triage_core::Drafts::ALL);
     }
 
     #[test]
