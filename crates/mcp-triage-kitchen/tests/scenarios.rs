@@ -424,6 +424,40 @@ async fn compat_sdk_v2_tools() {
     k.shutdown().await;
 }
 
+/// `timeout.progress_keepalive`: with a progress token, progress to that token every
+/// `intervalMs` until the result at `totalMs` (rising values, `total` named); without one, the
+/// same wait in silence.
+#[tokio::test]
+async fn progress_flows_until_the_result_when_asked_for() {
+    let k = kitchen().await;
+    let a = k.local_addr();
+    let p = "/s/timeout.progress_keepalive/mcp?totalMs=300&intervalMs=100";
+    let sid = legacy_session(a, p, json!({})).await;
+    let mut asked = run(2);
+    asked["params"]["_meta"] = json!({ "progressToken": "tok-1" });
+    let t = Instant::now();
+    let r = post(a, p, Some(&sid), &asked).await.unwrap();
+    assert!(t.elapsed() >= Duration::from_millis(300));
+    let msgs = r.sse_messages();
+    let progress: Vec<&Value> = msgs
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    assert_eq!(progress.len(), 2, "{msgs:?}");
+    assert!(progress.iter().all(|m| m["params"]["progressToken"] == "tok-1"));
+    assert_eq!(progress[0]["params"]["progress"], 100.0);
+    assert_eq!(progress[1]["params"]["progress"], 200.0);
+    assert_eq!(progress[1]["params"]["total"], 300.0);
+    assert_eq!(tool_text(&r.rpc())["delayMs"], 300);
+    let r = post(a, p, Some(&sid), &run(3)).await.unwrap();
+    assert!(r
+        .sse_messages()
+        .iter()
+        .all(|m| m["method"] != "notifications/progress"));
+    assert_eq!(tool_text(&r.rpc())["delayMs"], 300);
+    k.shutdown().await;
+}
+
 #[tokio::test]
 async fn timeouts_delay_the_answer() {
     let k = kitchen().await;
