@@ -109,13 +109,22 @@ pub struct ScenarioInfo {
 }
 
 /// Parameter names accepted by every scenario (kitchen knobs, not scenario semantics).
-pub const COMMON_PARAMS: &[ParamSpec] = &[ParamSpec {
-    name: "responseMode",
-    kind: ParamKind::String,
-    default: "\"auto\"",
-    choices: &["auto", "json", "sse"],
-    doc: "How requests are answered: `json` (application/json), `sse` (text/event-stream), or `auto` (JSON unless the handler emits messages before its result). Overrides the server option for this instance.",
-}];
+pub const COMMON_PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "responseMode",
+        kind: ParamKind::String,
+        default: "\"auto\"",
+        choices: &["auto", "json", "sse"],
+        doc: "How requests are answered: `json` (application/json), `sse` (text/event-stream), or `auto` (JSON unless the handler emits messages before its result). Overrides the server option for this instance.",
+    },
+    ParamSpec {
+        name: "contentEncoding",
+        kind: ParamKind::String,
+        default: "\"identity\"",
+        choices: &["identity", "gzip", "deflate", "br", "zstd", "accept"],
+        doc: "The Content-Encoding of every answer to a POST (JSON bodies and SSE streams, each event flushed as it goes): `identity` (none), `gzip`, `deflate` (zlib), `br`, `zstd`, or `accept`: the first of zstd, br, gzip, deflate the request's Accept-Encoding allows (none: identity). GET streams and empty answers are never compressed.",
+    },
+];
 
 /// A scenario's parameters after merging the caller's JSON over the defaults.
 #[derive(Clone, Debug, Default)]
