@@ -1077,6 +1077,54 @@ mod tests {
         );
     }
 
+    /// What decoding `body` in pieces of these sizes gives: the bytes, or the error's text.
+    fn outcome(codings: &str, body: &[u8], cuts: &[usize]) -> Result<Vec<u8>, String> {
+        let mut d = decoder(codings);
+        let mut out = Vec::new();
+        let mut rest = body;
+        let mut sink = |p: &[u8]| {
+            out.extend_from_slice(p);
+            Ok(ControlFlow::Continue(()))
+        };
+        for &n in cuts.iter().cycle().take(body.len() + 1) {
+            if rest.is_empty() {
+                break;
+            }
+            let (now, later) = rest.split_at(n.clamp(1, rest.len()));
+            rest = later;
+            if let Err(e) = d.feed(now, &mut sink) {
+                return Err(e.to_string());
+            }
+        }
+        d.finish().map_err(|e| e.to_string())?;
+        Ok(out)
+    }
+
+    proptest::proptest! {
+        /// Any bytes under any coding: never a panic, and the same bytes or the same error
+        /// however the body is cut (a valid stream cut anywhere too).
+        #[test]
+        fn any_bytes_any_cuts_one_outcome(
+            junk in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+            cuts in proptest::collection::vec(1usize..40, 1..6),
+            which in 0usize..4,
+            valid in proptest::prelude::any::<bool>(),
+        ) {
+            let (name, coded) = match which {
+                0 => ("gzip", gzip(&junk)),
+                1 => ("deflate", zlib(&junk)),
+                2 => ("br", br(&junk)),
+                _ => ("zstd", zstd(&junk)),
+            };
+            let body = if valid { coded } else { junk.clone() };
+            let whole = outcome(name, &body, &[body.len().max(1)]);
+            proptest::prop_assert_eq!(&outcome(name, &body, &cuts), &whole);
+            if valid {
+                proptest::prop_assert_eq!(whole, Ok(junk));
+            }
+        }
+    }
+
     #[test]
     fn the_sink_stops_the_decoding() {
         let coded = gzip(&vec![b'x'; 1 << 20]);
