@@ -4,7 +4,8 @@
 # tarball into a scratch project), and runs their tests:
 #   - every golden vector of crates/mcp-triage-core/tests/golden through each binding gives the
 #     verdict the Rust core gives (`mcp-triage classify --batch --each --format json`, key for key),
-#     whole and fed in chunks;
+#     whole and fed in chunks; and each of them compressed with gzip, br and zstd (written by the
+#     core's `coded_golden` example; the CLI checked on them first) gives the plain one's verdict;
 #   - property tests (hypothesis, fast-check): random bytes and random chunk splits;
 #   - the API: argument forms, the exceptions bad arguments raise, the retry policy;
 #   - Node: require and import of the installed package, and the TypeScript definitions (tsc).
@@ -31,6 +32,22 @@ for f in crates/mcp-triage-core/tests/golden/*.jsonl; do
   # --now 0: the golden vectors' clock when a line names none (the core's default, the Unix epoch)
   target/debug/mcp-triage classify --batch "$f" --each --format json --now 0 --jobs 1 \
     >"$MCP_TRIAGE_EXPECTED/$(basename "$f")"
+done
+
+echo "== the golden vectors compressed (gzip, br, zstd): the CLI gives each the plain line's verdict"
+export MCP_TRIAGE_CODED="$tmp/coded"
+cargo run -q -j "$JOBS" -p mcp-triage-core --example coded_golden -- "$MCP_TRIAGE_CODED"
+for f in "$MCP_TRIAGE_CODED"/*.jsonl; do
+  target/debug/mcp-triage classify --batch "$f" --each --format json --now 0 --jobs 1 >"$f.verdicts"
+  python3 - "$f" "$f.verdicts" "$MCP_TRIAGE_EXPECTED/$(basename "$f")" <<'PY'
+import json, sys
+coded, got, want = (open(p, encoding="utf-8").read().splitlines() for p in sys.argv[1:])
+want = [w for w in want if w.strip()]
+for line, verdict in zip(coded, got, strict=True):
+    plain = json.loads(line)["plainLine"]
+    if json.loads(verdict) != json.loads(want[plain - 1]):
+        sys.exit(f"{sys.argv[1]}: line {plain} compressed: {verdict} != {want[plain - 1]}")
+PY
 done
 
 echo "== Python: build the wheel (maturin), pip install it into bindings/python/.venv"

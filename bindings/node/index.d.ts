@@ -76,6 +76,10 @@ export interface Limits {
   maxStreamEvents?: number;
   maxDepth?: number;
   maxErrorBodyBytes?: number;
+  /** Most bytes a body with a Content-Encoding may decode to (default: the body's own limit). */
+  maxDecodedBytes?: number;
+  /** Most decoded bytes per byte received, once 1 MiB is decoded (0: not checked; 1000). */
+  maxDecodedRatio?: number;
 }
 
 export type ProtocolVersion = '2024-11-05' | '2025-03-26' | '2025-06-18' | '2025-11-25' | '2026-07-28' | 'unknown';

@@ -12,6 +12,10 @@
   check.py passthrough URL_DIRECT URL_NGINX NGX_LOG MAX_BODY_BYTES
       what is not a tools/call nginx may classify (tools/list, a notification, a batch, a body
       over the limit) passes as it does directly and writes no line
+  check.py coded URL_DIRECT URL_NGINX URL_PROXY NGX_LOG PRX_LOG
+      issue 44: answers the kitchen compresses (gzip, deflate, br, zstd; JSON and SSE) reach the
+      client through nginx and the proxy byte for byte as sent, and nginx's line and the proxy's
+      record hold the decoded body's outcome (a success, a tool error), not MALFORMED_JSON
   check.py streaming URL_NGINX
       the first SSE bytes of a slow stream arrive through nginx while the upstream holds it open
   check.py upstream PORT
@@ -299,6 +303,36 @@ def check_passthrough(direct, via, ngx_log, max_body):
     print(f"passthrough: {', '.join(cases)}: same status and body as direct, no line logged")
 
 
+CODED = [("gzip", "json", "baseline", "TOOL_SUCCESS"), ("br", "sse", "baseline", "TOOL_SUCCESS"),
+         ("zstd", "json", "errors.tool_error", "TOOL_ERROR"),
+         ("deflate", "sse", "errors.tool_error", "TOOL_ERROR"),
+         ("gzip", "sse", "errors.jsonrpc_error", "JSONRPC_ERROR")]
+
+
+def check_coded(direct, via_ngx, via_prx, ngx_log, prx_log):
+    for coding, mode, sc, _ in CODED:
+        got = []
+        for base, side in ((direct, "direct"), (via_ngx, "nginx"), (via_prx, "proxy")):
+            tag = f"coded-{coding}-{mode}-{side}"
+            url = f"{base}/s/{sc}/mcp?instance={tag}&responseMode={mode}&contentEncoding={coding}"
+            with post_call(url) as r:
+                got.append((r.headers.get("Content-Encoding"), r.read()))
+        # (a short answer may go out in stored blocks, its text readable inside the coding)
+        if got[0][0] != coding or got[0][1].startswith((b"{", b"event:", b"data:", b":")):
+            fail(f"coded {coding} {mode}: the kitchen did not compress: {got[0]!r}")
+        if got[1] != got[0] or got[2] != got[0]:
+            fail(f"coded {coding} {mode}: direct {got[0]!r}, nginx {got[1]!r}, proxy {got[2]!r}")
+    time.sleep(1)
+    for coding, mode, _, outcome in CODED:
+        for log, side in ((ngx_log, "nginx"), (prx_log, "proxy")):
+            tag = f"coded-{coding}-{mode}-{side}"
+            lines = [r for r in read_jsonl(log) if exchange_record(r) and f"instance={tag}&" in r["path"]]
+            if len(lines) != 1 or lines[0]["outcome"] != outcome:
+                fail(f"coded {coding} {mode}: {side} logged {lines}, want one {outcome}")
+    print(f"coded: {len(CODED)} compressed answers byte for byte through nginx and the proxy,"
+          " each logged with its decoded body's outcome")
+
+
 def check_streaming(via):
     # three comments 800 ms apart, then the response: the upstream holds the stream ~2.4 s
     t0 = time.monotonic()
@@ -410,6 +444,8 @@ def main(argv):
         check_same_bytes(argv[2], argv[3], argv[4:])
     elif len(argv) == 6 and argv[1] == "passthrough":
         check_passthrough(*argv[2:])
+    elif len(argv) == 7 and argv[1] == "coded":
+        check_coded(*argv[2:])
     elif len(argv) == 3 and argv[1] == "streaming":
         check_streaming(argv[2])
     elif len(argv) == 3 and argv[1] == "upstream":

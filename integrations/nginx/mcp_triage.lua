@@ -218,9 +218,10 @@ local opts = ffi.new("McptCallOptions")
 
 -- The response headers the core reads (ResponseClassifier::new in
 -- crates/mcp-triage-core/src/classify.rs: the first Content-Type and Retry-After, every
--- WWW-Authenticate): the verdict is the same as with every header, and reading three by name
+-- WWW-Authenticate, every Content-Encoding, which the core undoes so that a gzip body is read as
+-- the JSON it holds): the verdict is the same as with every header, and reading four by name
 -- costs far less than the table of all of them ngx.resp.get_headers() builds.
-local CLASSIFIED_HEADERS = { "content-type", "retry-after", "www-authenticate" }
+local CLASSIFIED_HEADERS = { "content-type", "content-encoding", "retry-after", "www-authenticate" }
 
 -- Adds header `name` (`value`: nil, a string, or a table of repeated values) at
 -- static_headers[n..]; returns the new count. Every value goes in (a response may carry many

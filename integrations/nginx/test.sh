@@ -3,7 +3,8 @@
 # of it (run.sh) and `mcp-triage proxy` in front of it too; the demo plan run through each by our
 # client (`demo --kitchen URL`). Checks (integrations/nginx/check.py): every row's tools/call
 # outcomes in nginx's JSON log == the proxy's records == the client's attempts; /metrics parses
-# with the proxy's series; bodies pass byte for byte; SSE is not held back.
+# with the proxy's series; bodies pass byte for byte; compressed answers (Content-Encoding) pass
+# unchanged and are logged with their decoded body's outcome; SSE is not held back.
 #
 #   integrations/nginx/test.sh           the LuaJIT module (needs nginx-light,
 #                                        libnginx-mod-http-lua, lua-resty-core; builds
@@ -63,6 +64,8 @@ python3 "$here/check.py" metrics "$out/nginx-metrics.txt" "$out/proxy-metrics.tx
 python3 "$here/check.py" same-bytes "http://127.0.0.1:$kp" "http://127.0.0.1:$np" \
   baseline errors.tool_error errors.jsonrpc_error errors.malformed_payload sse.keepalive
 python3 "$here/check.py" passthrough "http://127.0.0.1:$kp" "http://127.0.0.1:$np" "$out/nginx.jsonl" 65536
+python3 "$here/check.py" coded "http://127.0.0.1:$kp" "http://127.0.0.1:$np" "http://127.0.0.1:$pp" \
+  "$out/nginx.jsonl" "$out/proxy.jsonl"
 python3 "$here/check.py" streaming "http://127.0.0.1:$np"
 # issue 41: a hostile upstream (check.py upstream) behind a second nginx and a second proxy
 hp=$(free_port) hn=$(free_port) hm=$(free_port) hx=$(free_port)

@@ -47,6 +47,23 @@ function cases() {
   return out;
 }
 
+/** [{ file, line, testCase, want }] for every line bindings/test.sh wrote compressed (gzip, br,
+ * zstd) into $MCP_TRIAGE_CODED: `want` is the Rust core's verdict of the plain line. */
+function codedCases() {
+  const dir = process.env.MCP_TRIAGE_CODED;
+  if (!dir) throw new Error('MCP_TRIAGE_CODED is not set: run bindings/test.sh, which writes the compressed golden vectors there');
+  const out = [];
+  for (const name of fs.readdirSync(dir).filter((f) => f.endsWith('.jsonl')).sort()) {
+    const expected = nonBlankLines(path.join(expectedDir(), name));
+    for (const line of nonBlankLines(path.join(dir, name))) {
+      const testCase = { ...JSON.parse(line), rawLine: line };
+      if ('method' in testCase) continue; // as in cases(): the request kind is not taken yet
+      out.push({ file: name, line: testCase.plainLine, testCase, want: JSON.parse(expected[testCase.plainLine - 1]) });
+    }
+  }
+  return out;
+}
+
 /** [status, headers, body, options] for classify(). */
 function classifyArguments(c) {
   const headers = [];
@@ -69,4 +86,4 @@ function classifyArguments(c) {
   return [c.status, headers, body, options];
 }
 
-module.exports = { cases, classifyArguments, goldenFiles, nonBlankLines };
+module.exports = { cases, codedCases, classifyArguments, goldenFiles, nonBlankLines };

@@ -46,6 +46,25 @@ def cases():
     return out
 
 
+def coded_cases():
+    """(file, plain line number, coded case dict, the Rust core's verdict of the plain line) for
+    every line bindings/test.sh wrote compressed (gzip, br, zstd) into $MCP_TRIAGE_CODED."""
+    d = os.environ.get("MCP_TRIAGE_CODED")
+    if not d:
+        raise RuntimeError("MCP_TRIAGE_CODED is not set: run bindings/test.sh, which writes the "
+                           "compressed golden vectors there")
+    out = []
+    for f in sorted(Path(d).glob("*.jsonl")):
+        expected = [l for l in (expected_dir() / f.name).read_text(encoding="utf-8").splitlines()
+                    if l.strip()]
+        for line in f.read_text(encoding="utf-8").splitlines():
+            case = json.loads(line)
+            if "method" in case:  # as in cases(): the request kind is not taken yet
+                continue
+            out.append((f.name, case["plainLine"], case, json.loads(expected[case["plainLine"] - 1])))
+    return out
+
+
 def arguments(case):
     """(status, headers, body, keyword arguments) for mcp_triage.classify."""
     headers = []

@@ -14,6 +14,7 @@
 //! [`interrupted_with_response`](ResponseClassifier::interrupted_with_response) or
 //! [`classify_with_response`].
 
+use crate::http::decode::{ContentDecoder, DecodeError, DecodeLimits};
 use crate::http::{
     parse_retry_after, parse_www_authenticate, reason, MediaType, MediaTypeKind, ResponseHead,
 };
@@ -23,6 +24,7 @@ use crate::retry::RATE_LIMITED;
 use crate::rules::{classify_document, response_in, Findings};
 use crate::sse::{with_stack_for_depth, SseClassifier, StreamEvent};
 use crate::verdict::{sanitize_line, LimitHit, Outcome, Verdict};
+use std::ops::ControlFlow;
 
 /// Why a body stopped before its end.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +83,15 @@ pub struct ResponseClassifier {
     state: State,
     /// Bytes of JSON body buffered whole before it is compacted instead (`None`: never).
     compact_after: Option<usize>,
+    /// Body bytes read, after any content coding was undone.
     body_bytes: u64,
+    /// The body's `Content-Encoding` being undone (`http/decode.rs`); `None` for a plain body.
+    decoder: Option<Box<ContentDecoder>>,
+    /// Why the body's coding cannot be undone (an unknown coding, a corrupt or cut stream, a
+    /// decoding limit); the body is then read no further.
+    coding_error: Option<DecodeError>,
+    /// Body bytes received as sent (equal to `body_bytes` without a coding).
+    encoded_bytes: u64,
     findings: Findings,
     retry_after_ms: Option<u64>,
     auth: Option<Box<crate::verdict::AuthChallenge>>,
@@ -96,6 +106,7 @@ impl ResponseClassifier {
             head.status,
             |name| head.get(name),
             head.get_all("WWW-Authenticate"),
+            head.get_all("Content-Encoding"),
             ctx,
         )
     }
@@ -119,15 +130,18 @@ impl ResponseClassifier {
             status,
             |name| named_first(headers, name),
             named("WWW-Authenticate"),
+            named("Content-Encoding"),
             ctx,
         )
     }
 
-    /// `new` over any header store: `get` finds a header's first value.
+    /// `new` over any header store: `get` finds a header's first value; the headers that may
+    /// repeat come as every value in order.
     fn start<'h>(
         status: u16,
         get: impl Fn(&'static str) -> Option<&'h str>,
         www_authenticate: impl Iterator<Item = &'h str>,
+        content_encoding: impl Iterator<Item = &'h str>,
         ctx: CallContext,
     ) -> ResponseClassifier {
         let mut findings = Findings::default();
@@ -174,11 +188,25 @@ impl ResponseClassifier {
         let id_is_long = matches!(&ctx.expected_id, crate::RequestId::String(s) if s.chars().count() >= KEEP_SOLID_CHARS);
         let compact_after = (ctx.output_schema.is_none() && !id_is_long && !ctx.keep_response)
             .then_some(COMPACT_AFTER);
+        // Decoded bytes count against the body's own limit (the states check it) unless
+        // `maxDecodedBytes` sets one of its own.
+        let decode_limits = DecodeLimits {
+            max_decoded_bytes: ctx.limits.max_decoded_bytes.unwrap_or(u64::MAX),
+            max_ratio: ctx.limits.max_decoded_ratio,
+        };
+        let (decoder, coding_error) =
+            match ContentDecoder::for_codings(content_encoding, decode_limits) {
+                Ok(d) => (d.map(Box::new), None),
+                Err(e) => (None, Some(e)),
+            };
         ResponseClassifier {
             status,
             state,
             compact_after,
             body_bytes: 0,
+            decoder,
+            coding_error,
+            encoded_bytes: 0,
             findings,
             retry_after_ms,
             auth,
@@ -236,11 +264,139 @@ impl ResponseClassifier {
         }
     }
 
-    /// Feeds the next chunk of the body.
+    /// Feeds the next chunk of the body, as sent: a body with a `Content-Encoding` is decoded
+    /// here, piece by piece, and the pieces are read as a plain body's chunks would be.
     pub fn feed(&mut self, chunk: &[u8]) {
         if chunk.is_empty() {
             return;
         }
+        if self.decoder.is_none() && self.coding_error.is_none() {
+            self.feed_body(chunk);
+        } else {
+            self.feed_coded(chunk);
+        }
+    }
+
+    /// A chunk of a body with a content coding: decoded into [`feed_body`] until the verdict
+    /// is known (or a non-2xx body has given all the classifier keeps of it), so the rest of a
+    /// bomb is never decoded.
+    fn feed_coded(&mut self, chunk: &[u8]) {
+        self.encoded_bytes += chunk.len() as u64;
+        if self.stops_decoding() {
+            return;
+        }
+        if let Some(e) = self.coding_error.clone() {
+            self.coding_failed(e);
+            return;
+        }
+        let Some(mut d) = self.decoder.take() else {
+            return;
+        };
+        let r = d.feed(chunk, &mut |piece| {
+            self.feed_body(piece);
+            Ok(if self.stops_decoding() {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            })
+        });
+        self.decoder = Some(d);
+        if let Err(e) = r {
+            self.coding_failed(e);
+        }
+    }
+
+    /// Whether no more decoded bytes are needed: the verdict is known, or a non-2xx body's
+    /// kept prefix is full.
+    fn stops_decoding(&self) -> bool {
+        self.is_decided()
+            || matches!(
+                self.state,
+                State::HttpError {
+                    truncated: true,
+                    ..
+                }
+            )
+    }
+
+    /// The body's coding cannot be undone: a 2xx body gets the coding's verdict now (its media
+    /// type's, when that was wrong already); a non-2xx keeps its verdict, with a warning.
+    fn coding_failed(&mut self, e: DecodeError) {
+        let v = match &self.state {
+            State::Decided(_) | State::HttpError { .. } => None,
+            State::Other { .. } => Some(self.finish_other_coded(&e)),
+            _ => Some(self.coding_verdict(&e)),
+        };
+        if let Some(v) = v {
+            self.state = State::Decided(Box::new(v));
+        }
+        self.coding_error = Some(e);
+    }
+
+    /// The media type's verdict, saying also why the body's coding could not be undone (the
+    /// start of the body shown is then only what was decoded of it).
+    fn finish_other_coded(&mut self, e: &DecodeError) -> Verdict {
+        let mut v = self.finish_other();
+        if let Some(d) = v.detail.as_mut() {
+            d.push_str(&format!("; and {e}"));
+        }
+        v
+    }
+
+    /// The body ended: every coded stream must have ended with it.
+    fn finish_decoding(&mut self) {
+        if self.coding_error.is_some() || self.stops_decoding() {
+            return;
+        }
+        if let Some(Err(e)) = self.decoder.as_mut().map(|d| d.finish()) {
+            self.coding_failed(e);
+        }
+    }
+
+    /// The verdict of a 2xx body whose coding cannot be undone: `LIMIT_EXCEEDED` for a
+    /// decoding limit; otherwise `UNEXPECTED_CONTENT_TYPE`, as for any body the classifier
+    /// cannot read as JSON or SSE (the content coding is part of the representation: RFC
+    /// 9110 §8.4), never `MALFORMED_JSON`, which would blame JSON the server never wrote.
+    fn coding_verdict(&self, e: &DecodeError) -> Verdict {
+        // No byte counts in the sentence: where decoding stops depends on how the body was
+        // chunked, and a verdict must not.
+        let codings = self.decoder.as_ref().map_or("", |d| d.codings());
+        match e {
+            DecodeError::Limit { name, max } => {
+                let what = if *name == "maxDecodedRatio" {
+                    format!(
+                        "the body decoded to more than {max} times its size (maxDecodedRatio = {max}: a decompression bomb?)"
+                    )
+                } else {
+                    format!("the body decoded to more than maxDecodedBytes = {max}")
+                };
+                let mut v = Verdict::new(Outcome::LimitExceeded).with_detail(format!(
+                    "{what}, Content-Encoding {codings:?}; it was not classified further"
+                ));
+                v.limit = Some(LimitHit {
+                    name: name.to_string(),
+                    max: *max,
+                });
+                v
+            }
+            DecodeError::Unknown(_) => {
+                let mut v = Verdict::new(Outcome::UnexpectedContentType)
+                    .with_detail(format!("{e}; the body was not read"));
+                v.status = Some(self.status);
+                v
+            }
+            _ => {
+                let mut v = Verdict::new(Outcome::UnexpectedContentType).with_detail(format!(
+                    "{e} (Content-Encoding {codings:?}); the body was not classified"
+                ));
+                v.status = Some(self.status);
+                v
+            }
+        }
+    }
+
+    /// A chunk of the body after any content coding was undone.
+    fn feed_body(&mut self, chunk: &[u8]) {
         self.body_bytes += chunk.len() as u64;
         let limits = self.ctx.limits;
         match &mut self.state {
@@ -309,6 +465,7 @@ impl ResponseClassifier {
     }
 
     fn end(&mut self) -> Verdict {
+        self.finish_decoding();
         let state = std::mem::replace(&mut self.state, State::Json { buf: Vec::new() });
         let v = match state {
             State::Decided(v) => *v,
@@ -472,6 +629,16 @@ impl ResponseClassifier {
         v.auth_challenge = self.auth.take();
         // Decode a JSON-RPC error from the body when there is one: it says why (-32601 on a 404,
         // -32020..-32022 on a 400) even though the transport verdict stands.
+        if let Some(e) = self
+            .coding_error
+            .as_ref()
+            .filter(|_| self.encoded_bytes > 0)
+        {
+            self.findings.warn(
+                "ERROR_BODY_NOT_DECODED",
+                format!("the error body was not read for a JSON-RPC error: {e}"),
+            );
+        }
         if truncated {
             self.findings.warn(
                 "ERROR_BODY_TRUNCATED",
@@ -695,7 +862,12 @@ impl ResponseClassifier {
     }
 
     fn judge_whole(&mut self, body: &[u8]) -> Verdict {
-        if matches!(self.state, State::Json { .. }) && !body.is_empty() && self.body_bytes == 0 {
+        let plain = self.decoder.is_none() && self.coding_error.is_none();
+        if plain
+            && matches!(self.state, State::Json { .. })
+            && !body.is_empty()
+            && self.body_bytes == 0
+        {
             let max = self.ctx.limits.max_body_bytes;
             if body.len() as u64 > max {
                 let v = self.limit_verdict("maxBodyBytes", max);
@@ -771,6 +943,72 @@ mod tests {
         assert!(!in_session.contains("endpoint"));
         let unknown = detail(RequestSession::Unknown);
         assert!(unknown.contains("in a legacy session") && unknown.contains("endpoint is wrong"));
+    }
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn content_codings_come_from_every_header_line_in_both_constructors() {
+        // gzip applied first, then gzip again: two header lines are one list
+        let body = gzip(&gzip(RESULT));
+        let headers = [
+            ("content-type", "application/json"),
+            ("Content-Encoding", "gzip"),
+            ("content-encoding", "GZIP"),
+        ];
+        let mut c = ResponseClassifier::with_headers(200, &headers, ctx());
+        for chunk in body.chunks(3) {
+            c.feed(chunk);
+        }
+        assert_eq!(c.finish().outcome, Outcome::ToolSuccess);
+        let mut head = ResponseHead::new(200);
+        for (n, v) in headers {
+            head = head.header(n, v);
+        }
+        assert_eq!(classify(&head, &body, &ctx()).outcome, Outcome::ToolSuccess);
+        // one coding more than named: what is left after undoing the named ones is gzip data,
+        // which is not JSON (the classifier undoes what the header says, and guesses nothing)
+        let v = classify(&head, &gzip(&body), &ctx());
+        assert_eq!(v.outcome, Outcome::MalformedJson);
+    }
+
+    #[test]
+    fn a_coded_body_that_breaks_off_is_a_broken_body_not_a_corrupt_stream() {
+        let head = ResponseHead::new(200)
+            .content_type("application/json")
+            .header("Content-Encoding", "gzip");
+        let body = gzip(RESULT);
+        let mut c = ResponseClassifier::new(&head, ctx());
+        c.feed(&body[..body.len() / 2]);
+        let v = c.interrupted(Interruption::ConnectionLost("reset".into()));
+        assert_eq!(v.outcome, Outcome::ConnectionError, "{v:?}");
+        // the same cut at a clean end of the body: the gzip stream is truncated
+        let v = classify(&head, &body[..body.len() / 2], &ctx());
+        assert_eq!(v.outcome, Outcome::UnexpectedContentType);
+        assert!(
+            v.detail.unwrap().starts_with("gzip stream is truncated"),
+            "truncation named"
+        );
+    }
+
+    #[test]
+    fn a_wrong_media_type_still_decides_when_the_coding_is_unknown() {
+        let head = ResponseHead::new(200)
+            .content_type("text/html")
+            .header("Content-Encoding", "br;q=1");
+        let v = classify(&head, b"<html>", &ctx());
+        assert_eq!(v.outcome, Outcome::UnexpectedContentType);
+        let detail = v.detail.unwrap();
+        assert!(detail.starts_with("Content-Type \"text/html\""), "{detail}");
+        assert!(
+            detail.contains("and Content-Encoding \"br;q=1\" is not"),
+            "{detail}"
+        );
     }
 
     fn json_capacity(c: &ResponseClassifier) -> Option<usize> {

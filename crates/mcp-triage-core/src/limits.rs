@@ -22,11 +22,23 @@ pub struct Limits {
     /// How much of a non-2xx body is kept to decode a JSON-RPC error from it; the rest is
     /// read past, not an error.
     pub max_error_body_bytes: u64,
+    /// Most bytes a body with a `Content-Encoding` may decode to. `None` (the default): the
+    /// limit of the body's kind counts its decoded bytes (`maxBodyBytes` for JSON,
+    /// `maxStreamBytes` for SSE), so a compressed body gets the verdict the same body sent
+    /// plain would get.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_decoded_bytes: Option<u64>,
+    /// Largest ratio of decoded to encoded bytes, checked once more than 1 MiB is decoded: a
+    /// decompression bomb is stopped after about a megabyte, not at `maxBodyBytes` (gzip
+    /// reaches about 1,030:1 on zeros, Brotli and zstd far more; real JSON rarely passes
+    /// 100:1). 0: not checked.
+    pub max_decoded_ratio: u64,
 }
 
 impl Limits {
     /// The defaults: 64 MiB bodies and events, 1 GiB streams, 10 million events, depth 10,000,
-    /// 64 KiB of an error body.
+    /// 64 KiB of an error body, decoded bytes counted by the body's own limit, and at most
+    /// 1,000 decoded bytes per encoded byte.
     pub const DEFAULT: Limits = Limits {
         max_body_bytes: 64 << 20,
         max_event_bytes: 64 << 20,
@@ -34,6 +46,8 @@ impl Limits {
         max_stream_events: 10_000_000,
         max_depth: 10_000,
         max_error_body_bytes: 64 << 10,
+        max_decoded_bytes: None,
+        max_decoded_ratio: 1000,
     };
 }
 

@@ -229,8 +229,9 @@ typedef struct McptCallOptions {
   int64_t now_unix_ms;
   /**
    * NULL = the default limits; else a JSON object of camelCase limits (`maxBodyBytes`,
-   * `maxEventBytes`, `maxStreamBytes`, `maxStreamEvents`, `maxDepth`, `maxErrorBodyBytes`):
-   * absent members keep their defaults, an unknown member is an error. NUL-terminated.
+   * `maxEventBytes`, `maxStreamBytes`, `maxStreamEvents`, `maxDepth`, `maxErrorBodyBytes`,
+   * `maxDecodedBytes`, `maxDecodedRatio`): absent members keep their defaults, an unknown
+   * member is an error. NUL-terminated.
    */
   const char *limits_json;
   /**

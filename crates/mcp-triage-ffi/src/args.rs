@@ -53,8 +53,9 @@ pub struct McptCallOptions {
     /// core reads no clock.
     pub now_unix_ms: i64,
     /// NULL = the default limits; else a JSON object of camelCase limits (`maxBodyBytes`,
-    /// `maxEventBytes`, `maxStreamBytes`, `maxStreamEvents`, `maxDepth`, `maxErrorBodyBytes`):
-    /// absent members keep their defaults, an unknown member is an error. NUL-terminated.
+    /// `maxEventBytes`, `maxStreamBytes`, `maxStreamEvents`, `maxDepth`, `maxErrorBodyBytes`,
+    /// `maxDecodedBytes`, `maxDecodedRatio`): absent members keep their defaults, an unknown
+    /// member is an error. NUL-terminated.
     pub limits_json: *const c_char,
     /// NULL = none; else the tool's `outputSchema` as JSON text (NUL-terminated), compiled per call.
     pub output_schema_json: *const c_char,

@@ -8,9 +8,15 @@
 //! runs (`Exchange::parse`, `Exchange::context`, `Exchange::classify`); with `MCPT_CLI=path`
 //! the real binary's output is also compared (scripts/test.sh does so).
 //!
+//! Every golden vector is also sent compressed (gzip, br and zstd, compressed here, with that
+//! `Content-Encoding` header) through the same program, whole and in 7-byte chunks: the C ABI
+//! must give exactly the plain body's verdict.
+//!
 //! Needs `cc` (else the test fails: it is the point of the test); valgrind is skipped with a
 //! message when missing, unless `MCPT_REQUIRE_VALGRIND=1` (CI).
 
+use std::borrow::Cow;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::SystemTime;
@@ -162,6 +168,77 @@ fn cases(file: &Path) -> Vec<Case> {
             verdict,
             names_method: raw.get("method").is_some(),
         });
+    }
+    out
+}
+
+/// A compressor of the coded golden cases.
+type Compress = fn(&[u8]) -> Vec<u8>;
+
+const CODINGS: [(&str, Compress); 3] = [
+    ("gzip", |b| {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(b).unwrap();
+        e.finish().unwrap()
+    }),
+    ("br", |b| {
+        let mut out = Vec::new();
+        {
+            let mut w = brotli::CompressorWriter::new(&mut out, 4096, 5, 22);
+            w.write_all(b).unwrap();
+        }
+        out
+    }),
+    ("zstd", |b| zstd::encode_all(b, 3).unwrap()),
+];
+
+/// The golden cases of `file` that carry no coding of their own, each compressed with every
+/// coding of [`CODINGS`]: the fixture sends the compressed body with its `Content-Encoding`,
+/// and the verdict expected is the plain body's.
+fn coded_cases(file: &Path) -> Vec<Case> {
+    let base = CallContext::new(RequestId::Number(1)).with_now(SystemTime::UNIX_EPOCH);
+    let text = std::fs::read(file).unwrap();
+    let mut out = Vec::new();
+    for line in text.split(|&b| b == b'\n') {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let raw: serde_json::Value = serde_json::from_slice(line).unwrap();
+        let x = Exchange::parse(line).unwrap();
+        if raw.get("method").is_some() || x.head.get("Content-Encoding").is_some() {
+            continue;
+        }
+        let ctx = x.context(&base);
+        let now_ms = ctx
+            .now
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        let verdict = x.classify(&ctx);
+        for (coding, compress) in CODINGS {
+            let coded = Exchange {
+                head: x.head.clone().header("Content-Encoding", coding),
+                body: Cow::Owned(compress(&x.body)),
+                expected_id: x.expected_id.clone(),
+                protocol_version: x.protocol_version,
+                output_schema: x.output_schema.clone(),
+                now: x.now,
+                end: None,
+                request_kind: x.request_kind,
+            };
+            out.push(Case {
+                name: format!(
+                    "{}:{} {coding}",
+                    file.file_name().unwrap().to_string_lossy(),
+                    raw["name"]
+                ),
+                fixture: flatten(&coded, &raw, now_ms),
+                body_len: coded.body.len(),
+                json: serde_json::to_string(&verdict).unwrap(),
+                verdict: verdict.clone(),
+                names_method: false,
+            });
+        }
     }
     out
 }
@@ -331,6 +408,54 @@ fn golden_vectors_through_c_give_the_clis_verdicts() {
         eprintln!("{} of them under valgrind", small.len());
     }
     eprintln!("{} golden cases through the C ABI", all.len());
+}
+
+#[test]
+fn compressed_golden_vectors_through_c_give_the_plain_verdicts() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c_abi");
+    std::fs::create_dir_all(&dir).unwrap();
+    let prog = dir.join("golden-coded");
+    compile("golden.c", &prog);
+    let all: Vec<Case> = golden_files().iter().flat_map(|f| coded_cases(f)).collect();
+    assert!(all.len() > 900, "only {} coded cases", all.len());
+    let fixture = dir.join("golden-coded.stream");
+    std::fs::write(
+        &fixture,
+        all.iter()
+            .flat_map(|c| c.fixture.clone())
+            .collect::<Vec<u8>>(),
+    )
+    .unwrap();
+    let want: Vec<String> = all.iter().map(expected_line).collect();
+    let f = fixture.to_str().unwrap();
+    compare(&run(&prog, &[f, "0"], false), &all, &want, "coded, whole");
+    compare(
+        &run(&prog, &[f, "7"], false),
+        &all,
+        &want,
+        "coded, 7-byte chunks",
+    );
+    if valgrind_available() {
+        // the decoders' memory under valgrind too: the small bodies, in 7-byte chunks
+        let (small, small_want): (Vec<&Case>, Vec<String>) = all
+            .iter()
+            .zip(&want)
+            .filter(|(c, _)| c.body_len <= VALGRIND_MAX_BODY / 4)
+            .map(|(c, w)| (c, w.clone()))
+            .unzip();
+        let small_fixture = dir.join("golden-coded-small.stream");
+        std::fs::write(
+            &small_fixture,
+            small
+                .iter()
+                .flat_map(|c| c.fixture.clone())
+                .collect::<Vec<u8>>(),
+        )
+        .unwrap();
+        let got = run(&prog, &[small_fixture.to_str().unwrap(), "7"], true);
+        compare_refs(&got, &small, &small_want, "coded, valgrind, chunk 7");
+    }
+    eprintln!("{} compressed golden cases through the C ABI", all.len());
 }
 
 #[test]

@@ -444,7 +444,9 @@ async fn progress_flows_until_the_result_when_asked_for() {
         .filter(|m| m["method"] == "notifications/progress")
         .collect();
     assert_eq!(progress.len(), 2, "{msgs:?}");
-    assert!(progress.iter().all(|m| m["params"]["progressToken"] == "tok-1"));
+    assert!(progress
+        .iter()
+        .all(|m| m["params"]["progressToken"] == "tok-1"));
     assert_eq!(progress[0]["params"]["progress"], 100.0);
     assert_eq!(progress[1]["params"]["progress"], 200.0);
     assert_eq!(progress[1]["params"]["total"], 300.0);

@@ -74,6 +74,47 @@ async fn json_and_sse_bodies_pass_byte_for_byte() {
         && r.outcome == "FORWARDED"));
 }
 
+/// Compressed answers (the kitchen's `contentEncoding`, JSON and SSE, each coding the core
+/// decodes): the client gets the compressed bytes exactly as the server sent them, and the
+/// records hold the verdicts of the decoded bodies (a success and a tool error), not
+/// MALFORMED_JSON.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compressed_answers_pass_unchanged_and_are_judged_decoded() {
+    let rig = Rig::new().await;
+    let cases = [
+        ("gzip", "json", "test_simple_text", "TOOL_SUCCESS"),
+        ("br", "sse", "test_simple_text", "TOOL_SUCCESS"),
+        ("zstd", "json", "test_error_handling", "TOOL_ERROR"),
+        ("deflate", "sse", "test_error_handling", "TOOL_ERROR"),
+        ("gzip", "sse", "test_simple_text", "TOOL_SUCCESS"),
+    ];
+    for (i, (coding, mode, tool, _)) in cases.iter().enumerate() {
+        let path = format!("/s/baseline/mcp?responseMode={mode}&contentEncoding={coding}");
+        let id = 40 + i as i64;
+        let p = json!({"name": tool, "arguments": {}});
+        let d = modern(rig.direct(), &path, id, "tools/call", p.clone())
+            .await
+            .unwrap();
+        let v = modern(rig.via(), &path, id, "tools/call", p).await.unwrap();
+        assert_eq!(d.status, 200, "{coding} {mode}");
+        assert_eq!(d.header("content-encoding"), Some(*coding));
+        assert_eq!(v.header("content-encoding"), Some(*coding));
+        assert_eq!((d.status, d.sha()), (v.status, v.sha()), "{coding} {mode}");
+        // compressed on the wire: not the plain JSON or SSE text (a short answer may go out in
+        // stored blocks, its text readable inside the coding)
+        let plain = ["{", "event:", "data:", ":"]
+            .iter()
+            .any(|p| v.text().starts_with(p));
+        assert!(!plain, "{coding} {mode}: {}", v.text());
+    }
+    let records = rig.finish().await;
+    for (i, (coding, mode, _, outcome)) in cases.iter().enumerate() {
+        let r = by_id(&records, 40 + i as i64);
+        assert_eq!(r.len(), 1, "{coding} {mode}");
+        assert_eq!(r[0].outcome, *outcome, "{coding} {mode}: {:?}", r[0]);
+    }
+}
+
 /// 50 clients × 20 calls through the proxy to `chaos.mix` (the acceptance size, 200 × 50, with
 /// `MCP_TRIAGE_SOAK=full`: about 100 s in a debug build, so `bench/proxy-soak.sh` runs it),
 /// each call also sent directly to a twin instance that draws the same faults: every body is

@@ -4,6 +4,8 @@
 //! 2026-07-28 `x-mcp-header` rules, against a tiny axum server that lists such a tool and
 //! counts the calls it gets (so a refusal is told from a call that happened).
 
+mod common;
+
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -310,6 +312,76 @@ fn call_and_list_against_the_kitchen() {
 /// Issue 24 item 4: `list` shows each tool's arguments as a signature from its inputSchema
 /// (required first, `?` for optional, enums, nested objects and local `$ref`s), with the
 /// description on the next line, so a first `call --arg` needs no `--format json`.
+/// `call` against a kitchen that compresses every answer (`contentEncoding`), in each coding
+/// the core decodes, JSON and SSE, both protocol eras, directly and through `mcp-triage proxy`:
+/// the client sends no Accept-Encoding (reqwest without its decoding features) and reads the
+/// compressed answer through the core's classifier, and the proxy records the decoded verdict.
+#[test]
+fn call_reads_compressed_answers_directly_and_through_the_proxy() {
+    let (_rt, k) = runtime_and_kitchen();
+    let base = k.base_url();
+    let dir = std::env::temp_dir().join(format!("mcp-triage-coded-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("proxy.jsonl");
+    let _ = std::fs::remove_file(&log);
+    let proxy = common::start_proxy(&base, &[std::ffi::OsStr::new("--log"), log.as_os_str()]);
+    let via = format!("http://{}", proxy.addr);
+    let cases = [
+        ("gzip", "json", "2026-07-28"),
+        ("br", "sse", "2026-07-28"),
+        ("zstd", "json", "2025-11-25"),
+        ("deflate", "sse", "2025-11-25"),
+    ];
+    let mut through_proxy = 0;
+    for (coding, mode, version) in cases {
+        for (side, server) in [("direct", &base), ("proxy", &via)] {
+            // an instance per side: errors.tool_error fails the first call of its instance
+            let query = format!(
+                "contentEncoding={coding}&responseMode={mode}&instance={side}-{coding}-{mode}"
+            );
+            let url = format!("{server}/s/baseline/mcp?{query}");
+            let o = run(&[
+                "call",
+                &url,
+                "read_counter",
+                "--format",
+                "json",
+                "--protocol-version",
+                version,
+            ]);
+            let out = String::from_utf8_lossy(&o.stdout);
+            assert_eq!(code(&o), 0, "{coding} {mode} {version} {side}: {out}");
+            let rec: Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert_eq!(rec["outcome"], "TOOL_SUCCESS", "{coding} {mode}: {rec}");
+            let err = format!("{server}/s/errors.tool_error/mcp?{query}");
+            let o = run(&[
+                "call",
+                &err,
+                "run_configured_test_scenario",
+                "--protocol-version",
+                version,
+            ]);
+            assert_eq!(
+                code(&o),
+                6,
+                "{coding} {mode} {version}: a tool error, decoded"
+            );
+            through_proxy += usize::from(server == &via);
+        }
+    }
+    let (status, stderr) = common::stop(proxy);
+    assert!(status.success(), "{stderr}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let outcomes: Vec<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["method"] == "tools/call")
+        .map(|r| r["outcome"].as_str().unwrap_or("").to_string())
+        .collect();
+    let want: Vec<&str> = ["TOOL_SUCCESS", "TOOL_ERROR"].repeat(through_proxy);
+    assert_eq!(outcomes, want, "{text}");
+}
+
 #[test]
 fn list_shows_each_tools_arguments() {
     let (rt, k) = runtime_and_kitchen();

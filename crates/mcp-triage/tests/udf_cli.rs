@@ -109,3 +109,42 @@ fn a_row_over_the_limit_gets_an_error_and_the_next_row_its_verdict() {
     );
     assert_eq!(r[1]["outcome"], "TOOL_SUCCESS");
 }
+
+/// `mcp_classify_full` with `Content-Encoding` in its headers map: the body, bytes of a gzip,
+/// br or zstd stream in a ClickHouse String (TabSeparated-escaped), is decoded by the core, so
+/// the function gives the verdict of the plain body, as `classify --batch` does.
+#[test]
+fn the_full_form_decodes_a_compressed_body() {
+    use std::io::Write;
+    let body = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}"#;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(body).unwrap();
+    let coded = [
+        ("gzip", e.finish().unwrap()),
+        ("zstd", zstd::encode_all(&body[..], 3).unwrap()),
+    ];
+    let mut input = Vec::new();
+    for (coding, bytes) in &coded {
+        input.extend_from_slice(b"200\tapplication/json\t");
+        for &b in bytes {
+            match b {
+                b'\t' => input.extend_from_slice(b"\\t"),
+                b'\n' => input.extend_from_slice(b"\\n"),
+                b'\\' => input.extend_from_slice(b"\\\\"),
+                other => input.push(other),
+            }
+        }
+        input.extend_from_slice(format!("\t1\t{{'Content-Encoding':'{coding}'}}\t\n").as_bytes());
+    }
+    let out = udf(&["--form", "full"], &input);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = results(&out);
+    assert_eq!(r.len(), 2);
+    for v in r {
+        assert_eq!(v["outcome"], "TOOL_ERROR", "{v}");
+    }
+}

@@ -11,7 +11,7 @@
  * What it does per request in a location with `mcp_triage on`:
  *   precontent phase  reads the request body (in memory, up to mcp_triage_max_body_bytes);
  *                     mcpt_request_parse keeps a tools/call request with an id
- *   header filter     mcpt_classifier_new with the status and the three headers the core reads;
+ *   header filter     mcpt_classifier_new with the status and the four headers the core reads;
  *                     no response head from the upstream: the proxy's verdicts (see no_head)
  *   body filter       mcpt_classifier_feed with each buffer as it passes (never buffered or
  *                     changed); once decided, buffers are only counted
@@ -446,8 +446,11 @@ mcpt_no_head(ngx_http_request_t *r, mcpt_main_conf_t *mcf, mcpt_ctx_t *ctx, ngx_
 }
 
 /* Whether `h` is a header the core reads (ResponseClassifier::new in
- * crates/mcp-triage-core/src/classify.rs: Retry-After, every WWW-Authenticate; Content-Type is
- * r->headers_out.content_type): the verdict is the same as with every header. */
+ * crates/mcp-triage-core/src/classify.rs: Retry-After, every WWW-Authenticate, every
+ * Content-Encoding, which the core undoes, so that a gzip body is read as the JSON it holds;
+ * Content-Type is r->headers_out.content_type): the verdict is the same as with every header.
+ * Header and body filters sit at the same place in nginx's chain, so the body this module sees
+ * is coded exactly as the Content-Encoding it sees says (nginx's own gzip included). */
 static ngx_flag_t
 mcpt_classified_header(ngx_table_elt_t *h)
 {
@@ -455,7 +458,8 @@ mcpt_classified_header(ngx_table_elt_t *h)
            && ((h->key.len == 11
                 && ngx_strncasecmp(h->key.data, (u_char *) "retry-after", 11) == 0)
                || (h->key.len == 16
-                   && ngx_strncasecmp(h->key.data, (u_char *) "www-authenticate", 16) == 0));
+                   && (ngx_strncasecmp(h->key.data, (u_char *) "www-authenticate", 16) == 0
+                       || ngx_strncasecmp(h->key.data, (u_char *) "content-encoding", 16) == 0)));
 }
 
 /* Puts every response header the core reads at arr[n..], in the order nginx sends them, and

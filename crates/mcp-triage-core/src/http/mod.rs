@@ -2,6 +2,7 @@
 //! Only parsing lives here; the rules that use it are in [`crate::classify`].
 
 mod auth;
+pub mod decode;
 mod media;
 mod retry_after;
 

@@ -27,6 +27,7 @@ use self::record::{Pending, Record};
 use self::respond::set_header;
 
 mod capabilities;
+mod coding;
 mod dispatch;
 mod legacy;
 mod modern;
@@ -108,6 +109,12 @@ pub async fn handle(
         Some(Observed::Whole(a)) => (Some(a), None),
         Some(Observed::Streaming(w)) => (None, Some(w)),
         None => (None, None),
+    };
+    // Compressed after the tap, so the journal's answer is read from the plain bytes, and
+    // before the entry, so its headers show the coding.
+    let resp = match pending.rec.coding {
+        Some(c) if !aborted && pending.method == Method::POST => c.apply(resp),
+        _ => resp,
     };
     let head = (!aborted).then_some(&resp);
     let mut entry = pending.entry(scenario_id, head);

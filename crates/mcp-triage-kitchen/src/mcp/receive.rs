@@ -57,6 +57,10 @@ pub(super) async fn handle_inner(
     rec.scenario = Some(sid.clone());
     rec.instance = Some(instance.key.clone());
     rec.session = session_header.clone();
+    rec.coding = super::coding::ResponseCoding::choose(
+        instance.state.params.str("contentEncoding"),
+        header_str(headers, "accept-encoding"),
+    );
     if let Some(forbidden) = host_refused(shared, headers, trace) {
         return (forbidden, sid);
     }

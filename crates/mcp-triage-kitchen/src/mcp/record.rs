@@ -33,6 +33,9 @@ pub(super) struct Record {
     pub(super) retry: Option<journal::RetryFields>,
     /// `params.taskId` of a tasks-extension request.
     pub(super) task_id: Option<String>,
+    /// How the answer is compressed (the instance's `contentEncoding`), once the instance is
+    /// known.
+    pub(super) coding: Option<super::coding::ResponseCoding>,
 }
 
 /// One request's journal entry in the making. A client that goes away while the kitchen is

@@ -124,6 +124,13 @@ pub const COMMON_PARAMS: &[ParamSpec] = &[
         choices: &["jsonrpc", "isError"],
         doc: "How a tools/call of a tool the instance does not list is answered: `jsonrpc`, the JSON-RPC error -32602 `Unknown tool: <name>` of the released revisions; `isError`, the tool execution error draft SEP-2145 asks for (HTTP 200, an isError result with the text `Unknown tool: <name>. Re-run tools/list and retry.`).",
     },
+    ParamSpec {
+        name: "contentEncoding",
+        kind: ParamKind::String,
+        default: "\"identity\"",
+        choices: &["identity", "gzip", "deflate", "br", "zstd", "accept"],
+        doc: "The Content-Encoding of every answer to a POST (JSON bodies and SSE streams, each event flushed as it goes): `identity` (none), `gzip`, `deflate` (zlib), `br`, `zstd`, or `accept`: the first of zstd, br, gzip, deflate the request's Accept-Encoding allows (none: identity). GET streams and empty answers are never compressed.",
+    },
 ];
 
 /// A scenario's parameters after merging the caller's JSON over the defaults.

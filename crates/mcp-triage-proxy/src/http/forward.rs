@@ -195,11 +195,12 @@ fn answer_response(
 }
 
 /// The response's fields the observer reads: those the classifier reads (`Content-Type`,
-/// `Retry-After`, `WWW-Authenticate`) and `Content-Length` (for a body declared over the
-/// limit). Why not all: each is copied into owned strings that live as long as the exchange,
-/// and the rest were never read.
-const OBSERVED_FIELDS: [Known; 4] = [
+/// `Content-Encoding`, which it undoes, `Retry-After`, `WWW-Authenticate`) and
+/// `Content-Length` (for a body declared over the limit). Why not all: each is copied into
+/// owned strings that live as long as the exchange, and the rest were never read.
+const OBSERVED_FIELDS: [Known; 5] = [
     Known::ContentType,
+    Known::ContentEncoding,
     Known::ContentLength,
     Known::RetryAfter,
     Known::WwwAuthenticate,

@@ -292,7 +292,9 @@ impl Plan {
         };
         let tools = response.filter(|_| self.learn_tools).and_then(tools_of);
         let mut batch_verdicts = self.batch_copy.map(|(buf, overflow)| {
-            batch_verdicts(head, &buf, overflow, &self.calls, obs.options())
+            let ids: Vec<Option<&Value>> =
+                self.calls.iter().map(|c| c.record.id.as_ref()).collect();
+            batch_verdicts(head, &buf, overflow, &ids, obs.options())
         });
         // A single call (no batch, no other record) takes the verdict; several share copies.
         let sole = self.calls.len() == 1 && self.messages.is_empty() && self.standalone.is_none();
@@ -462,25 +464,25 @@ fn finish_standalone(
     }
 }
 
-/// One verdict per call of a batch, from the batch response's elements.
+/// One verdict per call of a batch (the calls' request ids, in order), from the batch
+/// response's elements.
 fn batch_verdicts(
     head: &ResponseHead,
     buf: &[u8],
     overflow: bool,
-    calls: &[Call],
+    ids: &[Option<&Value>],
     options: &crate::ObserveOptions,
 ) -> Vec<Option<Verdict>> {
     let elements: Option<Vec<Value>> = (!overflow && head.is_success())
-        .then(|| serde_json::from_slice::<Value>(buf).ok())
+        .then(|| serde_json::from_slice::<Value>(&decoded(head, buf, options.limits)?).ok())
         .flatten()
         .and_then(|v| match v {
             Value::Array(a) => Some(a),
             _ => None,
         });
-    calls
-        .iter()
-        .map(|call| {
-            let id_value = call.record.id.clone().unwrap_or_default();
+    ids.iter()
+        .map(|id_value| {
+            let id_value = id_value.cloned().unwrap_or_default();
             let id = request_id_of(&id_value)?;
             let ctx = CallContext::new(id)
                 .with_limits(options.limits)
@@ -500,6 +502,26 @@ fn batch_verdicts(
             })
         })
         .collect()
+}
+
+/// A batch response's body with its `Content-Encoding` undone (within the limits: the body's
+/// own and the bomb ratio), to read its elements; `None` when it cannot be undone, and then
+/// each call gets the whole response's verdict, which says why.
+fn decoded<'b>(
+    head: &ResponseHead,
+    buf: &'b [u8],
+    limits: mcp_triage_core::Limits,
+) -> Option<std::borrow::Cow<'b, [u8]>> {
+    use mcp_triage_core::http::decode::{ContentDecoder, DecodeLimits};
+    let decode_limits = DecodeLimits {
+        max_decoded_bytes: limits.max_decoded_bytes.unwrap_or(limits.max_body_bytes),
+        max_ratio: limits.max_decoded_ratio,
+    };
+    match ContentDecoder::for_codings(head.get_all("Content-Encoding"), decode_limits) {
+        Ok(None) => Some(std::borrow::Cow::Borrowed(buf)),
+        Ok(Some(mut d)) => d.decode_all(buf).ok().map(std::borrow::Cow::Owned),
+        Err(_) => None,
+    }
 }
 
 /// The request id `serde_json::from_value::<RequestId>` reads from `id`, without its detour
@@ -602,6 +624,42 @@ mod tests {
         for id in ids.as_array().unwrap() {
             let serde = serde_json::from_value::<RequestId>(id.clone()).ok();
             assert_eq!(request_id_of(id), serde, "{id}");
+        }
+    }
+
+    /// A batch response in gzip gives each call its own element's verdict, as a plain one does.
+    #[test]
+    fn a_compressed_batch_response_is_read_element_by_element() {
+        use std::io::Write;
+        let body = br#"[{"jsonrpc":"2.0","id":1,"result":{"content":[]}},{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"no"}}]"#;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(body).unwrap();
+        let coded = e.finish().unwrap();
+        let (one, two) = (serde_json::json!(1), serde_json::json!(2));
+        let ids = [Some(&one), Some(&two)];
+        let options = crate::ObserveOptions::default();
+        for (head, bytes) in [
+            (
+                ResponseHead::new(200).content_type("application/json"),
+                &body[..],
+            ),
+            (
+                ResponseHead::new(200)
+                    .content_type("application/json")
+                    .header("Content-Encoding", "gzip"),
+                &coded[..],
+            ),
+        ] {
+            let v = batch_verdicts(&head, bytes, false, &ids, &options);
+            let outcomes: Vec<_> = v.iter().map(|v| v.as_ref().unwrap().outcome).collect();
+            assert_eq!(
+                outcomes,
+                [
+                    mcp_triage_core::Outcome::ToolSuccess,
+                    mcp_triage_core::Outcome::JsonrpcError
+                ],
+                "{head:?}"
+            );
         }
     }
 

@@ -109,6 +109,16 @@ pub struct LimitArgs {
     /// Deepest JSON nesting classified.
     #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT.max_depth)]
     max_depth: usize,
+
+    /// Most bytes a body with a Content-Encoding may decode to [default: the body's own limit,
+    /// --max-body-bytes or --max-stream-bytes, counts decoded bytes].
+    #[arg(long, value_name = "BYTES")]
+    max_decoded_bytes: Option<u64>,
+
+    /// Largest ratio of decoded to received bytes once 1 MiB is decoded (a decompression
+    /// bomb); 0: not checked.
+    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT.max_decoded_ratio)]
+    max_decoded_ratio: u64,
 }
 
 impl LimitArgs {
@@ -119,6 +129,8 @@ impl LimitArgs {
             max_event_bytes: self.max_event_bytes,
             max_stream_bytes: self.max_stream_bytes,
             max_depth: self.max_depth,
+            max_decoded_bytes: self.max_decoded_bytes,
+            max_decoded_ratio: self.max_decoded_ratio,
             ..Limits::DEFAULT
         }
     }
