@@ -997,15 +997,25 @@ fn reissue_new_id(cx: &Ctx<'_>) -> Check {
     }
 }
 
+/// The call whose stream a resumption check grades: the first `tools/call`, in the legacy
+/// era (2026-07-28 streams are not resumable); else the check's n/a.
+fn resumable_call<'c>(cx: &'c Ctx<'_>, k: CheckKind) -> Result<&'c JournalEntry, Check> {
+    let Some(post) = cx.calls().first().copied() else {
+        return Err(cx.skip(k, "no tools/call"));
+    };
+    if post.era != Some(Era::Legacy) {
+        return Err(cx.skip(k, "2026-07-28: streams are not resumable"));
+    }
+    Ok(post)
+}
+
 fn resume_get(cx: &Ctx<'_>) -> Check {
     let k = CheckKind::ResumeGet;
     let calls = cx.calls();
-    let Some(post) = calls.first() else {
-        return cx.skip(k, "no tools/call");
+    let post = match resumable_call(cx, k) {
+        Ok(post) => post,
+        Err(na) => return na,
     };
-    if post.era != Some(Era::Legacy) {
-        return cx.skip(k, "2026-07-28: streams are not resumable");
-    }
     let version = header(post, "mcp-protocol-version").unwrap_or("");
     if version < "2025-11-25" {
         return cx.skip(
@@ -1018,7 +1028,7 @@ fn resume_get(cx: &Ctx<'_>) -> Check {
         e.http_method == "GET" && header(e, "last-event-id").is_some() && received(e) >= t0
     }) else {
         let repost = calls.get(1);
-        let mut ev = vec![*post];
+        let mut ev = vec![post];
         ev.extend(repost);
         return cx.fail(
             k,
@@ -1047,12 +1057,10 @@ fn resume_get(cx: &Ctx<'_>) -> Check {
 fn resume_again(cx: &Ctx<'_>) -> Check {
     let k = CheckKind::ResumeAgain;
     let calls = cx.calls();
-    let Some(post) = calls.first() else {
-        return cx.skip(k, "no tools/call");
+    let post = match resumable_call(cx, k) {
+        Ok(post) => post,
+        Err(na) => return na,
     };
-    if post.era != Some(Era::Legacy) {
-        return cx.skip(k, "2026-07-28: streams are not resumable");
-    }
     let t0 = received(post);
     // Resumptions only: a standalone GET (no Last-Event-ID) is another stream.
     let resumptions: Vec<&JournalEntry> = cx
