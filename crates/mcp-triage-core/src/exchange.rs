@@ -16,9 +16,10 @@ use std::time::SystemTime;
 use base64::Engine as _;
 use serde::Deserialize;
 
+use crate::record_outcome::{outcome_and_layer, RecordOutcome};
 use crate::{
-    classify, CallContext, Interruption, OutputSchema, ProtocolVersion, RequestId, RequestKind,
-    ResponseClassifier, ResponseHead, Verdict,
+    classify, CallContext, Interruption, Layer, Outcome, OutputSchema, ProtocolVersion, RequestId,
+    RequestKind, ResponseClassifier, ResponseHead, Verdict,
 };
 
 /// One parsed line.
@@ -41,6 +42,85 @@ pub struct Exchange<'a> {
     /// Which request the line answers, from its `method` (a capture line has it): a
     /// `tasks/get` answer is a task's state. Absent: a `tools/call`, as always.
     pub request_kind: RequestKind,
+    /// The line's `method`, if it names one.
+    pub method: Option<Cow<'a, str>>,
+    /// The line is a capture line (it has `transport`, as every `proxy --capture` and `wrap
+    /// --capture` line does): without `method` it answers no single JSON-RPC request.
+    pub captured: bool,
+}
+
+/// What a line answers, as `classify --batch`, the ClickHouse function and the packages count
+/// it: a tool call apart from every other kind, so a capture's totals of `initialize`,
+/// `tools/list`, notifications and GET streams do not read as failed tool calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExchangeKind<'m> {
+    /// `tools/call`, or a line of an exchange file that names no method (the seed's format:
+    /// every line is a tool call).
+    ToolCall,
+    /// `tasks/get`: a poll of a task a `tools/call` created.
+    TaskPoll,
+    /// Another JSON-RPC request (`initialize`, `tools/list`, ...): its method.
+    Request(&'m str),
+    /// A notification (`notifications/...`): the client expects no JSON-RPC answer.
+    Notification(&'m str),
+    /// A capture line without `method`: a GET stream, a batch, a request that is not
+    /// JSON-RPC (`/.well-known/...`, a token endpoint).
+    NotJsonRpc,
+}
+
+/// The kind name of [`ExchangeKind::NotJsonRpc`] in counts.
+pub const NOT_JSON_RPC: &str = "(not JSON-RPC)";
+
+impl<'m> ExchangeKind<'m> {
+    /// The kind of a line by its `method` (None: not named) and whether it is a capture line.
+    pub fn of(method: Option<&'m str>, captured: bool) -> ExchangeKind<'m> {
+        match method {
+            None | Some("") if captured => ExchangeKind::NotJsonRpc,
+            None | Some("") | Some("tools/call") => ExchangeKind::ToolCall,
+            Some("tasks/get") => ExchangeKind::TaskPoll,
+            Some(m) if m.starts_with("notifications/") => ExchangeKind::Notification(m),
+            Some(m) => ExchangeKind::Request(m),
+        }
+    }
+
+    /// The name counts are kept under: the method, or [`NOT_JSON_RPC`].
+    pub fn name(self) -> &'m str {
+        match self {
+            ExchangeKind::ToolCall => "tools/call",
+            ExchangeKind::TaskPoll => "tasks/get",
+            ExchangeKind::Request(m) | ExchangeKind::Notification(m) => m,
+            ExchangeKind::NotJsonRpc => NOT_JSON_RPC,
+        }
+    }
+
+    /// What a line of this kind with `status` and verdict `v` is counted as: the verdict's
+    /// outcome for a tool call; for a request's result `RESULT` (a result to another method is
+    /// no tool result, as the proxy's records say); a 2xx to a notification `ACCEPTED` and a
+    /// 2xx to a request that is not JSON-RPC `FORWARDED` (no JSON-RPC answer was due); any
+    /// other answer keeps the verdict's outcome (an `HTTP_ERROR`, a `CONNECTION_ERROR` hold
+    /// for every kind).
+    pub fn counted(self, status: u16, v: &Verdict) -> (RecordOutcome, Layer) {
+        let answered_2xx = (200..300).contains(&status)
+            && !matches!(
+                v.outcome,
+                Outcome::ConnectionError | Outcome::Timeout | Outcome::LimitExceeded
+            );
+        match self {
+            ExchangeKind::ToolCall => outcome_and_layer(None, v.outcome),
+            ExchangeKind::TaskPoll | ExchangeKind::Request(_) => {
+                outcome_and_layer(Some(self.name()), v.outcome)
+            }
+            ExchangeKind::Notification(_) if answered_2xx => {
+                (RecordOutcome::Accepted, Layer::Transport)
+            }
+            ExchangeKind::NotJsonRpc if answered_2xx => {
+                (RecordOutcome::Forwarded, Layer::Transport)
+            }
+            ExchangeKind::Notification(_) | ExchangeKind::NotJsonRpc => {
+                (RecordOutcome::Verdict(v.outcome), v.outcome.layer())
+            }
+        }
+    }
 }
 
 /// How a captured response body ended (a capture line's `end`): the capture format's own type,
@@ -83,6 +163,8 @@ struct Line<'a> {
     end: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    transport: Option<Cow<'a, str>>,
 }
 
 impl<'a> Exchange<'a> {
@@ -179,6 +261,8 @@ impl<'a> Exchange<'a> {
                 .method
                 .as_deref()
                 .map_or(RequestKind::ToolCall, RequestKind::from_method),
+            method: l.method,
+            captured: l.transport.is_some(),
         })
     }
 
@@ -215,6 +299,18 @@ impl<'a> Exchange<'a> {
                 }
             }
         }
+    }
+
+    /// What the line answers (see [`ExchangeKind`]).
+    pub fn kind(&self) -> ExchangeKind<'_> {
+        ExchangeKind::of(self.method.as_deref(), self.captured)
+    }
+
+    /// The line's verdict and what it counts as (see [`ExchangeKind::counted`]).
+    pub fn classify_counted(&self, ctx: &CallContext) -> (Verdict, RecordOutcome) {
+        let v = self.classify(ctx);
+        let (counted, _) = self.kind().counted(self.head.status, &v);
+        (v, counted)
     }
 
     /// The context for this line: its own settings over `base`.
@@ -321,6 +417,55 @@ mod tests {
         assert_eq!(x.protocol_version, None);
         let x = Exchange::parse(br#"{"status":200,"protocolVersion":"2025-06-18"}"#).unwrap();
         assert_eq!(x.protocol_version, ProtocolVersion::parse("2025-06-18"));
+    }
+
+    /// A capture line is counted by its kind: a line without `method` in a capture answers no
+    /// single JSON-RPC request, in an exchange file (the seed's format) it is a tool call.
+    #[test]
+    fn a_lines_kind_comes_from_its_method_and_whether_it_is_captured() {
+        let kind = |line: &[u8]| {
+            let x = Exchange::parse(line).unwrap();
+            let name = x.kind().name().to_string();
+            let v = x.classify(&x.context(&CallContext::new(RequestId::Number(1))));
+            let (counted, _) = x.kind().counted(x.head.status, &v);
+            (name, counted.as_str())
+        };
+        let cases: [(&[u8], (&str, &str)); 7] = [
+            (br#"{"status":503}"#, ("tools/call", "HTTP_ERROR")),
+            (
+                br#"{"status":200,"transport":"http"}"#,
+                ("(not JSON-RPC)", "FORWARDED"),
+            ),
+            (
+                br#"{"status":404,"transport":"http"}"#,
+                ("(not JSON-RPC)", "HTTP_ERROR"),
+            ),
+            (
+                br#"{"status":202,"transport":"http","method":"notifications/initialized"}"#,
+                ("notifications/initialized", "ACCEPTED"),
+            ),
+            (
+                br#"{"status":200,"contentType":"application/json","body":"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[]}}","method":"tools/list","transport":"http"}"#,
+                ("tools/list", "RESULT"),
+            ),
+            (
+                br#"{"status":502,"end":"no_response","method":"initialize","transport":"http"}"#,
+                ("initialize", "CONNECTION_ERROR"),
+            ),
+            (
+                br#"{"status":200,"contentType":"application/json","body":"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}","method":"tools/call","transport":"http"}"#,
+                ("tools/call", "TOOL_SUCCESS"),
+            ),
+        ];
+        for (line, (name, counted)) in cases {
+            let got = kind(line);
+            assert_eq!(
+                (got.0.as_str(), got.1),
+                (name, counted),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
     }
 
     #[test]

@@ -42,6 +42,7 @@ mod limits;
 mod protocol;
 pub mod record;
 mod record_json;
+pub mod record_outcome;
 pub mod record_text;
 pub mod retry;
 mod rules;

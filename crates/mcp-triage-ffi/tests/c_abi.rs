@@ -225,6 +225,8 @@ fn coded_cases(file: &Path) -> Vec<Case> {
                 now: x.now,
                 end: None,
                 request_kind: x.request_kind,
+                method: x.method.clone(),
+                captured: x.captured,
             };
             out.push(Case {
                 name: format!(

@@ -12,8 +12,10 @@ use mcp_triage_core::{
     AttemptText, Attempts, CallRecord, CallRecordText, Layer, Outcome, RetryOrigin, Verdict,
     Warning,
 };
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub use mcp_triage_core::record_outcome::{outcome_and_layer, RecordOutcome, UnknownOutcome};
 
 /// What kind of exchange a record describes (read back from a log by `report`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,128 +40,6 @@ pub enum RecordKind {
     /// (`TASK_UNFINISHED`); `linksTo` names the creating call, the verdict is the call's final
     /// one. Records are append-only, so the call's end is a record of its own.
     TaskEnd,
-}
-
-/// A record's `outcome`: the core verdict's outcome, or one of the observer's own words for an
-/// exchange the core does not judge (or not as a tool call).
-///
-/// Why a type: these words were strings built in a dozen places (`"ACCEPTED"`, `"REFUSED"`,
-/// ...), so a misspelt one was a new outcome nobody counted. Each is written once here; the
-/// record still serialises to the same string, and compares equal to it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum RecordOutcome {
-    /// Not decided yet: the record was just made (serialised as an empty string).
-    #[default]
-    Undecided,
-    /// The core's verdict outcome (`TOOL_SUCCESS`, `HTTP_ERROR`, ...).
-    Verdict(Outcome),
-    /// `RESULT`: a result to a method other than `tools/call` (its result is no tool result).
-    Result,
-    /// `ACCEPTED`: a 2xx to a notification or a response, or a DELETE that ended its session.
-    Accepted,
-    /// `OBSERVED`: a request the server sent on a stream.
-    Observed,
-    /// `FORWARDED`: an exchange without a JSON-RPC request, forwarded with a 2xx.
-    Forwarded,
-    /// `REFUSED`: the proxy answered itself and forwarded nothing (`Host`/`Origin` checks).
-    Refused,
-    /// `STREAM_CLOSED`: a GET stream that ended.
-    StreamClosed,
-    /// `SENT`: a stdio notification written to the server (no answer to judge).
-    Sent,
-    /// `TASK_UNFINISHED`: the proxy stopped waiting for the end of a task.
-    TaskUnfinished,
-}
-
-impl RecordOutcome {
-    /// The record's string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RecordOutcome::Undecided => "",
-            RecordOutcome::Verdict(o) => o.as_str(),
-            RecordOutcome::Result => "RESULT",
-            RecordOutcome::Accepted => "ACCEPTED",
-            RecordOutcome::Observed => "OBSERVED",
-            RecordOutcome::Forwarded => "FORWARDED",
-            RecordOutcome::Refused => "REFUSED",
-            RecordOutcome::StreamClosed => "STREAM_CLOSED",
-            RecordOutcome::Sent => "SENT",
-            RecordOutcome::TaskUnfinished => "TASK_UNFINISHED",
-        }
-    }
-}
-
-impl From<Outcome> for RecordOutcome {
-    fn from(o: Outcome) -> RecordOutcome {
-        RecordOutcome::Verdict(o)
-    }
-}
-
-impl std::str::FromStr for RecordOutcome {
-    type Err = UnknownOutcome;
-
-    /// Reads a record's `outcome` back (a log line, a test's expectation).
-    fn from_str(s: &str) -> Result<RecordOutcome, UnknownOutcome> {
-        const OWN: [RecordOutcome; 9] = [
-            RecordOutcome::Undecided,
-            RecordOutcome::Result,
-            RecordOutcome::Accepted,
-            RecordOutcome::Observed,
-            RecordOutcome::Forwarded,
-            RecordOutcome::Refused,
-            RecordOutcome::StreamClosed,
-            RecordOutcome::Sent,
-            RecordOutcome::TaskUnfinished,
-        ];
-        Outcome::ALL
-            .into_iter()
-            .map(RecordOutcome::Verdict)
-            .chain(OWN)
-            .find(|o| o.as_str() == s)
-            .ok_or_else(|| UnknownOutcome(s.to_string()))
-    }
-}
-
-/// A string that is no record outcome.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0:?} is not a record outcome")]
-pub struct UnknownOutcome(pub String);
-
-impl std::fmt::Display for RecordOutcome {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for RecordOutcome {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl PartialEq<str> for RecordOutcome {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for RecordOutcome {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl PartialEq<String> for RecordOutcome {
-    fn eq(&self, other: &String) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<Outcome> for RecordOutcome {
-    fn eq(&self, other: &Outcome) -> bool {
-        *self == RecordOutcome::Verdict(*other)
-    }
 }
 
 /// The kind of the one attempt in a proxy's [`CallRecord`]: the words the client writes for
@@ -537,19 +417,6 @@ impl Record {
 /// once, with its final verdict, in the metrics and in `report` alike. The one home of that rule.
 pub fn is_task_start(kind: RecordKind, outcome: RecordOutcome) -> bool {
     kind == RecordKind::Request && outcome == Outcome::TaskCreated
-}
-
-/// A record's `outcome` and `layer` for a verdict of a request with `method` (None: a
-/// `tools/call`): `RESULT` for a result to any other method.
-pub fn outcome_and_layer(method: Option<&str>, outcome: Outcome) -> (RecordOutcome, Layer) {
-    use Outcome as O;
-    let is_tool_call = method.is_none_or(|m| m == "tools/call");
-    match outcome {
-        O::ToolSuccess | O::ToolError | O::InvalidToolResult if !is_tool_call => {
-            (RecordOutcome::Result, Layer::Application)
-        }
-        o => (RecordOutcome::Verdict(o), o.layer()),
-    }
 }
 
 pub use mcp_triage_wire::time::{now_ms, rfc3339};

@@ -148,3 +148,48 @@ fn the_full_form_decodes_a_compressed_body() {
         assert_eq!(v["outcome"], "TOOL_ERROR", "{v}");
     }
 }
+
+/// `mcp_classify_capture`: a capture line's columns, `method` and `end` included. Each row is
+/// judged as `classify --batch` judges its capture line: a connection loss by its `end`, a
+/// `tasks/get` as a poll, an `initialize` result as `RESULT`, a notification's 202 as
+/// `ACCEPTED`, a GET stream (no method) as `FORWARDED`; string ids stay strings.
+#[test]
+fn the_capture_form_names_each_rows_kind_and_what_it_counts_as() {
+    let rows = concat!(
+        // a tools/call whose upstream broke before the response head: the proxy answered 502
+        "502\t\t\t1\t{}\t\ttools/call\tno_response\n",
+        // a tasks/get of a working task
+        "200\tapplication/json\t{\"jsonrpc\":\"2.0\",\"id\":\"p-1\",\"result\":{\"taskId\":\"t\",\"status\":\"working\",\"createdAt\":\"2026-01-01T00:00:00Z\",\"lastUpdatedAt\":\"2026-01-01T00:00:00Z\",\"ttl\":60000}}\tp-1\t{}\t2025-11-25\ttasks/get\tcomplete\n",
+        "200\tapplication/json\t{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":\"2025-06-18\"}}\t0\t{}\t\tinitialize\tcomplete\n",
+        "202\t\t\t\t{}\t\tnotifications/initialized\tcomplete\n",
+        "200\ttext/event-stream\t\t\t{}\t\t\tcomplete\n",
+        "200\t\t\t1\t{}\t\ttools/call\tfinished\n",
+    );
+    let out = udf(&["--form", "capture"], rows.as_bytes());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = results(&out);
+    let seen: Vec<(String, String)> = r
+        .iter()
+        .take(5)
+        .map(|v| (v["kind"].to_string(), v["counted"].to_string()))
+        .collect();
+    let want = [
+        ("tools/call", "CONNECTION_ERROR"),
+        ("tasks/get", "TASK_CREATED"),
+        ("initialize", "RESULT"),
+        ("notifications/initialized", "ACCEPTED"),
+        ("(not JSON-RPC)", "FORWARDED"),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(k, c)| (format!("{k:?}"), format!("{c:?}")))
+        .collect();
+    assert_eq!(seen, want, "{r:?}");
+    assert_eq!(r[0]["verdict"]["outcome"], "CONNECTION_ERROR");
+    let bad = r[5]["error"].as_str().unwrap();
+    assert!(bad.contains("end \"finished\" is not one of"), "{bad}");
+}

@@ -23,7 +23,9 @@ use mcp_triage_core::exchange::Exchange;
 use mcp_triage_core::{CallContext, Verdict};
 
 use blocks::{trim_line_end, Block, BlockReader, ReadFailure, SplitLines};
-pub use summary::{BadLine, BatchSummary, FIRST_BAD_LINES_SHOWN};
+pub use summary::{
+    BadLine, BatchSummary, KindCounts, FIRST_BAD_LINES_SHOWN, MAX_KINDS, OTHER_KINDS,
+};
 
 /// How a verdict (or a bad line) is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,7 +169,10 @@ fn classify_block(block: &Block, base: &CallContext, opts: &BatchOptions) -> Blo
             }
         };
         let v = classify_exchange(&x, base);
-        r.summary.add(v.outcome, x.body.len());
+        let kind = x.kind();
+        let (counted, _) = kind.counted(x.head.status, &v);
+        r.summary
+            .add_exchange(kind, counted, v.outcome, x.body.len());
         if let Some(format) = opts.each {
             write_verdict(&mut r.printed, &v, format).expect("writing to a Vec cannot fail");
         }

@@ -3,10 +3,20 @@
 //! Its JSON line is compared byte for byte by other tools (the seed's `classify-batch.mjs`, the
 //! ClickHouse and Spark integrations' tests), so it is built here and nowhere else.
 
+use mcp_triage_core::exchange::ExchangeKind;
+use mcp_triage_core::record_outcome::RecordOutcome;
 use mcp_triage_core::Outcome;
 
 /// How many bad lines the summary quotes; the rest are only counted (all are in `--each`).
 pub const FIRST_BAD_LINES_SHOWN: usize = 5;
+
+/// How many kinds (methods) the summary counts apart; a capture with more distinct methods
+/// counts the rest under [`OTHER_KINDS`], so a hostile file cannot grow the summary without
+/// bound.
+pub const MAX_KINDS: usize = 64;
+
+/// The kind the methods past [`MAX_KINDS`] are counted under.
+pub const OTHER_KINDS: &str = "(other methods)";
 
 /// A line that is not an exchange: its number (1-based) and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,15 +39,42 @@ impl BadLine {
     }
 }
 
-/// Outcome counts in first-seen order, as the seed's `classify-batch.mjs` prints them, and the
-/// bad lines skipped (their number and the first [`FIRST_BAD_LINES_SHOWN`] of them).
+/// Outcome counts of the tool calls in first-seen order, as the seed's `classify-batch.mjs`
+/// prints them; per kind (method) what every exchange was counted as, when a capture holds
+/// more than tool calls; and the bad lines skipped (their number and the first
+/// [`FIRST_BAD_LINES_SHOWN`] of them).
+///
+/// Why tool calls apart: a capture holds `initialize`, `tools/list`, notifications and GET
+/// streams beside the calls; counted as calls they read as `MISSING_RESPONSE` and
+/// `INVALID_TOOL_RESULT` by the hundred. `verdicts` and `outcomes` are the tool calls' (on an
+/// exchange file of calls only, the seed's line exactly); `kinds` says what every line was
+/// counted as.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BatchSummary {
     verdicts: u64,
     bytes: u64,
     outcomes: Vec<(Outcome, u64)>,
+    other_exchanges: u64,
+    kinds: Vec<KindCounts>,
     bad_lines: u64,
     first_bad_lines: Vec<BadLine>,
+}
+
+/// One kind's counts: what its exchanges were counted as, in first-seen order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KindCounts {
+    /// The method (`tools/call`, `initialize`, ...), or one of the kind names of
+    /// [`ExchangeKind::name`] and [`OTHER_KINDS`].
+    pub kind: String,
+    /// Each outcome word (a verdict's, or `RESULT`, `ACCEPTED`, `FORWARDED`) and how often.
+    pub counted: Vec<(RecordOutcome, u64)>,
+}
+
+fn bump<K: PartialEq + Copy>(counts: &mut Vec<(K, u64)>, key: K, n: u64) {
+    match counts.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, m)) => *m += n,
+        None => counts.push((key, n)),
+    }
 }
 
 impl BatchSummary {
@@ -66,14 +103,58 @@ impl BatchSummary {
         &self.first_bad_lines
     }
 
-    /// Counts one verdict and its body's length.
+    /// Exchanges that are not tool calls (counted in [`BatchSummary::kinds`] only).
+    pub fn other_exchanges(&self) -> u64 {
+        self.other_exchanges
+    }
+
+    /// Per kind, in first-seen order, what its exchanges were counted as.
+    pub fn kinds(&self) -> &[KindCounts] {
+        &self.kinds
+    }
+
+    /// Counts one tool call's verdict and its body's length.
     pub fn add(&mut self, outcome: Outcome, bytes: usize) {
-        self.verdicts += 1;
+        self.add_exchange(
+            ExchangeKind::ToolCall,
+            RecordOutcome::Verdict(outcome),
+            outcome,
+            bytes,
+        );
+    }
+
+    /// Counts one exchange of `kind`, counted as `counted` (see `ExchangeKind::counted`),
+    /// with the verdict's `outcome` and its body's length.
+    pub fn add_exchange(
+        &mut self,
+        kind: ExchangeKind<'_>,
+        counted: RecordOutcome,
+        outcome: Outcome,
+        bytes: usize,
+    ) {
         self.bytes += bytes as u64;
-        match self.outcomes.iter_mut().find(|(o, _)| *o == outcome) {
-            Some((_, n)) => *n += 1,
-            None => self.outcomes.push((outcome, 1)),
+        if kind == ExchangeKind::ToolCall {
+            self.verdicts += 1;
+            bump(&mut self.outcomes, outcome, 1);
+        } else {
+            self.other_exchanges += 1;
         }
+        self.count_kind(kind.name(), counted, 1);
+    }
+
+    fn count_kind(&mut self, name: &str, counted: RecordOutcome, n: u64) {
+        let at = match self.kinds.iter().position(|k| k.kind == name) {
+            Some(at) => at,
+            None if self.kinds.len() < MAX_KINDS || name == OTHER_KINDS => {
+                self.kinds.push(KindCounts {
+                    kind: name.to_string(),
+                    counted: Vec::new(),
+                });
+                self.kinds.len() - 1
+            }
+            None => return self.count_kind(OTHER_KINDS, counted, n),
+        };
+        bump(&mut self.kinds[at].counted, counted, n);
     }
 
     /// Counts a bad line, keeping it if it is among the first few.
@@ -93,11 +174,66 @@ impl BatchSummary {
         self.first_bad_lines
             .extend(other.first_bad_lines.iter().take(room).cloned());
         for (o, n) in &other.outcomes {
-            match self.outcomes.iter_mut().find(|(x, _)| x == o) {
-                Some((_, m)) => *m += n,
-                None => self.outcomes.push((*o, *n)),
+            bump(&mut self.outcomes, *o, *n);
+        }
+        self.other_exchanges += other.other_exchanges;
+        for k in &other.kinds {
+            for (c, n) in &k.counted {
+                self.count_kind(&k.kind, *c, *n);
             }
         }
+    }
+
+    /// `"kinds":{"tools/call":{"TOOL_SUCCESS":2},"initialize":{"RESULT":1}}`, with the count
+    /// of other exchanges before it; empty when every line was a tool call (the seed's line).
+    fn kinds_json(&self) -> String {
+        if self.other_exchanges == 0 {
+            return String::new();
+        }
+        let kinds: Vec<String> = self
+            .kinds
+            .iter()
+            .map(|k| {
+                let counted: Vec<String> = k
+                    .counted
+                    .iter()
+                    .map(|(c, n)| format!("\"{c}\":{n}"))
+                    .collect();
+                format!(
+                    "{}:{{{}}}",
+                    serde_json::Value::from(k.kind.as_str()),
+                    counted.join(",")
+                )
+            })
+            .collect();
+        format!(
+            ",\"otherExchanges\":{},\"kinds\":{{{}}}",
+            self.other_exchanges,
+            kinds.join(",")
+        )
+    }
+
+    /// `; 282 other exchanges: initialize 30 (RESULT 30), ...`, or nothing.
+    fn kinds_text(&self) -> String {
+        if self.other_exchanges == 0 {
+            return String::new();
+        }
+        let kinds: Vec<String> = self
+            .kinds
+            .iter()
+            .filter(|k| k.kind != "tools/call")
+            .map(|k| {
+                let total: u64 = k.counted.iter().map(|(_, n)| n).sum();
+                let counted: Vec<String> =
+                    k.counted.iter().map(|(c, n)| format!("{c} {n}")).collect();
+                format!("{} {total} ({})", k.kind, counted.join(", "))
+            })
+            .collect();
+        format!(
+            "; {} other exchanges: {}",
+            self.other_exchanges,
+            kinds.join(", ")
+        )
     }
 
     /// The summary's JSON line (no line end): `{"verdicts":N,"bytes":N,"outcomes":{...}}`, then
@@ -121,10 +257,11 @@ impl BatchSummary {
             )
         };
         format!(
-            "{{\"verdicts\":{},\"bytes\":{},\"outcomes\":{{{}}}{bad}}}",
+            "{{\"verdicts\":{},\"bytes\":{},\"outcomes\":{{{}}}{}{bad}}}",
             self.verdicts,
             self.bytes,
-            outcomes.join(",")
+            outcomes.join(","),
+            self.kinds_json()
         )
     }
 
@@ -136,10 +273,16 @@ impl BatchSummary {
             .map(|(o, n)| format!("{}/{o} {n}", o.layer()))
             .collect();
         let mut line = format!(
-            "{} verdicts, {} body bytes: {}",
+            "{} {}verdicts, {} body bytes: {}{}",
             self.verdicts,
+            if self.other_exchanges == 0 {
+                ""
+            } else {
+                "tool-call "
+            },
             self.bytes,
-            parts.join(", ")
+            parts.join(", "),
+            self.kinds_text()
         );
         if let Some(first) = self.first_bad_lines.first() {
             line.push_str(&format!(
@@ -177,6 +320,59 @@ mod tests {
             s.to_text_line(),
             "3 verdicts, 98 body bytes: application/TOOL_SUCCESS 2, transport/HTTP_ERROR 1"
         );
+    }
+
+    /// Tool calls apart from the rest: `verdicts` and `outcomes` count the calls, `kinds` says
+    /// what every kind was counted as; merged parts keep both; past MAX_KINDS methods the rest
+    /// share one kind.
+    #[test]
+    fn other_kinds_are_counted_apart_from_the_tool_calls() {
+        let mut a = BatchSummary::default();
+        a.add(Outcome::ToolSuccess, 10);
+        a.add_exchange(
+            ExchangeKind::Request("initialize"),
+            RecordOutcome::Result,
+            Outcome::ToolSuccess,
+            5,
+        );
+        let mut b = BatchSummary::default();
+        b.add_exchange(
+            ExchangeKind::Notification("notifications/initialized"),
+            RecordOutcome::Accepted,
+            Outcome::MissingResponse,
+            0,
+        );
+        b.add(Outcome::HttpError, 3);
+        a.merge(&b);
+        assert_eq!((a.verdicts(), a.other_exchanges(), a.bytes()), (2, 2, 18));
+        assert_eq!(
+            a.to_json_line(),
+            concat!(
+                r#"{"verdicts":2,"bytes":18,"outcomes":{"TOOL_SUCCESS":1,"HTTP_ERROR":1},"#,
+                r#""otherExchanges":2,"kinds":{"tools/call":{"TOOL_SUCCESS":1,"HTTP_ERROR":1},"#,
+                r#""initialize":{"RESULT":1},"notifications/initialized":{"ACCEPTED":1}}}"#
+            )
+        );
+        assert_eq!(
+            a.to_text_line(),
+            "2 tool-call verdicts, 18 body bytes: application/TOOL_SUCCESS 1, \
+             transport/HTTP_ERROR 1; 2 other exchanges: initialize 1 (RESULT 1), \
+             notifications/initialized 1 (ACCEPTED 1)"
+        );
+        let mut many = BatchSummary::default();
+        let names: Vec<String> = (0..MAX_KINDS + 3).map(|i| format!("m/{i}")).collect();
+        for n in &names {
+            many.add_exchange(
+                ExchangeKind::Request(n),
+                RecordOutcome::Result,
+                Outcome::ToolSuccess,
+                1,
+            );
+        }
+        assert_eq!(many.kinds().len(), MAX_KINDS + 1);
+        let last = many.kinds().last().unwrap();
+        assert_eq!(last.kind, OTHER_KINDS);
+        assert_eq!(last.counted, [(RecordOutcome::Result, 3)]);
     }
 
     #[test]

@@ -103,6 +103,10 @@ pub enum Form {
     Basic,
     /// mcp_classify_full(..., headers Map(String,String), protocolVersion String)
     Full,
+    /// mcp_classify_capture(status UInt16, contentType String, body String, expectId String,
+    /// headers Map(String,String), protocolVersion String, method String, end String): a
+    /// capture line's columns; the result names the exchange's kind and what it counts as
+    Capture,
 }
 
 impl Form {
@@ -110,6 +114,7 @@ impl Form {
         match self {
             Form::Basic => 4,
             Form::Full => 6,
+            Form::Capture => 8,
         }
     }
 
@@ -117,6 +122,7 @@ impl Form {
         match self {
             Form::Basic => "basic",
             Form::Full => "full",
+            Form::Capture => "capture",
         }
     }
 
@@ -124,6 +130,9 @@ impl Form {
         match self {
             Form::Basic => "status, contentType, body, expectId",
             Form::Full => "status, contentType, body, expectId, headers, protocolVersion",
+            Form::Capture => {
+                "status, contentType, body, expectId, headers, protocolVersion, method, end"
+            }
         }
     }
 }
@@ -232,6 +241,16 @@ impl Answerer<'_> {
     fn exchange<'r>(&self, line: &'r [u8]) -> Result<Exchange<'r>, RowError> {
         match self.config.format {
             RowFormat::TabSeparated => tsv::parse_row(line, self.config.form),
+            RowFormat::JsonEachRow if self.config.form == Form::Capture => {
+                let mut x = Exchange::parse(line)?;
+                // The row is a capture line's columns: a row without a method answers no
+                // single JSON-RPC request (a GET stream), and expectId is a String column.
+                x.captured = true;
+                if let RequestId::String(s) = &x.expected_id {
+                    x.expected_id = tsv::capture_id(s);
+                }
+                Ok(x)
+            }
             RowFormat::JsonEachRow => {
                 let mut x = Exchange::parse(line)?;
                 // The argument is an Int64; ClickHouse quotes 64-bit integers in JSON unless
@@ -249,14 +268,12 @@ impl Answerer<'_> {
 
     fn answer(&mut self, row: Row<'_>, out: &mut impl Write) -> io::Result<()> {
         self.rows_seen += 1;
-        let verdict = match row {
+        let result = match row {
             Row::TooLong { limit } => Err(RowError::TooLong(limit)),
-            Row::Line(line) => self
-                .exchange(line)
-                .map(|x| classify_exchange(&x, &self.config.context)),
+            Row::Line(line) => self.exchange(line).map(|x| self.result_of(&x)),
         };
-        let text = match (verdict, self.blocks_seen) {
-            (Ok(v), _) => serde_json::to_string(&v),
+        let text = match (result, self.blocks_seen) {
+            (Ok(text), _) => text,
             (Err(e), None) => serde_json::to_string(&serde_json::json!({
                 "error": format!("row {}: {e}", self.rows_seen),
                 "row": self.rows_seen,
@@ -277,6 +294,32 @@ impl Answerer<'_> {
             }
         }
         out.write_all(b"\n")
+    }
+}
+
+impl Answerer<'_> {
+    /// A row's result: the verdict JSON, or for the capture form `{"kind":…,"counted":…,
+    /// "verdict":{…}}` (what `classify --batch` counts the line as, under its kind). Written
+    /// straight from the verdict, so its members keep the order `classify --each` prints.
+    fn result_of(&self, x: &Exchange<'_>) -> serde_json::Result<String> {
+        /// The capture form's result.
+        #[derive(serde::Serialize)]
+        struct Counted<'v> {
+            kind: &'v str,
+            counted: &'v str,
+            verdict: &'v mcp_triage_core::Verdict,
+        }
+        let v = classify_exchange(x, &self.config.context);
+        if self.config.form != Form::Capture {
+            return serde_json::to_string(&v);
+        }
+        let kind = x.kind();
+        let (counted, _) = kind.counted(x.head.status, &v);
+        serde_json::to_string(&Counted {
+            kind: kind.name(),
+            counted: counted.as_str(),
+            verdict: &v,
+        })
     }
 }
 

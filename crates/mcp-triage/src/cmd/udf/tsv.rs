@@ -6,8 +6,8 @@
 use std::borrow::Cow;
 use std::io::{self, Write};
 
-use mcp_triage_core::exchange::{Exchange, ExchangeError};
-use mcp_triage_core::{ProtocolVersion, RequestId, ResponseHead};
+use mcp_triage_core::exchange::{BodyEnd, Exchange, ExchangeError};
+use mcp_triage_core::{ProtocolVersion, RequestId, RequestKind, ResponseHead};
 
 use super::Form;
 
@@ -51,6 +51,12 @@ pub enum RowError {
     /// An unknown protocol revision.
     #[error("protocolVersion {0:?} is not a known revision")]
     ProtocolVersion(String),
+    /// An `end` that is none of the capture format's words.
+    #[error("end {word:?} is not one of {}", BodyEnd::listed(", "))]
+    End {
+        /// The word as given.
+        word: String,
+    },
     /// A JSONEachRow row that is not an exchange line.
     #[error(transparent)]
     Exchange(#[from] ExchangeError),
@@ -191,14 +197,18 @@ pub fn parse_row(line: &[u8], form: Form) -> Result<Exchange<'_>, RowError> {
         .filter(|s| (100..=999).contains(s))
         .ok_or_else(|| RowError::Status(status_text.to_string()))?;
     let content_type = utf8(unescape(fields[1]), "contentType")?;
-    let id_text = String::from_utf8_lossy(fields[3]);
-    let expected_id = id_text
-        .parse::<i64>()
-        .map(RequestId::Number)
-        .map_err(|_| RowError::ExpectId(id_text.to_string()))?;
+    let expected_id = if form == Form::Capture {
+        capture_id(&utf8(unescape(fields[3]), "expectId")?)
+    } else {
+        let id_text = String::from_utf8_lossy(fields[3]);
+        id_text
+            .parse::<i64>()
+            .map(RequestId::Number)
+            .map_err(|_| RowError::ExpectId(id_text.to_string()))?
+    };
     let mut head = ResponseHead::new(status).content_type(&content_type);
     let mut protocol_version = None;
-    if form == Form::Full {
+    if form != Form::Basic {
         for (name, value) in parse_map(fields[4])? {
             // The contentType argument is the Content-Type, as in an exchange file.
             if !name.eq_ignore_ascii_case("content-type") {
@@ -212,6 +222,22 @@ pub fn parse_row(line: &[u8], form: Form) -> Result<Exchange<'_>, RowError> {
             );
         }
     }
+    let (method, end) = if form == Form::Capture {
+        let method = utf8(unescape(fields[6]), "method")?;
+        let end = utf8(unescape(fields[7]), "end")?;
+        let end = match end.as_str() {
+            "" => None,
+            e => Some(BodyEnd::parse(e).ok_or_else(|| RowError::End {
+                word: e.to_string(),
+            })?),
+        };
+        (
+            Some(Cow::<str>::Owned(method)).filter(|m| !m.is_empty()),
+            end,
+        )
+    } else {
+        (None, None)
+    };
     Ok(Exchange {
         head,
         body: unescape(fields[2]),
@@ -219,9 +245,24 @@ pub fn parse_row(line: &[u8], form: Form) -> Result<Exchange<'_>, RowError> {
         protocol_version,
         output_schema: None,
         now: None,
-        end: None,
-        request_kind: Default::default(),
+        end,
+        request_kind: method
+            .as_deref()
+            .map_or(RequestKind::ToolCall, RequestKind::from_method),
+        method,
+        captured: form == Form::Capture,
     })
+}
+
+/// A capture's `expectId` as a `String` column: a JSON number id arrives as its digits and a
+/// string id as itself, so digits are read as the number (the usual id) and the rest as a
+/// string; empty (a notification has no id) keeps the default.
+pub fn capture_id(text: &str) -> RequestId {
+    match text.parse::<i64>() {
+        Ok(n) => RequestId::Number(n),
+        Err(_) if text.is_empty() => RequestId::Number(1),
+        Err(_) => RequestId::String(text.to_string()),
+    }
 }
 
 #[cfg(test)]
