@@ -1,7 +1,7 @@
 """Type stubs for mcp_triage, the mcp-triage classifier and retry policy (a PyO3 extension)."""
 
 from datetime import datetime
-from typing import Any, Iterable, Literal, Mapping, Optional, Tuple, TypedDict, Union
+from typing import Any, Dict, Iterable, Literal, Mapping, Optional, Tuple, TypedDict, Union
 
 __version__: str
 
@@ -53,8 +53,10 @@ def classify(
     output_schema: Union[Mapping[str, Any], bool, OutputSchema, None] = None,
     now: Now = None,
     limits: Optional[Mapping[str, int]] = None,
+    method: str = "tools/call",
 ) -> Verdict:
-    """Classifies one complete response to a tools/call; any bytes give a verdict."""
+    """Classifies one complete response to a tools/call; any bytes give a verdict. `method`
+    "tasks/get" judges a task poll's answer (the task's state) instead of a tool result."""
 
 def classify_exchange_line(
     line: Union[Bytes, str],
@@ -64,6 +66,16 @@ def classify_exchange_line(
 ) -> Verdict:
     """One line of an exchange or capture file, read and classified as `classify --batch` does;
     ValueError naming what is wrong when the line is not an exchange."""
+
+def count_exchange_line(
+    line: Union[Bytes, str],
+    *,
+    now: Now = None,
+    limits: Optional[Mapping[str, int]] = None,
+) -> Dict[str, Any]:
+    """classify_exchange_line, and what classify --batch counts the line as:
+    {"kind": method or "(not JSON-RPC)", "counted": outcome or RESULT/ACCEPTED/FORWARDED,
+    "verdict": {...}}."""
 
 class StreamClassifier:
     """The incremental classifier: feed chunks, stop once is_decided, then finish() or interrupted()."""
@@ -78,6 +90,7 @@ class StreamClassifier:
         output_schema: Union[Mapping[str, Any], bool, OutputSchema, None] = None,
         now: Now = None,
         limits: Optional[Mapping[str, int]] = None,
+        method: str = "tools/call",
     ) -> None: ...
     def feed(self, chunk: Bytes) -> None: ...
     @property

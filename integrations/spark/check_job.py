@@ -1,9 +1,13 @@
 """Checks what classify_captures.py produced against `mcp-triage classify --batch` (test.sh).
 
 usage: check_job.py MCP_TRIAGE_BINARY ARCHIVE_DIR SUMMARY_JSON VERDICTS_PARQUET_DIR JOB_EXIT
+                    [SERVER=RECORDS.jsonl ...]
 
-- totals: the job's `verdicts`, `outcomes` and `badLines` equal classify --batch's over every
+- totals: the job's `verdicts`, `outcomes` (the tool calls), `otherExchanges`, `kinds` (what
+  every kind of exchange was counted as) and `badLines` equal classify --batch's over every
   file of the archive;
+- per server with its proxy's records given: the tool calls' outcome counts of classify --batch
+  over that server's capture equal the outcomes of the proxy's `tools/call` request records;
 - per server (a directory of the archive): the job's outcome counts equal classify --batch's
   over that directory's files;
 - per line: for every file, the verdict JSON rows of the Parquet output are, as a multiset,
@@ -38,6 +42,7 @@ def batch(binary, files, each=False):
 
 def main():
     binary, archive, summary_path, parquet_dir, job_exit = sys.argv[1:6]
+    records = dict(a.split("=", 1) for a in sys.argv[6:])
     summary = json.load(open(summary_path, encoding="utf-8"))
     by_dir = collections.defaultdict(list)
     for d, _, names in os.walk(archive):
@@ -47,8 +52,9 @@ def main():
     problems = []
 
     want, want_exit = batch(binary, files)
-    got = {k: summary.get(k) for k in ("verdicts", "outcomes", "badLines")}
-    exp = {k: want.get(k) for k in ("verdicts", "outcomes", "badLines")}
+    totals = ("verdicts", "outcomes", "otherExchanges", "kinds", "badLines")
+    got = {k: summary.get(k) for k in totals}
+    exp = {k: want.get(k) for k in totals}
     print(f"classify --batch over {len(files)} files: {exp}")
     print(f"spark job:                        {got}")
     if got != exp:
@@ -60,12 +66,26 @@ def main():
         w, _ = batch(binary, fs)
         g = collections.Counter()
         for r in summary["byServerTool"]:
-            if r["server"] == server and r["outcome"] is not None:
+            if r["server"] == server and r["kind"] == "tools/call":
                 g[r["outcome"]] += r["count"]
         ok = dict(g) == w["outcomes"]
         print(f"{'ok  ' if ok else 'FAIL'} server {server}: {len(fs)} files, {dict(sorted(g.items()))}")
         if not ok:
             problems.append(f"server {server}: {dict(g)} != {w['outcomes']}")
+
+    for server, path in sorted(records.items()):
+        w, _ = batch(binary, by_dir[server])
+        calls = collections.Counter()
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                r = json.loads(line)
+                if r.get("kind") == "request" and r.get("method") == "tools/call":
+                    calls[r["outcome"]] += 1
+        ok = dict(calls) == w["outcomes"] and sum(calls.values()) == w["verdicts"]
+        print(f"{'ok  ' if ok else 'FAIL'} server {server}: tool calls by classify --batch "
+              f"{w['verdicts']}, in the proxy's records {sum(calls.values())}")
+        if not ok:
+            problems.append(f"server {server}: tool calls {w['outcomes']} != records {dict(calls)}")
 
     table = pq.read_table(parquet_dir).to_pylist()
     rows = collections.defaultdict(list)

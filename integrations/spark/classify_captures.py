@@ -10,9 +10,11 @@ bodies, `no_response` and all); nothing of the mapping or of a rule is written h
 reads the files, carries the lines to Python workers in Arrow batches (`mapInArrow`) and counts.
 
 Out: outcome counts per server, method and tool (printed, and with --summary as JSON, with the
-totals in the shape of `classify --batch`'s summary: `verdicts`, `outcomes`, `badLines`), and with
---out one Parquet row per line (file, server, seq, method, tool, layer, outcome, the verdict JSON,
-or the error of a line that is not an exchange).
+totals in the shape of `classify --batch`'s summary: `verdicts` and `outcomes` of the tool calls,
+`otherExchanges` and `kinds`, what every other kind of exchange (`initialize`, `tools/list`,
+notifications, GET streams) was counted as, by `mcp_triage.count_exchange_line`, and `badLines`),
+and with --out one Parquet row per line (file, server, seq, method, tool, kind, counted, layer,
+outcome, the verdict JSON, or the error of a line that is not an exchange).
 
 The server of a line is where its file sits (`--server-from dir`, the default: one directory per
 proxy, `archive/SERVER/capture.jsonl[.N]`) or the file's name without `.jsonl` and its rotation
@@ -34,8 +36,8 @@ _BLANK = b" \t\n\r\x0c"
 
 # The Parquet / Arrow schema of one classified line (mapInArrow's output).
 VERDICT_SCHEMA = (
-    "file string, server string, seq long, method string, tool string, layer string, "
-    "outcome string, verdict string, error string"
+    "file string, server string, seq long, method string, tool string, kind string, "
+    "counted string, layer string, outcome string, verdict string, error string"
 )
 
 
@@ -72,12 +74,14 @@ def classify_batches(
         for i, line in enumerate(lines):
             if line is None or line.strip(_BLANK) == b"":
                 continue
-            layer = outcome = verdict = error = None
+            kind = counted = layer = outcome = verdict = error = None
             if len(line) > max_line_bytes:
                 error = f"longer than --max-line-bytes {max_line_bytes} (skipped)"
             else:
                 try:
-                    v = mcp_triage.classify_exchange_line(line, now=now)
+                    c = mcp_triage.count_exchange_line(line, now=now)
+                    v = c["verdict"]
+                    kind, counted = c["kind"], c["counted"]
                     layer, outcome = v["layer"], v["outcome"]
                     if keep_verdict:
                         verdict = json.dumps(v, ensure_ascii=False, separators=(",", ":"))
@@ -89,6 +93,8 @@ def classify_batches(
             if file not in servers:
                 servers[file] = server_of(file, server_from)
             out["server"].append(servers[file])
+            out["kind"].append(kind)
+            out["counted"].append(counted)
             out["layer"].append(layer)
             out["outcome"].append(outcome)
             out["verdict"].append(verdict)
@@ -158,18 +164,37 @@ def classified(spark, paths, args):
     return lines.mapInArrow(lambda it: classify_batches(it, **opts), VERDICT_SCHEMA)
 
 
+# The kind `count_exchange_line` names a tool call by (a line of `tools/call`, or of an exchange
+# file without methods).
+TOOL_CALL = "tools/call"
+# Row columns carried into the per-server table.
+BY_TOOL = ("server", "method", "tool", "kind", "counted", "layer", "outcome", "count")
+
+
 def summarize(rows) -> dict:
-    """The counts: totals as `classify --batch` prints them, and per server, method and tool."""
+    """The counts: totals as `classify --batch` prints them (`verdicts` and `outcomes` of the
+    tool calls, `otherExchanges` and `kinds` when there are other exchanges: what each kind was
+    counted as), and per server, method and tool."""
     outcomes: dict[str, int] = {}
+    kinds: dict[str, dict[str, int]] = {}
     by_tool = []
-    bad = 0
+    bad = other = 0
     for r in rows:
+        n = r["count"]
         if r["outcome"] is None:
-            bad += r["count"]
+            bad += n
         else:
-            outcomes[r["outcome"]] = outcomes.get(r["outcome"], 0) + r["count"]
-        by_tool.append({k: r[k] for k in ("server", "method", "tool", "layer", "outcome", "count")})
+            if r["kind"] == TOOL_CALL:
+                outcomes[r["outcome"]] = outcomes.get(r["outcome"], 0) + n
+            else:
+                other += n
+            counted = kinds.setdefault(r["kind"], {})
+            counted[r["counted"]] = counted.get(r["counted"], 0) + n
+        by_tool.append({k: r[k] for k in BY_TOOL})
     summary = {"verdicts": sum(outcomes.values()), "outcomes": dict(sorted(outcomes.items()))}
+    if other:
+        summary["otherExchanges"] = other
+        summary["kinds"] = {k: dict(sorted(c.items())) for k, c in sorted(kinds.items())}
     if bad:
         summary["badLines"] = bad
     summary["byServerTool"] = by_tool
@@ -198,10 +223,11 @@ def main(argv=None) -> int:
         if args.out:
             df.write.mode("errorifexists").parquet(args.out)
             df = spark.read.parquet(args.out)
+        keys = BY_TOOL[:-1]
         counts = (
-            df.groupBy("server", "method", "tool", "layer", "outcome")
+            df.groupBy(*keys)
             .agg(F.count(F.lit(1)).alias("count"))
-            .orderBy("server", "method", "tool", "layer", "outcome")
+            .orderBy(*keys)
             .collect()
         )
         errors = df.where(F.col("error").isNotNull()).select("file", "error").limit(5).collect()
@@ -211,6 +237,7 @@ def main(argv=None) -> int:
     for r in summary["byServerTool"]:
         print(
             f"{r['server'] or '-'}\t{r['method'] or '-'}\t{r['tool'] or '-'}\t"
+            f"{r['kind'] or '-'}\t{r['counted'] or 'BAD_LINE'}\t"
             f"{r['layer'] or '-'}/{r['outcome'] or 'BAD_LINE'}\t{r['count']}"
         )
     total = {k: v for k, v in summary.items() if k != "byServerTool"}

@@ -7,8 +7,9 @@
 # "beta", small capture files so they rotate), runs the demo plan through each, adds a third
 # server's file with a line that is not an exchange, then runs classify_captures.py in Spark
 # local[2] (pinned pyspark, Java 17) over the archive directory with the wheel built from this
-# checkout. Checks (check_job.py): the job's totals and per-server counts equal classify --batch's
-# over the same files, every row's verdict equals classify --batch --each's, the bad line is
+# checkout. Checks (check_job.py): the job's totals (per kind too) and per-server counts equal
+# classify --batch's over the same files, each server's tool calls its proxy's tools/call
+# records, every row's verdict equals classify --batch --each's, the bad line is
 # counted as classify --batch counts it and both exit 1 for it.
 # Environment: JOBS (cargo -j, default 2). Makes integrations/spark/.venv from requirements.lock.
 set -euo pipefail
@@ -68,4 +69,4 @@ job_exit=$?
 set -e
 cat "$out/job.out"
 "$spark_venv/bin/python" "$here/check_job.py" "$bin" "$archive" "$out/summary.json" \
-  "$out/verdicts" "$job_exit" || { echo "job stderr:" >&2; tail -30 "$out/job.err" >&2; exit 1; }
+  "$out/verdicts" "$job_exit" alpha="$out/alpha.records.jsonl" beta="$out/beta.records.jsonl" || { echo "job stderr:" >&2; tail -30 "$out/job.err" >&2; exit 1; }

@@ -12,10 +12,11 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use mcp_triage_core::exchange::Exchange;
+use mcp_triage_core::record_outcome::RecordOutcome;
 use mcp_triage_core::retry::{self, Delivery, RetryAction, RetryInput, RetryOptions, ToolHints};
 use mcp_triage_core::{
     CallContext, Interruption, Limits, OutputSchema as CoreSchema, ProtocolVersion, RequestId,
-    ResponseClassifier, ResponseHead, Verdict,
+    RequestKind, ResponseClassifier, ResponseHead, Verdict,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -276,8 +277,8 @@ fn verdict_out<'py>(py: Python<'py>, v: &Verdict) -> PyResult<Bound<'py, PyAny>>
 /// camelCase names (`maxBodyBytes`, `maxDepth`, ...).
 #[pyfunction]
 #[pyo3(
-    signature = (status, headers, body, *, expect_id = None, protocol_version = "unknown", output_schema = None, now = None, limits = None),
-    text_signature = "(status, headers, body, *, expect_id=1, protocol_version='unknown', output_schema=None, now=None, limits=None)"
+    signature = (status, headers, body, *, expect_id = None, protocol_version = "unknown", output_schema = None, now = None, limits = None, method = "tools/call"),
+    text_signature = "(status, headers, body, *, expect_id=1, protocol_version='unknown', output_schema=None, now=None, limits=None, method='tools/call')"
 )]
 #[allow(clippy::too_many_arguments)]
 fn classify<'py>(
@@ -290,6 +291,7 @@ fn classify<'py>(
     output_schema: Option<&Bound<'py, PyAny>>,
     now: Option<&Bound<'py, PyAny>>,
     limits: Option<&Bound<'py, PyAny>>,
+    method: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (head, ctx) = head_and_context(
         py,
@@ -301,6 +303,7 @@ fn classify<'py>(
         now,
         limits,
     )?;
+    let ctx = ctx.with_request_kind(RequestKind::from_method(method));
     let body = body_arg("body", body)?;
     let bytes = body.as_slice();
     let v = if bytes.len() >= DETACH_BODY_BYTES {
@@ -333,6 +336,45 @@ fn classify_exchange_line<'py>(
     now: Option<&Bound<'py, PyAny>>,
     limits: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let (v, _, _) = exchange_line(py, line, now, limits)?;
+    verdict_out(py, &v)
+}
+
+/// `classify_exchange_line`, and what `classify --batch` counts the line as: a dict
+/// `{"kind": ..., "counted": ..., "verdict": {...}}`. `kind` is the line's method
+/// (`tools/call`, `initialize`, `notifications/initialized`, ...; `"(not JSON-RPC)"` for a
+/// capture line without one: a GET stream), `counted` the verdict's outcome for a tool call, else
+/// `RESULT` for a result to another method, `ACCEPTED` for a 2xx to a notification,
+/// `FORWARDED` for a 2xx to a request that is not JSON-RPC, or the verdict's outcome (an
+/// `HTTP_ERROR` is one for every kind). Counting by (`kind`, `counted`) over a capture gives
+/// `classify --batch`'s `kinds`.
+#[pyfunction]
+#[pyo3(
+    signature = (line, *, now = None, limits = None),
+    text_signature = "(line, *, now=None, limits=None)"
+)]
+fn count_exchange_line<'py>(
+    py: Python<'py>,
+    line: &Bound<'py, PyAny>,
+    now: Option<&Bound<'py, PyAny>>,
+    limits: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (v, kind, counted) = exchange_line(py, line, now, limits)?;
+    let out = PyDict::new(py);
+    out.set_item("kind", kind)?;
+    out.set_item("counted", counted.as_str())?;
+    out.set_item("verdict", verdict_out(py, &v)?)?;
+    Ok(out.into_any())
+}
+
+/// A line read and classified as `classify --batch` does: the verdict, the line's kind name
+/// and what it counts as.
+fn exchange_line<'py>(
+    py: Python<'py>,
+    line: &Bound<'py, PyAny>,
+    now: Option<&Bound<'py, PyAny>>,
+    limits: Option<&Bound<'py, PyAny>>,
+) -> PyResult<(Verdict, String, RecordOutcome)> {
     let line = if let Ok(s) = line.cast::<PyString>() {
         Body::Owned(s.extract::<String>()?.into_bytes())
     } else {
@@ -347,16 +389,16 @@ fn classify_exchange_line<'py>(
     let run = || {
         Exchange::parse(bytes).map(|x| {
             let ctx = x.context(&base);
-            x.classify(&ctx)
+            let (v, counted) = x.classify_counted(&ctx);
+            (v, x.kind().name().to_string(), counted)
         })
     };
-    let v = if bytes.len() >= DETACH_BODY_BYTES {
+    if bytes.len() >= DETACH_BODY_BYTES {
         py.detach(run)
     } else {
         run()
     }
-    .map_err(|e| PyValueError::new_err(format!("not an exchange line: {e}")))?;
-    verdict_out(py, &v)
+    .map_err(|e| PyValueError::new_err(format!("not an exchange line: {e}")))
 }
 
 /// A tool's outputSchema compiled once, to pass as `output_schema=` to many calls.
@@ -404,8 +446,8 @@ fn finished_error() -> PyErr {
 impl StreamClassifier {
     #[new]
     #[pyo3(
-        signature = (status, headers, *, expect_id = None, protocol_version = "unknown", output_schema = None, now = None, limits = None),
-        text_signature = "(status, headers, *, expect_id=1, protocol_version='unknown', output_schema=None, now=None, limits=None)"
+        signature = (status, headers, *, expect_id = None, protocol_version = "unknown", output_schema = None, now = None, limits = None, method = "tools/call"),
+        text_signature = "(status, headers, *, expect_id=1, protocol_version='unknown', output_schema=None, now=None, limits=None, method='tools/call')"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new<'py>(
@@ -417,6 +459,7 @@ impl StreamClassifier {
         output_schema: Option<&Bound<'py, PyAny>>,
         now: Option<&Bound<'py, PyAny>>,
         limits: Option<&Bound<'py, PyAny>>,
+        method: &str,
     ) -> PyResult<Self> {
         let (head, ctx) = head_and_context(
             py,
@@ -428,6 +471,7 @@ impl StreamClassifier {
             now,
             limits,
         )?;
+        let ctx = ctx.with_request_kind(RequestKind::from_method(method));
         Ok(StreamClassifier {
             inner: Some(ResponseClassifier::new(&head, ctx)),
         })
@@ -613,6 +657,7 @@ fn decide_retry<'py>(
 fn mcp_triage(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(classify, m)?)?;
     m.add_function(wrap_pyfunction!(classify_exchange_line, m)?)?;
+    m.add_function(wrap_pyfunction!(count_exchange_line, m)?)?;
     m.add_function(wrap_pyfunction!(decide_retry, m)?)?;
     m.add_class::<StreamClassifier>()?;
     m.add_class::<OutputSchema>()?;
