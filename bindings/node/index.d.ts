@@ -106,6 +106,8 @@ export interface ClassifyOptions {
   /** The clock Retry-After dates are read against (default: now). A number is ms since 1970. */
   now?: Date | number | null;
   limits?: Limits | null;
+  /** The request's JSON-RPC method (default "tools/call"); "tasks/get" judges a task poll's answer (the task's state). */
+  method?: string;
 }
 
 /** A tool's outputSchema compiled once; throws an Error when it does not compile. */

@@ -9,7 +9,7 @@
 
 const native = require('./mcp-triage.node');
 
-const CONTEXT_OPTIONS = ['expectId', 'protocolVersion', 'outputSchema', 'now', 'limits'];
+const CONTEXT_OPTIONS = ['expectId', 'protocolVersion', 'outputSchema', 'now', 'limits', 'method'];
 const CALL_KEYS = ['tool', 'resumes', 'localServer', 'legacySession', 'legacyStream', 'reinitialized', 'relisted', 'jitter'];
 
 function describe(value) {
@@ -100,12 +100,12 @@ function checkKeys(what, obj, known) {
   }
 }
 
-// The context arguments of the addon: [expectId, protocolVersion, outputSchema, nowMs, limitsJson].
+// The context arguments of the addon: [expectId, protocolVersion, outputSchema, nowMs, limitsJson, method].
 function contextArgs(options) {
   if (options === undefined || options === null) options = {};
   if (!isPlainObject(options)) throw typeError('options', 'an object', options);
   checkKeys('options', options, CONTEXT_OPTIONS);
-  const { expectId = 1, protocolVersion = 'unknown', outputSchema, now, limits } = options;
+  const { expectId = 1, protocolVersion = 'unknown', outputSchema, now, limits, method = 'tools/call' } = options;
   if (typeof expectId === 'number') {
     if (!Number.isSafeInteger(expectId)) {
       throw new RangeError(`options.expectId must be a safe integer (a BigInt beyond 2^53) or a string, got ${expectId}`);
@@ -116,6 +116,7 @@ function contextArgs(options) {
     throw typeError('options.expectId', 'an integer, a BigInt or a string', expectId);
   }
   if (typeof protocolVersion !== 'string') throw typeError('options.protocolVersion', 'a string', protocolVersion);
+  if (typeof method !== 'string') throw typeError('options.method', 'a string', method);
   let schema = null;
   if (outputSchema instanceof OutputSchema) schema = outputSchema.native;
   else if (outputSchema !== undefined && outputSchema !== null) schema = new OutputSchema(outputSchema).native;
@@ -130,7 +131,7 @@ function contextArgs(options) {
     if (!isPlainObject(limits)) throw typeError('options.limits', 'an object', limits);
     limitsJson = JSON.stringify(limits);
   }
-  return [expectId, protocolVersion, schema, nowMs, limitsJson];
+  return [expectId, protocolVersion, schema, nowMs, limitsJson, method];
 }
 
 /**

@@ -37,6 +37,7 @@ typedef struct McptCallOptions {
   int64_t now_unix_ms;
   const char *limits_json;
   const char *output_schema_json;
+  const char *request_method;
 } McptCallOptions;
 int32_t mcpt_classifier_new(uint16_t status, const McptHeader *headers, size_t header_count,
                             const McptCallOptions *opts, McptClassifier **out);

@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 use mcp_triage_core::retry::{self, Delivery, RetryAction, RetryInput, RetryOptions, ToolHints};
 use mcp_triage_core::{
     CallContext, Interruption, Limits, OutputSchema as CoreSchema, ProtocolVersion, RequestId,
-    ResponseClassifier, ResponseHead, Verdict,
+    RequestKind, ResponseClassifier, ResponseHead, Verdict,
 };
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -44,6 +44,7 @@ fn head_of(status: u32, headers: Vec<String>) -> Result<ResponseHead> {
 }
 
 /// The head and context both `classifyJson` and `NativeStreamClassifier` take.
+#[allow(clippy::too_many_arguments)]
 fn head_and_context(
     status: u32,
     headers: Vec<String>,
@@ -52,6 +53,7 @@ fn head_and_context(
     output_schema: Option<&OutputSchema>,
     now_ms: f64,
     limits_json: Option<String>,
+    method: String,
 ) -> Result<(ResponseHead, CallContext)> {
     let head = head_of(status, headers)?;
     let ctx = context_of(
@@ -60,7 +62,8 @@ fn head_and_context(
         output_schema,
         now_ms,
         limits_json,
-    )?;
+    )?
+    .with_request_kind(RequestKind::from_method(&method));
     Ok((head, ctx))
 }
 
@@ -127,6 +130,7 @@ pub fn classify_json(
     output_schema: Option<&OutputSchema>,
     now_ms: f64,
     limits_json: Option<String>,
+    method: String,
 ) -> Result<String> {
     let (head, ctx) = head_and_context(
         status,
@@ -136,6 +140,7 @@ pub fn classify_json(
         output_schema,
         now_ms,
         limits_json,
+        method,
     )?;
     Ok(verdict_json(&mcp_triage_core::classify(&head, body, &ctx)))
 }
@@ -181,6 +186,7 @@ impl NativeStreamClassifier {
         output_schema: Option<&OutputSchema>,
         now_ms: f64,
         limits_json: Option<String>,
+        method: String,
     ) -> Result<Self> {
         let (head, ctx) = head_and_context(
             status,
@@ -190,6 +196,7 @@ impl NativeStreamClassifier {
             output_schema,
             now_ms,
             limits_json,
+            method,
         )?;
         Ok(NativeStreamClassifier {
             inner: Some(ResponseClassifier::new(&head, ctx)),

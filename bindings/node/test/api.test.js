@@ -115,3 +115,13 @@ test('decideRetry follows the core policy', () => {
   assert.deepEqual([keyed.action, keyed.delayMs], ['resend', 10]);
   assert.equal(decideRetry(classify(200, JSON_CT, OK)).action, 'done');
 });
+
+test('options.method judges a tasks/get answer as a task poll', () => {
+  const poll = Buffer.from('{"jsonrpc":"2.0","id":1,"result":{"taskId":"t","status":"working","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttl":60000}}');
+  assert.equal(classify(200, JSON_CT, poll).outcome, 'INVALID_TOOL_RESULT');
+  assert.equal(classify(200, JSON_CT, poll, { method: 'tasks/get' }).outcome, 'TASK_CREATED');
+  const s = new StreamClassifier(200, JSON_CT, { method: 'tasks/get' });
+  s.feed(poll);
+  assert.equal(s.finish().outcome, 'TASK_CREATED');
+  assert.throws(() => classify(200, JSON_CT, poll, { method: 7 }), /options\.method/);
+});

@@ -149,3 +149,33 @@ def test_classify_exchange_line_names_what_is_wrong(line, words):
         mcp_triage.classify_exchange_line(line)
     with pytest.raises(TypeError):
         mcp_triage.classify_exchange_line(42)
+
+
+# A tasks/get answer: the task's state (working: the task is still running), not a tool result.
+POLL = (b'{"jsonrpc":"2.0","id":1,"result":{"taskId":"t","status":"working",'
+        b'"createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttl":60000}}')
+
+
+def test_method_judges_a_task_poll_as_a_poll():
+    assert mcp_triage.classify(200, JSON, POLL)["outcome"] == "INVALID_TOOL_RESULT"
+    assert mcp_triage.classify(200, JSON, POLL, method="tasks/get")["outcome"] == "TASK_CREATED"
+    s = mcp_triage.StreamClassifier(200, JSON, method="tasks/get")
+    s.feed(POLL)
+    assert s.finish()["outcome"] == "TASK_CREATED"
+
+
+def test_count_exchange_line_names_the_kind_and_what_it_counts_as():
+    def counted(line):
+        c = mcp_triage.count_exchange_line(line)
+        return c["kind"], c["counted"], c["verdict"]["outcome"]
+
+    body = json.dumps('{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}')
+    assert counted('{"status":200,"contentType":"application/json","body":' + body
+                   + ',"method":"tools/list","transport":"http"}') == (
+        "tools/list", "RESULT", "INVALID_TOOL_RESULT")
+    assert counted('{"status":202,"method":"notifications/initialized","transport":"http"}')[:2] == (
+        "notifications/initialized", "ACCEPTED")
+    assert counted('{"status":200,"transport":"http"}')[:2] == ("(not JSON-RPC)", "FORWARDED")
+    assert counted('{"status":503}') == ("tools/call", "HTTP_ERROR", "HTTP_ERROR")
+    with pytest.raises(ValueError, match="not an exchange line"):
+        mcp_triage.count_exchange_line(b"not json")

@@ -85,6 +85,7 @@ fn prepare(line: &[u8]) -> Result<Case, String> {
             now_unix_ms: i64::try_from(now_ms).map_err(|e| e.to_string())?,
             limits_json: std::ptr::null(),
             output_schema_json: std::ptr::null(),
+            request_method: std::ptr::null(),
         },
     };
     // The strings do not move when `case` does (they are heap buffers), so the views stay valid.

@@ -238,6 +238,12 @@ typedef struct McptCallOptions {
    * NULL = none; else the tool's `outputSchema` as JSON text (NUL-terminated), compiled per call.
    */
   const char *output_schema_json;
+  /**
+   * NULL = `tools/call`; else the request's JSON-RPC method, NUL-terminated: `tasks/get`
+   * judges the answer as a task poll's (the task's state, or the call's final outcome).
+   * Last member, so a caller that zero-fills the struct gets a tool call.
+   */
+  const char *request_method;
 } McptCallOptions;
 
 /**

@@ -8,7 +8,7 @@ use std::fmt::Display;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use mcp_triage_core::{CallContext, Limits, OutputSchema, ProtocolVersion, RequestId};
+use mcp_triage_core::{CallContext, Limits, OutputSchema, ProtocolVersion, RequestId, RequestKind};
 
 use crate::error::{FfiError, FfiResult};
 
@@ -59,6 +59,10 @@ pub struct McptCallOptions {
     pub limits_json: *const c_char,
     /// NULL = none; else the tool's `outputSchema` as JSON text (NUL-terminated), compiled per call.
     pub output_schema_json: *const c_char,
+    /// NULL = `tools/call`; else the request's JSON-RPC method, NUL-terminated: `tasks/get`
+    /// judges the answer as a task poll's (the task's state, or the call's final outcome).
+    /// Last member, so a caller that zero-fills the struct gets a tool call.
+    pub request_method: *const c_char,
 }
 
 /// `len` bytes at `ptr` as a slice; NULL is allowed only for an empty range. `what` names the
@@ -276,6 +280,9 @@ pub(crate) unsafe fn context(opts: *const McptCallOptions) -> FfiResult<CallCont
         let compiled = OutputSchema::compile(&value)
             .map_err(|e| FfiError::invalid(format!("output_schema_json: {e}")))?;
         ctx = ctx.with_output_schema(Arc::new(compiled));
+    }
+    if let Some(m) = unsafe { c_text("request_method", o.request_method) }? {
+        ctx = ctx.with_request_kind(RequestKind::from_method(m));
     }
     Ok(ctx)
 }

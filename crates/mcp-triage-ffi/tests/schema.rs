@@ -116,6 +116,7 @@ fn exchange(x: &Exchange, raw: &Value) -> Exchanged {
             .as_millis() as i64,
         limits_json: null(),
         output_schema_json: schema.as_ref().map_or(null(), |s| s.as_ptr()),
+        request_method: null(),
     };
     let rc = unsafe { mcpt_request_expect_id(request, &mut o) };
     assert_eq!(rc, MCPT_OK, "{}", last_error());

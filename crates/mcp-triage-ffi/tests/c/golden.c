@@ -105,12 +105,12 @@ static void print_verdict(const McptVerdict *v) {
 static int one_case(FILE *f, size_t chunk) {
   char line[512];
   unsigned status;
-  size_t nh, idlen, verlen, schemalen, bodylen;
+  size_t nh, idlen, verlen, schemalen, methodlen, bodylen;
   int kind;
   int64_t idnum, now;
   if (fgets(line, sizeof line, f) == NULL) return 0;
-  if (sscanf(line, "case %u %zu %d %" SCNd64 " %zu %zu %" SCNd64 " %zu %zu", &status, &nh, &kind,
-             &idnum, &idlen, &verlen, &now, &schemalen, &bodylen) != 9) {
+  if (sscanf(line, "case %u %zu %d %" SCNd64 " %zu %zu %" SCNd64 " %zu %zu %zu", &status, &nh,
+             &kind, &idnum, &idlen, &verlen, &now, &schemalen, &methodlen, &bodylen) != 10) {
     fprintf(stderr, "golden: bad case line: %s", line);
     exit(2);
   }
@@ -125,10 +125,12 @@ static int one_case(FILE *f, size_t chunk) {
     h[i].value = read_bytes(f, h[i].value_len);
   }
   uint8_t *id = read_bytes(f, idlen), *ver = read_bytes(f, verlen);
-  uint8_t *schema = read_bytes(f, schemalen), *body = read_bytes(f, bodylen);
+  uint8_t *schema = read_bytes(f, schemalen), *method = read_bytes(f, methodlen);
+  uint8_t *body = read_bytes(f, bodylen);
   read_line(f, line, sizeof line);
   McptCallOptions o = {kind, idnum, id, idlen, verlen ? (const char *)ver : NULL, now, NULL,
-                       schemalen ? (const char *)schema : NULL};
+                       schemalen ? (const char *)schema : NULL,
+                       methodlen ? (const char *)method : NULL};
   McptVerdict *v = NULL;
   if (chunk == 0) {
     int32_t rc = mcpt_classify((uint16_t)status, h, nh, body, bodylen, &o, &v);
@@ -146,6 +148,7 @@ static int one_case(FILE *f, size_t chunk) {
   free(id);
   free(ver);
   free(schema);
+  free(method);
   free(body);
   return 1;
 }

@@ -63,7 +63,7 @@ static void bad_arguments(void) {
   expect("header name NULL with a length", mcpt_classify(200, bad, 2, NULL, 0, NULL, &v),
          MCPT_ERR_NULL_ARGUMENT, "header 1's name");
 
-  McptCallOptions o = {MCPT_ID_NUMBER, 1, NULL, 0, "2099-01-01", 0, NULL, NULL};
+  McptCallOptions o = {MCPT_ID_NUMBER, 1, NULL, 0, "2099-01-01", 0, NULL, NULL, NULL};
   expect("unknown protocol version", classify_with(&o, &v), MCPT_ERR_INVALID_ARGUMENT,
          "2099-01-01");
   o.protocol_version = "2025-06-18";
