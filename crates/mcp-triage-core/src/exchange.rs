@@ -127,13 +127,63 @@ impl<'m> ExchangeKind<'m> {
 /// so the words the proxy writes and the ones read here have one home.
 pub use mcp_triage_wire::capture::BodyEnd;
 
-/// Why a line is not an exchange.
+/// Why a line is not an exchange: one variant per rule of the format, so a caller (the
+/// judge's replay, a test) can tell which rule a line broke without reading the sentence. The
+/// sentences are what `classify --batch` reports for a bad line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExchangeError(pub String);
+#[non_exhaustive]
+pub enum ExchangeError {
+    /// The line is not UTF-8.
+    InvalidUtf8 {
+        /// Where the invalid bytes begin.
+        at: usize,
+    },
+    /// The line is not a JSON object with the members' types (serde_json's sentence).
+    NotAnObject(String),
+    /// `status` is an integer outside 100-999.
+    StatusOutOfRange(String),
+    /// `status` is not an integer (the JSON value as given).
+    StatusNotAnInteger(String),
+    /// Both `body` and `bodyBase64`.
+    TwoBodies,
+    /// `bodyBase64` is not base64 (the decoder's sentence).
+    BadBase64(String),
+    /// `protocolVersion` names no revision the core knows.
+    UnknownProtocolVersion(String),
+    /// `outputSchema` does not compile.
+    OutputSchema(crate::SchemaError),
+    /// `now` is not an HTTP-date.
+    BadNow(String),
+    /// `end` is none of the capture format's words.
+    UnknownEnd(String),
+}
 
 impl std::fmt::Display for ExchangeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            ExchangeError::InvalidUtf8 { at } => {
+                write!(f, "invalid UTF-8 at byte {at} (an exchange file is UTF-8)")
+            }
+            ExchangeError::NotAnObject(e) => write!(f, "not an exchange object: {e}"),
+            ExchangeError::StatusOutOfRange(n) => {
+                write!(f, "\"status\" {n} is not an HTTP status (100-999)")
+            }
+            ExchangeError::StatusNotAnInteger(v) => {
+                write!(f, "\"status\" must be an integer, got {v}")
+            }
+            ExchangeError::TwoBodies => {
+                f.write_str("a line has \"body\" or \"bodyBase64\", not both")
+            }
+            ExchangeError::BadBase64(e) => write!(f, "\"bodyBase64\" is not base64: {e}"),
+            ExchangeError::UnknownProtocolVersion(v) => {
+                write!(f, "\"protocolVersion\" {v:?} is not a known revision")
+            }
+            ExchangeError::OutputSchema(e) => write!(f, "{e}"),
+            ExchangeError::BadNow(d) => write!(f, "\"now\" {d:?} is not an HTTP-date"),
+            ExchangeError::UnknownEnd(e) => {
+                write!(f, "\"end\" {e:?} is not one of {}", BodyEnd::listed(", "))
+            }
+        }
     }
 }
 
@@ -174,25 +224,17 @@ impl<'a> Exchange<'a> {
             let at = simdutf8::compat::from_utf8(line)
                 .err()
                 .map_or(0, |e| e.valid_up_to());
-            ExchangeError(format!(
-                "invalid UTF-8 at byte {at} (an exchange file is UTF-8)"
-            ))
+            ExchangeError::InvalidUtf8 { at }
         })?;
-        let l: Line<'a> = serde_json::from_str(text)
-            .map_err(|e| ExchangeError(format!("not an exchange object: {e}")))?;
+        let l: Line<'a> =
+            serde_json::from_str(text).map_err(|e| ExchangeError::NotAnObject(e.to_string()))?;
         let status = match &l.status {
             serde_json::Value::Number(n) => n
                 .as_u64()
                 .and_then(|s| u16::try_from(s).ok())
                 .filter(|s| (100..=999).contains(s))
-                .ok_or_else(|| {
-                    ExchangeError(format!("\"status\" {n} is not an HTTP status (100-999)"))
-                })?,
-            other => {
-                return Err(ExchangeError(format!(
-                    "\"status\" must be an integer, got {other}"
-                )))
-            }
+                .ok_or_else(|| ExchangeError::StatusOutOfRange(n.to_string()))?,
+            other => return Err(ExchangeError::StatusNotAnInteger(other.to_string())),
         };
         let mut head = ResponseHead::new(status);
         if let Some(ct) = l.content_type.as_deref() {
@@ -205,17 +247,13 @@ impl<'a> Exchange<'a> {
             head = head.header(name, value);
         }
         let body: Cow<'a, [u8]> = match (l.body, l.body_base64) {
-            (Some(_), Some(_)) => {
-                return Err(ExchangeError(
-                    "a line has \"body\" or \"bodyBase64\", not both".to_string(),
-                ))
-            }
+            (Some(_), Some(_)) => return Err(ExchangeError::TwoBodies),
             (Some(Cow::Borrowed(s)), None) => Cow::Borrowed(s.as_bytes()),
             (Some(Cow::Owned(s)), None) => Cow::Owned(s.into_bytes()),
             (None, Some(b)) => Cow::Owned(
                 base64::engine::general_purpose::STANDARD
                     .decode(b.as_bytes())
-                    .map_err(|e| ExchangeError(format!("\"bodyBase64\" is not base64: {e}")))?,
+                    .map_err(|e| ExchangeError::BadBase64(e.to_string()))?,
             ),
             (None, None) => Cow::Borrowed(&b""[..]),
         };
@@ -223,31 +261,28 @@ impl<'a> Exchange<'a> {
         // argument) has a value on every row, and an empty one must not make the row bad.
         let protocol_version = match l.protocol_version.filter(|v| !v.is_empty()) {
             None => None,
-            Some(v) => Some(ProtocolVersion::parse(&v).ok_or_else(|| {
-                ExchangeError(format!("\"protocolVersion\" {v:?} is not a known revision"))
-            })?),
+            Some(v) => Some(
+                ProtocolVersion::parse(&v)
+                    .ok_or_else(|| ExchangeError::UnknownProtocolVersion(v.clone()))?,
+            ),
         };
         let output_schema = match l.output_schema {
             None => None,
             Some(s) => Some(Arc::new(
-                OutputSchema::compile(&s).map_err(|e| ExchangeError(e.to_string()))?,
+                OutputSchema::compile(&s).map_err(ExchangeError::OutputSchema)?,
             )),
         };
         let now = match l.now {
             None => None,
-            Some(d) => Some(
-                httpdate::parse_http_date(&d)
-                    .map_err(|_| ExchangeError(format!("\"now\" {d:?} is not an HTTP-date")))?,
-            ),
+            Some(d) => {
+                Some(httpdate::parse_http_date(&d).map_err(|_| ExchangeError::BadNow(d.clone()))?)
+            }
         };
         let end = match l.end.as_deref() {
             None => None,
-            Some(e) => Some(BodyEnd::parse(e).ok_or_else(|| {
-                ExchangeError(format!(
-                    "\"end\" {e:?} is not one of {}",
-                    BodyEnd::listed(", ")
-                ))
-            })?),
+            Some(e) => {
+                Some(BodyEnd::parse(e).ok_or_else(|| ExchangeError::UnknownEnd(e.to_string()))?)
+            }
         };
         Ok(Exchange {
             head,
@@ -471,8 +506,9 @@ mod tests {
     #[test]
     fn an_unknown_end_names_the_words() {
         let e = Exchange::parse(br#"{"status":200,"end":"finished"}"#).unwrap_err();
+        assert_eq!(e, ExchangeError::UnknownEnd("finished".into()));
         assert_eq!(
-            e.0,
+            e.to_string(),
             "\"end\" \"finished\" is not one of complete, upstream_closed, client_cancelled, timeout, no_response"
         );
     }
@@ -482,20 +518,53 @@ mod tests {
         let x = Exchange::parse(br#"{"status":200,"bodyBase64":"/w==","contentType":""}"#).unwrap();
         assert_eq!(&*x.body, b"\xff");
         assert_eq!(x.head.get("content-type"), None);
-        for bad in [
-            &br#"{"status":"200"}"#[..],
+        type E = ExchangeError;
+        let is = |line: &[u8], want: fn(&E) -> bool, words: &str| {
+            let e = Exchange::parse(line).unwrap_err();
+            assert!(want(&e), "{}: {e:?}", String::from_utf8_lossy(line));
+            assert!(e.to_string().contains(words), "{e}");
+        };
+        is(
+            br#"{"status":"200"}"#,
+            |e| matches!(e, E::StatusNotAnInteger(_)),
+            "must be an integer",
+        );
+        is(
             br#"{"status":20}"#,
+            |e| matches!(e, E::StatusOutOfRange(_)),
+            "100-999",
+        );
+        is(
             br#"{"status":200,"body":"a","bodyBase64":"YQ=="}"#,
+            |e| *e == E::TwoBodies,
+            "not both",
+        );
+        is(
             br#"{"status":200,"bodyBase64":"***"}"#,
+            |e| matches!(e, E::BadBase64(_)),
+            "not base64",
+        );
+        is(
             br#"{"status":200,"protocolVersion":"2099-01-01"}"#,
-            br#"{"status":200,"end":"finished"}"#,
-            br#"[1]"#,
-            b"{",
-        ] {
-            assert!(
-                Exchange::parse(bad).is_err(),
-                "{}",
-                String::from_utf8_lossy(bad)
+            |e| matches!(e, E::UnknownProtocolVersion(v) if v == "2099-01-01"),
+            "not a known revision",
+        );
+        is(
+            br#"{"status":200,"now":"yesterday"}"#,
+            |e| matches!(e, E::BadNow(_)),
+            "HTTP-date",
+        );
+        is(
+            br#"{"status":200,"outputSchema":{"type":12}}"#,
+            |e| matches!(e, E::OutputSchema(_)),
+            "",
+        );
+        is(b"\xff", |e| matches!(e, E::InvalidUtf8 { at: 0 }), "UTF-8");
+        for bad in [&br#""text""#[..], b"{"] {
+            is(
+                bad,
+                |e| matches!(e, E::NotAnObject(_)),
+                "not an exchange object",
             );
         }
     }

@@ -249,7 +249,10 @@ mod tests {
         let Err(direct) = Exchange::parse(b"not json") else {
             panic!("\"not json\" parsed as an exchange");
         };
-        assert!(matches!(e, mcp_triage_core::exchange::ExchangeError(_)));
+        assert!(matches!(
+            e,
+            mcp_triage_core::exchange::ExchangeError::NotAnObject(_)
+        ));
         assert_eq!(e.to_string(), direct.to_string());
     }
 
