@@ -1,0 +1,200 @@
+//! `judge --hop`: grade a hop (gateway, bridge, proxy) instead of a client. The kitchen runs
+//! in-process; the hop runs as `sh -c CMD` with `{upstream}` = the kitchen's base URL and
+//! `{listen}` = a free `127.0.0.1:PORT`; our own client ([`mcp_triage_client`]) calls each case
+//! through the hop. The truth is the kitchen's journal (the core's verdict of the bytes the
+//! kitchen sent, which calls ran); what the client got is the same core's verdict of the bytes
+//! that came out of the hop. [`grade`] compares them.
+//!
+//! ```text
+//! our client ──▶ hop (CMD, on {listen}) ──▶ kitchen ({upstream}) ──writes──▶ journal
+//!      │                                                                       │
+//!      └── CallRecord (delivered) ──────────▶ grade ◀──────── truth ───────────┘
+//! ```
+//!
+//! - [`cases`]: which cases a hop is judged on; [`grade`]: the grades and the accepted
+//!   mappings; [`runner`]: one case run; [`stream`]: the first-event timing;
+//!   [`process`]: the hop process (bounded start, group stop).
+
+pub mod cases;
+pub mod grade;
+mod output;
+mod process;
+mod runner;
+pub mod stream;
+
+use std::time::{Duration, Instant};
+
+use mcp_triage_kitchen::{start, KitchenOptions};
+
+use crate::run::JudgeOptions;
+use crate::JudgeError;
+use cases::HopCase;
+use process::{command_line, free_port, HopProcess};
+
+pub use grade::{Finding, Front, Grade};
+
+/// How `judge --hop` runs the hop.
+#[derive(Clone, Debug)]
+pub struct HopOptions {
+    /// The hop command, run with `sh -c`; `{upstream}` and `{listen}` are filled in.
+    pub command: String,
+    /// Serve every case on this one path (`/mcp`) for a hop that forwards only it: the
+    /// kitchen switches its selection per case (see [`runner`]).
+    pub fixed_path: Option<String>,
+    /// How long the hop may take to start listening.
+    pub start_timeout: Duration,
+}
+
+impl Default for HopOptions {
+    fn default() -> HopOptions {
+        HopOptions {
+            command: String::new(),
+            fixed_path: None,
+            start_timeout: Duration::from_secs(15),
+        }
+    }
+}
+
+/// One case judged.
+pub struct HopResult {
+    /// The case.
+    pub case: HopCase,
+    /// Its findings (empty: kept).
+    pub findings: Vec<Finding>,
+    /// The kitchen's journal of the case, as evidence lines.
+    pub journal: Vec<serde_json::Value>,
+    /// What the client got (its record as JSON, or what stood in for it).
+    pub delivered: String,
+    /// How long the case took.
+    pub elapsed: Duration,
+}
+
+impl HopResult {
+    /// The case's grade: its worst finding.
+    pub fn grade(&self) -> Grade {
+        grade::worst(&self.findings)
+    }
+}
+
+/// The cases `--scenario` selects: a case id, else a kitchen scenario (all its cases).
+fn selected(options: &JudgeOptions) -> Result<Vec<HopCase>, JudgeError> {
+    let all = cases::all();
+    if options.scenarios.is_empty() {
+        return Ok(all);
+    }
+    for want in &options.scenarios {
+        if !all.iter().any(|c| c.id == *want || c.scenario == want) {
+            return Err(JudgeError::UnknownCase {
+                want: want.clone(),
+                ids: all.iter().map(|c| c.id.clone()).collect(),
+            });
+        }
+    }
+    Ok(all
+        .into_iter()
+        .filter(|c| {
+            options
+                .scenarios
+                .iter()
+                .any(|w| c.id == *w || c.scenario == w)
+        })
+        .collect())
+}
+
+/// Run `judge --hop`: list the cases, or start the kitchen and the hop, judge every case,
+/// print the matrix and write the reports. `Ok(true)` when every case is kept.
+pub fn run(options: &JudgeOptions, hop: &HopOptions) -> Result<bool, JudgeError> {
+    let cases = selected(options)?;
+    if options.list {
+        for c in &cases {
+            println!("{:<52} {}", c.id, cases::describe(c));
+        }
+        return Ok(true);
+    }
+    if !hop.command.contains("{listen}") {
+        return Err(JudgeError::HopNoListen(hop.command.clone()));
+    }
+    if !hop.command.contains("{upstream}") {
+        eprintln!(
+            "judge: warning: --hop {:?} has no {{upstream}}; the hop must find the kitchen some other way",
+            hop.command
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(JudgeError::Runtime)?;
+    let (results, elapsed) = runtime.block_on(judge(options, hop, &cases))?;
+    output::print_matrix(&results, &hop.command, options.color);
+    let report = output::report(options, hop, results.as_slice(), elapsed);
+    mcp_triage_report::write_all(&options.reports, &report)?;
+    Ok(results.iter().all(|r| r.grade() == Grade::Kept))
+}
+
+/// Start the kitchen and the hop, run every case, stop both (also on error).
+async fn judge(
+    options: &JudgeOptions,
+    hop: &HopOptions,
+    cases: &[HopCase],
+) -> Result<(Vec<HopResult>, Duration), JudgeError> {
+    let kitchen = start(
+        "127.0.0.1:0".parse().expect("loopback address"),
+        KitchenOptions::default(),
+    )
+    .await
+    .map_err(JudgeError::Kitchen)?;
+    let listen = free_port()?;
+    let line = command_line(&hop.command, &kitchen.base_url(), listen);
+    let mut process = match HopProcess::spawn(&line) {
+        Ok(p) => p,
+        Err(e) => {
+            kitchen.shutdown().await;
+            return Err(e);
+        }
+    };
+    if let Err(e) = process
+        .wait_listening(&hop.command, listen, hop.start_timeout)
+        .await
+    {
+        kitchen.shutdown().await;
+        return Err(e);
+    }
+    let t0 = Instant::now();
+    let mut results = Vec::new();
+    for (i, case) in cases.iter().enumerate() {
+        if !options.quiet {
+            eprintln!("judge --hop [{}/{}] {} …", i + 1, cases.len(), case.id);
+        }
+        let at = runner::At {
+            kitchen: &kitchen,
+            listen,
+            fixed_path: hop.fixed_path.as_deref(),
+            tag: format!("hop-{i}"),
+            limit: Duration::from_secs_f64(options.timeout),
+        };
+        let r = match at.run(case).await {
+            Ok(r) => r,
+            Err(e) => {
+                process.stop().await;
+                kitchen.shutdown().await;
+                return Err(e);
+            }
+        };
+        if !options.quiet {
+            eprintln!(
+                "judge --hop [{}/{}] {}: {} ({:.1} s)",
+                i + 1,
+                cases.len(),
+                case.id,
+                r.grade().name(),
+                r.elapsed.as_secs_f64()
+            );
+        }
+        results.push(r);
+    }
+    let elapsed = t0.elapsed();
+    process.stop().await;
+    kitchen.shutdown().await;
+    Ok((results, elapsed))
+}
