@@ -289,4 +289,19 @@ fn hop_cases_are_listed() {
     ] {
         assert!(text.contains(id), "{id}: {text}");
     }
+    // docs/hops.md names every case (a pair as `scenario/{modern,legacy}`).
+    let page = std::fs::read_to_string(repo().join("docs/hops.md")).unwrap();
+    for line in text.lines() {
+        let id = line.split_whitespace().next().unwrap();
+        let pair = match id.split_once('/') {
+            Some((scenario, era)) if !era.contains('/') => {
+                format!("`{scenario}/{{modern,legacy}}`")
+            }
+            _ => String::new(),
+        };
+        assert!(
+            page.contains(&format!("`{id}`")) || (!pair.is_empty() && page.contains(&pair)),
+            "docs/hops.md does not list case {id}"
+        );
+    }
 }
