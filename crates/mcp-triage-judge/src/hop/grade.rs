@@ -416,3 +416,153 @@ pub fn worst(findings: &[Finding]) -> Grade {
         .min()
         .unwrap_or(Grade::Kept)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn answer(outcome: Outcome, status: Option<u16>) -> Answer {
+        Answer {
+            outcome,
+            status,
+            code: None,
+            message: None,
+            detail: None,
+            task_id: None,
+            ended_ms: 1,
+            declared_failure: None,
+            retry_after_ms: None,
+        }
+    }
+
+    fn call(a: Answer, session: Option<&str>) -> JournalEntry {
+        let mut e = JournalEntry::new(1, "POST", "s", BTreeMap::new());
+        e.method = Some("tools/call".into());
+        e.tool = Some("t".into());
+        e.status = a.status;
+        e.session = session.map(str::to_owned);
+        e.answer = Some(a);
+        e
+    }
+
+    fn initialize() -> JournalEntry {
+        let mut e = JournalEntry::new(0, "POST", "s", BTreeMap::new());
+        e.method = Some("initialize".into());
+        e.answer = Some(answer(Outcome::ToolSuccess, Some(200)));
+        e
+    }
+
+    fn got(outcome: Outcome, statuses: &[u16], sends: u32) -> CallRecord {
+        let mut r = CallRecord::new("mcp-triage", "streamable-http", "tools/call");
+        r.outcome = outcome;
+        r.http_statuses = statuses.to_vec();
+        r.post_count = sends;
+        r
+    }
+
+    fn grades(entries: &[JournalEntry], record: Option<&CallRecord>) -> Vec<Grade> {
+        let seen = CallSeen {
+            front: Front::Http,
+            entries,
+            tool: "t",
+            record,
+            limit_s: 5.0,
+        };
+        seen.grade().iter().map(|f| f.grade).collect()
+    }
+
+    #[test]
+    fn the_same_outcome_is_kept_and_a_failure_made_success_is_the_worst() {
+        let e = [call(answer(Outcome::ToolError, Some(200)), None)];
+        assert!(grades(&e, Some(&got(Outcome::ToolError, &[200], 1))).is_empty());
+        assert_eq!(
+            grades(&e, Some(&got(Outcome::ToolSuccess, &[200], 1))),
+            [Grade::SuccessInvented]
+        );
+        let ok = [call(answer(Outcome::ToolSuccess, Some(200)), None)];
+        assert_eq!(
+            grades(&ok, Some(&got(Outcome::HttpError, &[502], 1))),
+            [Grade::FailureInvented]
+        );
+        assert_eq!(grades(&ok, None), [Grade::Lost]);
+    }
+
+    #[test]
+    fn an_accepted_mapping_is_kept_with_its_reason_and_another_status_is_a_change() {
+        let e = [call(answer(Outcome::ConnectionError, None), None)];
+        let seen = CallSeen {
+            front: Front::Http,
+            entries: &e,
+            tool: "t",
+            record: Some(&got(Outcome::HttpError, &[502], 1)),
+            limit_s: 5.0,
+        };
+        let f = seen.grade();
+        assert_eq!(worst(&f), Grade::Kept);
+        assert!(f[0].message.contains("502 Bad Gateway"), "{f:?}");
+        let e503 = [call(answer(Outcome::HttpError, Some(503)), None)];
+        assert_eq!(
+            grades(&e503, Some(&got(Outcome::HttpError, &[502], 1))),
+            [Grade::FailureChanged]
+        );
+    }
+
+    #[test]
+    fn more_calls_in_the_journal_than_sent_is_a_resend_by_the_hop() {
+        let a = || answer(Outcome::ToolSuccess, Some(200));
+        let e = [call(a(), None), call(a(), None)];
+        assert_eq!(
+            grades(&e, Some(&got(Outcome::ToolSuccess, &[200], 1))),
+            [Grade::ResentByHop]
+        );
+        assert!(grades(&e, Some(&got(Outcome::ToolSuccess, &[200, 200], 2))).is_empty());
+    }
+
+    #[test]
+    fn a_session_not_passed_or_an_expiry_not_delivered_breaks_the_session() {
+        let ok = answer(Outcome::ToolSuccess, Some(200));
+        let bare = [initialize(), call(ok.clone(), None)];
+        assert_eq!(
+            grades(&bare, Some(&got(Outcome::ToolSuccess, &[200], 1))),
+            [Grade::SessionBroken]
+        );
+        let expired = [
+            initialize(),
+            call(answer(Outcome::HttpError, Some(404)), Some("s1")),
+            call(ok, Some("s2")),
+        ];
+        assert!(grades(&expired, Some(&got(Outcome::ToolSuccess, &[404, 200], 2))).is_empty());
+        assert_eq!(
+            grades(&expired, Some(&got(Outcome::ToolSuccess, &[502, 200], 2))),
+            [Grade::SessionBroken]
+        );
+    }
+
+    #[test]
+    fn a_wait_the_kitchen_sent_must_reach_the_client() {
+        let mut a = answer(Outcome::HttpError, Some(429));
+        a.retry_after_ms = Some(2000);
+        let e = [call(a, None)];
+        assert_eq!(
+            grades(&e, Some(&got(Outcome::HttpError, &[429], 1))),
+            [Grade::RetryInfoLost],
+            "no attempt carried a wait"
+        );
+    }
+
+    #[test]
+    fn the_worst_grade_wins_and_names_are_stable() {
+        let f = |g| Finding::new(g, "", vec![]);
+        assert_eq!(
+            worst(&[f(Grade::RetryInfoLost), f(Grade::SuccessInvented)]),
+            Grade::SuccessInvented
+        );
+        assert_eq!(worst(&[]), Grade::Kept);
+        assert_eq!(
+            serde_json::to_value(Grade::RetryInfoLost).unwrap(),
+            Grade::RetryInfoLost.id()
+        );
+        assert_eq!(Grade::SuccessInvented.name(), "success invented");
+    }
+}
