@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fake hops for `mcp-triage judge --hop` (Python standard library only, loopback only).
 
-    fake-hop.py MODE LISTEN UPSTREAM
+    fake-hop.py MODE LISTEN UPSTREAM [LABELS]
 
 LISTEN is 127.0.0.1:PORT, UPSTREAM http://127.0.0.1:PORT. Each MODE is one hop behaviour
 the judge must grade (crates/mcp-triage/tests/judge_hop.rs runs them all):
@@ -16,6 +16,10 @@ the judge must grade (crates/mcp-triage/tests/judge_hop.rs runs them all):
   buffer       reads each whole answer before sending any of it (SSE too). Must be caught
                as "stream held back".
   strip-retry  drops the Retry-After header. Must be caught as "retry information lost".
+  label-ok     passes every answer on (buffered) and labels every tools/call TOOL_SUCCESS in
+               the file given as a 4th argument, one mcp-triage-proxy-style record a line (as
+               gateways that count every tool call as a success do). Must be caught as a
+               wrong label (judge --hop-labels mcp-triage-proxy, `{labels}`).
 
 The HTTP modes answer each request on its own connection (Connection: close).
 """
@@ -128,6 +132,11 @@ class Hop(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             return
         status, headers, data, complete = got
+        if self.mode == "label-ok" and is_call:
+            line = {"method": "tools/call", "tool": msg.get("params", {}).get("name"),
+                    "outcome": "TOOL_SUCCESS"}
+            with open(self.labels, "a") as f:
+                f.write(json.dumps(line) + "\n")
         drop = ("retry-after",) if self.mode == "strip-retry" else ()
         self.answer(status, headers, data, complete, drop)
 
@@ -153,12 +162,15 @@ def succeeded(got):
 
 
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) not in (4, 5):
         sys.exit(__doc__)
-    mode, listen, upstream = sys.argv[1:]
+    mode, listen, upstream = sys.argv[1:4]
+    Hop.labels = sys.argv[4] if len(sys.argv) == 5 else None
+    if (mode == "label-ok") != (Hop.labels is not None):
+        sys.exit("label-ok, and only it, takes a LABELS file\n" + __doc__)
     if mode == "relay":
         return relay(listen, upstream)
-    if mode not in ("success", "resend", "buffer", "strip-retry"):
+    if mode not in ("success", "resend", "buffer", "strip-retry", "label-ok"):
         sys.exit("unknown mode %r\n%s" % (mode, __doc__))
     Hop.mode = mode
     h, p = upstream.split("//", 1)[1].rstrip("/").split(":")

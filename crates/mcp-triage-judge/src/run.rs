@@ -170,6 +170,9 @@ pub enum JudgeError {
         /// The tail of its output.
         said: String,
     },
+    /// `--hop-labels` without `{labels}` in the command, or `{labels}` without `--hop-labels`.
+    #[error("--hop {0:?}: `{{labels}}` (where the hop writes its own labels) and --hop-labels go together")]
+    HopLabels(String),
     /// A hop case could not be set up (the kitchen itself, not the hop, failed it).
     #[error("judge --hop: {0}")]
     HopCase(String),

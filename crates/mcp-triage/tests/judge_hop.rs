@@ -100,13 +100,61 @@ fn a_byte_transparent_relay_keeps_every_case() {
 #[test]
 fn our_proxy_keeps_every_case() {
     let hop = format!(
-        "exec '{}' proxy --listen {{listen}} --upstream {{upstream}} --log /dev/null",
+        "exec '{}' proxy --listen {{listen}} --upstream {{upstream}} --log {{labels}}",
         env!("CARGO_BIN_EXE_mcp-triage")
     );
-    let (out, report) = judge("proxy", &hop, &[]);
+    let (out, report) = judge("proxy", &hop, &["--hop-labels", "mcp-triage-proxy"]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(not_kept(&report).is_empty(), "{text}");
+    // Its own records label every call as the kitchen's verdict says.
+    let right = finding(&report, "errors.tool_error/modern", "label_right").expect(&text);
+    assert_eq!(right["status"], "pass", "{right}");
+    assert!(text.contains("labels wrong 0"), "{text}");
+}
+
+#[test]
+fn a_hop_that_labels_every_call_a_success_is_caught() {
+    let hop = format!("{} {{labels}}", fake("label-ok"));
+    let (out, report) = judge(
+        "label-ok",
+        &hop,
+        &[
+            "--hop-labels",
+            "mcp-triage-proxy",
+            "--scenario",
+            "errors.tool_error/modern",
+            "--scenario",
+            "baseline/modern",
+        ],
+    );
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("LABEL WRONG"), "{text}");
+    let wrong = finding(&report, "errors.tool_error/modern", "label_right").expect(&text);
+    assert_eq!(wrong["status"], "fail", "{wrong}");
+    assert!(
+        wrong["message"]
+            .as_str()
+            .unwrap()
+            .contains("[TOOL_SUCCESS]; the kitchen answered 1 [TOOL_ERROR]"),
+        "{wrong}"
+    );
+    assert_eq!(
+        finding(&report, "baseline/modern", "label_right").unwrap()["status"],
+        "pass"
+    );
+    // The answers themselves went through unchanged: kept.
+    assert!(
+        not_kept(&report)
+            .iter()
+            .all(|c| c == "errors.tool_error/modern"),
+        "{text}"
+    );
+    assert!(
+        finding(&report, "errors.tool_error/modern", "kept").is_some(),
+        "{text}"
+    );
 }
 
 #[test]
@@ -271,6 +319,13 @@ fn a_hop_that_never_listens_is_a_usage_error_within_its_bound() {
     let (out, _) = judge("nolisten", "true {upstream}", &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stdout(&out).contains("has no {listen}"), "{}", stdout(&out));
+    let (out, _) = judge(
+        "nolabels",
+        "true {listen}",
+        &["--hop-labels", "mcp-triage-proxy"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stdout(&out).contains("go together"), "{}", stdout(&out));
 }
 
 #[test]

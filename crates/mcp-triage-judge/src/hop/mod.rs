@@ -17,6 +17,7 @@
 
 pub mod cases;
 pub mod grade;
+pub mod labels;
 mod output;
 mod process;
 mod runner;
@@ -33,6 +34,9 @@ use process::{command_line, free_port, HopProcess};
 
 pub use grade::{Finding, Front, Grade};
 
+/// How long a hop's labels of a case may lag behind our client's answer.
+const LABEL_SETTLE: Duration = Duration::from_secs(2);
+
 /// How `judge --hop` runs the hop.
 #[derive(Clone, Debug)]
 pub struct HopOptions {
@@ -43,6 +47,9 @@ pub struct HopOptions {
     pub fixed_path: Option<String>,
     /// How long the hop may take to start listening.
     pub start_timeout: Duration,
+    /// The hop labels outcomes itself, in a file the judge names as `{labels}`: whose lines
+    /// they are (the *label right* column).
+    pub labels: Option<labels::LabelSource>,
 }
 
 impl Default for HopOptions {
@@ -51,6 +58,7 @@ impl Default for HopOptions {
             command: String::new(),
             fixed_path: None,
             start_timeout: Duration::from_secs(15),
+            labels: None,
         }
     }
 }
@@ -67,12 +75,22 @@ pub struct HopResult {
     pub delivered: String,
     /// How long the case took.
     pub elapsed: Duration,
+    /// The journal's `tools/call` entries of the case's tool (what the hop's labels answer).
+    pub calls: Vec<mcp_triage_kitchen::journal::JournalEntry>,
+    /// The hop's own labels against the journal, when it labels (`--hop-labels`) and the
+    /// case is a call.
+    pub label: Option<labels::LabelVerdict>,
 }
 
 impl HopResult {
     /// The case's grade: its worst finding.
     pub fn grade(&self) -> Grade {
         grade::worst(&self.findings)
+    }
+
+    /// Kept, and labelled right where the hop labels.
+    pub fn passed(&self) -> bool {
+        self.grade() == Grade::Kept && self.label.as_ref().is_none_or(|l| l.right)
     }
 }
 
@@ -114,6 +132,9 @@ pub fn run(options: &JudgeOptions, hop: &HopOptions) -> Result<bool, JudgeError>
     if !hop.command.contains("{listen}") {
         return Err(JudgeError::HopNoListen(hop.command.clone()));
     }
+    if hop.labels.is_some() != hop.command.contains("{labels}") {
+        return Err(JudgeError::HopLabels(hop.command.clone()));
+    }
     if !hop.command.contains("{upstream}") {
         eprintln!(
             "judge: warning: --hop {:?} has no {{upstream}}; the hop must find the kitchen some other way",
@@ -129,7 +150,7 @@ pub fn run(options: &JudgeOptions, hop: &HopOptions) -> Result<bool, JudgeError>
     output::print_matrix(&results, &hop.command, options.color);
     let report = output::report(options, hop, results.as_slice(), elapsed);
     mcp_triage_report::write_all(&options.reports, &report)?;
-    Ok(results.iter().all(|r| r.grade() == Grade::Kept))
+    Ok(results.iter().all(HopResult::passed))
 }
 
 /// Start the kitchen and the hop, run every case, stop both (also on error).
@@ -145,7 +166,30 @@ async fn judge(
     .await
     .map_err(JudgeError::Kitchen)?;
     let listen = free_port()?;
-    let line = command_line(&hop.command, &kitchen.base_url(), listen);
+    let mut line = command_line(&hop.command, &kitchen.base_url(), listen);
+    let dir = std::env::temp_dir().join(format!(
+        "mcp-triage-hop-{}-{}",
+        std::process::id(),
+        mcp_triage_wire::time::now_ms()
+    ));
+    let mut labels = match hop.labels {
+        None => None,
+        Some(source) => {
+            let made = std::fs::create_dir_all(&dir)
+                .and_then(|()| labels::Labels::create(source, &dir.join("labels.jsonl")));
+            match made {
+                Ok(l) => {
+                    let path = l.path().display().to_string();
+                    line = line.replace("{labels}", &crate::run::sh_quote(&path));
+                    Some(l)
+                }
+                Err(e) => {
+                    kitchen.shutdown().await;
+                    return Err(JudgeError::Spawn(e));
+                }
+            }
+        }
+    };
     let mut process = match HopProcess::spawn(&line) {
         Ok(p) => p,
         Err(e) => {
@@ -173,8 +217,17 @@ async fn judge(
             tag: format!("hop-{i}"),
             limit: Duration::from_secs_f64(options.timeout),
         };
+        if let Some(l) = labels.as_mut() {
+            l.skip();
+        }
         let r = match at.run(case).await {
-            Ok(r) => r,
+            Ok(mut r) => {
+                if let (Some(l), cases::HopKind::Call(row)) = (labels.as_mut(), &case.kind) {
+                    let calls: Vec<_> = r.calls.iter().collect();
+                    r.label = Some(l.judge(&calls, row.tool, LABEL_SETTLE).await);
+                }
+                r
+            }
             Err(e) => {
                 process.stop().await;
                 kitchen.shutdown().await;
@@ -196,5 +249,6 @@ async fn judge(
     let elapsed = t0.elapsed();
     process.stop().await;
     kitchen.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
     Ok((results, elapsed))
 }

@@ -29,10 +29,29 @@ pub fn print_matrix(results: &[HopResult], cmd: &str, color: bool) {
         .unwrap_or(4)
         .max(4);
     println!("judge --hop: {cmd}");
-    println!("{:<w0$}  grade", "case");
+    let labelled = results.iter().any(|r| r.label.is_some());
+    if labelled {
+        println!("{:<w0$}  {:<12}  grade", "case", "label");
+    } else {
+        println!("{:<w0$}  grade", "case");
+    }
     for r in results {
         let g = r.grade();
         let code = if g == Grade::Kept { "32" } else { "1;31" };
+        if labelled {
+            let (cell, code) = match &r.label {
+                None => ("-", "2"),
+                Some(l) if l.right => ("label right", "32"),
+                Some(_) => ("LABEL WRONG", "1;31"),
+            };
+            print!(
+                "{:<w0$}  {}  ",
+                r.case.id,
+                paint(format!("{cell:<12}"), code)
+            );
+        } else {
+            print!("{:<w0$}  ", r.case.id);
+        }
         let also: Vec<&str> = r
             .findings
             .iter()
@@ -41,8 +60,7 @@ pub fn print_matrix(results: &[HopResult], cmd: &str, color: bool) {
             .map(Grade::name)
             .collect();
         println!(
-            "{:<w0$}  {}{}",
-            r.case.id,
+            "{}{}",
             paint(g.name().to_string(), code),
             if also.is_empty() {
                 String::new()
@@ -63,9 +81,28 @@ pub fn print_matrix(results: &[HopResult], cmd: &str, color: bool) {
                 println!("  evidence: {e}");
             }
         }
+        if let Some(l) = r.label.as_ref().filter(|l| !l.right) {
+            println!(
+                "\n{} {}: {}",
+                paint("LABEL WRONG".into(), "1;31"),
+                r.case.id,
+                l.message
+            );
+            for e in &l.evidence {
+                println!("  evidence: {e}");
+            }
+        }
     }
     let kept = results.iter().filter(|r| r.grade() == Grade::Kept).count();
-    println!("\ncases: kept {kept}, not kept {}", results.len() - kept);
+    print!("\ncases: kept {kept}, not kept {}", results.len() - kept);
+    if labelled {
+        let wrong = results
+            .iter()
+            .filter(|r| r.label.as_ref().is_some_and(|l| !l.right))
+            .count();
+        print!("; labels wrong {wrong}");
+    }
+    println!();
 }
 
 /// The report's case: one check per finding (a `kept` check when there is none, or when the
@@ -97,6 +134,14 @@ fn case(r: &HopResult) -> Case {
                 "kept: the client got what the kitchen sent",
             )
             .with_references([DOCS]),
+        );
+    }
+    if let Some(l) = &r.label {
+        let status = if l.right { Status::Pass } else { Status::Fail };
+        checks.push(
+            Check::new("label_right", status, l.message.clone())
+                .with_evidence(l.evidence.iter().cloned())
+                .with_references([DOCS]),
         );
     }
     Case {

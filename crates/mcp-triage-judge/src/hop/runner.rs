@@ -139,18 +139,35 @@ impl At<'_> {
     /// Run and grade one case.
     pub async fn run(&self, case: &HopCase) -> Result<HopResult, JudgeError> {
         let t0 = Instant::now();
-        let (findings, delivered) = match &case.kind {
-            HopKind::Call(row) => self.call_case(row).await?,
-            HopKind::Annotations => self.annotations_case().await?,
+        let (findings, delivered, tool) = match &case.kind {
+            HopKind::Call(row) => {
+                let (f, d) = self.call_case(row).await?;
+                (f, d, Some(row.tool))
+            }
+            HopKind::Annotations => {
+                let (f, d) = self.annotations_case().await?;
+                (f, d, None)
+            }
             HopKind::FirstEvent {
                 total_ms,
                 interval_ms,
-            } => self.first_event_case(*total_ms, *interval_ms).await?,
+            } => {
+                let (f, d) = self.first_event_case(*total_ms, *interval_ms).await?;
+                (f, d, None)
+            }
         };
-        let journal = self
-            .entries(&self.tag)?
+        let entries = self.entries(&self.tag)?;
+        let journal = entries
             .iter()
             .map(|e| serde_json::to_value(e).expect("a JournalEntry serializes"))
+            .collect();
+        let calls = entries
+            .into_iter()
+            .filter(|e| {
+                e.http_method == "POST"
+                    && e.method.as_deref() == Some("tools/call")
+                    && tool.is_some_and(|t| e.tool.as_deref() == Some(t))
+            })
             .collect();
         Ok(HopResult {
             case: case.clone(),
@@ -158,6 +175,8 @@ impl At<'_> {
             journal,
             delivered,
             elapsed: t0.elapsed(),
+            calls,
+            label: None,
         })
     }
 

@@ -50,6 +50,11 @@ pub struct JudgeArgs {
     #[arg(long, value_name = "PATH", requires = "hop", value_parser = parse_path)]
     hop_fixed_path: Option<String>,
 
+    /// With --hop: the hop labels outcomes itself in the file `{labels}` names; whose lines
+    /// they are (`mcp-triage-proxy`: `proxy --log {labels}`). Adds the *label right* column.
+    #[arg(long, value_name = "KIND", requires = "hop", value_parser = parse_labels)]
+    hop_labels: Option<mcp_triage_judge::hop::labels::LabelSource>,
+
     /// With --hop: seconds the hop may take to start listening.
     #[arg(long, value_name = "S", default_value = "15", requires = "hop", value_parser = parse_timeout)]
     hop_start_timeout: f64,
@@ -121,9 +126,17 @@ pub enum ValueError {
     /// `--expect-output` not of the form `ID=TEXT`.
     #[error("{0:?} is not ID=TEXT")]
     Expect(String),
+    /// `--hop-labels` names no adapter.
+    #[error("{0:?} is no label adapter; there is: mcp-triage-proxy")]
+    Labels(String),
     /// `--hop-fixed-path` is not an absolute path.
     #[error("{0:?} is not a path starting with / (no scheme, host, spaces or '#')")]
     Path(String),
+}
+
+fn parse_labels(s: &str) -> Result<mcp_triage_judge::hop::labels::LabelSource, ValueError> {
+    mcp_triage_judge::hop::labels::LabelSource::parse(s)
+        .ok_or_else(|| ValueError::Labels(s.to_string()))
 }
 
 fn parse_path(s: &str) -> Result<String, ValueError> {
@@ -169,6 +182,7 @@ impl From<JudgeArgs> for JudgeOptions {
                 command,
                 fixed_path: a.hop_fixed_path,
                 start_timeout: std::time::Duration::from_secs_f64(a.hop_start_timeout),
+                labels: a.hop_labels,
             }),
         }
     }
@@ -236,6 +250,8 @@ mod tests {
             "/mcp",
             "--hop-start-timeout",
             "3",
+            "--hop-labels",
+            "mcp-triage-proxy",
         ])
         .unwrap()
         .into();
@@ -243,8 +259,15 @@ mod tests {
         assert_eq!(h.command, "hop {listen} {upstream}");
         assert_eq!(h.fixed_path.as_deref(), Some("/mcp"));
         assert_eq!(h.start_timeout, std::time::Duration::from_secs(3));
+        assert_eq!(
+            h.labels,
+            Some(mcp_triage_judge::hop::labels::LabelSource::McpTriageProxy)
+        );
         assert!(o.client.is_none());
         assert!(try_parse::<JudgeArgs, _, _>(["judge", "--hop", "h", "--client", "c"]).is_err());
+        assert!(
+            try_parse::<JudgeArgs, _, _>(["judge", "--hop", "h", "--hop-labels", "envoy"]).is_err()
+        );
         assert!(
             try_parse::<JudgeArgs, _, _>(["judge", "--hop-fixed-path", "/mcp", "--list"]).is_err()
         );
