@@ -3,9 +3,10 @@
 //! reads the lines the hop appended during each case, and compares the hop's label of every
 //! `tools/call` exchange, in order, with the core's verdict of what the kitchen sent.
 //!
-//! Adapters ([`LabelSource`]) turn a hop's own lines into labels. Only `mcp-triage proxy`'s
-//! records (`--log FILE`: one call record per exchange, its `outcome`) exist so far; Envoy's
-//! access log and the nginx module's are adapters to add beside it.
+//! Adapters ([`LabelSource`]) turn a hop's own lines into labels: `mcp-triage proxy`'s records
+//! (`--log FILE`: one call record per exchange, its `outcome`) and the nginx module's JSON
+//! lines (the same fields). Envoy's access log with its MCP filter metadata is an adapter to
+//! add beside them.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -26,6 +27,9 @@ const MAX_BYTES_PER_CASE: u64 = 4 << 20;
 pub enum LabelSource {
     /// `mcp-triage proxy --log {labels}`: JSON call records, `method`, `tool`, `outcome`.
     McpTriageProxy,
+    /// nginx with our module (`integrations/nginx/run.sh --log {labels}`): its `$mcp_record`
+    /// lines, written by the C ABI's `mcpt_record_write` with the proxy's field names.
+    NginxModule,
 }
 
 impl LabelSource {
@@ -33,12 +37,15 @@ impl LabelSource {
     pub fn name(self) -> &'static str {
         match self {
             LabelSource::McpTriageProxy => "mcp-triage-proxy",
+            LabelSource::NginxModule => "nginx-module",
         }
     }
 
     /// By its name on the command line.
     pub fn parse(s: &str) -> Option<LabelSource> {
-        (s == "mcp-triage-proxy").then_some(LabelSource::McpTriageProxy)
+        [LabelSource::McpTriageProxy, LabelSource::NginxModule]
+            .into_iter()
+            .find(|k| k.name() == s)
     }
 
     /// The hop's label of each `tools/call` of `tool` in `lines`, in order.
@@ -50,7 +57,8 @@ impl LabelSource {
             outcome: Outcome,
         }
         match self {
-            LabelSource::McpTriageProxy => lines
+            // The module writes the proxy's record fields (crates/mcp-triage-ffi/src/record.rs).
+            LabelSource::McpTriageProxy | LabelSource::NginxModule => lines
                 .lines()
                 .filter_map(|l| serde_json::from_str::<Record>(l).ok())
                 .filter(|r| {
@@ -196,6 +204,15 @@ mod tests {
             retry_after_ms: None,
         });
         e
+    }
+
+    #[test]
+    fn adapters_parse_by_name() {
+        assert_eq!(
+            LabelSource::parse("nginx-module"),
+            Some(LabelSource::NginxModule)
+        );
+        assert_eq!(LabelSource::parse("envoy"), None);
     }
 
     #[test]

@@ -34,6 +34,15 @@ use process::{command_line, free_port, HopProcess};
 
 pub use grade::{Finding, Front, Grade};
 
+/// The run's scratch directory (the labels file), removed however the run ends.
+struct ScratchDir(std::path::PathBuf);
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// How long a hop's labels of a case may lag behind our client's answer.
 const LABEL_SETTLE: Duration = Duration::from_secs(2);
 
@@ -167,16 +176,16 @@ async fn judge(
     .map_err(JudgeError::Kitchen)?;
     let listen = free_port()?;
     let mut line = command_line(&hop.command, &kitchen.base_url(), listen);
-    let dir = std::env::temp_dir().join(format!(
+    let dir = ScratchDir(std::env::temp_dir().join(format!(
         "mcp-triage-hop-{}-{}",
         std::process::id(),
         mcp_triage_wire::time::now_ms()
-    ));
+    )));
     let mut labels = match hop.labels {
         None => None,
         Some(source) => {
-            let made = std::fs::create_dir_all(&dir)
-                .and_then(|()| labels::Labels::create(source, &dir.join("labels.jsonl")));
+            let made = std::fs::create_dir_all(&dir.0)
+                .and_then(|()| labels::Labels::create(source, &dir.0.join("labels.jsonl")));
             match made {
                 Ok(l) => {
                     let path = l.path().display().to_string();
@@ -249,6 +258,5 @@ async fn judge(
     let elapsed = t0.elapsed();
     process.stop().await;
     kitchen.shutdown().await;
-    let _ = std::fs::remove_dir_all(&dir);
     Ok((results, elapsed))
 }

@@ -51,7 +51,8 @@ pub struct JudgeArgs {
     hop_fixed_path: Option<String>,
 
     /// With --hop: the hop labels outcomes itself in the file `{labels}` names; whose lines
-    /// they are (`mcp-triage-proxy`: `proxy --log {labels}`). Adds the *label right* column.
+    /// they are (`mcp-triage-proxy`: `proxy --log {labels}`; `nginx-module`: our nginx
+    /// module's JSON lines). Adds the *label right* column.
     #[arg(long, value_name = "KIND", requires = "hop", value_parser = parse_labels)]
     hop_labels: Option<mcp_triage_judge::hop::labels::LabelSource>,
 
@@ -127,7 +128,7 @@ pub enum ValueError {
     #[error("{0:?} is not ID=TEXT")]
     Expect(String),
     /// `--hop-labels` names no adapter.
-    #[error("{0:?} is no label adapter; there is: mcp-triage-proxy")]
+    #[error("{0:?} is no label adapter; there are: mcp-triage-proxy, nginx-module")]
     Labels(String),
     /// `--hop-fixed-path` is not an absolute path.
     #[error("{0:?} is not a path starting with / (no scheme, host, spaces or '#')")]
