@@ -184,6 +184,8 @@ fn a_relay_on_one_fixed_path_keeps_every_case() {
 
 #[test]
 fn a_hop_that_turns_failures_into_success_is_caught() {
+    let tap = std::env::temp_dir().join(format!("mcp-triage-judge-hop-{}.tap", std::process::id()));
+    let tap_arg = format!("tap:{}", tap.display());
     let (out, report) = judge(
         "success",
         &fake("success"),
@@ -194,10 +196,18 @@ fn a_hop_that_turns_failures_into_success_is_caught() {
             "errors.http_status_sequence",
             "--scenario",
             "baseline/modern",
+            "--report",
+            &tap_arg,
         ],
     );
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
+    // The other report formats carry the grade as the check's name too.
+    let tap = std::fs::read_to_string(&tap).unwrap();
+    assert!(
+        tap.contains("not ok") && tap.contains("errors.tool_error/modern / success_invented"),
+        "{tap}"
+    );
     assert!(text.contains("success invented"), "{text}");
     for case in [
         "errors.tool_error/modern",
