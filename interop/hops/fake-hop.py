@@ -16,6 +16,9 @@ the judge must grade (crates/mcp-triage/tests/judge_hop.rs runs them all):
   buffer       reads each whole answer before sending any of it (SSE too). Must be caught
                as "stream held back".
   strip-retry  drops the Retry-After header. Must be caught as "retry information lost".
+  no-session   drops Mcp-Session-Id from every request. Must be caught as "session broken".
+  hide-expiry  answers 502 where the upstream said 404 (an expired session), so a client
+               cannot know to re-initialize. Must be caught as "session broken".
   label-ok     passes every answer on (buffered) and labels every tools/call TOOL_SUCCESS in
                the file given as a 4th argument, one mcp-triage-proxy-style record a line (as
                gateways that count every tool call as a success do). Must be caught as a
@@ -84,7 +87,8 @@ class Hop(http.server.BaseHTTPRequestHandler):
         """One upstream exchange: (status, headers, body bytes, complete?) or None when
         the upstream sent no response."""
         conn = http.client.HTTPConnection(*self.upstream, timeout=UPSTREAM_TIMEOUT)
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+        drop = HOP_BY_HOP | ({"mcp-session-id"} if self.mode == "no-session" else set())
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in drop}
         headers["Host"] = "%s:%d" % self.upstream
         try:
             conn.request(self.command, self.path, body=body, headers=headers)
@@ -138,6 +142,8 @@ class Hop(http.server.BaseHTTPRequestHandler):
             with open(self.labels, "a") as f:
                 f.write(json.dumps(line) + "\n")
         drop = ("retry-after",) if self.mode == "strip-retry" else ()
+        if self.mode == "hide-expiry" and status == 404:
+            status = 502
         self.answer(status, headers, data, complete, drop)
 
     do_POST = do_GET = do_DELETE = handle_any
@@ -170,7 +176,8 @@ def main():
         sys.exit("label-ok, and only it, takes a LABELS file\n" + __doc__)
     if mode == "relay":
         return relay(listen, upstream)
-    if mode not in ("success", "resend", "buffer", "strip-retry", "label-ok"):
+    modes = ("success", "resend", "buffer", "strip-retry", "no-session", "hide-expiry", "label-ok")
+    if mode not in modes:
         sys.exit("unknown mode %r\n%s" % (mode, __doc__))
     Hop.mode = mode
     h, p = upstream.split("//", 1)[1].rstrip("/").split(":")

@@ -312,6 +312,53 @@ fn a_hop_that_strips_retry_after_is_caught() {
 }
 
 #[test]
+fn a_hop_that_drops_the_session_or_hides_its_expiry_is_caught() {
+    let (out, report) = judge(
+        "no-session",
+        &fake("no-session"),
+        &[
+            "--scenario",
+            "baseline/legacy",
+            "--scenario",
+            "baseline/modern",
+        ],
+    );
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let f = finding(&report, "baseline/legacy", "session_broken").expect(&text);
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("without Mcp-Session-Id"),
+        "{f}"
+    );
+    assert!(
+        f["evidence"]
+            .to_string()
+            .contains("Mcp-Session-Id header is required"),
+        "{f}"
+    );
+    assert!(
+        finding(&report, "baseline/modern", "kept").is_some(),
+        "no session, nothing to break: {text}"
+    );
+
+    let (out, report) = judge(
+        "hide-expiry",
+        &fake("hide-expiry"),
+        &["--scenario", "session.expire"],
+    );
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let f = finding(&report, "session.expire/legacy", "session_broken").expect(&text);
+    assert!(
+        f["message"].as_str().unwrap().contains("never got a 404"),
+        "{f}"
+    );
+}
+
+#[test]
 fn a_hop_that_never_listens_is_a_usage_error_within_its_bound() {
     let t0 = Instant::now();
     let (out, _) = judge(
