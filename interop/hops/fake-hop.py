@@ -19,6 +19,8 @@ the judge must grade (crates/mcp-triage/tests/judge_hop.rs runs them all):
   no-session   drops Mcp-Session-Id from every request. Must be caught as "session broken".
   hide-expiry  answers 502 where the upstream said 404 (an expired session), so a client
                cannot know to re-initialize. Must be caught as "session broken".
+  swallow      forwards every tools/call and never answers it (holds the connection open
+               for 60 s). Must be caught as "lost".
   label-ok     passes every answer on (buffered) and labels every tools/call TOOL_SUCCESS in
                the file given as a 4th argument, one mcp-triage-proxy-style record a line (as
                gateways that count every tool call as a success do). Must be caught as a
@@ -32,6 +34,7 @@ import json
 import socket
 import sys
 import threading
+import time
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length",
               "proxy-connection", "te", "trailer", "upgrade"}
@@ -126,6 +129,10 @@ class Hop(http.server.BaseHTTPRequestHandler):
             msg = {}
         is_call = isinstance(msg, dict) and msg.get("method") == "tools/call"
         got = self.forward(body)
+        if self.mode == "swallow" and is_call:
+            time.sleep(60)
+            self.close_connection = True
+            return
         if self.mode == "resend" and is_call:
             got = self.forward(body) or got
         if self.mode == "success" and is_call and not succeeded(got):
@@ -176,7 +183,8 @@ def main():
         sys.exit("label-ok, and only it, takes a LABELS file\n" + __doc__)
     if mode == "relay":
         return relay(listen, upstream)
-    modes = ("success", "resend", "buffer", "strip-retry", "no-session", "hide-expiry", "label-ok")
+    modes = ("success", "resend", "buffer", "strip-retry", "no-session", "hide-expiry", "swallow",
+             "label-ok")
     if mode not in modes:
         sys.exit("unknown mode %r\n%s" % (mode, __doc__))
     Hop.mode = mode

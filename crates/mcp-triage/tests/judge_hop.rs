@@ -27,16 +27,13 @@ fn judge(name: &str, hop: &str, extra: &[&str]) -> (Output, Value) {
     let json = dir.join(format!("{name}.json"));
     let _ = std::fs::remove_file(&json);
     let out = Command::new(env!("CARGO_BIN_EXE_mcp-triage"))
-        .args([
-            "judge",
-            "--hop",
-            hop,
-            "--timeout",
-            "15",
-            "--color",
-            "never",
-            "-q",
-        ])
+        .args(["judge", "--hop", hop, "--color", "never", "-q"])
+        // 15 s per case unless the test sets its own limit.
+        .args(if extra.contains(&"--timeout") {
+            &[][..]
+        } else {
+            &["--timeout", "15"][..]
+        })
         .args(extra)
         .arg("--report")
         .arg(format!("json:{}", json.display()))
@@ -356,6 +353,25 @@ fn a_hop_that_drops_the_session_or_hides_its_expiry_is_caught() {
         f["message"].as_str().unwrap().contains("never got a 404"),
         "{f}"
     );
+}
+
+#[test]
+fn a_hop_that_swallows_the_answer_is_caught_within_the_case_limit() {
+    let t0 = Instant::now();
+    let (out, report) = judge(
+        "swallow",
+        &fake("swallow"),
+        &["--scenario", "baseline/modern", "--timeout", "3"],
+    );
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let f = finding(&report, "baseline/modern", "lost").expect(&text);
+    assert!(
+        f["message"].as_str().unwrap().contains("TOOL_SUCCESS"),
+        "{f}"
+    );
+    // The hop holds the connection for 60 s; the case ends at its limit and the hop is stopped.
+    assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
 }
 
 #[test]
