@@ -65,7 +65,8 @@ pub struct JudgeArgs {
     #[arg(long = "scenario", value_name = "ID")]
     scenarios: Vec<String>,
 
-    /// Seconds a client may run per case before the judge stops it (fails `in_time`).
+    /// Seconds a client may run per case before the judge stops it (fails `in_time`); with
+    /// --hop, each case's time limit (past it: *lost*).
     #[arg(long, value_name = "S", default_value = "20", value_parser = parse_timeout)]
     timeout: f64,
 
