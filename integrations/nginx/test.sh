@@ -4,7 +4,8 @@
 # client (`demo --kitchen URL`). Checks (integrations/nginx/check.py): every row's tools/call
 # outcomes in nginx's JSON log == the proxy's records == the client's attempts; /metrics parses
 # with the proxy's series; bodies pass byte for byte; compressed answers (Content-Encoding) pass
-# unchanged and are logged with their decoded body's outcome; SSE is not held back.
+# unchanged and are logged with their decoded body's outcome; SSE is not held back; and
+# `judge --hop` grades nginx with the module as a hop, its log as labels (docs/hops.md).
 #
 #   integrations/nginx/test.sh           the LuaJIT module (needs nginx-light,
 #                                        libnginx-mod-http-lua, lua-resty-core; builds
@@ -87,4 +88,15 @@ if grep -E "lua entry thread aborted|failed to run|runtime error|mcp_triage: .*f
     "$out/nginx/error.log" "$out/nginx-hostile/error.log" >&2; then
   echo "FAIL: Lua errors in nginx's error log (above)" >&2; exit 1
 fi
+# issue 42: nginx with the module as a hop under `judge --hop`: every case kept, and the module's
+# own JSON lines (--hop-labels nginx-module) label every call as the kitchen's journal says
+jm=$(free_port)
+# (paths quoted for sh -c; the placeholders left as they are for the judge to fill)
+hop="$(printf '%q' "$here/run.sh") --listen {listen} --upstream {upstream} --log {labels}"
+hop+=" --so $(printf '%q' "$so") --metrics 127.0.0.1:$jm --prefix $(printf '%q' "$out/nginx-judge")"
+hop+="${module_args[*]:+ $(printf '%q ' "${module_args[@]}")}"
+"$bin" judge --hop "$hop" --hop-labels nginx-module --color never -q --report json:"$out/judge-hop.json" \
+  >"$out/judge-hop.txt" 2>&1 || { echo "FAIL: judge --hop through nginx" >&2; cat "$out/judge-hop.txt" >&2; exit 1; }
+grep -q "labels wrong 0" "$out/judge-hop.txt" || { cat "$out/judge-hop.txt" >&2; exit 1; }
+echo "judge --hop: $(tail -1 "$out/judge-hop.txt")"
 echo "nginx module ($variant): all checks passed"

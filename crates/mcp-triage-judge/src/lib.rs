@@ -22,12 +22,15 @@
 //!   [`JudgeOptions`]).
 //! - [`plan`]: the same kitchen scenarios from the other side — what mcp-triage's own client
 //!   must end with in each, run by `mcp-triage demo` and the tests.
+//! - [`hop`]: `judge --hop`: the same kitchen and journal grading a hop (gateway, bridge,
+//!   proxy) that our own client calls through.
 
 #![deny(missing_docs)]
 
 pub mod cases;
 pub mod checks;
 mod ctx;
+pub mod hop;
 pub mod plan;
 pub mod replay_cases;
 pub mod run;

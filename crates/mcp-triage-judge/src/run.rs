@@ -70,6 +70,8 @@ pub struct JudgeOptions {
     pub quiet: bool,
     /// Colour the matrix.
     pub color: bool,
+    /// Judge a hop instead of a client (`judge --hop`): our own client calls through it.
+    pub hop: Option<crate::hop::HopOptions>,
 }
 
 impl Default for JudgeOptions {
@@ -88,6 +90,7 @@ impl Default for JudgeOptions {
             list: false,
             quiet: false,
             color: false,
+            hop: None,
         }
     }
 }
@@ -152,6 +155,27 @@ pub enum JudgeError {
     /// A report could not be written.
     #[error(transparent)]
     Report(#[from] mcp_triage_report::WriteError),
+    /// `--hop` has no `{listen}`: the hop cannot be told where to listen.
+    #[error("--hop {0:?} has no {{listen}}: the judge picks the port the hop must listen on (127.0.0.1:PORT)")]
+    HopNoListen(String),
+    /// The hop never accepted a connection on `{listen}`.
+    #[error("the hop {cmd:?} did not start listening on {listen}: {why}{}", if said.is_empty() { String::new() } else { format!("; it said: {said}") })]
+    HopNotListening {
+        /// The command.
+        cmd: String,
+        /// Where it should have listened.
+        listen: std::net::SocketAddr,
+        /// Exited, or the wait ran out.
+        why: String,
+        /// The tail of its output.
+        said: String,
+    },
+    /// `--hop-labels` without `{labels}` in the command, or `{labels}` without `--hop-labels`.
+    #[error("--hop {0:?}: `{{labels}}` (where the hop writes its own labels) and --hop-labels go together")]
+    HopLabels(String),
+    /// A hop case could not be set up (the kitchen itself, not the hop, failed it).
+    #[error("judge --hop: {0}")]
+    HopCase(String),
 }
 
 /// What `--client` without `{url}` is told: the command gets the case's URL only from the
@@ -163,7 +187,7 @@ fn no_url_warning(cmd: &str) -> String {
 }
 
 /// Single-quote for `sh`.
-fn sh_quote(s: &str) -> String {
+pub(crate) fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
@@ -250,7 +274,7 @@ struct Run {
     elapsed: Duration,
 }
 
-async fn read_bounded<R: tokio::io::AsyncRead + Unpin>(mut r: R) -> String {
+pub(crate) async fn read_bounded<R: tokio::io::AsyncRead + Unpin>(mut r: R) -> String {
     let mut kept = Vec::new();
     let mut dropped = 0usize;
     let mut buf = [0u8; 8192];
@@ -372,6 +396,9 @@ fn load_cases(options: &JudgeOptions) -> Result<(Vec<CaseDef>, Option<Arc<Captur
 /// Run a judge: list the cases, or run the client through each, print the matrix and write
 /// the reports. `Ok(true)` when every check passed (or the cases were only listed).
 pub fn run(options: &JudgeOptions) -> Result<bool, JudgeError> {
+    if let Some(hop) = &options.hop {
+        return crate::hop::run(options, hop);
+    }
     let (cases, capture) = load_cases(options)?;
     if options.list {
         for c in &cases {

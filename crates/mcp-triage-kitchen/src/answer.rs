@@ -158,6 +158,15 @@ fn head_of(resp: &Response<Body>) -> ResponseHead {
     {
         head = head.content_type(ct);
     }
+    // The wait the answer asks for is part of what a client is given (the journal's
+    // `retryAfterMs`: `judge --hop` holds a hop that drops it to account).
+    if let Some(ra) = resp
+        .headers()
+        .get(header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+    {
+        head = head.header("Retry-After", ra);
+    }
     head
 }
 
@@ -247,6 +256,23 @@ mod tests {
         assert_eq!(a.outcome, Outcome::JsonrpcError);
         assert_eq!(a.code, Some(-32602));
         assert_eq!(drain(r).await, body.as_bytes());
+    }
+
+    /// `judge --hop` grades a hop that drops `Retry-After` against this value.
+    #[tokio::test]
+    async fn the_wait_a_429_asks_for_is_in_the_answer() {
+        let body = r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32000,"message":"slow down"}}"#;
+        let mut r = Response::new(Body::from(body));
+        *r.status_mut() = axum::http::StatusCode::TOO_MANY_REQUESTS;
+        r.headers_mut()
+            .insert(header::CONTENT_TYPE, "application/json".parse().unwrap());
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, "2".parse().unwrap());
+        let (_, seen) = observe(r, RequestId::Number(3), RequestKind::ToolCall).await;
+        let Observed::Whole(a) = seen else {
+            panic!("a JSON body is whole")
+        };
+        assert_eq!((a.status, a.retry_after_ms), (Some(429), Some(2000)));
     }
 
     #[tokio::test]

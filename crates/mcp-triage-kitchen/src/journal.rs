@@ -130,6 +130,11 @@ pub struct Answer {
     /// declared failure has one, and an answer is moved with every journal entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub declared_failure: Option<Box<ToolFailure>>,
+    /// The wait the answer asked for before a resend, in ms, as the core reads it
+    /// (`Retry-After`, or SEP-3304's `retryAfterMs`, which wins): `judge --hop` holds what
+    /// reached the client through a hop against it (*retry information lost*).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
 }
 
 impl Answer {
@@ -138,6 +143,7 @@ impl Answer {
         Answer {
             ended_ms: now_ms(),
             declared_failure: v.tool_failure.clone(),
+            retry_after_ms: v.retry_after_ms,
             task_id: v.task_id.clone(),
             outcome: v.outcome,
             status: v.status,
@@ -158,6 +164,7 @@ impl Answer {
             message: None,
             detail: Some("the kitchen closed the connection without a response".into()),
             declared_failure: None,
+            retry_after_ms: None,
         }
     }
 
@@ -632,6 +639,7 @@ mod tests {
                 ended_ms: 1_767_322_245_010,
                 task_id: None,
                 declared_failure: None,
+                retry_after_ms: None,
             }),
             deduplicated: None,
             task_id: None,

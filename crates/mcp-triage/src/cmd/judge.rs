@@ -20,26 +20,53 @@ Examples:
   mcp-triage judge --client 'python3 client.py {url}' --scenario errors.tool_error \\
       --expect-output 'errors.tool_error=Tool-side failure' --report junit:judge.xml --report html:judge.html
   mcp-triage judge --list                              # the cases and their checks
+  mcp-triage judge --hop 'mcp-triage proxy --listen {listen} --upstream {upstream}'
+      # grade a hop: our client calls each case through it (docs/hops.md)
+  mcp-triage judge --hop 'CMD' --list                   # the hop cases
   mcp-triage judge --client 'python3 client.py {url}' --replay capture.jsonl
       # grade it on failures `proxy --capture capture.jsonl` recorded (one case per captured call)
 
 The client runs once per case with MCP_TRIAGE_SCENARIO, MCP_TRIAGE_URL, MCP_TRIAGE_TOOL and
 MCP_TRIAGE_ARGS (JSON) set and should make that one tool call, then exit 0 with its result or
 non-zero with a stated failure. Exit 0 when every check passes, 1 when one fails, 2 on a usage
-or startup error (also: the client command is not found or not executable, sh's 127/126).";
+or startup error (also: the client command is not found or not executable, sh's 127/126).
+With --hop: exit 0 when every case is kept, 1 when one is not (its grade, e.g. \"success
+invented\", and the evidence are printed), 2 when the hop never listens.";
 
 #[derive(Args)]
 pub struct JudgeArgs {
     /// The client command, run with `sh -c`; `{url}` becomes the case's MCP URL (quoted).
-    #[arg(long, value_name = "CMD", required_unless_present = "list")]
+    #[arg(long, value_name = "CMD", required_unless_present_any = ["list", "hop"])]
     client: Option<String>,
+
+    /// Judge a hop (gateway, bridge, proxy) instead of a client: CMD is run with `sh -c`,
+    /// `{upstream}` = the kitchen's base URL, `{listen}` = the 127.0.0.1:PORT it must listen
+    /// on; our own client calls every case through it.
+    #[arg(long, value_name = "CMD", conflicts_with_all = ["client", "replay", "expect_output"])]
+    hop: Option<String>,
+
+    /// With --hop: the hop forwards only this path (e.g. `/mcp`, to the kitchen's `/mcp`);
+    /// the kitchen serves each case there in turn.
+    #[arg(long, value_name = "PATH", requires = "hop", value_parser = parse_path)]
+    hop_fixed_path: Option<String>,
+
+    /// With --hop: the hop labels outcomes itself in the file `{labels}` names; whose lines
+    /// they are (`mcp-triage-proxy`: `proxy --log {labels}`; `nginx-module`: our nginx
+    /// module's JSON lines). Adds the *label right* column.
+    #[arg(long, value_name = "KIND", requires = "hop", value_parser = parse_labels)]
+    hop_labels: Option<mcp_triage_judge::hop::labels::LabelSource>,
+
+    /// With --hop: seconds the hop may take to start listening.
+    #[arg(long, value_name = "S", default_value = "15", requires = "hop", value_parser = parse_timeout)]
+    hop_start_timeout: f64,
 
     /// Run only these cases (a case id, else a kitchen scenario id: every case run on it;
     /// repeatable). Default: all.
     #[arg(long = "scenario", value_name = "ID")]
     scenarios: Vec<String>,
 
-    /// Seconds a client may run per case before the judge stops it (fails `in_time`).
+    /// Seconds a client may run per case before the judge stops it (fails `in_time`); with
+    /// --hop, each case's time limit (past it: *lost*).
     #[arg(long, value_name = "S", default_value = "20", value_parser = parse_timeout)]
     timeout: f64,
 
@@ -101,6 +128,25 @@ pub enum ValueError {
     /// `--expect-output` not of the form `ID=TEXT`.
     #[error("{0:?} is not ID=TEXT")]
     Expect(String),
+    /// `--hop-labels` names no adapter.
+    #[error("{0:?} is no label adapter; there are: mcp-triage-proxy, nginx-module")]
+    Labels(String),
+    /// `--hop-fixed-path` is not an absolute path.
+    #[error("{0:?} is not a path starting with / (no scheme, host, spaces or '#')")]
+    Path(String),
+}
+
+fn parse_labels(s: &str) -> Result<mcp_triage_judge::hop::labels::LabelSource, ValueError> {
+    mcp_triage_judge::hop::labels::LabelSource::parse(s)
+        .ok_or_else(|| ValueError::Labels(s.to_string()))
+}
+
+fn parse_path(s: &str) -> Result<String, ValueError> {
+    if s.starts_with('/') && !s.contains(|c: char| c.is_whitespace() || c == '#') {
+        Ok(s.to_string())
+    } else {
+        Err(ValueError::Path(s.to_string()))
+    }
 }
 
 fn parse_timeout(s: &str) -> Result<f64, ValueError> {
@@ -134,6 +180,12 @@ impl From<JudgeArgs> for JudgeOptions {
             replay_limits: a.replay_limits.limits(true),
             list: a.list,
             quiet: a.quiet,
+            hop: a.hop.map(|command| mcp_triage_judge::hop::HopOptions {
+                command,
+                fixed_path: a.hop_fixed_path,
+                start_timeout: std::time::Duration::from_secs_f64(a.hop_start_timeout),
+                labels: a.hop_labels,
+            }),
         }
     }
 }
@@ -188,6 +240,43 @@ mod tests {
             .unwrap()
             .into();
         assert!(o.list && !o.color && o.client.is_none());
+    }
+
+    #[test]
+    fn hop_options_parse_and_exclude_a_client() {
+        let o: JudgeOptions = try_parse::<JudgeArgs, _, _>([
+            "judge",
+            "--hop",
+            "hop {listen} {upstream}",
+            "--hop-fixed-path",
+            "/mcp",
+            "--hop-start-timeout",
+            "3",
+            "--hop-labels",
+            "mcp-triage-proxy",
+        ])
+        .unwrap()
+        .into();
+        let h = o.hop.expect("hop options");
+        assert_eq!(h.command, "hop {listen} {upstream}");
+        assert_eq!(h.fixed_path.as_deref(), Some("/mcp"));
+        assert_eq!(h.start_timeout, std::time::Duration::from_secs(3));
+        assert_eq!(
+            h.labels,
+            Some(mcp_triage_judge::hop::labels::LabelSource::McpTriageProxy)
+        );
+        assert!(o.client.is_none());
+        assert!(try_parse::<JudgeArgs, _, _>(["judge", "--hop", "h", "--client", "c"]).is_err());
+        assert!(
+            try_parse::<JudgeArgs, _, _>(["judge", "--hop", "h", "--hop-labels", "envoy"]).is_err()
+        );
+        assert!(
+            try_parse::<JudgeArgs, _, _>(["judge", "--hop-fixed-path", "/mcp", "--list"]).is_err()
+        );
+        assert!(
+            try_parse::<JudgeArgs, _, _>(["judge", "--hop", "h", "--hop-fixed-path", "mcp"])
+                .is_err()
+        );
     }
 
     #[test]
