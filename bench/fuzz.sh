@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A time-bounded run of every cargo-fuzz target (issue 41): the proxy's HTTP/1.1 parsers
-# (h1_request, h1_response, h1_chunked), the core's JSON Scanner (scanner), the C ABI's entry
+# (h1_request, h1_response, h1_chunked), the core's JSON Scanner (scanner) and content decoder
+# (decode), the C ABI's entry
 # points (ffi_exchange) and the classifier's (classify, sse, compact). Each target starts from
 # its checked-in corpus (fuzz/corpus/TARGET) and one line per target says how many runs, the
 # coverage reached, and whether it found anything (a crash is saved under fuzz/artifacts/TARGET;
@@ -19,7 +20,7 @@ cd "$root/fuzz"
 FUZZ_SECONDS="${FUZZ_SECONDS:-300}"
 FUZZ_MAX_LEN="${FUZZ_MAX_LEN:-8192}"
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(h1_request h1_response h1_chunked scanner ffi_exchange classify sse compact)
+[ ${#targets[@]} -gt 0 ] || targets=(h1_request h1_response h1_chunked scanner ffi_exchange decode classify sse compact)
 rustup toolchain list | grep -q nightly || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz
 out="$(mktemp -d)"
