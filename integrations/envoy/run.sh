@@ -90,7 +90,7 @@ if [ "$envoy_mcp" = 1 ]; then
               \"@type\": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog
               path: $log.envoy-mcp
               log_format:
-                json_format: {status: \"%RESPONSE_CODE%\", flags: \"%RESPONSE_FLAGS%\", details: \"%RESPONSE_CODE_DETAILS%\", envoy_mcp: \"%DYNAMIC_METADATA(envoy.filters.http.mcp)%\", mcp_triage_outcome: \"%DYNAMIC_METADATA(mcp_triage:outcome)%\"}"
+                json_format: {path: \"%REQ(:PATH)%\", status: \"%RESPONSE_CODE%\", flags: \"%RESPONSE_FLAGS%\", details: \"%RESPONSE_CODE_DETAILS%\", envoy_mcp: \"%DYNAMIC_METADATA(envoy.filters.http.mcp)%\", mcp_triage_outcome: \"%DYNAMIC_METADATA(mcp_triage:outcome)%\"}"
 fi
 export MCP_FILTER="$mcp_filter" EXTRA_LOGS="$extra_logs"
 sed -e "s#@ADMIN_HOST@#$a_host#g" -e "s#@ADMIN_PORT@#$a_port#g" -e "s#@LISTEN_HOST@#$l_host#g" \
@@ -112,7 +112,7 @@ open(p, "w").write(t)
 PY
 fi
 cmd=("$envoy" -c "$prefix/envoy.yaml" --concurrency "$concurrency" -l "$level"
-     --disable-hot-restart --log-path "$prefix/envoy.log")
+     --disable-hot-restart --file-flush-interval-msec 200 --log-path "$prefix/envoy.log")
 if [ "$config_only" = 1 ]; then
   echo "ENVOY_DYNAMIC_MODULES_SEARCH_PATH=$(dirname "${module:-/}") ${cmd[*]}"
   exit 0
