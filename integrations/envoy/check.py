@@ -21,6 +21,9 @@ integrations/nginx/check.py's, run against Envoy.
       a body over the limit and malformed bodies pass as directly and write no line; a request sent
       in 1-byte chunks and one with 90 header lines (Envoy refuses over 100 with 431) are classified; client aborts before and
       during an SSE response are logged cancelled (CONNECTION_ERROR, STREAM_INCOMPLETE)
+  check.py memory URL_ENVOY URL_ADMIN ENVOY_LOG COUNT
+      Envoy's allocated bytes (admin /memory) grow by at most 4 MiB over COUNT classified
+      exchanges after a warm-up of COUNT/10 (the kitchen's baseline), each logged
 """
 import http.client
 import json
@@ -30,6 +33,7 @@ import sys
 import time
 import urllib.error
 import urllib.parse
+import urllib.request
 from collections import Counter
 
 def _load_nginx_checks():
@@ -186,6 +190,11 @@ def raw_exchange(url, head_lines, body, chunk=None, read=True, close_after=None)
     return got
 
 
+HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+           "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+           "Mcp-Name": "run_configured_test_scenario"}
+
+
 def call_body(pad=0):
     msg = {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
            "params": {"name": "run_configured_test_scenario", "arguments": {}, "_meta": ngx.MODERN}}
@@ -231,8 +240,46 @@ def check_abuse(via, direct, envoy_log, max_body):
           " 90 header lines classified; client aborts logged as cancelled (CONNECTION_ERROR before the head, STREAM_INCOMPLETE in the stream)")
 
 
+def allocated(admin):
+    with urllib.request.urlopen(f"{admin}/memory", timeout=10) as r:
+        return int(json.loads(r.read())["allocated"])
+
+
+def check_memory(via, admin, envoy_log, count):
+    """Memory stays flat: Envoy's allocated bytes (admin /memory, tcmalloc's count) after a
+    warm-up of count/10 exchanges and after `count` more, every one classified and logged."""
+    count = int(count)
+    body = call_body()
+    conn = http.client.HTTPConnection(urllib.parse.urlsplit(via).hostname, urllib.parse.urlsplit(via).port, timeout=20)
+
+    def send(n, tag):
+        for i in range(n):
+            conn.request("POST", f"/s/baseline/mcp?instance={tag}", body, HEADERS)
+            r = conn.getresponse()
+            r.read()
+            if r.status != 200:
+                fail(f"memory: exchange {i} answered {r.status}")
+    send(count // 10, "mem-warm")
+    time.sleep(0.5)
+    before = allocated(admin)
+    send(count, "mem")
+    time.sleep(0.5)
+    after = allocated(admin)
+    conn.close()
+    growth = after - before
+    time.sleep(0.5)
+    logged = sum(1 for r in ngx.read_jsonl(envoy_log) if r["path"].endswith("/s/baseline/mcp?instance=mem")
+                 and r["outcome"] == "TOOL_SUCCESS")
+    if logged != count:
+        fail(f"memory: {logged} TOOL_SUCCESS lines for {count} exchanges")
+    if growth > 4 << 20:
+        fail(f"memory: Envoy's allocated bytes grew by {growth:,} over {count:,} exchanges ({before:,} -> {after:,})")
+    print(f"memory: {count:,} exchanges: Envoy's allocated bytes {before:,} -> {after:,} ({growth:+,})")
+
+
 def main(argv):
-    cmds = {"metrics": (check_metrics, 4), "hostile": (check_hostile, 4), "abuse": (check_abuse, 4)}
+    cmds = {"metrics": (check_metrics, 4), "hostile": (check_hostile, 4), "abuse": (check_abuse, 4),
+            "memory": (check_memory, 4)}
     if len(argv) >= 2 and argv[1] in cmds and len(argv) == 2 + cmds[argv[1]][1]:
         cmds[argv[1]][0](*argv[2:])
     elif len(argv) in (4, 5) and argv[1] == "six":

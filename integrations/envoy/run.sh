@@ -8,6 +8,8 @@
 #            --prefix DIR (scratch dir; default mktemp -d), --max-body-bytes N (1048576),
 #            --plain (the same configuration without the filter, the same access log written
 #                     from Envoy's own fields: the benchmark's baseline),
+#            --lua-floor (--plain plus Envoy's Lua filter with empty envoy_on_request and
+#                         envoy_on_response: the least a Lua filter costs, for the benchmark),
 #            --with-envoy-mcp (Envoy's own MCP filter too, its metadata in a second log,
 #                              LOG.envoy-mcp), --concurrency N (worker threads, default 1),
 #            --log-level LEVEL (Envoy's, default warn), --config-only (write, print, do not start)
@@ -17,7 +19,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 listen=127.0.0.1:8080 upstream="" log="" admin=127.0.0.1:9901 module="" envoy="" prefix="" plain=0
-envoy_mcp=0 concurrency=1 level=warn config_only=0 max_body=1048576
+envoy_mcp=0 lua_floor=0 concurrency=1 level=warn config_only=0 max_body=1048576
 die() { echo "run.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -30,11 +32,12 @@ while [ $# -gt 0 ]; do
     --prefix) prefix="${2:?--prefix needs DIR}"; shift 2 ;;
     --max-body-bytes) max_body="${2:?--max-body-bytes needs N}"; shift 2 ;;
     --plain) plain=1; shift ;;
+    --lua-floor) plain=1; lua_floor=1; shift ;;
     --with-envoy-mcp) envoy_mcp=1; shift ;;
     --concurrency) concurrency="${2:?--concurrency needs N}"; shift 2 ;;
     --log-level) level="${2:?--log-level needs LEVEL}"; shift 2 ;;
     --config-only) config_only=1; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
@@ -101,12 +104,21 @@ sed -e "s#@ADMIN_HOST@#$a_host#g" -e "s#@ADMIN_PORT@#$a_port#g" -e "s#@LISTEN_HO
   > "$prefix/envoy.yaml"
 if [ "$plain" = 1 ]; then
   # the baseline: no filter; the access log writes a line of Envoy's own fields for every request
-  python3 - "$prefix/envoy.yaml" <<'PY'
+  python3 - "$prefix/envoy.yaml" "$lua_floor" <<'PY'
 import re, sys
-p = sys.argv[1]
+p, lua_floor = sys.argv[1], sys.argv[2] == "1"
 t = open(p).read()
 t = re.sub(r"          - name: mcp_triage\n(?:            .*\n|              .*\n|                .*\n)+", "", t)
 t = re.sub(r"            filter:\n              metadata_filter:\n.*\n.*\n", "", t)
+if lua_floor:
+    t = t.replace("          - name: envoy.filters.http.router\n", """          - name: envoy.filters.http.lua
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua
+              default_source_code:
+                inline_string: |
+                  function envoy_on_request(handle) end
+                  function envoy_on_response(handle) end
+          - name: envoy.filters.http.router\n""", 1)
 t = t.replace("%DYNAMIC_METADATA(mcp_triage:record)%", "[%START_TIME%] \\\"%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%\\\" %RESPONSE_CODE% %RESPONSE_FLAGS% %BYTES_RECEIVED% %BYTES_SENT% %DURATION%")
 open(p, "w").write(t)
 PY

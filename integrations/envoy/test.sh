@@ -62,6 +62,7 @@ python3 "$root/integrations/nginx/check.py" coded "http://127.0.0.1:$kp" "http:/
 python3 "$root/integrations/nginx/check.py" streaming "http://127.0.0.1:$np"
 python3 "$here/check.py" six "http://127.0.0.1:$np" "$out/envoy.jsonl"
 python3 "$here/check.py" abuse "http://127.0.0.1:$np" "http://127.0.0.1:$kp" "$out/envoy.jsonl" "$max_body"
+python3 "$here/check.py" memory "http://127.0.0.1:$np" "http://127.0.0.1:$na" "$out/envoy.jsonl" 10000
 # the hostile upstream of the nginx test behind a second Envoy and a second proxy
 hp=$(free_port) hx=$(free_port)
 python3 "$root/integrations/nginx/check.py" upstream "$hp" >"$out/hostile.log" 2>&1 &
