@@ -21,6 +21,9 @@ integrations/nginx/check.py's, run against Envoy.
       a body over the limit and malformed bodies pass as directly and write no line; a request sent
       in 1-byte chunks and one with 90 header lines (Envoy refuses over 100 with 431) are classified; client aborts before and
       during an SSE response are logged cancelled (CONNECTION_ERROR, STREAM_INCOMPLETE)
+  check.py timeouts URL_ENVOY ENVOY_LOG
+      behind an Envoy with run.sh --read-timeout-ms 1000: no response head in time is logged
+      TIMEOUT with Envoy's 504, a silent SSE stream cut by Envoy's idle timeout TIMEOUT
   check.py memory URL_ENVOY URL_ADMIN ENVOY_LOG COUNT
       Envoy's allocated bytes (admin /memory) grow by at most 4 MiB over COUNT classified
       exchanges after a warm-up of COUNT/10 (the kitchen's baseline), each logged
@@ -240,6 +243,31 @@ def check_abuse(via, direct, envoy_log, max_body):
           " 90 header lines classified; client aborts logged as cancelled (CONNECTION_ERROR before the head, STREAM_INCOMPLETE in the stream)")
 
 
+def check_timeouts(via, envoy_log):
+    """Behind an Envoy started with --read-timeout-ms 1000: an answer that comes after 2.5 s is
+    Envoy's 504 and logged TIMEOUT with that status (the proxy's verdict for no head in time, as
+    the nginx module logs its 504); an SSE stream silent for 2.5 s after its head is cut by
+    Envoy's idle timeout and logged through `interrupted` as TIMEOUT."""
+    try:
+        with ngx.post_call(f"{via}/s/timeout.late_response/mcp?instance=to-head&delayMs=2500") as r:
+            status = r.status
+    except urllib.error.HTTPError as e:
+        status = e.code
+    try:
+        with ngx.post_call(f"{via}/s/sse.keepalive/mcp?instance=to-body&comments=1&intervalMs=2500") as r:
+            r.read()
+    except http.client.IncompleteRead:
+        pass
+    time.sleep(1)
+    head, body = ngx.line_for(envoy_log, "to-head"), ngx.line_for(envoy_log, "to-body")
+    if status != 504 or head["outcome"] != "TIMEOUT" or head["httpStatuses"] != [504]:
+        fail(f"timeouts: no head in time: the client got {status}, Envoy logged {head}")
+    if body["outcome"] != "TIMEOUT" or body["httpStatuses"] != [200] or "stream_idle_timeout" not in body["verdict"]["detail"]:
+        fail(f"timeouts: a silent SSE stream: Envoy logged {body}")
+    print(f"timeouts: no head in time: {head['outcome']} {head['httpStatuses']}; a silent stream:"
+          f" {body['outcome']}: {body['verdict']['detail'][:90]}")
+
+
 def allocated(admin):
     with urllib.request.urlopen(f"{admin}/memory", timeout=10) as r:
         return int(json.loads(r.read())["allocated"])
@@ -279,7 +307,7 @@ def check_memory(via, admin, envoy_log, count):
 
 def main(argv):
     cmds = {"metrics": (check_metrics, 4), "hostile": (check_hostile, 4), "abuse": (check_abuse, 4),
-            "memory": (check_memory, 4)}
+            "memory": (check_memory, 4), "timeouts": (check_timeouts, 2)}
     if len(argv) >= 2 and argv[1] in cmds and len(argv) == 2 + cmds[argv[1]][1]:
         cmds[argv[1]][0](*argv[2:])
     elif len(argv) in (4, 5) and argv[1] == "six":

