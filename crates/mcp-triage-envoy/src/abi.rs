@@ -53,6 +53,29 @@ impl ModuleBuffer {
     }
 }
 
+/// `envoy_dynamic_module_type_envoy_http_header`: one header line owned by Envoy.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct EnvoyHttpHeader {
+    pub key: EnvoyBuffer,
+    pub value: EnvoyBuffer,
+}
+
+impl EnvoyHttpHeader {
+    pub const EMPTY: EnvoyHttpHeader = EnvoyHttpHeader {
+        key: EnvoyBuffer::EMPTY,
+        value: EnvoyBuffer::EMPTY,
+    };
+}
+
+/// `envoy_dynamic_module_type_module_key_value_pair`: a metadata entry owned by the module.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct KeyValue {
+    pub key: ModuleBuffer,
+    pub value: ModuleBuffer,
+}
+
 pub type FilterConfigEnvoyPtr = *mut std::ffi::c_void;
 pub type FilterConfigModulePtr = *const std::ffi::c_void;
 pub type FilterEnvoyPtr = *mut std::ffi::c_void;
@@ -79,27 +102,26 @@ pub const LOCAL_REPLY_CONTINUE_AND_RESET: u32 = 1;
 
 /// `envoy_dynamic_module_callback_log`.
 pub type LogFn = unsafe extern "C" fn(level: u32, message: ModuleBuffer);
-/// `envoy_dynamic_module_callback_http_get_header`.
-pub type GetHeaderFn = unsafe extern "C" fn(
+/// `envoy_dynamic_module_callback_http_get_headers_size`.
+pub type HeadersSizeFn = unsafe extern "C" fn(filter: FilterEnvoyPtr, header_type: u32) -> usize;
+/// `envoy_dynamic_module_callback_http_get_headers`.
+pub type HeadersFn = unsafe extern "C" fn(
     filter: FilterEnvoyPtr,
     header_type: u32,
-    key: ModuleBuffer,
-    result: *mut EnvoyBuffer,
-    index: usize,
-    optional_size: *mut usize,
+    result: *mut EnvoyHttpHeader,
 ) -> bool;
+/// `envoy_dynamic_module_callback_http_set_dynamic_metadata_string_batch`.
+pub type SetStringBatchFn = unsafe extern "C" fn(
+    filter: FilterEnvoyPtr,
+    ns: ModuleBuffer,
+    entries: *const KeyValue,
+    entries_size: usize,
+);
 /// `envoy_dynamic_module_callback_http_get_body_chunks_size`.
 pub type BodyChunksSizeFn = unsafe extern "C" fn(filter: FilterEnvoyPtr, body_type: u32) -> usize;
 /// `envoy_dynamic_module_callback_http_get_body_chunks`.
 pub type BodyChunksFn =
     unsafe extern "C" fn(filter: FilterEnvoyPtr, body_type: u32, result: *mut EnvoyBuffer) -> bool;
-/// `envoy_dynamic_module_callback_http_set_dynamic_metadata_string`.
-pub type SetStringFn = unsafe extern "C" fn(
-    filter: FilterEnvoyPtr,
-    ns: ModuleBuffer,
-    key: ModuleBuffer,
-    value: ModuleBuffer,
-);
 /// `envoy_dynamic_module_callback_http_set_dynamic_metadata_number`.
 pub type SetNumberFn =
     unsafe extern "C" fn(filter: FilterEnvoyPtr, ns: ModuleBuffer, key: ModuleBuffer, value: f64);
@@ -133,10 +155,11 @@ pub type RecordFn = unsafe extern "C" fn(
 /// without an Envoy.
 pub struct Api {
     pub log: LogFn,
-    pub get_header: GetHeaderFn,
+    pub get_headers_size: HeadersSizeFn,
+    pub get_headers: HeadersFn,
+    pub set_metadata_string_batch: SetStringBatchFn,
     pub get_body_chunks_size: BodyChunksSizeFn,
     pub get_body_chunks: BodyChunksFn,
-    pub set_metadata_string: SetStringFn,
     pub set_metadata_number: SetNumberFn,
     pub get_attribute_string: AttributeFn,
     pub define_counter: DefineFn,
@@ -174,7 +197,15 @@ pub fn load() -> Result<(), &'static str> {
     }
     let api = Api {
         log: resolve!("envoy_dynamic_module_callback_log", LogFn),
-        get_header: resolve!("envoy_dynamic_module_callback_http_get_header", GetHeaderFn),
+        get_headers_size: resolve!(
+            "envoy_dynamic_module_callback_http_get_headers_size",
+            HeadersSizeFn
+        ),
+        get_headers: resolve!("envoy_dynamic_module_callback_http_get_headers", HeadersFn),
+        set_metadata_string_batch: resolve!(
+            "envoy_dynamic_module_callback_http_set_dynamic_metadata_string_batch",
+            SetStringBatchFn
+        ),
         get_body_chunks_size: resolve!(
             "envoy_dynamic_module_callback_http_get_body_chunks_size",
             BodyChunksSizeFn
@@ -182,10 +213,6 @@ pub fn load() -> Result<(), &'static str> {
         get_body_chunks: resolve!(
             "envoy_dynamic_module_callback_http_get_body_chunks",
             BodyChunksFn
-        ),
-        set_metadata_string: resolve!(
-            "envoy_dynamic_module_callback_http_set_dynamic_metadata_string",
-            SetStringFn
         ),
         set_metadata_number: resolve!(
             "envoy_dynamic_module_callback_http_set_dynamic_metadata_number",

@@ -8,7 +8,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use mcp_triage_ffi as ffi;
 
-use crate::abi::{self, EnvoyBuffer, FilterEnvoyPtr, ModuleBuffer};
+use crate::abi::{self, EnvoyBuffer, EnvoyHttpHeader, FilterEnvoyPtr};
 use crate::config::Shared;
 use crate::ends::NoHead;
 
@@ -89,14 +89,24 @@ impl Filter {
         self.idle = false;
         self.started = SystemTime::now();
         self.started_at = Instant::now();
-        self.path = header(envoy, abi::HEADER_REQUEST, b":path", 0)
-            .map(<[u8]>::to_vec)
-            .unwrap_or_default();
-        self.session = header(envoy, abi::HEADER_REQUEST, b"mcp-session-id", 0).map(<[u8]>::to_vec);
-        self.protocol =
-            header(envoy, abi::HEADER_REQUEST, b"mcp-protocol-version", 0).map(<[u8]>::to_vec);
-        self.request_id =
-            header(envoy, abi::HEADER_REQUEST, b"x-request-id", 0).map(<[u8]>::to_vec);
+        let (mut path, mut session, mut protocol, mut request_id) = (None, None, None, None);
+        for_each_header(envoy, abi::HEADER_REQUEST, |name, value| {
+            let slot = match name {
+                b":path" => &mut path,
+                b"mcp-session-id" => &mut session,
+                b"mcp-protocol-version" => &mut protocol,
+                b"x-request-id" => &mut request_id,
+                _ => return,
+            };
+            // the first line of each counts, as a header lookup would give it
+            if slot.is_none() {
+                *slot = Some(value.to_vec());
+            }
+        });
+        self.path = path.unwrap_or_default();
+        self.session = session;
+        self.protocol = protocol;
+        self.request_id = request_id;
     }
 
     /// A piece of the request body: copied while the body stays within `max_body_bytes` (a
@@ -149,16 +159,55 @@ impl Filter {
         if self.idle || self.req.is_null() || !self.classifier.is_null() || self.no_head.is_some() {
             return;
         }
-        let status = header(envoy, abi::HEADER_RESPONSE, b":status", 0)
-            .and_then(|s| std::str::from_utf8(s).ok())
-            .and_then(|s| s.parse::<u16>().ok())
-            .unwrap_or(0);
+        let empty = || ffi::McptHeader {
+            name: std::ptr::null(),
+            name_len: 0,
+            value: std::ptr::null(),
+            value_len: 0,
+        };
+        let mut stack: [ffi::McptHeader; STACK_HEADERS] = std::array::from_fn(|_| empty());
+        let mut heap: Vec<ffi::McptHeader> = Vec::new();
+        let (mut n, mut status) = (0usize, 0u16);
+        for_each_header(envoy, abi::HEADER_RESPONSE, |name, value| {
+            if name == b":status" {
+                status = std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(0);
+                return;
+            }
+            if !CLASSIFIED_HEADERS.contains(&name) {
+                return;
+            }
+            // the header's bytes are Envoy's, valid until this hook returns
+            let h = ffi::McptHeader {
+                name: name.as_ptr(),
+                name_len: name.len(),
+                value: value.as_ptr(),
+                value_len: value.len(),
+            };
+            if n < STACK_HEADERS {
+                stack[n] = h;
+            } else {
+                // more lines than the stack holds: all of them go to the heap
+                if heap.is_empty() {
+                    heap.extend(stack.iter_mut().map(|s| std::mem::replace(s, empty())));
+                }
+                heap.push(h);
+            }
+            n += 1;
+        });
         if status == 0 {
             self.idle = true;
             return;
         }
+        let headers: &[ffi::McptHeader] = if n > STACK_HEADERS {
+            &heap
+        } else {
+            &stack[..n]
+        };
         self.status = status;
-        let rc = self.new_classifier(envoy, status);
+        let rc = self.new_classifier(status, headers);
         if rc != ffi::MCPT_OK {
             abi_error("classifier_new", rc);
             self.idle = true;
@@ -170,43 +219,7 @@ impl Filter {
         }
     }
 
-    fn new_classifier(&mut self, envoy: FilterEnvoyPtr, status: u16) -> i32 {
-        let empty = || ffi::McptHeader {
-            name: std::ptr::null(),
-            name_len: 0,
-            value: std::ptr::null(),
-            value_len: 0,
-        };
-        let mut stack: [ffi::McptHeader; STACK_HEADERS] = std::array::from_fn(|_| empty());
-        let mut heap: Vec<ffi::McptHeader> = Vec::new();
-        let mut n = 0;
-        for name in CLASSIFIED_HEADERS {
-            let mut index = 0;
-            while let Some(value) = header(envoy, abi::HEADER_RESPONSE, name, index) {
-                let h = ffi::McptHeader {
-                    name: name.as_ptr(),
-                    name_len: name.len(),
-                    value: value.as_ptr(),
-                    value_len: value.len(),
-                };
-                if n < STACK_HEADERS {
-                    stack[n] = h;
-                } else {
-                    // more lines than the stack holds: all of them go to the heap
-                    if heap.is_empty() {
-                        heap.extend(stack.iter_mut().map(|s| std::mem::replace(s, empty())));
-                    }
-                    heap.push(h);
-                }
-                n += 1;
-                index += 1;
-            }
-        }
-        let headers: &[ffi::McptHeader] = if n > STACK_HEADERS {
-            &heap
-        } else {
-            &stack[..n]
-        };
+    fn new_classifier(&mut self, status: u16, headers: &[ffi::McptHeader]) -> i32 {
         let now_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis() as i64)
@@ -315,27 +328,35 @@ impl Drop for Filter {
     }
 }
 
-/// The `index`-th value of header `name` (lower case), valid until the hook returns.
-pub fn header<'a>(envoy: FilterEnvoyPtr, kind: u32, name: &[u8], index: usize) -> Option<&'a [u8]> {
-    let api = abi::api()?;
-    let mut out = EnvoyBuffer::EMPTY;
-    // SAFETY: `out` is writable; the key is read during the call; Envoy's bytes stay valid until
-    // the end of the current hook.
-    let ok = unsafe {
-        (api.get_header)(
-            envoy,
-            kind,
-            ModuleBuffer::of(name),
-            &mut out,
-            index,
-            std::ptr::null_mut(),
-        )
-    };
-    if !ok || out.ptr.is_null() {
-        return None;
+/// Header lines kept on the stack per call before the list spills to the heap.
+const STACK_LINES: usize = 32;
+
+/// Calls `f(name, value)` for every line of the request or response head, in order, with one
+/// crossing into Envoy (a lookup per name costs about a thousand instructions there); names are
+/// lower case (HTTP/1 names are folded by Envoy's codec), the bytes valid until the hook returns.
+fn for_each_header(envoy: FilterEnvoyPtr, kind: u32, mut f: impl FnMut(&[u8], &[u8])) {
+    let Some(api) = abi::api() else { return };
+    // SAFETY: plain query of the current hook's header map
+    let n = unsafe { (api.get_headers_size)(envoy, kind) };
+    if n == 0 {
+        return;
     }
-    // SAFETY: Envoy's buffer of `length` bytes
-    Some(unsafe { out.bytes() })
+    let mut stack = [EnvoyHttpHeader::EMPTY; STACK_LINES];
+    let mut heap = Vec::new();
+    let lines: &mut [EnvoyHttpHeader] = if n <= STACK_LINES {
+        &mut stack[..n]
+    } else {
+        heap.resize(n, EnvoyHttpHeader::EMPTY);
+        &mut heap
+    };
+    // SAFETY: `lines` has room for the `n` headers Envoy reported
+    if !unsafe { (api.get_headers)(envoy, kind, lines.as_mut_ptr()) } {
+        return;
+    }
+    for h in lines.iter() {
+        // SAFETY: Envoy's buffers, valid during this hook
+        unsafe { f(h.key.bytes(), h.value.bytes()) }
+    }
 }
 
 /// Calls `f` with each chunk of the body Envoy received in this hook (no copy).
