@@ -32,8 +32,16 @@ impl Filter {
         if self.idle || self.req.is_null() {
             return;
         }
-        let details = attribute(envoy, abi::ATTRIBUTE_RESPONSE_CODE_DETAILS);
-        let flags = attribute(envoy, abi::ATTRIBUTE_RESPONSE_FLAGS);
+        // how the stream ended matters only when the body did not end (Envoy formats its flags
+        // into a new string for each ask, so a finished exchange does not ask)
+        let (details, flags) = if self.eof && !self.classifier.is_null() {
+            (String::new(), String::new())
+        } else {
+            (
+                attribute(envoy, abi::ATTRIBUTE_RESPONSE_CODE_DETAILS),
+                attribute(envoy, abi::ATTRIBUTE_RESPONSE_FLAGS),
+            )
+        };
         let verdict = match self.verdict(&details, &flags) {
             Ok(v) => v,
             Err(rc) => return abi_error("verdict", rc),
