@@ -156,7 +156,13 @@ impl Filter {
     /// The response head: a classifier with its status and the headers the core reads, unless
     /// the head is Envoy's own answer to a lost upstream (a local reply, see `ends::no_head`).
     pub fn response_headers(&mut self, envoy: FilterEnvoyPtr, end_of_stream: bool) {
-        if self.idle || self.req.is_null() || !self.classifier.is_null() || self.no_head.is_some() {
+        if self.idle || !self.classifier.is_null() || self.no_head.is_some() {
+            return;
+        }
+        if self.req.is_null() {
+            // the response began before the request ended: without the request's id there is
+            // nothing to classify against, and the exchange is not logged
+            self.idle = true;
             return;
         }
         let empty = || ffi::McptHeader {
