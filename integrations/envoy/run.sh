@@ -40,7 +40,7 @@ while [ $# -gt 0 ]; do
     --concurrency) concurrency="${2:?--concurrency needs N}"; shift 2 ;;
     --log-level) level="${2:?--log-level needs LEVEL}"; shift 2 ;;
     --config-only) config_only=1; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
@@ -50,17 +50,18 @@ case "$upstream" in
   http://*) authority="${upstream#http://}"; authority="${authority%/}" ;;
   *) die "--upstream $upstream: expected http://IP:port" ;;
 esac
-host_port() { # ADDR WHAT -> "host port"; loopback when only a port is given
+host_port() { # ADDR WHAT PREFIX: sets ${PREFIX}_host and ${PREFIX}_port; loopback for a bare port
   local a="$1"
   case "$a" in *:*) ;; *) a="127.0.0.1:$a" ;; esac
   local h="${a%:*}" p="${a##*:}"
   case "$p" in ""|*[!0-9]*) die "$2 $1: expected HOST:PORT" ;; esac
   case "$h" in ""|*[!0-9.]*) die "$2 $1: expected an IPv4 address, not a name" ;; esac
-  echo "$h $p"
+  printf -v "$3_host" '%s' "$h"
+  printf -v "$3_port" '%s' "$p"
 }
-read -r up_host up_port <<<"$(host_port "$authority" --upstream)"
-read -r l_host l_port <<<"$(host_port "$listen" --listen)"
-read -r a_host a_port <<<"$(host_port "$admin" --admin)"
+host_port "$authority" --upstream up
+host_port "$listen" --listen l
+host_port "$admin" --admin a
 case "$max_body" in ""|*[!0-9]*) die "--max-body-bytes $max_body: expected a number of bytes" ;; esac
 case "$read_timeout" in ""|*[!0-9]*|0) die "--read-timeout-ms $read_timeout: expected a positive number of milliseconds" ;; esac
 read_timeout_s="$((read_timeout / 1000)).$(printf '%03d' $((read_timeout % 1000)))s"
