@@ -112,9 +112,9 @@ impl Shared {
     /// The `tool` label of a call: its name cut to [`TOOL_LABEL_MAX`] bytes (at a character
     /// boundary) while fewer than `max_tools` names were seen, `other` after, `unknown` for a
     /// call without a name: the series stay bounded whatever clients send.
-    pub fn tool_label(&self, tool: Option<&[u8]>) -> Vec<u8> {
+    pub fn tool_label<'a>(&self, tool: Option<&'a [u8]>) -> &'a [u8] {
         let Some(tool) = tool.filter(|t| !t.is_empty()) else {
-            return b"unknown".to_vec();
+            return b"unknown";
         };
         let cut = cut_label(tool);
         let mut seen = match self.tools.lock() {
@@ -122,13 +122,13 @@ impl Shared {
             Err(poisoned) => poisoned.into_inner(),
         };
         if seen.contains(cut) {
-            return cut.to_vec();
+            return cut;
         }
         if seen.len() < self.options.max_tools {
             seen.insert(cut.to_vec());
-            return cut.to_vec();
+            return cut;
         }
-        b"other".to_vec()
+        b"other"
     }
 }
 

@@ -2,7 +2,6 @@
 //! core's incremental classifier chunk by chunk as Envoy passes it on (never buffered, never
 //! changed), and the exchange's end (see `finish.rs`).
 
-use std::ffi::CString;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -231,20 +230,30 @@ impl Filter {
             .map(|d| d.as_millis() as i64)
             .unwrap_or(0);
         // a version longer than any the core knows is passed as one it does not know
-        let protocol = self.protocol.as_ref().map(|p| {
-            CString::new(if p.len() < 64 {
-                p.clone()
-            } else {
-                b"?".to_vec()
-            })
-            .unwrap_or_default()
-        });
+        // (NUL-terminated on the stack; one with a NUL inside is passed as "", unknown too)
+        let mut version = [0u8; 64];
+        let has_version = match &self.protocol {
+            Some(p) if p.len() >= version.len() => {
+                version[0] = b'?';
+                true
+            }
+            Some(p) if !p.contains(&0) => {
+                version[..p.len()].copy_from_slice(p);
+                true
+            }
+            Some(_) => true,
+            None => false,
+        };
         let mut o = ffi::McptCallOptions {
             expect_id_kind: ffi::MCPT_ID_NUMBER,
             expect_id_number: 1,
             expect_id_string: std::ptr::null(),
             expect_id_string_len: 0,
-            protocol_version: protocol.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()),
+            protocol_version: if has_version {
+                version.as_ptr() as *const std::os::raw::c_char
+            } else {
+                std::ptr::null()
+            },
             now_unix_ms: now_ms,
             limits_json: self
                 .shared

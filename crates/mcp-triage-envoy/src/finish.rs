@@ -13,6 +13,13 @@ use crate::abi::{self, EnvoyBuffer, FilterEnvoyPtr, ModuleBuffer};
 use crate::ends;
 use crate::filter::{abi_error, Filter};
 
+/// The first size of a worker's line buffer (a line is about 600-900 bytes; longer ones grow it).
+const RECORD_CAP: usize = 2048;
+
+thread_local! {
+    static RECORD_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// The dynamic metadata namespace (`%DYNAMIC_METADATA(mcp_triage:outcome)%` and the rest).
 pub const NAMESPACE: &[u8] = b"mcp_triage";
 
@@ -49,8 +56,12 @@ impl Filter {
         let duration_ms = self.started_at.elapsed().as_secs_f64() * 1000.0;
         let cancelled =
             !self.eof && self.no_head.is_none() && ends::client_hung_up(&details, &flags);
-        let record = self.record(&verdict, duration_ms, cancelled);
-        self.metadata(envoy, &verdict, record.as_deref());
+        // the line is written into a buffer of the worker thread's, kept from one exchange to the
+        // next (Envoy copies the line into the metadata)
+        RECORD_BUF.with_borrow_mut(|buf| {
+            let record = self.record(&verdict, duration_ms, cancelled, buf);
+            self.metadata(envoy, &verdict, record);
+        });
         self.observe(envoy, &verdict, duration_ms);
         // the classifier and the request are freed with the filter (`Drop`)
     }
@@ -95,10 +106,20 @@ impl Filter {
 
     /// The JSON line (`mcpt_record_write`: the proxy record's field names, query secrets
     /// redacted).
-    fn record(&self, v: &Verdict, duration_ms: f64, cancelled: bool) -> Option<Vec<u8>> {
-        let rid = match &self.request_id {
-            Some(id) => id.clone(),
-            None => record_id(),
+    fn record<'b>(
+        &self,
+        v: &Verdict,
+        duration_ms: f64,
+        cancelled: bool,
+        buf: &'b mut Vec<u8>,
+    ) -> Option<&'b [u8]> {
+        let own_id;
+        let rid: &[u8] = match &self.request_id {
+            Some(id) => id,
+            None => {
+                own_id = record_id();
+                &own_id
+            }
         };
         let start = self
             .started
@@ -127,7 +148,9 @@ impl Filter {
             response_bytes: self.response_bytes,
             cancelled: cancelled as i32,
         };
-        let mut buf = vec![0u8; 2048];
+        if buf.len() < RECORD_CAP {
+            buf.resize(RECORD_CAP, 0);
+        }
         let mut len = 0usize;
         // SAFETY: request and verdict are live; `buf` has `cap` writable bytes
         let mut rc = unsafe {
@@ -144,8 +167,7 @@ impl Filter {
             abi_error("record_write", rc);
             return None;
         }
-        buf.truncate(len);
-        Some(buf)
+        Some(&buf[..len])
     }
 
     /// `mcp_triage` dynamic metadata: `layer`, `outcome`, `method`, `tool`, `jsonrpc_code`,
@@ -217,7 +239,7 @@ impl Filter {
         let server = self.shared.options.server.as_bytes();
         let labels = [
             ModuleBuffer::of(server),
-            ModuleBuffer::of(&tool),
+            ModuleBuffer::of(tool),
             ModuleBuffer::of(layer),
             ModuleBuffer::of(outcome),
         ];
