@@ -261,6 +261,8 @@ impl Filter {
                 .as_ref()
                 .map_or(std::ptr::null(), |l| l.as_ptr()),
             output_schema_json: std::ptr::null(),
+            // the filter classifies tools/call answers only (mcpt_request_parse reads no other)
+            request_method: std::ptr::null(),
         };
         // SAFETY: `self.req` is live; `o` is writable; the headers point into Envoy's header map,
         // valid for this hook, and are copied by the library.
