@@ -15,8 +15,10 @@ root="$(cd "$here/../.." && pwd)"
 . "$root/interop/procs.sh"
 bin="${MCP_TRIAGE:-$root/target/debug/mcp-triage}"
 module="${MCP_TRIAGE_ENVOY_MODULE:-$root/target/debug/libmcp_triage_envoy.so}"
-[ -x "$bin" ] || cargo build -j 2 -q -p mcp-triage --manifest-path "$root/Cargo.toml"
-[ -f "$module" ] || cargo build -j 2 -q -p mcp-triage-envoy --manifest-path "$root/Cargo.toml"
+# Built unless named: a file left from an older checkout must not be what is tested.
+[ -n "${MCP_TRIAGE:-}" ] || cargo build -j "${JOBS:-2}" -q -p mcp-triage --manifest-path "$root/Cargo.toml"
+[ -n "${MCP_TRIAGE_ENVOY_MODULE:-}" ] ||
+  cargo build -j "${JOBS:-2}" -q -p mcp-triage-envoy --manifest-path "$root/Cargo.toml"
 envoy="${ENVOY:-$("$here/install-envoy.sh" --print)}"
 max_body=65536
 
