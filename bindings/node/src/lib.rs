@@ -177,6 +177,8 @@ fn finished() -> Error {
 #[napi]
 impl NativeStreamClassifier {
     /// Starts classifying a response with this head.
+    // Flat arguments, as classifyJson's: index.js spreads the checked options into them.
+    #[allow(clippy::too_many_arguments)]
     #[napi(constructor)]
     pub fn new(
         status: u32,
