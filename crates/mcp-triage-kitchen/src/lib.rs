@@ -90,6 +90,7 @@ pub mod server;
 pub mod session;
 pub mod sse;
 pub mod state;
+pub mod stdio;
 pub mod tasks;
 #[cfg(feature = "testing")]
 pub mod testing;
