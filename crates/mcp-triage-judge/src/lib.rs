@@ -34,6 +34,7 @@ pub mod hop;
 pub mod plan;
 pub mod replay_cases;
 pub mod run;
+pub mod stdio;
 mod task_checks;
 
 pub use run::{checks_of, run, JudgeError, JudgeOptions, Judged};
