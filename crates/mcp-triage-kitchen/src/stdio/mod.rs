@@ -345,13 +345,21 @@ async fn collect_messages(resp: axum::http::Response<Body>) -> Vec<Vec<u8>> {
     out
 }
 
-/// Take the complete events off `buf`, pushing each one's data as one line.
+/// Take the complete events off `buf`, pushing each one's data as one line. Split on bytes,
+/// so a character cut between two chunks stays whole for the next call.
 fn sse_events(buf: &mut Vec<u8>, out: &mut Vec<Vec<u8>>) {
     loop {
-        let text = String::from_utf8_lossy(buf).replace("\r\n", "\n");
-        let Some(end) = text.find("\n\n") else { return };
-        let event = text[..end].to_string();
-        *buf = text[end + 2..].as_bytes().to_vec();
+        let end = [&b"\n\n"[..], b"\r\n\r\n"]
+            .iter()
+            .filter_map(|sep| {
+                buf.windows(sep.len())
+                    .position(|w| w == *sep)
+                    .map(|p| (p, sep.len()))
+            })
+            .min();
+        let Some((at, len)) = end else { return };
+        let event = String::from_utf8_lossy(&buf[..at]).replace("\r\n", "\n");
+        buf.drain(..at + len);
         let data: Vec<&str> = event
             .lines()
             .filter_map(|l| l.strip_prefix("data:"))
