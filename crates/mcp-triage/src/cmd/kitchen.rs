@@ -21,7 +21,7 @@ Examples:
   mcp-triage kitchen --listen 127.0.0.1:0 --replay capture.jsonl --replay-speed 2
       # serve what `proxy --capture capture.jsonl` recorded (docs/capture-format.md)
   mcp-triage kitchen --stdio --scenario stdio.exit_mid_call --journal j.jsonl
-      # MCP over stdin/stdout; `stdio.*` faults (docs/commands/kitchen.md)
+      # MCP over stdin/stdout; `stdio.*` faults (crates/mcp-triage-kitchen/README.md)
 
 The first line on stdout is the MCP URL. A non-loopback --listen needs --admin-token.";
 
