@@ -149,3 +149,36 @@ fn http_only_scenarios_and_unbounded_faults_are_refused_by_name() {
     }
     let _ = std::fs::remove_file(&j);
 }
+
+#[test]
+fn an_input_round_reaches_the_client_while_the_call_waits() {
+    let j = scratch("elicit");
+    let mut c = kitchen(&["--scenario", "elicitation.approval"], &j);
+    let mut out = BufReader::new(c.stdout.take().unwrap());
+    let mut line = String::new();
+    let mut init = initialize();
+    init["params"]["capabilities"] = json!({ "elicitation": {} });
+    send(&mut c, init);
+    out.read_line(&mut line).unwrap();
+    send(
+        &mut c,
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+    );
+    send(&mut c, call(2, "run_configured_test_scenario"));
+    // The server's question comes first; the call's answer only after ours.
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    let ask: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(ask["method"], "elicitation/create", "{line}");
+    send(
+        &mut c,
+        json!({"jsonrpc":"2.0","id":ask["id"],"result":{"action":"decline"}}),
+    );
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    let answer: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(answer["id"], 2, "{line}");
+    drop(c.stdin.take());
+    assert!(c.wait().unwrap().success());
+    let _ = std::fs::remove_file(&j);
+}

@@ -94,6 +94,11 @@ pub fn all() -> Vec<StdioCase> {
         case("baseline", json!({}), RUN_TOOL, &[]),
         case("errors.tool_error", json!({}), RUN_TOOL, &[NoAutoResend]),
         case("errors.jsonrpc_error", json!({}), RUN_TOOL, &[NoAutoResend]),
+        case("errors.tool_failure", json!({}), RUN_TOOL, &[NoAutoResend]),
+        // An input round over stdio: the server's elicitation/create arrives on stdout while
+        // the call waits; a host that answers (accept or decline) gets the call's end.
+        case("elicitation.approval", json!({}), RUN_TOOL, &[]),
+        case("timeout.late_response", json!({ "delayMs": 1500 }), RUN_TOOL, &[]),
         case("stdio.exit_mid_call", json!({}), DESTRUCTIVE_TOOL, &[NoUnsafeResend, ReportsDeadServer]),
         case("stdio.partial_line", json!({}), DESTRUCTIVE_TOOL, &[NoUnsafeResend, ReportsDeadServer]),
         StdioCase {

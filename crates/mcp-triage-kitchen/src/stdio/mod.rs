@@ -275,7 +275,17 @@ impl Front {
             *self.session.lock().expect("session lock") = Some(s.to_string());
         }
         let status = resp.status().as_u16();
-        let lines = collect_messages(resp).await;
+        let mut messages = message_stream(resp);
+        let mut lines = Vec::new();
+        while let Some(line) = messages.recv().await {
+            if fault.is_none() && msg["method"] != "initialize" {
+                // Passed on as it comes: a stream may ask the client something (an
+                // elicitation) and wait for the answer before it ends.
+                self.write_raw(line).await;
+            } else {
+                lines.push(line);
+            }
+        }
         if msg["method"] == "initialize" {
             self.learn_version(&lines);
         }
@@ -318,31 +328,42 @@ impl Front {
     }
 }
 
-/// The JSON-RPC messages of a response: a JSON body as one, an SSE stream's `data` events
-/// each (comments, ids and `retry:` are HTTP's business and are dropped).
-async fn collect_messages(resp: axum::http::Response<Body>) -> Vec<Vec<u8>> {
+/// The JSON-RPC messages of a response, as they come: a JSON body as one, an SSE stream's `data`
+/// events each (comments, ids and `retry:` are HTTP's business and are dropped).
+fn message_stream(resp: axum::http::Response<Body>) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel(OUT_QUEUE);
     let is_sse = resp
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.starts_with("text/event-stream"));
-    let mut body = resp.into_body().into_data_stream();
-    let mut buf = Vec::new();
-    let mut out = Vec::new();
-    while let Some(Ok(chunk)) = body.next().await {
-        buf.extend_from_slice(&chunk);
-        if is_sse {
-            sse_events(&mut buf, &mut out);
+    tokio::spawn(async move {
+        let mut body = resp.into_body().into_data_stream();
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        while let Some(Ok(chunk)) = body.next().await {
+            buf.extend_from_slice(&chunk);
+            if is_sse {
+                sse_events(&mut buf, &mut out);
+                for line in out.drain(..) {
+                    if tx.send(line).await.is_err() {
+                        return;
+                    }
+                }
+            }
         }
-    }
-    if is_sse {
-        buf.extend_from_slice(b"\n\n");
-        sse_events(&mut buf, &mut out);
-    } else if let Ok(v) = serde_json::from_slice::<Value>(&buf) {
-        // Re-serialized compactly: a pretty body would span lines, and stdio is one per line.
-        out.push(v.to_string().into_bytes());
-    }
-    out
+        if is_sse {
+            buf.extend_from_slice(b"\n\n");
+            sse_events(&mut buf, &mut out);
+        } else if let Ok(v) = serde_json::from_slice::<Value>(&buf) {
+            // Re-serialized compactly: a pretty body would span lines, and stdio is one per line.
+            out.push(v.to_string().into_bytes());
+        }
+        for line in out {
+            let _ = tx.send(line).await;
+        }
+    });
+    rx
 }
 
 /// Take the complete events off `buf`, pushing each one's data as one line. Split on bytes,
