@@ -182,3 +182,40 @@ fn an_input_round_reaches_the_client_while_the_call_waits() {
     assert!(c.wait().unwrap().success());
     let _ = std::fs::remove_file(&j);
 }
+
+#[test]
+fn a_catalog_change_reaches_the_stdio_client_as_a_notification() {
+    let j = scratch("catalog");
+    let mut c = kitchen(
+        &[
+            "--scenario",
+            "catalog.mutation",
+            "--params",
+            r#"{"mutations":[{"action":"add","toolName":"extra_tool","afterMs":300}]}"#,
+        ],
+        &j,
+    );
+    let mut out = BufReader::new(c.stdout.take().unwrap());
+    let mut line = String::new();
+    send(&mut c, initialize());
+    out.read_line(&mut line).unwrap();
+    send(
+        &mut c,
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+    );
+    send(&mut c, call(2, "run_configured_test_scenario"));
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        line.clear();
+        out.read_line(&mut line).unwrap();
+        seen.push(serde_json::from_str::<Value>(&line).unwrap());
+    }
+    assert!(
+        seen.iter()
+            .any(|m| m["method"] == "notifications/tools/list_changed"),
+        "{seen:?}"
+    );
+    drop(c.stdin.take());
+    let _ = c.wait();
+    let _ = std::fs::remove_file(&j);
+}

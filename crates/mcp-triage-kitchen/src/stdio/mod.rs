@@ -82,6 +82,8 @@ struct Front {
     version: Mutex<Option<String>>,
     out: mpsc::Sender<Vec<u8>>,
     sink: Sink,
+    /// The standalone stream's task, ended when stdin closes (it would hold stdout open).
+    listener: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
 /// Serve on this process's stdin/stdout until stdin closes (or a fault ends the process).
@@ -123,6 +125,7 @@ pub async fn serve(options: StdioOptions) -> Result<(), StdioError> {
         version: Mutex::new(None),
         out,
         sink,
+        listener: Mutex::new(None),
     });
     front
         .sink
@@ -131,6 +134,9 @@ pub async fn serve(options: StdioOptions) -> Result<(), StdioError> {
         front.write_raw(fault::BANNER.as_bytes().to_vec()).await;
     }
     read_stdin(front.clone()).await;
+    if let Some(l) = front.listener.lock().expect("listener lock").take() {
+        l.abort();
+    }
     front.sink.flush(true);
     front.sink.event("stdinClosed", None, None);
     drop(front);
@@ -255,6 +261,9 @@ impl Front {
             }
         };
         let fault = self.fault_for(&msg);
+        if msg["method"] == "notifications/initialized" {
+            self.clone().listen();
+        }
         let target = Target::Url {
             scenario: self.target_scenario.clone(),
             query: self.query.clone(),
@@ -305,6 +314,44 @@ impl Front {
             Some(f) => self.deliver_faulty(f, &msg, lines).await,
             None => self.deliver(&msg, lines).await,
         }
+    }
+
+    /// Open the session's standalone stream (the GET an HTTP client opens after the
+    /// handshake) and pass on what it carries: list changes and resource updates reach a
+    /// stdio client as they reach an HTTP one.
+    fn listen(self: Arc<Self>) {
+        if self.session.lock().expect("session lock").is_none() {
+            return;
+        }
+        let me = self.clone();
+        let task = tokio::spawn(async move {
+            let mut headers = me.headers();
+            headers.insert(
+                header::ACCEPT,
+                HeaderValue::from_static("text/event-stream"),
+            );
+            headers.remove(header::CONTENT_TYPE);
+            let target = Target::Url {
+                scenario: me.target_scenario.clone(),
+                query: me.query.clone(),
+            };
+            let resp = handle(
+                me.shared.clone(),
+                target,
+                Method::GET,
+                headers,
+                Body::empty(),
+            )
+            .await;
+            if !resp.status().is_success() {
+                return;
+            }
+            let mut messages = message_stream(resp);
+            while let Some(line) = messages.recv().await {
+                me.write_raw(line).await;
+            }
+        });
+        *self.listener.lock().expect("listener lock") = Some(task.abort_handle());
     }
 
     fn learn_version(&self, lines: &[Vec<u8>]) {
