@@ -208,3 +208,101 @@ fn reported(case: &StdioCase, calls: &[&JournalEntry], run: &ClientRun) -> (Opti
     }
     (Some(ok), why)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stdio::cases;
+
+    fn case(id: &str) -> StdioCase {
+        cases::all().into_iter().find(|c| c.id == id).unwrap()
+    }
+
+    /// A journal file's text: one `started` event and a call of `tool` answered `outcome`.
+    fn journal(tool: &str, outcome: &str, executed: bool) -> String {
+        let entry = serde_json::json!({
+            "time": "2026-01-01T00:00:00.000Z", "receivedMs": 1, "httpMethod": "POST",
+            "instance": "x", "scenario": "x", "session": null, "era": "legacy",
+            "method": "tools/call", "id": 2, "tool": tool, "argumentsHash": null,
+            "headers": {}, "injected": null, "status": 200, "contentType": null, "retry": null,
+            "issued": null, "executed": executed,
+            "answer": { "outcome": outcome, "endedMs": 2 }
+        });
+        format!("{{\"stdioEvent\":\"started\",\"timeMs\":1,\"pid\":7}}\n{entry}\n")
+    }
+
+    fn run(exit: Option<i32>, timed_out: bool, output: &str) -> ClientRun {
+        ClientRun {
+            exit,
+            timed_out,
+            output: output.into(),
+            elapsed: Duration::from_millis(10),
+        }
+    }
+
+    fn verdict(checked: &[Checked], check: StdioCheck) -> &Checked {
+        checked.iter().find(|c| c.check == check).unwrap()
+    }
+
+    #[test]
+    fn exit_0_after_a_dead_server_is_success_invented() {
+        let c = case("stdio.exit_mid_call");
+        let r = Records::parse(&journal("increment_counter", "CONNECTION_ERROR", true)).unwrap();
+        let g = grade(&c, &r, &run(Some(0), false, "ok"));
+        let v = verdict(&g, StdioCheck::ReportedOutcome);
+        assert_eq!(v.pass, Some(false));
+        assert!(v.evidence.contains("success invented"), "{}", v.evidence);
+        assert_eq!(verdict(&g, StdioCheck::ReportsDeadServer).pass, Some(false));
+        assert_eq!(verdict(&g, StdioCheck::NoUnsafeResend).pass, Some(true));
+    }
+
+    #[test]
+    fn a_silent_failure_and_a_hang_fail_and_a_stated_one_passes() {
+        let c = case("errors.tool_error");
+        let r =
+            Records::parse(&journal("run_configured_test_scenario", "TOOL_ERROR", true)).unwrap();
+        let silent = grade(&c, &r, &run(Some(1), false, " "));
+        assert!(verdict(&silent, StdioCheck::ReportedOutcome)
+            .evidence
+            .contains("failed silently"));
+        let hung = grade(&c, &r, &run(None, true, "waiting"));
+        assert_eq!(verdict(&hung, StdioCheck::InTime).pass, Some(false));
+        let stated = grade(&c, &r, &run(Some(1), false, "error: tool error"));
+        assert!(stated.iter().all(|c| c.pass == Some(true)), "{stated:?}");
+    }
+
+    #[test]
+    fn a_refused_huge_line_is_accepted_but_not_for_a_plain_success() {
+        let r = Records::parse(&journal(
+            "run_configured_test_scenario",
+            "TOOL_SUCCESS",
+            true,
+        ))
+        .unwrap();
+        let refused = run(Some(1), false, "line over the limit");
+        let huge = grade(&case("stdio.huge_line"), &r, &refused);
+        assert_eq!(verdict(&huge, StdioCheck::ReportedOutcome).pass, Some(true));
+        let plain = grade(&case("baseline"), &r, &refused);
+        assert_eq!(
+            verdict(&plain, StdioCheck::ReportedOutcome).pass,
+            Some(false)
+        );
+    }
+
+    #[test]
+    fn no_flood_record_fails_stderr_drained_and_a_bad_line_is_named() {
+        let c = case("stdio.stderr_flood");
+        let r = Records::parse(&journal(
+            "run_configured_test_scenario",
+            "TOOL_SUCCESS",
+            true,
+        ))
+        .unwrap();
+        let g = grade(&c, &r, &run(None, true, ""));
+        assert_eq!(verdict(&g, StdioCheck::StderrDrained).pass, Some(false));
+        let e = Records::parse("{\"stdioEvent\":\"started\",\"timeMs\":1,\"pid\":7}\nnot json\n")
+            .err()
+            .unwrap();
+        assert!(e.starts_with("journal line 2"), "{e}");
+    }
+}

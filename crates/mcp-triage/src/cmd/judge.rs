@@ -295,6 +295,21 @@ mod tests {
     }
 
     #[test]
+    fn client_stdio_parses_and_excludes_the_other_modes() {
+        let o: JudgeOptions =
+            try_parse::<JudgeArgs, _, _>(["judge", "--client-stdio", "host {server}"])
+                .unwrap()
+                .into();
+        let s = o.client_stdio.expect("stdio options");
+        assert_eq!(s.command, "host {server}");
+        assert!(o.client.is_none() && o.hop.is_none());
+        for other in [["--client", "c"], ["--hop", "h"], ["--report", "json:x"]] {
+            let argv = ["judge", "--client-stdio", "h {server}", other[0], other[1]];
+            assert!(try_parse::<JudgeArgs, _, _>(argv).is_err(), "{other:?}");
+        }
+    }
+
+    #[test]
     fn timeout_and_expect_parse() {
         assert!(parse_timeout("0").is_err());
         assert!(parse_expect("x").is_err());
