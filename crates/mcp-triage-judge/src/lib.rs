@@ -24,6 +24,8 @@
 //!   must end with in each, run by `mcp-triage demo` and the tests.
 //! - [`hop`]: `judge --hop`: the same kitchen and journal grading a hop (gateway, bridge,
 //!   proxy) that our own client calls through.
+//! - [`stdio`]: `judge --client-stdio`: a stdio host that spawns `kitchen --stdio`, graded from
+//!   the journal file that kitchen appends to.
 
 #![deny(missing_docs)]
 
