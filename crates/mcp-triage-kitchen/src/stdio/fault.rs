@@ -52,7 +52,7 @@ pub enum StdioFault {
     NeverAnswers,
 }
 
-/// The `stdio.*` scenario ids, with what each does (`kitchen --stdio --list`, the docs).
+/// The `stdio.*` scenario ids, with what each does (the kitchen README's table).
 pub const FAULTS: &[(&str, &str)] = &[
     (
         "stdio.exit_mid_call",

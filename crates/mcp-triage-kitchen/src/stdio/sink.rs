@@ -16,11 +16,17 @@ use serde::{Deserialize, Serialize};
 use crate::journal::{Answer, JournalEntry};
 use crate::state::Shared;
 
+/// The journal file's bound (bytes written by one server). Past it one `journalFull` event is
+/// written and nothing more, so a long-running server cannot fill the disk; a judge case writes
+/// a few kilobytes.
+pub const MAX_FILE_BYTES: u64 = crate::journal::DEFAULT_MAX_BYTES as u64;
+
 /// What only the stdio front knows, one line of the journal file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StdioEvent {
-    /// `started`, `answered` (a response line went out), `floodDone`, `exited`, `stdinClosed`.
+    /// `started`, `answered` (a response line went out), `floodDone`, `withheld`, `exited`,
+    /// `stdinClosed`, `journalFull` (the file reached its bound; nothing follows).
     pub stdio_event: String,
     /// Unix milliseconds.
     pub time_ms: u64,
@@ -63,6 +69,9 @@ pub struct Sink {
 
 struct Inner {
     file: Option<std::fs::File>,
+    /// Bytes written so far, and the bound.
+    bytes: u64,
+    max_bytes: u64,
     /// Entries written so far, counted from the first ever pushed (dropped ones included).
     written: u64,
     overrides: HashMap<String, Override>,
@@ -78,6 +87,15 @@ fn now_ms() -> u64 {
 impl Sink {
     /// A sink to `path` (appending), or to nowhere.
     pub fn open(path: Option<&Path>, shared: Arc<Shared>) -> std::io::Result<Sink> {
+        Sink::open_bounded(path, shared, MAX_FILE_BYTES)
+    }
+
+    /// [`Sink::open`] with another bound on the bytes written.
+    pub fn open_bounded(
+        path: Option<&Path>,
+        shared: Arc<Shared>,
+        max_bytes: u64,
+    ) -> std::io::Result<Sink> {
         let file = match path {
             Some(p) => Some(
                 std::fs::OpenOptions::new()
@@ -90,6 +108,8 @@ impl Sink {
         Ok(Sink {
             inner: Arc::new(Mutex::new(Inner {
                 file,
+                bytes: 0,
+                max_bytes,
                 written: 0,
                 overrides: HashMap::new(),
             })),
@@ -113,7 +133,7 @@ impl Sink {
             detail,
         });
         let mut i = self.inner.lock().expect("sink lock");
-        write_line(&mut i.file, &ev);
+        i.write(&ev);
     }
 
     /// Write the entries not written yet, in order, up to the first call still waiting for its
@@ -140,20 +160,69 @@ impl Sink {
                     e.answer = o.answer;
                 }
             }
-            write_line(&mut i.file, &StdioRecord::Entry(Box::new(e)));
+            i.write(&StdioRecord::Entry(Box::new(e)));
             i.written += 1;
         }
         i.written = i.written.max(base);
     }
 }
 
-fn write_line(file: &mut Option<std::fs::File>, r: &StdioRecord) {
-    if let Some(f) = file.as_mut() {
-        if let Ok(mut line) = serde_json::to_string(r) {
-            line.push('\n');
-            // One write per line on an O_APPEND file: lines of two servers never interleave.
-            let _ = f.write_all(line.as_bytes());
-            let _ = f.flush();
+impl Inner {
+    /// One line, in one write on an O_APPEND file (lines of two servers never interleave);
+    /// past the bound, one `journalFull` event and then nothing.
+    fn write(&mut self, r: &StdioRecord) {
+        let Some(f) = self.file.as_mut() else { return };
+        let Ok(mut line) = serde_json::to_string(r) else {
+            return;
+        };
+        line.push('\n');
+        if self.bytes + line.len() as u64 > self.max_bytes {
+            let full = StdioRecord::Event(StdioEvent {
+                stdio_event: "journalFull".into(),
+                time_ms: now_ms(),
+                id: None,
+                pid: std::process::id(),
+                detail: Some(format!(
+                    "{} bytes written; the bound is {}",
+                    self.bytes, self.max_bytes
+                )),
+            });
+            if let Ok(mut l) = serde_json::to_string(&full) {
+                l.push('\n');
+                let _ = f.write_all(l.as_bytes());
+            }
+            self.file = None;
+            return;
         }
+        if f.write_all(line.as_bytes()).is_ok() {
+            let _ = f.flush();
+            self.bytes += line.len() as u64;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_stops_at_its_bound_with_one_full_record() {
+        let path = std::env::temp_dir().join(format!("sink-bound-{}.jsonl", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let kitchen = crate::Kitchen::new(crate::KitchenOptions::default()).unwrap();
+        let sink = Sink::open_bounded(Some(&path), kitchen.shared().clone(), 300).unwrap();
+        for _ in 0..10 {
+            sink.event("answered", None, Some("x".repeat(40)));
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines.len() < 10, "{text}");
+        assert!(lines.last().unwrap().contains("journalFull"), "{text}");
+        let written: usize = lines[..lines.len() - 1].iter().map(|l| l.len() + 1).sum();
+        assert!(written <= 300, "{written}");
+        for l in lines {
+            serde_json::from_str::<StdioRecord>(l).unwrap();
+        }
+        let _ = std::fs::remove_file(&path);
     }
 }
