@@ -24,6 +24,8 @@
 //!   must end with in each, run by `mcp-triage demo` and the tests.
 //! - [`hop`]: `judge --hop`: the same kitchen and journal grading a hop (gateway, bridge,
 //!   proxy) that our own client calls through.
+//! - [`stdio`]: `judge --client-stdio`: a stdio host that spawns `kitchen --stdio`, graded from
+//!   the journal file that kitchen appends to.
 
 #![deny(missing_docs)]
 
@@ -34,6 +36,7 @@ pub mod hop;
 pub mod plan;
 pub mod replay_cases;
 pub mod run;
+pub mod stdio;
 mod task_checks;
 
 pub use run::{checks_of, run, JudgeError, JudgeOptions, Judged};

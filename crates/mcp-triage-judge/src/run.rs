@@ -72,6 +72,8 @@ pub struct JudgeOptions {
     pub color: bool,
     /// Judge a hop instead of a client (`judge --hop`): our own client calls through it.
     pub hop: Option<crate::hop::HopOptions>,
+    /// Judge a stdio client (`judge --client-stdio`): a host that spawns `{server}`.
+    pub client_stdio: Option<crate::stdio::StdioClientOptions>,
 }
 
 impl Default for JudgeOptions {
@@ -91,6 +93,7 @@ impl Default for JudgeOptions {
             quiet: false,
             color: false,
             hop: None,
+            client_stdio: None,
         }
     }
 }
@@ -398,6 +401,9 @@ fn load_cases(options: &JudgeOptions) -> Result<(Vec<CaseDef>, Option<Arc<Captur
 pub fn run(options: &JudgeOptions) -> Result<bool, JudgeError> {
     if let Some(hop) = &options.hop {
         return crate::hop::run(options, hop);
+    }
+    if let Some(stdio) = &options.client_stdio {
+        return crate::stdio::run(options, stdio);
     }
     let (cases, capture) = load_cases(options)?;
     if options.list {

@@ -29,6 +29,10 @@
 //! - `/.well-known/oauth-protected-resource[/…]`: protected-resource metadata for the
 //!   auth scenarios.
 //!
+//! Over stdio ([`stdio`], `mcp-triage kitchen --stdio`) there is no socket: each stdin line is
+//! handed to the same endpoint in-process and its answer written to stdout, plus stdio's own
+//! faults (`stdio.*`) and the journal as a file.
+//!
 //! Every response carries `X-Kitchen-Scenario`.
 //!
 //! ## Change notifications
@@ -90,6 +94,7 @@ pub mod server;
 pub mod session;
 pub mod sse;
 pub mod state;
+pub mod stdio;
 pub mod tasks;
 #[cfg(feature = "testing")]
 pub mod testing;

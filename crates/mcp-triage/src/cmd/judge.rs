@@ -23,6 +23,8 @@ Examples:
   mcp-triage judge --hop 'mcp-triage proxy --listen {listen} --upstream {upstream}'
       # grade a hop: our client calls each case through it (docs/hops.md)
   mcp-triage judge --hop 'CMD' --list                   # the hop cases
+  mcp-triage judge --client-stdio 'mcp-triage call --timeout 5 --stdio {server} \"$MCP_TRIAGE_TOOL\" --args \"$MCP_TRIAGE_ARGS\"'
+      # grade a stdio host: it spawns the stdio kitchen {server} names (docs/commands/judge.md)
   mcp-triage judge --client 'python3 client.py {url}' --replay capture.jsonl
       # grade it on failures `proxy --capture capture.jsonl` recorded (one case per captured call)
 
@@ -30,14 +32,21 @@ The client runs once per case with MCP_TRIAGE_SCENARIO, MCP_TRIAGE_URL, MCP_TRIA
 MCP_TRIAGE_ARGS (JSON) set and should make that one tool call, then exit 0 with its result or
 non-zero with a stated failure. Exit 0 when every check passes, 1 when one fails, 2 on a usage
 or startup error (also: the client command is not found or not executable, sh's 127/126).
+With --client-stdio: the same exit codes, per stdio case (`--list` shows them).
 With --hop: exit 0 when every case is kept, 1 when one is not (its grade, e.g. \"success
 invented\", and the evidence are printed), 2 when the hop never listens.";
 
 #[derive(Args)]
 pub struct JudgeArgs {
     /// The client command, run with `sh -c`; `{url}` becomes the case's MCP URL (quoted).
-    #[arg(long, value_name = "CMD", required_unless_present_any = ["list", "hop"])]
+    #[arg(long, value_name = "CMD", required_unless_present_any = ["list", "hop", "client_stdio"])]
     client: Option<String>,
+
+    /// Judge a stdio client instead: CMD (run with `sh -c`) is a host that spawns the server
+    /// `{server}` names (the stdio kitchen's command line for the case, one quoted word) and
+    /// makes the one call of $MCP_TRIAGE_TOOL with $MCP_TRIAGE_ARGS.
+    #[arg(long, value_name = "CMD", conflicts_with_all = ["client", "hop", "replay", "expect_output", "reports"])]
+    client_stdio: Option<String>,
 
     /// Judge a hop (gateway, bridge, proxy) instead of a client: CMD is run with `sh -c`,
     /// `{upstream}` = the kitchen's base URL, `{listen}` = the 127.0.0.1:PORT it must listen
@@ -180,6 +189,12 @@ impl From<JudgeArgs> for JudgeOptions {
             replay_limits: a.replay_limits.limits(true),
             list: a.list,
             quiet: a.quiet,
+            client_stdio: a.client_stdio.map(|command| {
+                mcp_triage_judge::stdio::StdioClientOptions {
+                    command,
+                    server_exe: std::env::current_exe().unwrap_or_else(|_| "mcp-triage".into()),
+                }
+            }),
             hop: a.hop.map(|command| mcp_triage_judge::hop::HopOptions {
                 command,
                 fixed_path: a.hop_fixed_path,
@@ -277,6 +292,21 @@ mod tests {
             try_parse::<JudgeArgs, _, _>(["judge", "--hop", "h", "--hop-fixed-path", "mcp"])
                 .is_err()
         );
+    }
+
+    #[test]
+    fn client_stdio_parses_and_excludes_the_other_modes() {
+        let o: JudgeOptions =
+            try_parse::<JudgeArgs, _, _>(["judge", "--client-stdio", "host {server}"])
+                .unwrap()
+                .into();
+        let s = o.client_stdio.expect("stdio options");
+        assert_eq!(s.command, "host {server}");
+        assert!(o.client.is_none() && o.hop.is_none());
+        for other in [["--client", "c"], ["--hop", "h"], ["--report", "json:x"]] {
+            let argv = ["judge", "--client-stdio", "h {server}", other[0], other[1]];
+            assert!(try_parse::<JudgeArgs, _, _>(argv).is_err(), "{other:?}");
+        }
     }
 
     #[test]

@@ -20,6 +20,8 @@ Examples:
   # per-URL instances with their own counters: http://127.0.0.1:8765/s/errors.tool_error/mcp
   mcp-triage kitchen --listen 127.0.0.1:0 --replay capture.jsonl --replay-speed 2
       # serve what `proxy --capture capture.jsonl` recorded (docs/capture-format.md)
+  mcp-triage kitchen --stdio --scenario stdio.exit_mid_call --journal j.jsonl
+      # MCP over stdin/stdout; `stdio.*` faults (crates/mcp-triage-kitchen/README.md)
 
 The first line on stdout is the MCP URL. A non-loopback --listen needs --admin-token.";
 
@@ -81,6 +83,15 @@ pub struct KitchenArgs {
 
     #[command(flatten)]
     replay_limits: super::replay_limits::ReplayLimitArgs,
+
+    /// Speak MCP over stdin/stdout (newline-delimited JSON-RPC, logs on stderr) instead of
+    /// HTTP: the scenarios that make sense on stdio and stdio's own faults (`stdio.*`).
+    #[arg(long, conflicts_with_all = ["replay", "listen", "admin_token"])]
+    stdio: bool,
+
+    /// With --stdio: append the journal here, one JSON line per record, flushed per line.
+    #[arg(long, value_name = "FILE", requires = "stdio")]
+    journal: Option<PathBuf>,
 }
 
 /// A value of `kitchen`'s options that cannot be used.
@@ -125,6 +136,9 @@ pub enum RunError {
     /// The server did not start.
     #[error("kitchen: {0}")]
     Start(#[source] KitchenError),
+    /// `--stdio` did not serve.
+    #[error("{0}")]
+    Stdio(#[source] mcp_triage_kitchen::stdio::StdioError),
 }
 
 fn parse_params(s: &str) -> Result<serde_json::Value, ValueError> {
@@ -160,6 +174,8 @@ fn parse_mode(s: &str) -> Result<ResponseMode, ValueError> {
 pub struct KitchenConfig {
     /// Where to listen.
     pub listen: SocketAddr,
+    /// `--stdio`: serve on stdin/stdout instead (the scenario, its params, the journal file).
+    pub stdio: Option<mcp_triage_kitchen::stdio::StdioOptions>,
     /// The server's options.
     pub options: KitchenOptions,
     /// `--replay`: the capture to serve instead of a scenario.
@@ -179,6 +195,11 @@ pub struct ReplayConfig {
 
 impl From<KitchenArgs> for KitchenConfig {
     fn from(args: KitchenArgs) -> KitchenConfig {
+        let stdio = args.stdio.then(|| mcp_triage_kitchen::stdio::StdioOptions {
+            scenario: args.scenario.clone(),
+            params: args.params.clone().unwrap_or_else(|| serde_json::json!({})),
+            journal: args.journal.clone(),
+        });
         let options = KitchenOptions {
             admin_token: args.admin_token,
             scenario: args.scenario,
@@ -200,6 +221,7 @@ impl From<KitchenArgs> for KitchenConfig {
         });
         KitchenConfig {
             listen: args.listen,
+            stdio,
             options,
             replay,
         }
@@ -209,6 +231,7 @@ impl From<KitchenArgs> for KitchenConfig {
 pub fn run(config: KitchenConfig) -> Result<ExitCode, RunError> {
     let KitchenConfig {
         listen,
+        stdio,
         options,
         replay,
     } = config;
@@ -216,6 +239,14 @@ pub fn run(config: KitchenConfig) -> Result<ExitCode, RunError> {
         .enable_all()
         .build()
         .map_err(RunError::Runtime)?;
+    if let Some(stdio) = stdio {
+        runtime
+            .block_on(mcp_triage_kitchen::stdio::serve(stdio))
+            .map_err(RunError::Stdio)?;
+        // stdin closed: nothing may wait on a blocked stdout or stderr write.
+        runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+        return Ok(ExitCode::SUCCESS);
+    }
     runtime.block_on(async move {
         let mut replay_path = None;
         let handle = match replay {
