@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use mcp_triage_core::retry::{
     self, Delivery, InputRounds, RetryAction, RetryDecision, RetryInput, RetryOptions, ToolHints,
 };
-use mcp_triage_core::{CallRecord, Outcome, ProtocolVersion, Verdict};
+use mcp_triage_core::{CallRecord, DecisionAction, Outcome, ProtocolVersion, Verdict};
 use mcp_triage_wire::canonical::hex;
 use serde_json::{json, Value};
 
@@ -419,7 +419,7 @@ impl Client {
             return None;
         };
         c.fell_back = true;
-        set_decision(rec, idx, "reinitialize", None, format!(
+        set_decision(rec, idx, DecisionAction::Reinitialize, None, format!(
             "HTTP {} without a 2026-07-28 JSON-RPC error: the server does not speak the modern revision; falling back to initialize ({})",
             sent.status.unwrap_or(0), v.as_str()));
         let mut st = self.state.lock().await;
@@ -589,7 +589,7 @@ impl Client {
             Err(why) => {
                 let why = why.to_string();
                 rec.warn("INPUT_UNANSWERED", why.clone());
-                set_decision(rec, idx, "give_up", None, why);
+                set_decision(rec, idx, DecisionAction::GiveUp, None, why);
                 Flow::Stop
             }
         }

@@ -1,7 +1,7 @@
 //! Writing a call's [`CallRecord`]: an attempt per exchange, the decision taken after it, and
 //! the record's final fields from the last attempt (or from a failed setup step).
 
-use mcp_triage_core::{AttemptRecord, CallRecord, Decision, JsonRpcInfo, Outcome};
+use mcp_triage_core::{AttemptRecord, CallRecord, Decision, DecisionAction, JsonRpcInfo, Outcome};
 use serde_json::Value;
 
 use crate::setup::SetupFailure;
@@ -10,12 +10,12 @@ use crate::wire::Sent;
 pub(crate) fn set_decision(
     rec: &mut CallRecord,
     idx: usize,
-    action: &str,
+    action: DecisionAction,
     delay_ms: Option<u64>,
     reason: String,
 ) {
     rec.attempts[idx].decision = Some(Decision {
-        action: action.to_string(),
+        action,
         delay_ms,
         reason,
     });
@@ -89,7 +89,7 @@ pub(crate) fn finish_setup_failure(rec: &mut CallRecord, f: SetupFailure) {
         mcp_triage_core::MAX_MESSAGE_CHARS,
     ));
     let last = rec.attempts.len() - 1;
-    set_decision(rec, last, "give_up", None, f.why);
+    set_decision(rec, last, DecisionAction::GiveUp, None, f.why);
 }
 
 fn first_text(result: &Value) -> Option<String> {

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_triage_core::{CallRecord, Outcome, ProtocolVersion, Verdict};
+use mcp_triage_core::{CallRecord, DecisionAction, Outcome, ProtocolVersion, Verdict};
 use serde_json::{json, Map, Value};
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -238,7 +238,13 @@ impl Client {
                 run.task_id,
                 poll_reason(source, first)
             );
-            set_decision(rec, call, "poll", Some(first.as_millis() as u64), why);
+            set_decision(
+                rec,
+                call,
+                DecisionAction::Poll,
+                Some(first.as_millis() as u64),
+                why,
+            );
         }
         self.drive_loop(run, &mut pace, rec).await;
         if let Some(i) = &run.interrupt {
@@ -284,14 +290,14 @@ impl Client {
                 let transient = sent.verdict.layer == mcp_triage_core::Layer::Transport;
                 if transient && failures < self.opts.retry.max_retries {
                     failures += 1;
-                    set_decision(rec, idx, "poll", None, format!("the poll failed on the transport ({}); tasks/get is safe to send again", sent.verdict.outcome));
+                    set_decision(rec, idx, DecisionAction::Poll, None, format!("the poll failed on the transport ({}); tasks/get is safe to send again", sent.verdict.outcome));
                     continue;
                 }
                 finish_from(rec, &sent, &id, self.opts.keep_result);
                 set_decision(
                     rec,
                     idx,
-                    "give_up",
+                    DecisionAction::GiveUp,
                     None,
                     "the task's state could not be read".to_string(),
                 );
@@ -303,7 +309,13 @@ impl Client {
                 "working" | "submitted" => {
                     let (next, source) = pace.clone().next();
                     let why = format!("the task is working; {}", poll_reason(source, next));
-                    set_decision(rec, idx, "poll", Some(next.as_millis() as u64), why);
+                    set_decision(
+                        rec,
+                        idx,
+                        DecisionAction::Poll,
+                        Some(next.as_millis() as u64),
+                        why,
+                    );
                 }
                 "input_required" if self.version_has_task_update(run) => {
                     if let Err(why) = self.answer_task_input(run, &task, rec, idx).await {
@@ -320,7 +332,7 @@ impl Client {
                     set_decision(
                         rec,
                         idx,
-                        "poll",
+                        DecisionAction::Poll,
                         None,
                         "the task waits for input asked on the session's stream".to_string(),
                     );
@@ -369,7 +381,13 @@ impl Client {
             rec.message = Some(format!("task ended {status}"));
         }
         if let Some(last) = rec.attempts.len().checked_sub(1) {
-            set_decision(rec, last, "done", None, format!("the task ended {status}"));
+            set_decision(
+                rec,
+                last,
+                DecisionAction::Done,
+                None,
+                format!("the task ended {status}"),
+            );
         }
     }
 
@@ -393,7 +411,7 @@ impl Client {
             set_decision(
                 rec,
                 idx,
-                "poll",
+                DecisionAction::Poll,
                 None,
                 "input_required without inputRequests".to_string(),
             );
@@ -410,7 +428,7 @@ impl Client {
             set_decision(
                 rec,
                 idx,
-                "poll",
+                DecisionAction::Poll,
                 None,
                 "every input request was answered; waiting for the task to move on".to_string(),
             );
@@ -427,7 +445,7 @@ impl Client {
         set_decision(
             rec,
             idx,
-            "answer_input",
+            DecisionAction::AnswerInput,
             None,
             format!(
                 "the task asks for input ({}); answering with tasks/update",
@@ -448,7 +466,7 @@ impl Client {
             set_decision(
                 rec,
                 uidx,
-                "poll",
+                DecisionAction::Poll,
                 None,
                 format!(
                     "tasks/update was not acknowledged ({}); polling to see the task's state",
@@ -460,7 +478,7 @@ impl Client {
             set_decision(
                 rec,
                 uidx,
-                "poll",
+                DecisionAction::Poll,
                 None,
                 "tasks/update acknowledged; polling until the task ends".to_string(),
             );
@@ -600,7 +618,7 @@ impl Client {
             set_decision(
                 rec,
                 last,
-                "cancel",
+                DecisionAction::Cancel,
                 None,
                 format!("{}; cancelling the task with tasks/cancel", why.text()),
             );
@@ -620,7 +638,7 @@ impl Client {
                 } else {
                     "tasks/cancel was not acknowledged; reading the task's state once"
                 };
-                set_decision(rec, idx, "poll", None, reason.to_string());
+                set_decision(rec, idx, DecisionAction::Poll, None, reason.to_string());
                 ok
             }
             Err(_) => false,
@@ -675,7 +693,7 @@ impl Client {
             // after task_ended, whose generic reason this one replaces (2025-11-25 may have
             // added a task_result attempt: the decision stays on this poll)
             let why = format!("the task ended {status} before the cancellation took effect");
-            set_decision(rec, idx, "done", None, why);
+            set_decision(rec, idx, DecisionAction::Done, None, why);
             return true;
         }
         let state = if status.is_empty() {
@@ -684,7 +702,7 @@ impl Client {
             &status
         };
         let why = format!("the task is {state}; the call has no result");
-        set_decision(rec, idx, "give_up", None, why);
+        set_decision(rec, idx, DecisionAction::GiveUp, None, why);
         false
     }
 

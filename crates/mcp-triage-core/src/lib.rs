@@ -56,7 +56,9 @@ pub use classify::{classify, classify_with_response, Interruption, ResponseClass
 pub use http::ResponseHead;
 pub use limits::Limits;
 pub use protocol::{CallContext, Drafts, ProtocolVersion, RequestId, RequestKind, RequestSession};
-pub use record::{AttemptRecord, CallRecord, Decision, JsonRpcInfo, RetryOrigin, ServerInfo};
+pub use record::{
+    AttemptRecord, CallRecord, Decision, DecisionAction, JsonRpcInfo, RetryOrigin, ServerInfo,
+};
 pub use record_text::{AttemptText, Attempts, CallRecordText};
 pub use schema::{compile_listed, dialect, OutputSchema, SchemaError, SchemaMismatch};
 pub use sse::StreamEvent;

@@ -42,13 +42,89 @@ pub struct JsonRpcInfo {
     pub error_code: Option<i64>,
 }
 
+/// What was decided after an attempt: the record's `decision.action` words.
+///
+/// Why a type: these words were strings written in a dozen places (the policy's, the task
+/// driver's `poll` and `cancel`), so a misspelt one was a new action no reader knew. Each is
+/// written once here; the record still holds the same words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum DecisionAction {
+    /// The attempt ended the call.
+    Done,
+    /// Send the call again (a new id).
+    Resend,
+    /// GET the stream again with `Last-Event-ID`.
+    Resume,
+    /// Start a new session, then resend once.
+    Reinitialize,
+    /// `tools/list` again, then resend once.
+    RelistTools,
+    /// Stop; the verdict stands.
+    GiveUp,
+    /// An MRTR input round follows.
+    AnswerInput,
+    /// Poll the task the call created (`tasks/get`).
+    Poll,
+    /// Cancel the task (`tasks/cancel`).
+    Cancel,
+}
+
+impl DecisionAction {
+    /// Every action, in the order above.
+    pub const ALL: [DecisionAction; 9] = [
+        DecisionAction::Done,
+        DecisionAction::Resend,
+        DecisionAction::Resume,
+        DecisionAction::Reinitialize,
+        DecisionAction::RelistTools,
+        DecisionAction::GiveUp,
+        DecisionAction::AnswerInput,
+        DecisionAction::Poll,
+        DecisionAction::Cancel,
+    ];
+
+    /// The record's word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecisionAction::Done => "done",
+            DecisionAction::Resend => "resend",
+            DecisionAction::Resume => "resume",
+            DecisionAction::Reinitialize => "reinitialize",
+            DecisionAction::RelistTools => "relist_tools",
+            DecisionAction::GiveUp => "give_up",
+            DecisionAction::AnswerInput => "answer_input",
+            DecisionAction::Poll => "poll",
+            DecisionAction::Cancel => "cancel",
+        }
+    }
+}
+
+impl std::fmt::Display for DecisionAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for DecisionAction {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for DecisionAction {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// What the retry policy did after an attempt, in words a person can check against the rules.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Decision {
-    /// The action's wire name: `resend`, `resume`, `reinitialize`, `relist_tools`, `give_up`,
-    /// `done` (the attempt ended the call) or `answer_input` (an input round follows).
-    pub action: String,
+    /// What was decided (see [`DecisionAction`]).
+    pub action: DecisionAction,
     /// Milliseconds waited before the next attempt, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delay_ms: Option<u64>,
@@ -276,5 +352,25 @@ mod tests {
             "resent after 503 without an idempotency key",
         );
         assert_eq!(r.warnings.len(), 1);
+    }
+}
+
+#[cfg(test)]
+mod decision_action_tests {
+    use super::DecisionAction;
+
+    /// The words a record holds are the serde names, each read back to its action; a word no
+    /// action has is an error naming it, not a new action.
+    #[test]
+    fn every_action_is_its_word_both_ways() {
+        for a in DecisionAction::ALL {
+            let word = serde_json::to_value(a).unwrap();
+            assert_eq!(word, a.as_str(), "{a:?}");
+            assert_eq!(a.to_string(), a.as_str());
+            let back: DecisionAction = serde_json::from_value(word).unwrap();
+            assert_eq!(back, a);
+        }
+        let e = serde_json::from_str::<DecisionAction>("\"retry_later\"").unwrap_err();
+        assert!(e.to_string().contains("retry_later"), "{e}");
     }
 }

@@ -134,7 +134,7 @@ impl AttemptText<'_> {
 
 fn decision<W: Write>(w: &mut W, d: &Decision) -> io::Result<()> {
     let mut o = ObjectWriter::open(w)?;
-    o.str("action", &d.action)?;
+    o.str("action", d.action.as_str())?;
     o.opt_uint("delayMs", d.delay_ms)?;
     o.str("reason", &d.reason)?;
     o.close()
@@ -153,7 +153,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::record::{AttemptRecord, JsonRpcInfo};
+    use crate::record::{AttemptRecord, DecisionAction, JsonRpcInfo};
     use crate::verdict::{Outcome, StreamStats, Verdict, Warning};
 
     fn text(r: &CallRecord) -> String {
@@ -185,7 +185,11 @@ mod tests {
             proptest::option::of(any_text()),
             any::<Option<u64>>(),
             any::<u64>(),
-            proptest::option::of((any_text(), any::<Option<u64>>(), any_text())),
+            proptest::option::of((
+                proptest::sample::select(DecisionAction::ALL.to_vec()),
+                any::<Option<u64>>(),
+                any_text(),
+            )),
             0..Outcome::ALL.len(),
         )
             .prop_map(|(id, kind, retry_of, status, ct, events, ms, dec, o)| {

@@ -243,15 +243,21 @@ impl RetryAction {
     /// The record's wire name (`done`, `resend`, `resume`, `reinitialize`, `relist_tools`,
     /// `give_up`, `answer_input`, `poll`).
     pub fn as_str(&self) -> &'static str {
+        self.recorded().as_str()
+    }
+
+    /// The record's word for this action (`ResendWithRevision` is a resend, `DriveTask` a poll).
+    pub fn recorded(&self) -> crate::record::DecisionAction {
+        use crate::record::DecisionAction as D;
         match self {
-            RetryAction::Done => "done",
-            RetryAction::Resend { .. } | RetryAction::ResendWithRevision(_) => "resend",
-            RetryAction::Resume { .. } => "resume",
-            RetryAction::Reinitialize => "reinitialize",
-            RetryAction::RelistTools => "relist_tools",
-            RetryAction::GiveUp => "give_up",
-            RetryAction::AnswerInput => "answer_input",
-            RetryAction::DriveTask => "poll",
+            RetryAction::Done => D::Done,
+            RetryAction::Resend { .. } | RetryAction::ResendWithRevision(_) => D::Resend,
+            RetryAction::Resume { .. } => D::Resume,
+            RetryAction::Reinitialize => D::Reinitialize,
+            RetryAction::RelistTools => D::RelistTools,
+            RetryAction::GiveUp => D::GiveUp,
+            RetryAction::AnswerInput => D::AnswerInput,
+            RetryAction::DriveTask => D::Poll,
         }
     }
 
@@ -287,7 +293,7 @@ impl RetryDecision {
     /// The record form of this decision.
     pub fn to_record(&self) -> crate::record::Decision {
         crate::record::Decision {
-            action: self.action.as_str().to_string(),
+            action: self.action.recorded(),
             delay_ms: self.action.delay_ms(),
             reason: self.reason.clone(),
         }

@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use mcp_triage_core::{
-    AttemptRecord, CallRecord, Decision, JsonRpcInfo, Layer, Outcome, RetryOrigin, ServerInfo,
-    StreamStats, Verdict,
+    AttemptRecord, CallRecord, Decision, DecisionAction, JsonRpcInfo, Layer, Outcome, RetryOrigin,
+    ServerInfo, StreamStats, Verdict,
 };
 use serde_json::{json, Value};
 
@@ -66,7 +66,7 @@ fn sample_records() -> Vec<CallRecord> {
         verdict: first,
         duration_ms: 3,
         decision: Some(Decision {
-            action: "resend".into(),
+            action: DecisionAction::Resend,
             delay_ms: Some(120),
             reason: "503 on a read-only tool: safe to resend".into(),
         }),
@@ -88,7 +88,7 @@ fn sample_records() -> Vec<CallRecord> {
         verdict: second,
         duration_ms: 4,
         decision: Some(Decision {
-            action: "done".into(),
+            action: DecisionAction::Done,
             delay_ms: None,
             reason: "a final tool result".into(),
         }),

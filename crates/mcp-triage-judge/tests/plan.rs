@@ -29,7 +29,11 @@ fn statuses(r: &CallRecord) -> Vec<u16> {
 fn actions(r: &CallRecord) -> Vec<String> {
     r.attempts
         .iter()
-        .map(|a| a.decision.as_ref().map_or("-".into(), |d| d.action.clone()))
+        .map(|a| {
+            a.decision
+                .as_ref()
+                .map_or("-".into(), |d| d.action.to_string())
+        })
         .collect()
 }
 

@@ -342,7 +342,11 @@ fn matrix(results: &[RowResult]) -> String {
             .record
             .attempts
             .iter()
-            .map(|a| a.decision.as_ref().map_or("-".into(), |d| d.action.clone()))
+            .map(|a| {
+                a.decision
+                    .as_ref()
+                    .map_or("-".into(), |d| d.action.to_string())
+            })
             .collect();
         let expected = expected(r);
         rows.push([
