@@ -803,16 +803,18 @@ fn timeout_rows(p: &mut Vec<PlanRow>) {
             });
         }
     }
-    // Progress every 100 ms for 900 ms keeps the call alive past the 300 ms deadline.
+    // Progress every 100 ms for 1,500 ms keeps the call alive past the 600 ms deadline. The
+    // deadline is six intervals, not three: on a loaded machine (three builds on two cores) a
+    // 300 ms deadline was once passed between two progress notifications.
     for era in [M, L] {
         p.push(PlanRow {
-            query: "totalMs=900&intervalMs=100",
-            timeout_ms: Some(300),
+            query: "totalMs=1500&intervalMs=100",
+            timeout_ms: Some(600),
             ..row(
                 "timeout.progress_keepalive",
                 era,
                 ToolSuccess,
-                "progress for the call's token every 100 ms moves the client's 300 ms deadline until the result comes at 900 ms",
+                "progress for the call's token every 100 ms moves the client's 600 ms deadline until the result comes at 1,500 ms",
             )
         });
     }
